@@ -1,0 +1,1 @@
+"""normbench harness: config -> plan -> run -> records -> store -> report / compare."""
