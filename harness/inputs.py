@@ -1,0 +1,73 @@
+"""Inputs for one case, as a forward pass would leave them, and the fp64 reference backward."""
+from __future__ import annotations
+
+import torch
+
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+EPS = 1e-5
+
+# Largest tolerated max|out − ref| / max|ref|, by the coarsest storage dtype involved.
+# fp32 storage: fp32 accumulation error only.  fp16/bf16: the output's own rounding (2^-11,
+# 2^-8 relative) plus accumulation, with a margin of a few ulps.
+TOLERANCE = {"fp32": 1e-4, "fp16": 4e-3, "bf16": 3e-2}
+
+
+def tolerance(dtype: str, weight_dtype: str) -> float:
+    return max(TOLERANCE[dtype], TOLERANCE[weight_dtype])
+
+
+def make_inputs(norm: str, rows: int, d: int, dtype: str, weight_dtype: str, *, seed: int,
+                device: torch.device | str, row_stride: int | None = None):
+    """x, dy, weight, mean (None for RMSNorm), rstd — fresh random values from `seed`.
+
+    `row_stride` > d makes x and dy slices of wider tensors (a strided-rows case)."""
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    dt, wdt = DTYPES[dtype], DTYPES[weight_dtype]
+    width = row_stride or d
+
+    def wide(scale=1.0, shift=0.0):
+        t = torch.randn(rows, width, generator=g) * scale + shift
+        return t.to(dt).to(device)[:, :d]
+
+    x = wide(scale=2.0, shift=0.5)
+    dy = wide()
+    weight = (1.0 + 0.5 * torch.randn(d, generator=g)).to(wdt).to(device)
+    xf = x.float()
+    if norm == "layernorm":
+        mean = xf.mean(dim=1)
+        var = xf.var(dim=1, unbiased=False)
+    elif norm == "rmsnorm":
+        mean = None
+        var = (xf * xf).mean(dim=1)
+    else:
+        raise ValueError(f"norm: unknown {norm!r}")
+    rstd = torch.rsqrt(var + EPS)
+    return x, dy, weight, mean, rstd
+
+
+def reference(x, dy, weight, mean, rstd):
+    """The backward in fp64 from the same (rounded) inputs: dx, dγ, dβ (None for RMSNorm)."""
+    x, dy, w = x.double(), dy.double(), weight.double()
+    r = rstd.double()[:, None]
+    xhat = (x - mean.double()[:, None]) * r if mean is not None else x * r
+    g = w * dy
+    d = x.shape[1]
+    c1 = (xhat * g).sum(dim=1, keepdim=True) / d
+    if mean is not None:
+        c2 = g.sum(dim=1, keepdim=True) / d
+        return (g - xhat * c1 - c2) * r, (dy * xhat).sum(dim=0), dy.sum(dim=0)
+    return (g - xhat * c1) * r, (dy * xhat).sum(dim=0), None
+
+
+def rel_error(out: torch.Tensor | None, ref: torch.Tensor | None) -> float | None:
+    """max|out − ref| / max|ref| in fp64; inf when out has a NaN or Inf, or is missing."""
+    if ref is None:
+        return None
+    if out is None or tuple(out.shape) != tuple(ref.shape):
+        return float("inf")
+    o = out.detach().double().cpu()
+    r = ref.detach().cpu()
+    if not torch.isfinite(o).all():
+        return float("inf")
+    scale = r.abs().max().item() or 1.0
+    return (o - r).abs().max().item() / scale

@@ -1,0 +1,25 @@
+"""normbench strategies: LayerNorm/RMSNorm backward implementations, registered by name.
+
+    import strategies
+    strategies.names()
+    dx, dw, db = strategies.get("disjoint_block").backward(x, dy, weight, mean, rstd, groups=G)
+
+`mean=None` means RMSNorm (then db is None).  See docs/DESIGN.md for the whole contract.
+"""
+from . import _device  # noqa: F401  (first: decides TRITON_INTERPRET before any kernel exists)
+from ._device import default_device, interpreted, sm_count
+from ._registry import Entry, entries, get, known, names, register, register_unavailable
+
+# One module per implementation; importing registers it.
+from . import atomic, grouped_atomic, spin_lock, disjoint_block, disjoint_fused  # noqa: E402,F401
+from . import torch_native  # noqa: E402,F401
+from . import peers  # noqa: E402,F401  (liger, quack: registered only as far as importable)
+
+
+def default_groups(name: str, rows: int, d: int, device=None) -> int | None:
+    """The GROUPS `groups=None` gives implementation `name` at this shape."""
+    return get(name).effective_groups(rows, d, None, device)
+
+
+__all__ = ["Entry", "default_device", "default_groups", "entries", "get", "interpreted", "known",
+           "names", "register", "register_unavailable", "sm_count"]

@@ -1,0 +1,36 @@
+"""Where kernels run: a CUDA GPU, or the Triton interpreter on CPU tensors.
+
+Imported first by `strategies/__init__.py`: TRITON_INTERPRET must be set before any
+`@triton.jit` function is defined, so the decision is made here, once, at import.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import torch
+
+_AUTO = False
+if not torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1":
+    os.environ["TRITON_INTERPRET"] = "1"
+    _AUTO = True
+    if os.environ.get("NORMBENCH_QUIET") != "1":
+        print("normbench: no CUDA GPU found; Triton kernels run under the interpreter "
+              "(TRITON_INTERPRET=1) on CPU tensors", file=sys.stderr)
+
+
+def interpreted() -> bool:
+    """True when Triton kernels run under the interpreter (CPU tensors)."""
+    return os.environ.get("TRITON_INTERPRET") == "1"
+
+
+def default_device() -> torch.device:
+    return torch.device("cpu") if interpreted() or not torch.cuda.is_available() else torch.device("cuda")
+
+
+def sm_count(device: torch.device | str | None = None) -> int:
+    """Streaming multiprocessors of a CUDA device; 4 on CPU (the interpreter runs programs one by one)."""
+    device = torch.device(device) if device is not None else default_device()
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).multi_processor_count
+    return 4

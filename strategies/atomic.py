@@ -1,0 +1,64 @@
+"""atomic — every row atomically adds its dγ/dβ contribution into one fp32 [d] buffer.
+
+One program per row: rows writers contend for every slot.  Simple and one pass over the
+partials, but the order of the fp32 additions depends on timing, so the bits of dγ/dβ change
+from run to run: nondeterministic by design.  Workspace: d fp32 (×2 with dβ), zeroed per call,
+then cast to the weight's dtype (skipped when the weight is fp32: the buffer is the output).
+"""
+import torch
+import triton
+import triton.language as tl
+
+from . import _tuning
+from ._launch import prepare
+from ._registry import register
+from .rowgrad import row_coeffs, rowgrad_chunk, rowgrad_tile
+
+
+@triton.jit
+def _atomic_kernel(X, DY, DX, W, Mean, Rstd, AW, AB, ROWS, N, stride_x, stride_dy, stride_dx,
+                   HAS_MEAN: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr,
+                   ONE_CHUNK: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    row_mask = rows < ROWS
+    rows = rows.to(tl.int64)
+    if ONE_CHUNK:
+        cols = tl.arange(0, BLOCK_D)
+        col_mask = cols < N
+        w = tl.load(W + cols, mask=col_mask, other=0.0).to(tl.float32)
+        gw, gb = rowgrad_tile(X, DY, DX, w, Mean, Rstd, rows, row_mask, cols, col_mask,
+                              stride_x, stride_dy, stride_dx, N, HAS_MEAN)
+        # relaxed: the adds only need atomicity, not ordering with other memory operations
+        tl.atomic_add(AW + cols, tl.sum(gw, axis=0), mask=col_mask, sem="relaxed")
+        if HAS_MEAN:
+            tl.atomic_add(AB + cols, tl.sum(gb, axis=0), mask=col_mask, sem="relaxed")
+    else:
+        c1, c2 = row_coeffs(X, DY, W, Mean, Rstd, rows, row_mask, stride_x, stride_dy, N,
+                            HAS_MEAN, BLOCK_R, BLOCK_D)
+        for c0 in range(0, N, BLOCK_D):
+            gw, gb, cols, col_mask = rowgrad_chunk(X, DY, DX, W, Mean, Rstd, rows, row_mask, c0,
+                                                   c1, c2, stride_x, stride_dy, stride_dx, N,
+                                                   HAS_MEAN, BLOCK_D)
+            tl.atomic_add(AW + cols, tl.sum(gw, axis=0), mask=col_mask, sem="relaxed")
+            if HAS_MEAN:
+                tl.atomic_add(AB + cols, tl.sum(gb, axis=0), mask=col_mask, sem="relaxed")
+
+
+def _workspace(rows, d, groups, has_bias):
+    return d * 4 * (2 if has_bias else 1)
+
+
+@register("atomic", kind="strategy", deterministic_by_design=False, uses_groups=False,
+          workspace=_workspace, writers=lambda rows, g: rows)
+def backward(x, dy, weight, mean, rstd, *, groups=None):
+    """Every row atomic_adds into one fp32 [d] buffer (contended, nondeterministic)."""
+    c = prepare(x, dy, weight, mean, rstd)
+    p = _tuning.params("atomic", c.d, rows_per_tile=1)
+    aw = torch.zeros(c.d, dtype=torch.float32, device=x.device)
+    ab = torch.zeros(c.d, dtype=torch.float32, device=x.device) if c.has_mean else aw
+    _atomic_kernel[(triton.cdiv(c.rows, p["block_r"]),)](
+        c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, aw, ab, c.rows, c.d, *c.strides,
+        HAS_MEAN=c.has_mean, BLOCK_R=p["block_r"], BLOCK_D=p["block_d"],
+        ONE_CHUNK=p["one_chunk"], num_warps=p["num_warps"])
+    wd = weight.dtype
+    return c.outputs(aw.to(wd), ab.to(wd) if c.has_mean else None)

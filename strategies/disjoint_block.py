@@ -1,0 +1,100 @@
+"""disjoint_block — each program owns a contiguous block of rows and writes one partial row.
+
+Program p sums dy·x̂ and dy over its rows in registers (fp32), in row order, and stores them
+as partial row p of a fp32 [GROUPS, d] workspace (×2 with dβ); a fixed-order reduce sums the
+partial rows.  One writer per slot, no atomics, no locks: the same inputs always give the same
+bits.  GROUPS is the number of programs; the workspace is written once, so needs no zeroing.
+A row wider than one block makes each program read-modify-write its own partial row per chunk
+(still one writer, still deterministic).
+"""
+import torch
+import triton
+import triton.language as tl
+
+from . import _groups, _tuning
+from ._launch import partial_workspace, prepare
+from ._registry import register
+from .reduce import reduce_partials
+from .rowgrad import row_coeffs, rowgrad_chunk, rowgrad_tile
+
+
+@triton.jit
+def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
+                      stride_x, stride_dy, stride_dx, HAS_MEAN: tl.constexpr,
+                      BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr):
+    """Program p: dx for rows [p·R, (p+1)·R) and its partial rows PW[p], PB[p]."""
+    pid = tl.program_id(0)
+    r0 = pid * ROWS_PER_PROG
+    r_end = tl.minimum(r0 + ROWS_PER_PROG, ROWS)
+    out = pid.to(tl.int64) * N
+    if ONE_CHUNK:
+        cols = tl.arange(0, BLOCK_D)
+        col_mask = cols < N
+        w = tl.load(W + cols, mask=col_mask, other=0.0).to(tl.float32)
+        acc_w = tl.zeros([BLOCK_D], dtype=tl.float32)
+        acc_b = tl.zeros([BLOCK_D], dtype=tl.float32)
+        for r in range(r0, r_end, BLOCK_R):
+            rows = r + tl.arange(0, BLOCK_R)
+            row_mask = rows < r_end
+            gw, gb = rowgrad_tile(X, DY, DX, w, Mean, Rstd, rows.to(tl.int64), row_mask, cols,
+                                  col_mask, stride_x, stride_dy, stride_dx, N, HAS_MEAN)
+            acc_w += tl.sum(gw, axis=0)
+            if HAS_MEAN:
+                acc_b += tl.sum(gb, axis=0)
+        tl.store(PW + out + cols, acc_w, mask=col_mask)
+        if HAS_MEAN:
+            tl.store(PB + out + cols, acc_b, mask=col_mask)
+    else:
+        # too wide for registers: the program's own partial row lives in the workspace
+        for c0 in range(0, N, BLOCK_D):
+            cols = c0 + tl.arange(0, BLOCK_D)
+            tl.store(PW + out + cols, tl.zeros([BLOCK_D], dtype=tl.float32), mask=cols < N)
+            if HAS_MEAN:
+                tl.store(PB + out + cols, tl.zeros([BLOCK_D], dtype=tl.float32), mask=cols < N)
+        for r in range(r0, r_end, BLOCK_R):
+            rows = r + tl.arange(0, BLOCK_R)
+            row_mask = rows < r_end
+            rows = rows.to(tl.int64)
+            c1, c2 = row_coeffs(X, DY, W, Mean, Rstd, rows, row_mask, stride_x, stride_dy, N,
+                                HAS_MEAN, BLOCK_R, BLOCK_D)
+            for c0 in range(0, N, BLOCK_D):
+                gw, gb, cols, col_mask = rowgrad_chunk(X, DY, DX, W, Mean, Rstd, rows, row_mask,
+                                                       c0, c1, c2, stride_x, stride_dy,
+                                                       stride_dx, N, HAS_MEAN, BLOCK_D)
+                # the same thread stored these addresses: program order makes this safe
+                pw = tl.load(PW + out + cols, mask=col_mask, other=0.0)
+                tl.store(PW + out + cols, pw + tl.sum(gw, axis=0), mask=col_mask)
+                if HAS_MEAN:
+                    pb = tl.load(PB + out + cols, mask=col_mask, other=0.0)
+                    tl.store(PB + out + cols, pb + tl.sum(gb, axis=0), mask=col_mask)
+
+
+@triton.jit
+def _disjoint_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
+                     stride_x, stride_dy, stride_dx, HAS_MEAN: tl.constexpr,
+                     BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr):
+    disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
+                      stride_x, stride_dy, stride_dx, HAS_MEAN, BLOCK_R, BLOCK_D, ONE_CHUNK)
+
+
+def launch_partials(kernel, c, groups: int, p: dict, *extra):
+    """Allocate the [GROUPS, d] partials and launch `kernel` with GROUPS programs."""
+    pw = torch.empty((groups, c.d), dtype=torch.float32, device=c.x.device)
+    pb = torch.empty((groups, c.d), dtype=torch.float32, device=c.x.device) if c.has_mean else None
+    kernel[(groups,)](
+        c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, pw, pb if pb is not None else pw, *extra,
+        c.rows, c.d, triton.cdiv(c.rows, groups), *c.strides,
+        HAS_MEAN=c.has_mean, BLOCK_R=p["block_r"], BLOCK_D=p["block_d"],
+        ONE_CHUNK=p["one_chunk"], num_warps=p["num_warps"])
+    return pw, pb
+
+
+@register("disjoint_block", kind="strategy", deterministic_by_design=True, uses_groups=True,
+          auto_groups=_groups.auto_blocks, writers=lambda rows, g: 1,
+          workspace=lambda rows, d, g, has_bias: partial_workspace(g, d, has_bias))
+def backward(x, dy, weight, mean, rstd, *, groups):
+    """Each program owns a contiguous block of rows, stores one partial row; fixed-order reduce."""
+    c = prepare(x, dy, weight, mean, rstd)
+    p = _tuning.params("disjoint_block", c.d)
+    pw, pb = launch_partials(_disjoint_kernel, c, groups, p)
+    return c.outputs(*reduce_partials(pw, pb, weight.dtype))

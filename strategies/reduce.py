@@ -1,0 +1,46 @@
+"""The fixed-order reduce of fp32 partial rows: [G, d] -> [d], cast to the weight's dtype.
+
+Each program owns BLOCK_N columns and walks the partial rows in increasing order, BLOCK_G at a
+time, then sums its [BLOCK_G, BLOCK_N] accumulator along the rows with Triton's fixed reduction
+tree.  The order never depends on timing, so the same partials always give the same bits.
+"""
+import torch
+import triton
+import triton.language as tl
+
+BLOCK_G = 32
+BLOCK_N = 64
+
+
+@triton.jit
+def reduce_rows(P, OUT, G, N, c0, BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Sum rows [0, G) of P[:, c0:c0+BLOCK_N] in fixed order; store into OUT (fp32 result cast)."""
+    cols = c0 + tl.arange(0, BLOCK_N)
+    col_mask = cols < N
+    acc = tl.zeros([BLOCK_G, BLOCK_N], dtype=tl.float32)
+    for g0 in range(0, G, BLOCK_G):
+        g = g0 + tl.arange(0, BLOCK_G)
+        m = (g < G)[:, None] & col_mask[None, :]
+        # .cg: partials were written by other programs; read them from L2, never a stale L1 line.
+        acc += tl.load(P + g[:, None] * N + cols[None, :], mask=m, other=0.0, cache_modifier=".cg")
+    tl.store(OUT + cols, tl.sum(acc, axis=0).to(OUT.dtype.element_ty), mask=col_mask)
+
+
+@triton.jit
+def _reduce_kernel(PW, PB, DW, DB, G, N, HAS_B: tl.constexpr,
+                   BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr):
+    c0 = tl.program_id(0) * BLOCK_N
+    reduce_rows(PW, DW, G, N, c0, BLOCK_G, BLOCK_N)
+    if HAS_B:
+        reduce_rows(PB, DB, G, N, c0, BLOCK_G, BLOCK_N)
+
+
+def reduce_partials(pw: torch.Tensor, pb: torch.Tensor | None, out_dtype: torch.dtype):
+    """(dw, db) from fp32 partials [G, d]; db is None when pb is None."""
+    g, n = pw.shape
+    dw = torch.empty(n, dtype=out_dtype, device=pw.device)
+    db = torch.empty(n, dtype=out_dtype, device=pw.device) if pb is not None else None
+    _reduce_kernel[(triton.cdiv(n, BLOCK_N),)](
+        pw, pb if pb is not None else pw, dw, db if db is not None else dw, g, n,
+        HAS_B=pb is not None, BLOCK_G=BLOCK_G, BLOCK_N=BLOCK_N, num_warps=4)
+    return dw, db

@@ -1,0 +1,100 @@
+"""The per-row gradient, shared by every strategy.
+
+For a row with saved statistics (mean, rstd) — RMSNorm has no mean — and x̂ = (x − mean)·rstd:
+
+    g   = γ · dy                       (the gradient reaching x̂)
+    c1  = Σ_j x̂_j g_j / d              (projection on x̂: the rstd term)
+    c2  = Σ_j g_j / d                  (the mean term; LayerNorm only)
+    dx  = (g − (x̂·c1 + c2)) · rstd
+
+and the row's contributions to the parameter gradients are dy·x̂ (to dγ) and dy (to dβ).
+Every strategy calls these helpers on a tile of BLOCK_R rows and differs only in how it
+combines those contributions across rows.  All arithmetic is fp32, whatever the storage dtype:
+the in-row sums run over up to 65536 elements, where bf16 accumulation would lose the answer.
+
+Two shapes of the same math:
+  * `rowgrad_tile`  — the whole row fits one block (BLOCK_D ≥ d): load once, compute, store.
+  * `row_coeffs` + `rowgrad_chunk` — a row wider than one block: a first pass over the chunks
+    accumulates c1 and c2, a second pass writes dx chunk by chunk and returns each chunk's
+    contributions.  It reads x and dy twice, which is the price of d > BLOCK_D.
+"""
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _load_xhat_g(X, DY, w, rows, cols, mask, row_mask, Mean, Rstd, stride_x, stride_dy,
+                 HAS_MEAN: tl.constexpr):
+    """Load a [BLOCK_R, BLOCK_D] tile and return (x̂, g = γ·dy, dy, rstd, mean) in fp32.
+
+    Masked elements come back as exact zeros, so they add nothing to any sum."""
+    x = tl.load(X + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+    dy = tl.load(DY + rows[:, None] * stride_dy + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+    rstd = tl.load(Rstd + rows, mask=row_mask, other=0.0)
+    if HAS_MEAN:
+        mean = tl.load(Mean + rows, mask=row_mask, other=0.0)
+        xhat = tl.where(mask, (x - mean[:, None]) * rstd[:, None], 0.0)
+    else:
+        mean = rstd * 0.0
+        xhat = x * rstd[:, None]
+    g = w[None, :] * dy
+    return xhat, g, dy, rstd, mean
+
+
+@triton.jit
+def _dx(xhat, g, c1, c2, rstd, HAS_MEAN: tl.constexpr):
+    # The mean term exists only for LayerNorm; RMSNorm's x̂ has no centring to undo.
+    if HAS_MEAN:
+        return (g - (xhat * c1[:, None] + c2[:, None])) * rstd[:, None]
+    else:
+        return (g - xhat * c1[:, None]) * rstd[:, None]
+
+
+@triton.jit
+def rowgrad_tile(X, DY, DX, w, Mean, Rstd, rows, row_mask, cols, col_mask,
+                 stride_x, stride_dy, stride_dx, N, HAS_MEAN: tl.constexpr):
+    """Whole rows in one block: store dx for BLOCK_R rows; return (dy·x̂, dy) as fp32 tiles.
+
+    `w` is the fp32 weight for `cols`, loaded once by the caller and reused across rows."""
+    mask = row_mask[:, None] & col_mask[None, :]
+    xhat, g, dy, rstd, mean = _load_xhat_g(X, DY, w, rows, cols, mask, row_mask, Mean, Rstd,
+                                           stride_x, stride_dy, HAS_MEAN)
+    c1 = tl.sum(xhat * g, axis=1) / N
+    c2 = tl.sum(g, axis=1) / N
+    dx = _dx(xhat, g, c1, c2, rstd, HAS_MEAN)
+    tl.store(DX + rows[:, None] * stride_dx + cols[None, :], dx.to(DX.dtype.element_ty), mask=mask)
+    return dy * xhat, dy
+
+
+@triton.jit
+def row_coeffs(X, DY, W, Mean, Rstd, rows, row_mask, stride_x, stride_dy, N,
+               HAS_MEAN: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr):
+    """First pass for rows wider than one block: (c1, c2) per row, fp32."""
+    acc1 = tl.zeros([BLOCK_R, BLOCK_D], dtype=tl.float32)
+    acc2 = tl.zeros([BLOCK_R, BLOCK_D], dtype=tl.float32)
+    for c0 in range(0, N, BLOCK_D):
+        cols = c0 + tl.arange(0, BLOCK_D)
+        col_mask = cols < N
+        mask = row_mask[:, None] & col_mask[None, :]
+        w = tl.load(W + cols, mask=col_mask, other=0.0).to(tl.float32)
+        xhat, g, dy, rstd, mean = _load_xhat_g(X, DY, w, rows, cols, mask, row_mask, Mean, Rstd,
+                                               stride_x, stride_dy, HAS_MEAN)
+        acc1 += xhat * g
+        acc2 += g
+    return tl.sum(acc1, axis=1) / N, tl.sum(acc2, axis=1) / N
+
+
+@triton.jit
+def rowgrad_chunk(X, DY, DX, W, Mean, Rstd, rows, row_mask, c0, c1, c2,
+                  stride_x, stride_dy, stride_dx, N,
+                  HAS_MEAN: tl.constexpr, BLOCK_D: tl.constexpr):
+    """Second pass: store dx for columns [c0, c0+BLOCK_D) and return (dy·x̂, dy, cols, col_mask)."""
+    cols = c0 + tl.arange(0, BLOCK_D)
+    col_mask = cols < N
+    mask = row_mask[:, None] & col_mask[None, :]
+    w = tl.load(W + cols, mask=col_mask, other=0.0).to(tl.float32)
+    xhat, g, dy, rstd, mean = _load_xhat_g(X, DY, w, rows, cols, mask, row_mask, Mean, Rstd,
+                                           stride_x, stride_dy, HAS_MEAN)
+    dx = _dx(xhat, g, c1, c2, rstd, HAS_MEAN)
+    tl.store(DX + rows[:, None] * stride_dx + cols[None, :], dx.to(DX.dtype.element_ty), mask=mask)
+    return dy * xhat, dy, cols, col_mask

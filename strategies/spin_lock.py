@@ -1,0 +1,93 @@
+"""spin_lock — the Triton layer-norm tutorial's scheme: a lock per partial row, then a reduce.
+
+Row r takes the lock of partial row r mod GROUPS (an atomic_cas spin), and the first writer
+(told by a per-group count) stores its contribution while later writers read-modify-write.
+Writers per slot: ⌈rows/GROUPS⌉, serialised by the lock.  Which row arrives first depends on
+timing, so the fp32 sums — and the bits — can change between runs: nondeterministic.
+Workspace: fp32 [GROUPS, d] partials (×2 with dβ, never zeroed thanks to the first-writer
+count) plus 2·GROUPS·chunks int32 locks and counts, zeroed on every call.  A row wider than one
+block locks each column chunk separately, so the lock is held only for one chunk's update.
+"""
+import torch
+import triton
+import triton.language as tl
+
+from . import _groups, _tuning
+from ._launch import partial_workspace, prepare
+from ._registry import register
+from .reduce import reduce_partials
+from .rowgrad import row_coeffs, rowgrad_chunk, rowgrad_tile
+
+
+@triton.jit
+def _locked_update(PW, PB, Lock, Count, offs, col_mask, gw, gb, HAS_MEAN: tl.constexpr):
+    while tl.atomic_cas(Lock, 0, 1) == 1:
+        pass
+    count = tl.load(Count, cache_modifier=".cg")
+    pw = tl.sum(gw, axis=0)
+    pb = tl.sum(gb, axis=0)
+    if count == 0:
+        # first writer: nothing to read, so the workspace needs no zeroing
+        tl.atomic_xchg(Count, 1)
+    else:
+        pw += tl.load(PW + offs, mask=col_mask, other=0.0, cache_modifier=".cg")
+        if HAS_MEAN:
+            pb += tl.load(PB + offs, mask=col_mask, other=0.0, cache_modifier=".cg")
+    tl.store(PW + offs, pw, mask=col_mask)
+    if HAS_MEAN:
+        tl.store(PB + offs, pb, mask=col_mask)
+    # every thread's store must be done before any thread lets the next writer in
+    tl.debug_barrier()
+    tl.atomic_xchg(Lock, 0)
+
+
+@triton.jit
+def _spin_lock_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, Locks, ROWS, N, G, NCHUNK,
+                      stride_x, stride_dy, stride_dx,
+                      HAS_MEAN: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr):
+    row = tl.program_id(0)
+    rows = (row + tl.arange(0, 1)).to(tl.int64)
+    row_mask = rows < ROWS
+    group = row % G
+    base = group.to(tl.int64) * N
+    Lock = Locks + group * NCHUNK
+    Count = Locks + G * NCHUNK + group * NCHUNK
+    if ONE_CHUNK:
+        cols = tl.arange(0, BLOCK_D)
+        col_mask = cols < N
+        w = tl.load(W + cols, mask=col_mask, other=0.0).to(tl.float32)
+        gw, gb = rowgrad_tile(X, DY, DX, w, Mean, Rstd, rows, row_mask, cols, col_mask,
+                              stride_x, stride_dy, stride_dx, N, HAS_MEAN)
+        _locked_update(PW, PB, Lock, Count, base + cols, col_mask, gw, gb, HAS_MEAN)
+    else:
+        c1, c2 = row_coeffs(X, DY, W, Mean, Rstd, rows, row_mask, stride_x, stride_dy, N,
+                            HAS_MEAN, 1, BLOCK_D)
+        for k in range(0, NCHUNK):
+            gw, gb, cols, col_mask = rowgrad_chunk(X, DY, DX, W, Mean, Rstd, rows, row_mask,
+                                                   k * BLOCK_D, c1, c2,
+                                                   stride_x, stride_dy, stride_dx, N,
+                                                   HAS_MEAN, BLOCK_D)
+            _locked_update(PW, PB, Lock + k, Count + k, base + cols, col_mask, gw, gb, HAS_MEAN)
+
+
+def _workspace(rows, d, groups, has_bias):
+    nchunk = triton.cdiv(d, _tuning.block_d(d)[0])
+    return partial_workspace(groups, d, has_bias) + 2 * groups * nchunk * 4
+
+
+@register("spin_lock", kind="strategy", deterministic_by_design=False, uses_groups=True,
+          auto_groups=_groups.auto_contended, writers=_groups.writers_grouped, workspace=_workspace)
+def backward(x, dy, weight, mean, rstd, *, groups):
+    """Triton tutorial: atomic_cas spin lock per group, first-writer count, then a reduce."""
+    c = prepare(x, dy, weight, mean, rstd)
+    p = _tuning.params("spin_lock", c.d, rows_per_tile=1)
+    nchunk = triton.cdiv(c.d, p["block_d"])
+    pw = torch.empty((groups, c.d), dtype=torch.float32, device=x.device)
+    pb = torch.empty((groups, c.d), dtype=torch.float32, device=x.device) if c.has_mean else None
+    locks = torch.zeros(2 * groups * nchunk, dtype=torch.int32, device=x.device)
+    _spin_lock_kernel[(c.rows,)](
+        c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, pw, pb if pb is not None else pw, locks,
+        c.rows, c.d, groups, nchunk, *c.strides,
+        HAS_MEAN=c.has_mean, BLOCK_D=p["block_d"], ONE_CHUNK=p["one_chunk"],
+        num_warps=p["num_warps"])
+    return c.outputs(*reduce_partials(pw, pb, weight.dtype))

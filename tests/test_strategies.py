@@ -1,0 +1,147 @@
+"""Every implementation × norm × dtype against the fp64 reference, on CPU under the interpreter."""
+import random
+
+import pytest
+import torch
+
+import strategies
+from harness.inputs import make_inputs, reference, rel_error, tolerance
+from strategies import _tuning
+
+IMPLS = strategies.names()
+STRATEGIES = [n for n in IMPLS if strategies.get(n).kind == "strategy"]
+DTYPES = ["fp32", "bf16", "fp16"]
+NORMS = ["layernorm", "rmsnorm"]
+
+
+def check(name, norm, rows, d, dtype, weight_dtype="same", groups=None, row_stride=None):
+    wdt = dtype if weight_dtype == "same" else weight_dtype
+    seed = random.randrange(2**31)           # fresh inputs every run; printed on failure
+    x, dy, w, mean, rstd = make_inputs(norm, rows, d, dtype, wdt, seed=seed, device="cpu",
+                                       row_stride=row_stride)
+    dx, dw, db = strategies.get(name).backward(x, dy, w, mean, rstd, groups=groups)
+    rdx, rdw, rdb = reference(x, dy, w, mean, rstd)
+    assert dx.dtype == x.dtype and dw.dtype == w.dtype
+    assert (db is None) == (norm == "rmsnorm")
+    if db is not None:
+        assert db.dtype == w.dtype
+    tol = tolerance(dtype, wdt)
+    errs = {"dx": rel_error(dx, rdx), "dw": rel_error(dw, rdw), "db": rel_error(db, rdb)}
+    bad = {k: v for k, v in errs.items() if v is not None and not v <= tol}
+    assert not bad, f"{name} {norm} {rows}x{d} {dtype}/{wdt} groups={groups} seed={seed}: {bad} > {tol}"
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("norm", NORMS)
+@pytest.mark.parametrize("name", IMPLS)
+def test_awkward_shapes(poisoned, name, norm, dtype):
+    check(name, norm, 1, 5, dtype)                          # one row, tiny d
+    check(name, norm, 3, 100, dtype, groups=8)              # rows < groups, d not a power of 2
+    check(name, norm, 13, 33, dtype, groups=4, row_stride=40)   # strided rows
+    check(name, norm, 11, 77, dtype, groups=3)
+
+
+@pytest.mark.parametrize("norm", NORMS)
+@pytest.mark.parametrize("name", IMPLS)
+def test_mixed_weight_dtype(poisoned, name, norm):
+    check(name, norm, 9, 130, "bf16", weight_dtype="fp32", groups=2)
+    check(name, norm, 6, 64, "fp16", weight_dtype="fp32")
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize("norm", NORMS)
+@pytest.mark.parametrize("name", STRATEGIES)
+def test_row_wider_than_one_block(poisoned, monkeypatch, name, norm, dtype):
+    monkeypatch.setattr(_tuning, "MAX_BLOCK_D", 64)
+    monkeypatch.setattr(_tuning, "CHUNK_D", 64)
+    check(name, norm, 7, 200, dtype, groups=3)   # 4 chunks, the last one partial
+    check(name, norm, 2, 129, dtype, groups=5)
+
+
+@pytest.mark.parametrize("name", STRATEGIES)
+def test_widest_supported_row(poisoned, name):
+    check(name, "layernorm", 2, 65536, "fp32", groups=2)
+    check(name, "rmsnorm", 1, 65535, "bf16")
+
+
+@pytest.mark.parametrize("name", IMPLS)
+def test_registry_entry(name):
+    e = strategies.get(name)
+    assert e.kind in ("strategy", "baseline") and e.available and e.doc
+    assert isinstance(e.deterministic_by_design, bool) and isinstance(e.uses_groups, bool)
+    if e.uses_groups:
+        g = e.effective_groups(1000, 512, None)
+        assert 1 <= g <= 1000
+        assert e.effective_groups(3, 512, 8) == 3
+        assert e.workspace_bytes(1000, 512, 64) >= 64 * 512 * 4
+
+
+def test_the_four_strategies_and_torch_are_registered():
+    for n in ("atomic", "grouped_atomic", "spin_lock", "disjoint_block", "torch"):
+        assert n in strategies.names()
+    assert strategies.get("disjoint_block").deterministic_by_design
+    assert not strategies.get("atomic").deterministic_by_design
+    assert not strategies.get("atomic").uses_groups
+
+
+def test_missing_peers_are_listed_with_a_reason():
+    for n in ("liger", "quack"):
+        e = strategies.get(n)
+        assert n in strategies.known()
+        assert e.available == (n in strategies.names())
+        if not e.available:
+            assert "install" in e.reason
+            with pytest.raises(RuntimeError, match="not available"):
+                e.backward(None, None, None, None, None)
+
+
+def _args(rows=4, d=8):
+    x, dy, w, mean, rstd = make_inputs("layernorm", rows, d, "fp32", "fp32", seed=0, device="cpu")
+    return dict(x=x, dy=dy, weight=w, mean=mean, rstd=rstd)
+
+
+BAD = [
+    ("x", lambda a: a.update(x=a["x"][0])),
+    ("x", lambda a: a.update(x=a["x"].double(), dy=a["dy"].double())),
+    ("x", lambda a: a.update(x=a["x"].t().contiguous().t())),
+    ("dy", lambda a: a.update(dy=a["dy"][:, :4])),
+    ("dy", lambda a: a.update(dy=a["dy"].half())),
+    ("dy", lambda a: a.update(dy=torch.randn(8, 4).t())),
+    ("weight", lambda a: a.update(weight=torch.randn(9))),
+    ("weight", lambda a: a.update(weight=a["weight"].int())),
+    ("mean", lambda a: a.update(mean=a["mean"][:2])),
+    ("rstd", lambda a: a.update(rstd=a["rstd"].half())),
+    ("rstd", lambda a: a.update(rstd=None)),
+]
+
+
+@pytest.mark.parametrize("name", IMPLS)
+@pytest.mark.parametrize("arg,mutate", BAD, ids=[f"{a}-{i}" for i, (a, _) in enumerate(BAD)])
+def test_bad_arguments_raise_value_error_naming_the_argument(name, arg, mutate):
+    a = _args()
+    mutate(a)
+    with pytest.raises(ValueError, match=f"^{arg}: "):
+        strategies.get(name).backward(**a)
+
+
+@pytest.mark.parametrize("groups", [0, -3, 2.5, True, "4"])
+def test_bad_groups(groups):
+    with pytest.raises(ValueError, match="^groups: "):
+        strategies.get("disjoint_block").backward(**_args(), groups=groups)
+
+
+@pytest.mark.parametrize("name", [n for n in STRATEGIES if strategies.get(n).deterministic_by_design])
+def test_deterministic_strategies_repeat_their_bits(name):
+    x, dy, w, mean, rstd = make_inputs("layernorm", 20, 96, "bf16", "bf16", seed=1, device="cpu")
+    a = strategies.get(name).backward(x, dy, w, mean, rstd, groups=3)
+    b = strategies.get(name).backward(x, dy, w, mean, rstd, groups=3)
+    for u, v in zip(a, b):
+        assert torch.equal(u.view(torch.int16), v.view(torch.int16))
+
+
+def test_poisoning_catches_an_unwritten_element(poisoned):
+    """The poison is what makes the checks above able to fail on a forgotten store."""
+    x, dy, w, mean, rstd = make_inputs("layernorm", 4, 16, "fp32", "fp32", seed=2, device="cpu")
+    dx = torch.empty_like(x)
+    dx[:, :15] = reference(x, dy, w, mean, rstd)[0][:, :15].float()   # one column never written
+    assert rel_error(dx, reference(x, dy, w, mean, rstd)[0]) == float("inf")
