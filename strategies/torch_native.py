@@ -46,7 +46,7 @@ def _autograd(x, dy, weight, mean, rstd):
     return dx.to(x.dtype), dw.to(weight.dtype), db.to(weight.dtype)
 
 
-@register("torch", kind="baseline", deterministic_by_design=False, uses_groups=False)
+@register("torch", kind="baseline", deterministic_by_design=True, uses_groups=False)
 def backward(x, dy, weight, mean, rstd, *, groups=None):
     """PyTorch's native layer-norm / RMS-norm backward kernels."""
     rows, d = x.shape

@@ -1,0 +1,250 @@
+"""The command line: run, list, report, compare.  Only parses and dispatches.
+
+Exit codes: 0 success; 1 a regression (compare) or a sweep stopped by a fault it could not
+record; 2 bad input (config, arguments, run directories); 130/143 interrupted by SIGINT/SIGTERM
+after saving every measured record.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(add_completion=False, no_args_is_help=False, rich_markup_mode=None,
+                  help="normbench: benchmark the dγ/dβ reduction strategies of LayerNorm/RMSNorm "
+                       "backward. With no command, runs configs/default.yaml on a GPU, or "
+                       "configs/cpu.yaml under the Triton interpreter when there is none.")
+out = Console(width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True)
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def fail(message: str, code: int = 2):
+    """One line on stderr, no traceback, and the exit code."""
+    err.print(message, markup=False, highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def _strategies():
+    import strategies  # imported lazily: it decides CPU/GPU and compiles nothing until used
+    return strategies
+
+
+@app.callback(invoke_without_command=True)
+def default(ctx: typer.Context):
+    if ctx.invoked_subcommand is not None:
+        return
+    s = _strategies()
+    config = ROOT / "configs" / ("cpu.yaml" if s.interpreted() else "default.yaml")
+    err.print(f"no command given: running {config.relative_to(ROOT)} "
+              f"({'no GPU: Triton interpreter on CPU' if s.interpreted() else 'on the GPU'})")
+    ctx.invoke(run, config=config)
+
+
+@app.command()
+def run(config: Path = typer.Argument(..., help="sweep config (YAML); see harness/config.py"),
+        out_dir: Optional[Path] = typer.Option(None, "--out", help="run directory "
+                                               "[default: runs/NAME-TIMESTAMP]"),
+        resume: bool = typer.Option(False, "--resume", help="finish the run in --out: skip "
+                                    "records it already holds"),
+        dry_run: bool = typer.Option(False, "--dry-run", help="print the plan and an estimated "
+                                     "time; run nothing"),
+        only: Optional[str] = typer.Option(None, "--only", help="comma-separated implementation "
+                                           "names: run only these"),
+        isolate: bool = typer.Option(False, "--isolate", help="measure each case in a worker "
+                                     "process killed after the config's timeout_s (a hung "
+                                     "kernel becomes a 'timeout' record)"),
+        no_report: bool = typer.Option(False, "--no-report", help="do not write the report at "
+                                       "the end")):
+    """Run a sweep: every case and implementation, measured and stored as it goes.
+
+    Every call is timed whole (argument checks, allocations, workspace and lock zeroing, every
+    kernel including the reduce). On a machine without a GPU the kernels run under the Triton
+    interpreter and times are CPU wall-clock times.
+    """
+    from harness.config import ConfigError, load_config
+    from harness.plan import estimate_seconds, expand
+
+    s = _strategies()
+    try:
+        sweep = load_config(config, known_implementations=s.known())
+    except ConfigError as e:
+        fail(str(e))
+    if resume and out_dir is None:
+        fail("run: --resume needs --out DIR (the run directory to finish)")
+    cases = expand(sweep, uses_groups=lambda n: s.get(n).uses_groups, available=s.known()
+                   if sweep.implementations else s.names())
+    if only:
+        wanted = [n.strip() for n in only.split(",") if n.strip()]
+        unknown = [n for n in wanted if n not in s.known()]
+        if unknown:
+            fail(f"run: --only: unknown implementation {unknown[0]!r}; known: {', '.join(s.known())}")
+        cases = [c for c in cases if c.implementation in wanted]
+    est = estimate_seconds(cases, sweep, s.interpreted())
+    if dry_run:
+        _print_plan(cases, est, sweep)
+        return
+    from harness.run import default_out_dir, execute
+    from harness.store import StoreError
+    out_dir = out_dir or default_out_dir(sweep)
+    err.print(f"{sweep.name}: {len(cases)} records, about {_fmt_s(est)}; writing {out_dir}"
+              + ("  [CPU wall-clock times: Triton interpreter]" if s.interpreted() else ""))
+    try:
+        outcome = execute(sweep, cases, out_dir, resume=resume, isolate=isolate, console=err)
+    except StoreError as e:
+        fail(f"run: {e}")
+    from harness.store import load_meta, load_records
+    df = load_records(out_dir)
+    _print_tables(df, load_meta(out_dir))
+    if outcome.interrupted:
+        import signal
+        fail(f"interrupted by {signal.Signals(outcome.interrupted).name}: {len(df)} records kept in "
+             f"{out_dir}; finish with: run {config} --out {out_dir} --resume",
+             128 + outcome.interrupted)
+    if not no_report:
+        from harness.report import write_report
+        paths = write_report(out_dir)
+        err.print(f"report: {paths.get('html', out_dir / 'report.html')}")
+    err.print(f"records: {out_dir / 'records.csv'}")
+
+
+def _fmt_s(sec: float) -> str:
+    return f"{sec:.0f} s" if sec < 120 else f"{sec / 60:.1f} min"
+
+
+def _print_plan(cases, est, sweep):
+    t = Table(title=f"plan: {sweep.name} — {len(cases)} records, about {_fmt_s(est)}")
+    for col in ("norm", "rows", "d", "dtype", "weight", "implementation", "groups"):
+        t.add_column(col)
+    for c in cases:
+        t.add_row(c.norm, str(c.rows), str(c.d), c.dtype, c.weight_dtype, c.implementation, c.groups)
+    out.print(t)
+
+
+def _print_tables(df, meta):
+    """One table per (norm, dtype, weight dtype): shape × implementation median times,
+    the fastest marked ★ (green), the fastest bitwise-deterministic marked ◆ (cyan)."""
+    from harness.summary import best_groups, best_per_shape
+    if df.empty:
+        return
+    unit = "ms"
+    best = best_per_shape(df)
+    bg = best_groups(df)
+    impls = list(dict.fromkeys(df["implementation"]))
+    for (norm, dtype, wdt), part in df.groupby(["norm", "dtype", "weight_dtype"], sort=False):
+        title = f"{norm}, {dtype} (weight {wdt}) — median {unit}, best GROUPS per implementation"
+        caption = "★ fastest   ◆ fastest bitwise-deterministic   ✗ incorrect/error"
+        if meta.get("interpreted"):
+            caption += "\nCPU wall-clock under the Triton interpreter: not GPU performance"
+        t = Table(title=title, caption=caption)
+        t.add_column("rows × d")
+        for n in impls:
+            t.add_column(n, justify="right")
+        t.add_column("determinism costs", justify="right")
+        for (rows, d), shape in part.groupby(["rows", "d"], sort=True):
+            cells = []
+            sel = best[(best.norm == norm) & (best.dtype == dtype) & (best.weight_dtype == wdt)
+                       & (best.rows == rows) & (best.d == d)]
+            b = sel.iloc[0] if len(sel) else None
+            for n in impls:
+                rec = bg[(bg.norm == norm) & (bg.dtype == dtype) & (bg.weight_dtype == wdt)
+                         & (bg.rows == rows) & (bg.d == d) & (bg.implementation == n)]
+                if rec.empty:
+                    mine = shape[shape.implementation == n]
+                    cells.append("" if mine.empty else f"[red]✗ {mine.iloc[0]['status']}[/]")
+                    continue
+                r = rec.iloc[0]
+                txt = f"{r['time_ms']:.4f}"
+                if r["groups"] not in ("-", None):
+                    txt += f" G{r['groups_effective']}"
+                if b is not None and n == b["fastest"]:
+                    txt = f"[bold green]★ {txt}[/]"
+                if b is not None and n == b["fastest_deterministic"]:
+                    txt = f"[bold cyan]◆ {txt}[/]"
+                cells.append(txt)
+            cost = "" if b is None or b["determinism_cost_pct"] is None else \
+                f"{b['determinism_cost_pct']:+.1f}%"
+            t.add_row(f"{rows} × {d}", *cells, cost)
+        out.print(t)
+
+
+@app.command("list")
+def list_():
+    """Implementations and their properties, and why any is unavailable."""
+    s = _strategies()
+    t = Table(title="implementations" + (" (Triton interpreter on CPU)" if s.interpreted() else ""))
+    for col in ("name", "kind", "deterministic by design", "uses GROUPS", "available", "about"):
+        t.add_column(col)
+    for e in s.entries():
+        t.add_row(e.name, e.kind, "yes" if e.deterministic_by_design else "no",
+                  "yes" if e.uses_groups else "no",
+                  "yes" if e.available else f"no: {e.reason}", e.doc)
+    out.print(t)
+
+
+@app.command()
+def report(run_dir: Path = typer.Argument(..., help="a run directory"),
+           baseline: str = typer.Option("torch", "--baseline", help="implementation the "
+                                        "speedup plot compares against")):
+    """Write RUN_DIR/report.html (self-contained), report.md and plots/ from a run."""
+    from harness.report import write_report
+    from harness.store import StoreError, is_run_dir
+    if not is_run_dir(run_dir):
+        fail(f"report: {run_dir} is not a run directory (no records.csv / meta.json)")
+    try:
+        paths = write_report(run_dir, baseline=baseline)
+    except StoreError as e:
+        fail(f"report: {e}")
+    for k, v in paths.items():
+        out.print(f"{k}: {v}")
+
+
+def _threshold(text: str) -> float:
+    t = text.strip()
+    try:
+        return float(t[:-1]) / 100 if t.endswith("%") else float(t)
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not a fraction or a percentage like 5%")
+
+
+def _compare_help() -> str:
+    from harness.compare import METHOD
+    return ("Compare a candidate run against a baseline run, case by case. Exit 0: no "
+            "regression; 1: regression(s); 2: runs that cannot be compared. " + METHOD)
+
+
+@app.command(help="(see below)")
+def compare(baseline_dir: Path = typer.Argument(..., help="baseline run directory"),
+            candidate_dir: Path = typer.Argument(..., help="candidate run directory"),
+            threshold: str = typer.Option("5%", "--threshold", help="slowdown that counts, "
+                                          "e.g. 5% or 0.05"),
+            fmt: str = typer.Option("table", "--format", help="table, markdown or json")):
+    from harness.compare import CompareError, compare as do_compare, exit_code, render
+    from harness.store import StoreError
+    if fmt not in ("table", "markdown", "json"):
+        fail(f"compare: --format must be table, markdown or json, got {fmt!r}")
+    try:
+        thr = _threshold(threshold)
+    except typer.BadParameter as e:
+        fail(f"compare: --threshold: {e}")
+    try:
+        result = do_compare(baseline_dir, candidate_dir, threshold=thr)
+    except (CompareError, StoreError) as e:
+        fail(f"compare: {e}")
+    text = render(result, fmt)
+    if text:
+        print(text)
+    raise typer.Exit(exit_code(result))
+
+
+def main():
+    try:
+        compare.__doc__ = _compare_help()
+        app.registered_commands[-1].help = compare.__doc__
+    except Exception:
+        pass
+    app()

@@ -1,0 +1,191 @@
+"""Measure one (case, implementation): correctness, determinism, time, bandwidth → one record.
+
+Order of work, and why:
+  1. skip (with the reason) what cannot run: an unavailable implementation, a case larger
+     than the free device memory — decided before anything is launched;
+  2. correctness against the fp64 reference (harness.inputs.reference) on fresh inputs drawn
+     from the sweep's seed and the case, identical for every implementation of a case;
+  3. determinism: `repeats` more calls on the same inputs, every output compared bit for bit
+     with the distinct results seen so far (no hashes: an exact comparison);
+  4. time: every call is timed whole — argument checks, output and workspace allocation, the
+     zeroing of workspaces and locks, every kernel including the reduce — because a user pays
+     all of it on every call.
+A failure at any step becomes the record's status and error text; nothing is raised.
+"""
+from __future__ import annotations
+
+import json
+import time
+import traceback
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+
+import torch
+
+import strategies
+from harness import model, timing
+from harness.inputs import DTYPES, make_inputs, reference, rel_error, tolerance
+from harness.plan import Case
+from harness.schema import case_id
+
+
+@dataclass(frozen=True)
+class Settings:
+    warmup_ms: float
+    rep_ms: float
+    repeats: int
+    seed: int
+    peak_tbps: float | None
+    copy_gbps: float | None
+    device_name: str
+
+
+_cache: dict = {}   # the inputs and reference of the last case (shared by its implementations)
+
+
+def _case_inputs(case: Case, s: Settings, device):
+    key = (case.norm, case.rows, case.d, case.dtype, case.weight_dtype, s.seed)
+    if _cache.get("key") != key:
+        _cache.clear()
+        inputs = make_inputs(case.norm, case.rows, case.d, case.dtype, case.weight_dtype,
+                             seed=_stable_seed(key), device=device)
+        _cache.update(key=key, inputs=inputs, ref=reference(*inputs))
+    return _cache["inputs"], _cache["ref"]
+
+
+def _stable_seed(key) -> int:
+    """A seed that depends only on the case and the sweep seed (not on PYTHONHASHSEED)."""
+    import hashlib
+    return int.from_bytes(hashlib.sha256(repr(key).encode()).digest()[:4], "little")
+
+
+def _bytes_needed(case: Case, ws: int) -> int:
+    n = case.rows * case.d
+    act = model.ITEMSIZE[case.dtype]
+    # x, dy, dx and a second dx while comparing repeats; the fp64 reference and its temporaries
+    return 4 * n * act + 4 * n * 8 + ws
+
+
+def _one_line(e: BaseException) -> str:
+    msg = " ".join(str(e).split())
+    return f"{type(e).__name__}: {msg}"[:500]
+
+
+def _same_bits(a, b) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return a.shape == b.shape and a.dtype == b.dtype and torch.equal(
+        a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8))
+
+
+def base_record(case: Case, s: Settings) -> dict:
+    """The fields of a record known before anything runs."""
+    rec = dict(asdict(case))
+    rec.update(case_id=case_id(rec), status="ok", error="", device=s.device_name, seed=s.seed,
+               started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+               timer="cpu_wall" if strategies.interpreted() else "cuda_event",
+               repeats=s.repeats, tolerance=tolerance(case.dtype, case.weight_dtype),
+               bytes_moved=model.bytes_moved(case.norm, case.rows, case.d, case.dtype,
+                                             case.weight_dtype))
+    if case.implementation in strategies.known():
+        entry = strategies.get(case.implementation)
+        rec.update(kind=entry.kind, deterministic_by_design=entry.deterministic_by_design)
+    return rec
+
+
+def failed_record(case: Case, s: Settings, status: str, error: str, duration_s: float) -> dict:
+    """A record for a case that never produced one itself (timeout, crashed worker)."""
+    rec = base_record(case, s)
+    rec.update(status=status, error=error, duration_s=duration_s)
+    return rec
+
+
+def measure(case: Case, s: Settings) -> dict:
+    """The record for one (case, implementation); never raises for a failure of the case."""
+    t_start = time.perf_counter()
+    entry = strategies.get(case.implementation)
+    groups = case.groups_arg if case.groups_arg != "auto" else None
+    rec = base_record(case, s)
+    has_bias = case.norm == "layernorm"
+    nbytes = rec["bytes_moved"]
+    device = strategies.default_device()
+
+    def done(status: str, error: str = ""):
+        rec.update(status=status, error=error, duration_s=time.perf_counter() - t_start)
+        return rec
+
+    if not entry.available:
+        return done("skipped", entry.reason)
+    try:
+        geff = entry.effective_groups(case.rows, case.d, groups, device)
+        rec["groups_effective"] = geff
+        rec["workspace_bytes"] = entry.workspace(case.rows, case.d, geff, has_bias)
+        rec["writers_per_slot"] = entry.writers(case.rows, geff) if entry.writers else None
+    except Exception as e:  # a plugin's model function may fail too
+        return done("error", _one_line(e))
+
+    if device.type == "cuda":
+        free, _total = torch.cuda.mem_get_info()
+        need = _bytes_needed(case, rec["workspace_bytes"] or 0)
+        if need > 0.9 * free:
+            return done("skipped", f"needs about {need / 2**30:.1f} GiB of device memory, "
+                                   f"{free / 2**30:.1f} GiB free")
+    try:
+        return _measure(case, s, entry, groups, rec, device, nbytes, done)
+    except torch.cuda.OutOfMemoryError as e:
+        _cache.clear()
+        torch.cuda.empty_cache()
+        return done("error", "out of memory: " + _one_line(e))
+    except Exception as e:
+        rec["traceback"] = traceback.format_exc(limit=3)
+        return done("error", _one_line(e))
+    finally:
+        rec.pop("traceback", None)
+
+
+def _measure(case, s, entry, groups, rec, device, nbytes, done):
+    on_gpu = device.type == "cuda"
+    (x, dy, w, mean, rstd), ref = _case_inputs(case, s, device)
+
+    def call():
+        return entry.backward(x, dy, w, mean, rstd, groups=groups)
+
+    # 1. correctness
+    first = call()
+    if on_gpu:
+        torch.cuda.synchronize()
+    errs = {k: rel_error(o, r) for k, o, r in zip(("dx", "dw", "db"), first, ref)}
+    rec.update(err_dx=errs["dx"], err_dw=errs["dw"], err_db=errs["db"])
+    present = [v for v in errs.values() if v is not None]
+    rec["max_rel_err"] = max(present)
+    rec["correct"] = all(v <= rec["tolerance"] for v in present)
+    nonfinite = [k for k, o in zip(("dx", "dw", "db"), first)
+                 if o is not None and not bool(torch.isfinite(o).all())]
+
+    # 2. determinism: bitwise, against every distinct result seen so far
+    distinct = [first]
+    for _ in range(s.repeats - 1):
+        out = call()
+        if not any(all(_same_bits(a, b) for a, b in zip(out, seen)) for seen in distinct):
+            distinct.append(out)
+        del out
+    rec["distinct_results"] = len(distinct)
+    rec["deterministic"] = len(distinct) == 1
+    del distinct, first
+
+    # 3. time
+    samples = timing.bench(call, s.warmup_ms, s.rep_ms, on_gpu)
+    rec.update(timing.summarize(samples))
+    rec["time_samples_ms"] = json.dumps([round(t, 6) for t in samples])
+    rec["gbps"] = model.gbps(nbytes, rec["time_ms"])
+    rec["pct_peak"] = model.pct(rec["gbps"], s.peak_tbps * 1e3 if s.peak_tbps else None)
+    rec["pct_copy"] = model.pct(rec["gbps"], s.copy_gbps)
+    if nonfinite:
+        return done("error", f"non-finite values (NaN/Inf) in {', '.join(nonfinite)}")
+    return done("ok")
+
+
+def measure_payload(payload: tuple[dict, dict]) -> dict:
+    """Entry point for an isolate worker: (case fields, settings fields) → record."""
+    case, settings = payload
+    return measure(Case(**case), Settings(**settings))

@@ -1,0 +1,152 @@
+"""Run a sweep: plan → measure every (case, implementation) → store, with progress.
+
+Each record is stored the moment it is measured, so an interrupted sweep keeps everything it
+measured and `--resume` finishes it.  SIGINT and SIGTERM stop the sweep between records (or
+kill the isolate worker mid-record) after flushing.  With `isolate`, each record is measured
+in a worker process with a per-case timeout: a hung kernel costs one `timeout` record.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                           TimeElapsedColumn, TimeRemainingColumn)
+
+import strategies
+from harness import env, model, timing
+from harness.config import Sweep
+from harness.isolate import Worker, WorkerCrashed, WorkerStartError, WorkerTimeout
+from harness.measure import Settings, failed_record, measure
+from harness.plan import Case
+from harness.store import RunStore
+
+
+class Interrupted(Exception):
+    """SIGINT or SIGTERM arrived; `signum` says which."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@dataclass
+class Outcome:
+    out_dir: Path
+    measured: int = 0
+    skipped_done: int = 0
+    interrupted: int | None = None        # the signal number, if the sweep was stopped
+    counts: dict = field(default_factory=dict)
+
+
+def default_out_dir(sweep: Sweep) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path("runs") / f"{sweep.name}-{stamp}"
+
+
+def _settings(sweep: Sweep, meta: dict) -> Settings:
+    return Settings(warmup_ms=sweep.timing.warmup_ms, rep_ms=sweep.timing.rep_ms,
+                    repeats=sweep.determinism.repeats, seed=sweep.seed,
+                    peak_tbps=meta.get("peak_tbps"), copy_gbps=meta.get("copy_ceiling_gbps"),
+                    device_name=meta["device_name"])
+
+
+def _new_meta(sweep: Sweep, console: Console) -> dict:
+    meta = env.describe()
+    on_gpu = not meta["interpreted"]
+    console.print("measuring the device-to-device copy ceiling …")
+    meta.update(
+        config_name=sweep.name, config_path=sweep.source_path, config_text=sweep.source_text,
+        config_hash=sweep.config_hash,
+        copy_ceiling_gbps=timing.copy_ceiling_gbps(strategies.default_device(), on_gpu),
+        peak_tbps=model.peak_tbps(meta["device_name"], sweep.peak_tbps) if on_gpu else sweep.peak_tbps,
+        started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        ended_at=None, completed=False)
+    return meta
+
+
+def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = False,
+            isolate: bool = False, console: Console | None = None) -> Outcome:
+    """Measure `cases` into `out_dir`.  StoreError propagates (the CLI turns it into exit 2)."""
+    console = console or Console(stderr=True)
+    outcome = Outcome(out_dir=Path(out_dir))
+    store = RunStore(out_dir, resume=resume)
+    worker = None
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def on_signal(signum, frame):
+        raise Interrupted(signum)
+
+    try:
+        for s in previous:
+            signal.signal(s, on_signal)
+        meta = store.meta if resume and store.meta else None
+        if meta is None:
+            meta = _new_meta(sweep, console)
+            store.write_meta(meta)
+        elif meta.get("config_hash") != sweep.config_hash:
+            console.print(f"[yellow]note:[/] {out_dir} was started from a different config "
+                          f"(hash {meta.get('config_hash')}); resuming with this one")
+        settings = _settings(sweep, meta)
+        done = store.done_keys()
+        todo = [c for c in cases if c.key not in done]
+        outcome.skipped_done = len(cases) - len(todo)
+        if outcome.skipped_done:
+            console.print(f"resuming: {outcome.skipped_done} records already in {out_dir}")
+        if isolate:
+            worker = Worker("harness.measure:measure_payload",
+                            env={"TRITON_INTERPRET": os.environ.get("TRITON_INTERPRET", "0"),
+                                 "NORMBENCH_QUIET": "1"})
+        columns = (TextColumn("[progress.description]{task.description}"), BarColumn(),
+                   MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("ETA"),
+                   TimeRemainingColumn())
+        with Progress(*columns, console=console, transient=False) as progress:
+            task = progress.add_task("sweep", total=len(todo))
+            for case in todo:
+                progress.update(task, description=_label(case))
+                rec = _measure_one(case, settings, worker, sweep.timeout_s)
+                store.append(rec)
+                outcome.measured += 1
+                outcome.counts[rec["status"]] = outcome.counts.get(rec["status"], 0) + 1
+                if rec["status"] != "ok":
+                    progress.console.print(f"[red]{rec['status']}[/] {_label(case)}: {rec['error']}")
+                progress.advance(task)
+        store.update_meta(ended_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                          completed=True)
+    except (Interrupted, KeyboardInterrupt) as e:
+        outcome.interrupted = getattr(e, "signum", signal.SIGINT)
+        store.update_meta(ended_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                          completed=False)
+    finally:
+        if worker is not None:
+            worker.close()
+        store.close()
+        for s, h in previous.items():
+            signal.signal(s, h)
+    return outcome
+
+
+def _label(case: Case) -> str:
+    g = "" if case.groups == "-" else f" G={case.groups}"
+    return f"{case.norm} {case.rows}×{case.d} {case.dtype} {case.implementation}{g}"
+
+
+def _measure_one(case: Case, settings: Settings, worker: Worker | None, timeout_s: float) -> dict:
+    if worker is None:
+        return measure(case, settings)
+    t0 = time.perf_counter()
+    try:
+        return worker.call((asdict(case), asdict(settings)), timeout_s=timeout_s)
+    except WorkerStartError:
+        raise
+    except WorkerTimeout as e:
+        return failed_record(case, settings, "timeout", str(e), time.perf_counter() - t0)
+    except WorkerCrashed as e:
+        return failed_record(case, settings, "error", f"worker crashed: {e}", time.perf_counter() - t0)
+    except RuntimeError as e:   # measure() itself raised: a bug, but a record all the same
+        return failed_record(case, settings, "error", str(e), time.perf_counter() - t0)
