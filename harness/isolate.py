@@ -1,0 +1,362 @@
+"""Run a function in a worker process, with a timeout per call.
+
+A GPU kernel that spins forever cannot be cancelled from inside its process: the only way out
+is to kill the process.  `Worker` keeps one spawned process (CUDA cannot fork; importing
+torch/Triton is slow, so the process is reused across calls), sends it payloads through a pipe,
+and kills it when a call overruns; the next call starts a fresh one.
+
+    w = Worker("harness.measure:measure_case", env={"TRITON_INTERPRET": "1"})
+    try:
+        result = w.call(payload, timeout_s=60)
+    except WorkerTimeout: ...      # the worker was killed; next call gets a new one
+    except WorkerCrashed: ...      # segfault, os._exit, OOM kill (exit code / signal in message)
+    except RuntimeError as e: ...  # target raised: "ExcType: message", e.remote_traceback
+    finally:
+        w.close()
+
+The worker ignores SIGINT (the parent handles Ctrl-C and closes its workers) and dies with its
+parent: it exits when its pipe closes, and on Linux the kernel kills it (PR_SET_PDEATHSIG) if the
+parent dies while it is busy.  NOTE: the kernel's notion of "parent" is the *thread* that started
+the worker, so start workers (call `start()`/first `call()`) from a thread that outlives them,
+normally the main thread.
+"""
+from __future__ import annotations
+
+import atexit
+import importlib
+import multiprocessing
+import multiprocessing.connection
+import multiprocessing.util  # registers its exit hook before ours: see _close_all
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+import weakref
+from contextlib import contextmanager
+from typing import Any
+
+
+class WorkerTimeout(Exception):
+    """A call did not return in time; the worker was killed.  One-line message."""
+
+
+class WorkerCrashed(Exception):
+    """The worker process died (exit code or signal in the one-line message)."""
+
+
+class WorkerStartError(WorkerCrashed):
+    """The worker could not start: the target failed to import, or startup timed out.
+
+    Every later call would fail the same way, so a runner should stop rather than record it
+    against each case.  `remote_traceback` holds the worker's traceback when there is one.
+    """
+
+    remote_traceback: str = ""
+
+
+_CTX = multiprocessing.get_context("spawn")
+# Process.start() briefly changes os.environ and the SIGINT disposition of this process so the
+# child inherits them from its very first instruction; one start at a time.
+_START_LOCK = threading.Lock()
+_LIVE: "weakref.WeakSet[Worker]" = weakref.WeakSet()
+
+
+class Worker:
+    """One worker process running `target` ("module:function") on payloads.
+
+    env: variables added to os.environ for the worker (TRITON_INTERPRET, NORMBENCH_PLUGINS...).
+    grace_s: after a timeout, SIGTERM, then SIGKILL if the worker is still alive after grace_s.
+    start_timeout_s: how long starting the worker (importing `target`) may take; it does not
+        count against a call's timeout_s.
+    """
+
+    def __init__(
+        self,
+        target: str,
+        env: dict[str, str] | None = None,
+        *,
+        grace_s: float = 2.0,
+        start_timeout_s: float = 600.0,
+    ):
+        module, sep, func = target.partition(":")
+        if not sep or not module or not func:
+            raise ValueError(f"target must be 'module:function', not {target!r}")
+        self.target = target
+        self.env = {str(k): str(v) for k, v in (env or {}).items()}
+        self.grace_s = float(grace_s)
+        self.start_timeout_s = float(start_timeout_s)
+        self._proc = None
+        self._conn = None
+        self._finalizer = None
+        self._closed = False
+        self._mutex = threading.RLock()
+
+    # -- public
+
+    @property
+    def pid(self) -> int | None:
+        """The live worker's pid, None when there is none."""
+        proc = self._proc
+        return proc.pid if proc is not None and proc.is_alive() else None
+
+    def start(self) -> None:
+        """Start the worker now (otherwise the first call does).  No-op if one is running."""
+        with self._mutex:
+            if self._closed:
+                raise RuntimeError(f"worker for {self.target} is closed")
+            if self._proc is not None and self._proc.is_alive():
+                return
+            self._discard()
+            self._spawn()
+
+    def call(self, payload: Any, timeout_s: float | None) -> Any:
+        """target(payload) in the worker; timeout_s None waits for ever.
+
+        Raises WorkerTimeout, WorkerCrashed (WorkerStartError if the worker cannot start), or
+        RuntimeError("ExcType: message") with `.remote_traceback` when the target raised.
+        """
+        with self._mutex:
+            self.start()
+            proc, conn = self._proc, self._conn
+            try:
+                try:
+                    conn.send(("call", payload))
+                except (BrokenPipeError, ConnectionResetError, EOFError):
+                    raise self._crashed("died before the call") from None
+                ready = multiprocessing.connection.wait([conn, proc.sentinel], timeout_s)
+                if not ready:
+                    pid = proc.pid
+                    self._discard(kill=True)
+                    raise WorkerTimeout(
+                        f"{self.target} did not return within {timeout_s:g} s; worker pid {pid} killed"
+                    )
+                # The reply may be in the pipe even if the worker exited just after sending it.
+                if not conn.poll():
+                    raise self._crashed("died during the call")
+                try:
+                    reply = conn.recv()
+                except (EOFError, OSError):
+                    raise self._crashed("died during the call") from None
+            except (WorkerTimeout, WorkerCrashed):
+                raise
+            except BaseException:
+                # Ctrl-C, or an error mid-exchange: the pipe's state is unknown, so start over.
+                self._discard(kill=True)
+                raise
+            return _unpack(reply)
+
+    def close(self) -> None:
+        """Stop the worker (politely, then by force after grace_s).  Idempotent."""
+        with self._mutex:
+            self._closed = True
+            self._discard()
+
+    def __enter__(self) -> "Worker":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Worker({self.target!r}, pid={self.pid})"
+
+    # -- internals
+
+    def _spawn(self) -> None:
+        parent_conn, child_conn = _CTX.Pipe(duplex=True)
+        proc = _CTX.Process(
+            target=_worker_main,
+            args=(child_conn, self.target, self.env, os.getpid()),
+            name=f"normbench-worker {self.target}",
+        )
+        with _START_LOCK, _environment(self.env), _sigint_ignored():
+            proc.start()
+        child_conn.close()
+        self._proc, self._conn = proc, parent_conn
+        # Stops the worker if this object is dropped without close(); _close_all covers exit.
+        self._finalizer = weakref.finalize(self, _shutdown, proc, parent_conn, self.grace_s, False)
+        self._finalizer.atexit = False
+        _LIVE.add(self)
+
+        ready = multiprocessing.connection.wait([parent_conn, proc.sentinel], self.start_timeout_s)
+        if not ready:
+            self._discard(kill=True)
+            raise WorkerStartError(f"worker for {self.target} did not start within {self.start_timeout_s:g} s")
+        try:
+            msg = parent_conn.recv()
+        except (EOFError, OSError):
+            raise self._crashed("died while starting", WorkerStartError) from None
+        if msg[0] != "ready":
+            self._discard(kill=True)
+            err = WorkerStartError(f"worker could not load {self.target}: {msg[1]}")
+            err.remote_traceback = msg[2]
+            raise err
+
+    def _crashed(self, what: str, cls: type[WorkerCrashed] = WorkerCrashed) -> WorkerCrashed:
+        pid = self._proc.pid if self._proc is not None else "?"
+        code = self._discard(kill=True)
+        return cls(f"worker pid {pid} running {self.target} {what}: {_describe_exit(code)}")
+
+    def _discard(self, kill: bool = False) -> int | None:
+        """Stop and reap the current worker, if any; its exit code."""
+        proc, conn, finalizer = self._proc, self._conn, self._finalizer
+        self._proc = self._conn = self._finalizer = None
+        if proc is None:
+            return None
+        if finalizer is not None:
+            finalizer.detach()
+        return _shutdown(proc, conn, self.grace_s, kill)
+
+
+def _shutdown(proc, conn, grace_s: float, kill: bool) -> int | None:
+    """Stop `proc`: ask it (unless kill), then SIGTERM, then SIGKILL; reap it; its exit code."""
+    try:
+        if conn is not None and not kill and proc.is_alive():
+            try:
+                conn.send(("stop", None))
+            except (OSError, EOFError):
+                pass
+            proc.join(grace_s)
+        if proc.is_alive():
+            proc.terminate()
+            proc.join(grace_s)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(max(grace_s, 5.0))
+    finally:
+        if conn is not None:
+            conn.close()
+    code = proc.exitcode
+    if code is not None:
+        proc.close()
+    return code
+
+
+@atexit.register
+def _close_all() -> None:
+    # Registered after multiprocessing's own exit hook (imported above), so it runs before it:
+    # that hook joins non-daemon children, which would wait for ever on an idle worker.
+    for worker in list(_LIVE):
+        try:
+            worker._discard()
+        except Exception:
+            pass
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is None:
+        return "still running after SIGKILL (exit status unknown)"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"killed by {name}"
+    return f"exit code {code}"
+
+
+def _unpack(reply: tuple) -> Any:
+    if reply[0] == "ok":
+        return reply[1]
+    _, message, remote_tb = reply
+    err = RuntimeError(message)
+    err.remote_traceback = remote_tb
+    raise err
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+@contextmanager
+def _environment(env: dict[str, str]):
+    """os.environ plus `env` for the duration (spawn hands os.environ to the new interpreter)."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@contextmanager
+def _sigint_ignored():
+    """Start children with SIGINT ignored: an ignored disposition survives exec, so Ctrl-C cannot
+    reach the worker even while its interpreter boots.  SIGINT is blocked meanwhile, so a
+    Ctrl-C in this window is delivered to us afterwards instead of lost."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may change handlers; the worker ignores SIGINT itself
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is None:  # installed outside Python: cannot be restored, leave it alone
+        yield
+        return
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+# --------------------------------------------------------------------------- in the worker
+
+
+def _worker_main(conn, target: str, env: dict[str, str], parent_pid: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent(parent_pid)
+    os.environ.update(env)
+    try:
+        module, _, name = target.partition(":")
+        func = getattr(importlib.import_module(module), name)
+    except Exception as e:
+        conn.send(("start_error", _describe(e), traceback.format_exc()))
+        return
+    conn.send(("ready", os.getpid()))
+    while True:
+        try:
+            kind, payload = conn.recv()
+        except (EOFError, OSError):  # the parent closed the pipe or died
+            return
+        if kind == "stop":
+            return
+        try:
+            reply = ("ok", func(payload))
+        except Exception as e:
+            reply = ("error", _describe(e), traceback.format_exc())
+        try:
+            conn.send(reply)
+        except (EOFError, OSError):
+            return
+        except Exception as e:  # the result does not pickle; nothing was written yet
+            conn.send(("error", f"result of {target} cannot be sent back: {_describe(e)}", traceback.format_exc()))
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Exit if the parent dies, even while busy in a kernel that never returns."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            PR_SET_PDEATHSIG = 1
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except Exception:
+            pass
+
+    def watch() -> None:  # elsewhere (and as a backstop): poll for being re-parented
+        while True:
+            if os.getppid() != parent_pid:
+                os._exit(1)
+            time.sleep(1.0)
+
+    if os.getppid() != parent_pid:  # died before prctl took effect
+        os._exit(1)
+    threading.Thread(target=watch, name="normbench-parent-watch", daemon=True).start()

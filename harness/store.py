@@ -1,0 +1,495 @@
+"""Run directories: the only code that reads or writes them.
+
+A run directory holds
+
+    records.csv       one row per (case, implementation); the source of truth, current after
+                      every append
+    records.parquet   the same rows; rewritten at most every `parquet_interval_s` and at close
+    meta.json         what the run was (config, device, versions ...)
+    .normbench.lock   the lock (flock: the kernel releases it when its holder dies)
+    .normbench.lock.json   who holds the lock (pid, host, since), for the error message
+
+Every file is written whole to a temporary file in the same directory, fsynced and moved into
+place with os.replace, so a `kill -9` at any moment leaves each file either the old version or
+the new one, never a torn one.  Rewriting the whole CSV per record is O(rows), which is fine for
+runs of a few thousand rows; the CSV text is kept in memory so a record costs one write.
+
+Columns and dtypes come from harness.schema.COLUMNS.  An empty string is stored as missing
+(CSV cannot tell them apart), so CSV and parquet load the same frame.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import socket
+import tempfile
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from harness.schema import COLUMNS, STATUSES, case_id as _case_id
+
+RECORDS_CSV = "records.csv"
+RECORDS_PARQUET = "records.parquet"
+META_JSON = "meta.json"
+LOCK_FILE = ".normbench.lock"
+LOCK_INFO = ".normbench.lock.json"
+
+_DATA_FILES = (RECORDS_CSV, RECORDS_PARQUET, META_JSON, LOCK_INFO)
+# QUOTE_NONNUMERIC quotes every text field, so a bare "\r" inside an error message cannot be
+# read back as a line break; numbers stay unquoted.
+_CSV_OPTIONS = dict(index=False, quoting=csv.QUOTE_NONNUMERIC, lineterminator="\n")
+
+
+class StoreError(Exception):
+    """A run directory cannot be used or read.  The message is one line."""
+
+    def __init__(self, message: str):
+        super().__init__(_one_line(message))
+
+
+# --------------------------------------------------------------------------- module level
+
+
+def is_run_dir(path: str | os.PathLike) -> bool:
+    """True when `path` is a directory that holds records or meta of a run."""
+    p = Path(path)
+    return p.is_dir() and any((p / name).is_file() for name in (RECORDS_CSV, RECORDS_PARQUET, META_JSON))
+
+
+def load_records(run_dir: str | os.PathLike, source: str = "auto") -> pd.DataFrame:
+    """The records of a run, with the dtypes of harness.schema.COLUMNS, in that order.
+
+    source: "csv", "parquet", or "auto" (the CSV, which is always current; the parquet file
+    only when there is no CSV).  Columns the schema does not know (a newer writer) are kept
+    after the known ones; known columns missing from the file are filled with NA.
+    """
+    run_dir = Path(run_dir)
+    if source not in ("auto", "csv", "parquet"):
+        raise ValueError(f"source must be 'auto', 'csv' or 'parquet', not {source!r}")
+    csv_path, pq_path = run_dir / RECORDS_CSV, run_dir / RECORDS_PARQUET
+    if source == "auto":
+        source = "csv" if csv_path.exists() or not pq_path.exists() else "parquet"
+    path = csv_path if source == "csv" else pq_path
+    if not path.exists():
+        raise StoreError(f"{run_dir} holds no records ({path.name} not found)")
+    try:
+        if source == "csv":
+            frame = pd.read_csv(
+                path,
+                dtype=dict(COLUMNS),
+                keep_default_na=False,  # "NA", "nan", "None" are text; only an empty field is missing
+                na_values=[""],
+                encoding="utf-8",
+            )
+        else:
+            frame = pd.read_parquet(path)
+        return _conform(frame)
+    except StoreError:
+        raise
+    except Exception as e:  # parser errors, bad values, a file that is not parquet ...
+        raise StoreError(f"cannot read {path}: {type(e).__name__}: {e}") from e
+
+
+def load_meta(run_dir: str | os.PathLike) -> dict:
+    """The run's meta.json as a dict; {} when the run has none."""
+    path = Path(run_dir) / META_JSON
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as e:
+        raise StoreError(f"cannot read {path}: {_reason(e)}") from e
+    try:
+        meta = json.loads(text)
+    except ValueError as e:
+        raise StoreError(f"cannot read {path}: not valid JSON ({e})") from e
+    if not isinstance(meta, dict):
+        raise StoreError(f"cannot read {path}: expected a JSON object, found {type(meta).__name__}")
+    return meta
+
+
+# --------------------------------------------------------------------------- the store
+
+
+class RunStore:
+    """Writer of one run directory; holds its lock from construction until close().
+
+    RunStore(run_dir)               a new run; refuses a directory that already holds records
+    RunStore(run_dir, resume=True)  continue a run: its records are loaded, done_keys() says
+                                    which cases to skip
+    """
+
+    def __init__(self, run_dir: str | os.PathLike, resume: bool = False, *, parquet_interval_s: float = 5.0):
+        self.run_dir = Path(run_dir)
+        self.parquet_interval_s = float(parquet_interval_s)
+        # Previous holder's pid/host/since when it died without close() (kill -9, power loss).
+        self.stale_lock: dict | None = None
+        self._mutex = threading.RLock()
+        self._closed = True
+        self._lock = None
+
+        self._make_dir()
+        self._acquire_lock()
+        try:
+            self._closed = False
+            self._remove_temp_files()
+            self._open(resume)
+        except BaseException:
+            self._closed = True
+            self._drop_lock_info()
+            self._release_lock()
+            raise
+
+    # -- opening
+
+    def _make_dir(self) -> None:
+        if self.run_dir.exists() and not self.run_dir.is_dir():
+            raise StoreError(f"cannot use {self.run_dir} as output directory: it exists and is not a directory")
+        try:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise StoreError(f"cannot create output directory {self.run_dir}: {_reason(e)}") from e
+        if not os.access(self.run_dir, os.W_OK | os.X_OK):
+            raise StoreError(f"cannot write to output directory {self.run_dir}: permission denied")
+
+    def _acquire_lock(self) -> None:
+        import filelock
+
+        lock = filelock.FileLock(str(self.run_dir / LOCK_FILE), thread_local=False)
+        try:
+            lock.acquire(blocking=False)
+        except filelock.Timeout:  # a live process holds it (Timeout is an OSError: test it first)
+            info = _read_json(self.run_dir / LOCK_INFO) or {}
+            holder = (
+                f"pid {info.get('pid', '?')} on {info.get('host', '?')} since {info.get('since', '?')}"
+                if info
+                else "holder unknown"
+            )
+            raise StoreError(f"{self.run_dir} is in use by another run ({holder})") from None
+        except OSError as e:
+            raise StoreError(f"cannot write to output directory {self.run_dir}: {_reason(e)}") from e
+        self._lock = lock
+        try:
+            # A sidecar present now was left by a holder that never reached close(): the kernel
+            # released its lock when it died, so the lock is ours; remember whose it was.
+            self.stale_lock = _read_json(self.run_dir / LOCK_INFO)
+            info = {"pid": os.getpid(), "host": socket.gethostname(), "since": _now_iso()}
+            self._write(LOCK_INFO, lambda f: f.write(json.dumps(info).encode()))
+        except BaseException:
+            self._release_lock()
+            raise
+
+    def _remove_temp_files(self) -> None:
+        # Temporaries of a writer killed mid-write; we hold the lock, so nobody else writes here.
+        for name in _DATA_FILES:
+            for tmp in self.run_dir.glob(f".{name}.*.tmp"):
+                try:
+                    tmp.unlink()
+                except OSError:
+                    pass
+
+    def _open(self, resume: bool) -> None:
+        has_records = (self.run_dir / RECORDS_CSV).exists() or (self.run_dir / RECORDS_PARQUET).exists()
+        frame = load_records(self.run_dir) if has_records else _empty_frame()
+        if len(frame) and not resume:
+            raise StoreError(
+                f"{self.run_dir} already holds {len(frame)} records; "
+                "use --resume to finish it or choose another --out"
+            )
+        extra = [c for c in frame.columns if c not in COLUMNS]
+        if extra:
+            raise StoreError(
+                f"{self.run_dir} was written with other columns ({', '.join(extra)}); cannot resume it"
+            )
+        if not resume:
+            frame = _empty_frame()
+        self._frame = frame
+        self._pending: list[dict] = []  # appended rows not yet in self._frame
+        self._ids: set[str] = set(frame["case_id"].dropna())
+        self._done: set[str] = set(frame.loc[frame["status"].isin(STATUSES).fillna(False), "case_id"].dropna())
+        self._meta: dict = load_meta(self.run_dir) if resume else {}
+        # Rewrite both files from what was loaded: the parquet file may lag the CSV after a crash.
+        self._csv = frame.to_csv(**_CSV_OPTIONS).encode("utf-8")
+        self._write(RECORDS_CSV, lambda f: f.write(self._csv))
+        self._parquet_dirty = True
+        self._write_parquet()
+
+    # -- records
+
+    def append(self, record: dict) -> None:
+        """Add one record; it is on disk (records.csv, fsynced) when this returns.
+
+        Unknown keys, a value that does not fit its column, a status outside
+        harness.schema.STATUSES, or a case_id already present raise ValueError.  A missing
+        case_id is computed from the KEY columns; other missing keys are left empty.
+        """
+        row = _row_values(record)
+        cid = row["case_id"]
+        line = _csv_line([None if v is pd.NA else v for v in row.values()])
+        with self._mutex:
+            self._check_open()
+            if cid in self._ids:
+                raise ValueError(f"case_id {cid!r} is already recorded in {self.run_dir}")
+            new_csv = self._csv + line
+            self._write(RECORDS_CSV, lambda f: f.write(new_csv))
+            self._csv = new_csv
+            self._pending.append(row)
+            self._ids.add(cid)
+            self._done.add(cid)
+            self._parquet_dirty = True
+            if time.monotonic() - self._parquet_time >= self.parquet_interval_s:
+                self._write_parquet()
+
+    def done_keys(self) -> set[str]:
+        """case_id of every record with a final status (all of them: append demands one)."""
+        with self._mutex:
+            return set(self._done)
+
+    def records(self) -> pd.DataFrame:
+        """A copy of every record so far (loaded on resume plus appended)."""
+        with self._mutex:
+            return self._materialize().copy()
+
+    def __len__(self) -> int:
+        with self._mutex:
+            return len(self._ids)
+
+    def flush(self) -> None:
+        """Write records.parquet now if it lags records.csv."""
+        with self._mutex:
+            self._check_open()
+            self._write_parquet()
+
+    # -- meta
+
+    @property
+    def meta(self) -> dict:
+        with self._mutex:
+            return json.loads(json.dumps(self._meta, default=str))
+
+    def write_meta(self, meta: dict) -> None:
+        """Replace meta.json (atomic).  Values JSON cannot hold are written as str()."""
+        if not isinstance(meta, dict):
+            raise TypeError(f"meta must be a dict, not {type(meta).__name__}")
+        with self._mutex:
+            self._check_open()
+            text = json.dumps(meta, indent=2, default=str, ensure_ascii=False) + "\n"
+            self._write(META_JSON, lambda f: f.write(text.encode("utf-8")))
+            self._meta = json.loads(text)
+
+    def update_meta(self, **fields: Any) -> None:
+        """Merge `fields` into meta.json (atomic)."""
+        with self._mutex:
+            self.write_meta({**self._meta, **fields})
+
+    # -- closing
+
+    def close(self) -> None:
+        """Write the parquet file and release the lock.  Idempotent."""
+        with self._mutex:
+            if self._closed:
+                return
+            try:
+                self._write_parquet()
+                self._drop_lock_info()
+            finally:
+                self._closed = True
+                self._release_lock()
+
+    def __enter__(self) -> "RunStore":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"RunStore({str(self.run_dir)!r}, {len(self)} records, {state})"
+
+    # -- internals
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError(f"the store of {self.run_dir} is closed")
+
+    def _drop_lock_info(self) -> None:
+        try:
+            (self.run_dir / LOCK_INFO).unlink()
+        except OSError:
+            pass
+
+    def _release_lock(self) -> None:
+        if self._lock is not None:
+            try:
+                self._lock.release(force=True)
+            finally:
+                self._lock = None
+
+    def _materialize(self) -> pd.DataFrame:
+        if self._pending:
+            new = pd.DataFrame(
+                {c: pd.array([r[c] for r in self._pending], dtype=t) for c, t in COLUMNS.items()}
+            )
+            self._frame = pd.concat([self._frame, new], ignore_index=True) if len(self._frame) else new
+            self._pending = []
+        return self._frame
+
+    def _write_parquet(self) -> None:
+        if self._parquet_dirty:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            table = pa.Table.from_pandas(self._materialize(), preserve_index=False)
+            self._write(RECORDS_PARQUET, lambda f: pq.write_table(table, f))
+            self._parquet_dirty = False
+        self._parquet_time = time.monotonic()
+
+    def _write(self, name: str, write: Callable[[Any], Any]) -> None:
+        path = self.run_dir / name
+        try:
+            _atomic_write(path, write)
+        except OSError as e:
+            raise StoreError(f"cannot write {path}: {_reason(e)}") from e
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _atomic_write(path: Path, write: Callable[[Any], Any]) -> None:
+    """Write `path` through a fsynced temporary in its directory and os.replace."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    # The rename itself is durable only once the directory is.
+    dfd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def _empty_frame() -> pd.DataFrame:
+    return pd.DataFrame({c: pd.array([], dtype=t) for c, t in COLUMNS.items()})
+
+
+def _conform(frame: pd.DataFrame) -> pd.DataFrame:
+    """Known columns first, in schema order and dtype (missing ones NA); unknown ones after."""
+    n = len(frame)
+    out = {}
+    for col, dtype in COLUMNS.items():
+        if col in frame.columns:
+            out[col] = frame[col].astype(dtype).array
+        else:
+            out[col] = pd.array([pd.NA] * n, dtype=dtype)
+    for col in frame.columns:
+        if col not in COLUMNS:
+            out[col] = frame[col].array
+    return pd.DataFrame(out)
+
+
+def _row_values(record: dict) -> dict:
+    """One record as {column: value or pd.NA} in schema order (ValueError if it does not fit)."""
+    if not isinstance(record, dict):
+        raise TypeError(f"a record is a dict, not {type(record).__name__}")
+    unknown = [k for k in record if k not in COLUMNS]
+    if unknown:
+        raise ValueError(f"unknown record keys: {', '.join(map(str, unknown))}")
+    values = {col: _coerce(col, dtype, record.get(col)) for col, dtype in COLUMNS.items()}
+    if values["case_id"] is pd.NA:
+        try:
+            values["case_id"] = _case_id(record)
+        except KeyError as e:
+            raise ValueError(f"record has no case_id and no {e.args[0]!r} to compute it from") from None
+    if not isinstance(values["status"], str) or values["status"] not in STATUSES:
+        raise ValueError(f"record status must be one of {', '.join(STATUSES)}, not {record.get('status')!r}")
+    return values
+
+
+def _csv_line(values: list) -> bytes:
+    """One CSV line as pandas writes it with _CSV_OPTIONS: text quoted, numbers bare, NA empty."""
+    buf = io.StringIO()
+    csv.writer(buf, quoting=csv.QUOTE_NONNUMERIC, lineterminator="\n").writerow(values)
+    return buf.getvalue().encode("utf-8")
+
+
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _coerce(col: str, dtype: str, value: Any) -> Any:
+    # numpy scalars, 0-d arrays and 0-d tensors become Python scalars.
+    if isinstance(value, np.generic) or (getattr(value, "shape", None) == () and hasattr(value, "item")):
+        value = value.item()
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return pd.NA
+    is_bool = isinstance(value, bool)
+    if dtype == "string":
+        if isinstance(value, str):
+            if value == "":
+                return pd.NA
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:  # lone surrogates: keep them visible, not fatal
+                value = value.encode("utf-8", "backslashreplace").decode("utf-8")
+            return value
+        if isinstance(value, (int, float)):
+            return str(value)
+    elif dtype == "Int64":
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, int) and not is_bool:
+            if not _INT64[0] <= value <= _INT64[1]:
+                raise ValueError(f"column {col!r}: {value} does not fit in int64")
+            return value
+    elif dtype == "Float64":
+        if isinstance(value, (int, float)) and not is_bool:
+            return float(value)
+    elif dtype == "boolean":
+        if is_bool:
+            return value
+    else:  # pragma: no cover - a dtype the schema gained without this function
+        return value
+    raise ValueError(f"column {col!r} ({dtype}) cannot hold {type(value).__name__} {_short(value)}")
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _now_iso() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _reason(e: OSError) -> str:
+    return e.strerror or str(e) or type(e).__name__
+
+
+def _short(value: Any, n: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def _one_line(text: str) -> str:
+    return " ".join(line.strip() for line in str(text).splitlines() if line.strip())

@@ -1,0 +1,50 @@
+"""Targets for tests/test_isolate.py, imported inside the worker process."""
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+
+def echo(payload):
+    return {"payload": payload, "pid": os.getpid()}
+
+
+def fail(payload):
+    raise ValueError(f"bad payload {payload!r}")
+
+
+def sleep_forever(payload):
+    while True:
+        time.sleep(1.0)
+
+
+def spin_forever(payload):
+    # Holds the GIL like a busy host loop; only killing the process stops it.
+    while True:
+        pass
+
+
+def exit_3(payload):
+    os._exit(3)
+
+
+def segfault(payload):
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+
+def env(payload):
+    return {name: os.environ.get(name) for name in payload}
+
+
+def sigint_ignored(payload):
+    return signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+
+
+def nap(seconds):
+    time.sleep(seconds)
+    return seconds
+
+
+def unpicklable(payload):
+    return lambda: None

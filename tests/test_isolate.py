@@ -1,0 +1,196 @@
+"""harness/isolate.py: results, remote errors, timeouts, crashes, environment, no orphans."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.isolate import Worker, WorkerCrashed, WorkerStartError, WorkerTimeout
+
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+# The worker is a fresh interpreter; spawn hands it our sys.path, so the targets module must be
+# importable from there under the name we give it.
+if str(TESTS) not in sys.path:
+    sys.path.insert(0, str(TESTS))
+
+GRACE = 1.0
+
+
+def alive(pid: int) -> bool:
+    """Running (not gone, not a zombie waiting to be reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def wait_gone(pid: int, within: float) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if not alive(pid):
+            return True
+        time.sleep(0.05)
+    return not alive(pid)
+
+
+@pytest.fixture
+def worker():
+    made = []
+
+    def make(name: str, **kw) -> Worker:
+        w = Worker(f"isolate_targets:{name}", grace_s=GRACE, **kw)
+        made.append(w)
+        return w
+
+    yield make
+    for w in made:
+        w.close()
+
+
+def test_returns_and_reuses_the_worker(worker):
+    w = worker("echo")
+    first = w.call({"x": [1, 2.5, "three"]}, timeout_s=30)
+    second = w.call(None, timeout_s=30)
+    assert first["payload"] == {"x": [1, 2.5, "three"]}
+    assert first["pid"] == second["pid"] == w.pid != os.getpid()
+
+
+def test_target_exception_is_carried(worker):
+    w = worker("fail")
+    with pytest.raises(RuntimeError) as err:
+        w.call(5, timeout_s=30)
+    assert str(err.value) == "ValueError: bad payload 5"
+    assert "ValueError: bad payload 5" in err.value.remote_traceback
+    assert "isolate_targets.py" in err.value.remote_traceback
+    pid = w.pid
+    with pytest.raises(RuntimeError):  # an exception does not cost the worker
+        w.call(6, timeout_s=30)
+    assert w.pid == pid
+
+
+def test_timeout_kills_and_next_call_gets_a_fresh_worker(worker):
+    w = worker("nap")
+    assert w.call(0, timeout_s=30) == 0
+    old = w.pid
+    t0 = time.monotonic()
+    with pytest.raises(WorkerTimeout) as err:
+        w.call(3600, timeout_s=0.5)
+    assert time.monotonic() - t0 < 0.5 + GRACE + 1.0
+    assert "within 0.5 s" in str(err.value) and str(old) in str(err.value)
+    assert w.pid is None and not alive(old)  # killed and reaped: no zombie
+    assert w.call(0, timeout_s=30) == 0
+    assert w.pid not in (None, old)
+
+
+def test_busy_loop_holding_the_gil_is_killed(worker):
+    w = worker("spin_forever")
+    t0 = time.monotonic()
+    with pytest.raises(WorkerTimeout):
+        w.call(None, timeout_s=0.5)
+    assert time.monotonic() - t0 < 0.5 + GRACE + 1.0
+
+
+def test_exit_is_reported_as_crash(worker):
+    w = worker("exit_3")
+    with pytest.raises(WorkerCrashed, match="exit code 3") as err:
+        w.call(None, timeout_s=30)
+    assert "\n" not in str(err.value)
+    assert w.pid is None
+
+
+def test_signal_death_is_reported_as_crash(worker):
+    w = worker("segfault")
+    with pytest.raises(WorkerCrashed, match="SIGSEGV"):
+        w.call(None, timeout_s=30)
+
+
+def test_start_errors():
+    with pytest.raises(ValueError, match="module:function"):
+        Worker("isolate_targets.echo")
+    with Worker("isolate_targets:no_such_function") as w:
+        with pytest.raises(WorkerStartError, match="AttributeError") as err:
+            w.call(None, timeout_s=30)
+        assert isinstance(err.value, WorkerCrashed)
+        assert "no_such_function" in err.value.remote_traceback
+
+
+def test_unpicklable_result_is_an_error_not_a_crash(worker):
+    w = worker("unpicklable")
+    with pytest.raises(RuntimeError, match="cannot be sent back"):
+        w.call(None, timeout_s=30)
+    assert w.pid is not None
+
+
+def test_environment_reaches_the_worker(worker, monkeypatch):
+    monkeypatch.setenv("NORMBENCH_TEST_INHERITED", "from-parent")
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    w = worker("env", env={"TRITON_INTERPRET": "1", "NORMBENCH_PLUGINS": "a,b"})
+    got = w.call(["TRITON_INTERPRET", "NORMBENCH_PLUGINS", "NORMBENCH_TEST_INHERITED"], timeout_s=30)
+    assert got == {"TRITON_INTERPRET": "1", "NORMBENCH_PLUGINS": "a,b", "NORMBENCH_TEST_INHERITED": "from-parent"}
+    assert "TRITON_INTERPRET" not in os.environ and "NORMBENCH_PLUGINS" not in os.environ
+
+
+def test_worker_ignores_sigint(worker):
+    w = worker("sigint_ignored")
+    assert w.call(None, timeout_s=30) is True
+    w2 = worker("nap")
+    w2.start()
+    os.kill(w2.pid, signal.SIGINT)
+    assert w2.call(0.2, timeout_s=30) == 0.2
+
+
+def test_close_reaps_and_worker_exits_when_its_pipe_closes(worker):
+    w = worker("echo")
+    w.call(None, timeout_s=30)
+    pid = w.pid
+    w.close()
+    assert not alive(pid)
+    with pytest.raises(RuntimeError, match="closed"):
+        w.call(None, timeout_s=30)
+
+    w = worker("echo")
+    w.start()
+    proc, pid = w._proc, w.pid
+    w._conn.close()  # as if the parent vanished: the idle worker sees EOF and leaves
+    proc.join(10)
+    assert proc.exitcode == 0
+
+
+PARENT = """
+    import sys
+    sys.path.insert(0, sys.argv[1])
+    from harness.isolate import Worker
+    w = Worker("isolate_targets:spin_forever")
+    w.start()
+    print(w.pid, flush=True)
+    w.call(None, timeout_s=3600)
+"""
+
+
+def test_no_orphan_when_the_parent_is_killed_mid_call():
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    parent = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(PARENT), str(TESTS)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        line = parent.stdout.readline()
+        assert line.strip().isdigit(), parent.stderr.read()
+        child = int(line)
+        time.sleep(0.3)  # let the call start spinning
+        assert alive(child)
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.communicate()
+    assert wait_gone(child, within=5.0), f"worker {child} outlived its parent"

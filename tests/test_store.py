@@ -1,0 +1,375 @@
+"""harness/store.py: round trip, resume, lock, errors, and kill -9 at random moments."""
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harness import store
+from harness.schema import COLUMNS, KEY, case_id
+from harness.store import RunStore, StoreError, is_run_dir, load_meta, load_records
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def full_record(i: int, **over) -> dict:
+    rec = {
+        "norm": "layernorm",
+        "implementation": "disjoint_block",
+        "kind": "strategy",
+        "rows": 4096 + i,
+        "batch": 2,
+        "seq": 2048,
+        "d": 1000 + i,
+        "dtype": "bf16",
+        "weight_dtype": "fp32",
+        "groups": "auto" if i % 2 else str(i),
+        "groups_effective": 64,
+        "status": "ok",
+        "error": None,
+        "time_ms": 0.1 + i / 7,
+        "time_p20_ms": 0.1,
+        "time_p80_ms": 0.2,
+        "time_samples_ms": json.dumps([0.1, 0.15, 0.2]),
+        "timer": "cuda_event",
+        "bytes_moved": 123456789,
+        "workspace_bytes": 0,
+        "gbps": 1234.5,
+        "pct_peak": 25.7,
+        "pct_copy": 31.0,
+        "correct": True,
+        "max_rel_err": 1e-7,
+        "err_dx": 1e-7,
+        "err_dw": 2e-7,
+        "err_db": None,
+        "tolerance": 1e-2,
+        "deterministic": bool(i % 2),
+        "distinct_results": 1,
+        "repeats": 3,
+        "writers_per_slot": 8,
+        "deterministic_by_design": True,
+        "device": "NVIDIA H200",
+        "seed": 0,
+        "started_at": "2026-01-01T00:00:00Z",
+        "duration_s": 1.5,
+    }
+    rec.update(over)
+    rec["case_id"] = case_id(rec)
+    return rec
+
+
+def assert_same(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True))
+
+
+def test_round_trip_dtypes_csv_equals_parquet(tmp_path):
+    recs = [full_record(i) for i in range(5)]
+    recs.append({"case_id": "sparse", "status": "error", "error": 'boom, "quoted"\r\nsecond line'})
+    with RunStore(tmp_path / "run") as s:
+        for r in recs:
+            s.append(r)
+        in_memory = s.records()
+    from_csv = load_records(tmp_path / "run", source="csv")
+    from_parquet = load_records(tmp_path / "run", source="parquet")
+    assert list(from_csv.columns) == list(COLUMNS)
+    assert {c: str(t) for c, t in from_csv.dtypes.items()} == COLUMNS
+    assert_same(from_csv, from_parquet)
+    assert_same(from_csv, in_memory)
+    assert_same(from_csv, load_records(tmp_path / "run"))
+    assert from_csv["case_id"].tolist() == [r["case_id"] for r in recs]
+    row = from_csv.iloc[0]
+    assert row["rows"] == 4096 and row["time_samples_ms"] == "[0.1, 0.15, 0.2]"
+    assert row["correct"] is True or row["correct"] == True  # noqa: E712  (numpy/pandas bool)
+    assert pd.isna(row["err_db"]) and pd.isna(row["error"])
+    sparse = from_csv.iloc[-1]
+    assert sparse["error"] == 'boom, "quoted"\r\nsecond line'
+    assert pd.isna(sparse["rows"]) and pd.isna(sparse["correct"]) and pd.isna(sparse["time_ms"])
+
+
+text = st.one_of(
+    st.none(),
+    st.text(max_size=20),
+    st.sampled_from(["NA", "nan", "None", "-", "  lead", "a,b", '"', "\r", "\n", "#x", "1e5", "True"]),
+)
+number = st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True))
+integer = st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1))
+flag = st.one_of(st.none(), st.booleans())
+_KIND = {"string": text, "Float64": number, "Int64": integer, "boolean": flag}
+
+
+@st.composite
+def records(draw):
+    rec = {c: draw(_KIND[t]) for c, t in COLUMNS.items() if c not in ("case_id", "status")}
+    rec["status"] = draw(st.sampled_from(["ok", "error", "skipped", "timeout"]))
+    return rec
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(records(), min_size=1, max_size=4))
+def test_fuzzed_values_round_trip(tmp_path_factory, recs):
+    run = tmp_path_factory.mktemp("fuzz")
+    with RunStore(run, parquet_interval_s=0) as s:
+        for i, r in enumerate(recs):
+            s.append({**r, "case_id": f"c{i}"})
+        in_memory = s.records()
+    from_csv = load_records(run, source="csv")
+    assert_same(from_csv, load_records(run, source="parquet"))
+    assert_same(from_csv, in_memory)
+    for i, r in enumerate(recs):
+        for col, value in r.items():
+            got = from_csv.at[i, col]
+            if value is None or value == "" or (isinstance(value, float) and value != value):
+                assert pd.isna(got), (col, value, got)
+            else:
+                assert got == value, (col, value, got)
+
+
+def test_record_validation(tmp_path):
+    with RunStore(tmp_path) as s:
+        with pytest.raises(ValueError, match="unknown record keys: bogus"):
+            s.append({**full_record(0), "bogus": 1})
+        with pytest.raises(ValueError, match="rows"):
+            s.append(full_record(0, rows=1.5))
+        with pytest.raises(ValueError, match="correct"):
+            s.append(full_record(0, correct="yes"))
+        with pytest.raises(ValueError, match="status"):
+            s.append(full_record(0, status="running"))
+        with pytest.raises(ValueError, match="status"):
+            s.append({"case_id": "x"})
+        with pytest.raises(ValueError, match="case_id"):
+            s.append({"status": "ok", "norm": "rmsnorm"})  # no case_id and no KEY to make one
+        rec = full_record(1)
+        del rec["case_id"]
+        s.append(rec)  # computed from KEY
+        assert s.done_keys() == {"|".join(str(rec[k]) for k in KEY)}
+        assert len(s) == 1
+    assert len(load_records(tmp_path)) == 1
+
+
+def test_resume_skips_done_and_refuses_duplicates(tmp_path):
+    run = tmp_path / "run"
+    with RunStore(run) as s:
+        for i in range(3):
+            s.append(full_record(i, status=["ok", "error", "timeout"][i]))
+        s.write_meta({"config": "a.yaml", "n": 1})
+    before = load_records(run)
+    with RunStore(run, resume=True) as s:
+        assert_same(s.records(), before)
+        assert s.done_keys() == {full_record(i)["case_id"] for i in range(3)}
+        assert s.meta == {"config": "a.yaml", "n": 1}
+        with pytest.raises(ValueError, match="already recorded"):
+            s.append(full_record(1))
+        s.append(full_record(3, status="skipped"))
+        s.update_meta(n=2, finished=True)
+    frame = load_records(run)
+    assert len(frame) == 4 and frame["case_id"].is_unique
+    assert_same(frame.iloc[:3], before)  # rewritten on resume, unchanged
+    assert_same(frame, load_records(run, source="parquet"))
+    assert load_meta(run) == {"config": "a.yaml", "n": 2, "finished": True}
+
+
+def test_refuses_non_resume_into_run_with_records(tmp_path):
+    with RunStore(tmp_path) as s:
+        s.append(full_record(0))
+        s.append(full_record(1))
+    with pytest.raises(StoreError) as err:
+        RunStore(tmp_path)
+    assert str(err.value) == (
+        f"{tmp_path} already holds 2 records; use --resume to finish it or choose another --out"
+    )
+    # The refusal left the lock free and the records alone.
+    with RunStore(tmp_path, resume=True) as s:
+        assert len(s) == 2
+
+
+def test_empty_run_dir_can_be_reused_and_resumed(tmp_path):
+    RunStore(tmp_path).close()
+    assert is_run_dir(tmp_path) and len(load_records(tmp_path)) == 0
+    RunStore(tmp_path).close()  # no records: not refused
+    with RunStore(tmp_path / "new", resume=True) as s:  # resuming nothing starts fresh
+        assert s.done_keys() == set()
+
+
+def test_parquet_throttled_csv_always_current(tmp_path):
+    with RunStore(tmp_path, parquet_interval_s=3600) as s:
+        s.append(full_record(0))
+        s.append(full_record(1))
+        assert len(load_records(tmp_path, source="csv")) == 2
+        assert len(load_records(tmp_path, source="parquet")) == 0  # written at open, not since
+        s.flush()
+        assert len(load_records(tmp_path, source="parquet")) == 2
+        s.append(full_record(2))
+    assert_same(load_records(tmp_path, source="csv"), load_records(tmp_path, source="parquet"))
+
+
+def test_meta_and_is_run_dir(tmp_path):
+    assert not is_run_dir(tmp_path)
+    assert load_meta(tmp_path) == {}
+    with RunStore(tmp_path) as s:
+        s.write_meta({"device": "cpu", "when": pd.Timestamp("2026-01-01")})
+        s.update_meta(status="running")
+        assert load_meta(tmp_path) == {"device": "cpu", "when": "2026-01-01 00:00:00", "status": "running"}
+    assert is_run_dir(tmp_path)
+    assert not is_run_dir(tmp_path / "records.csv")
+    (tmp_path / "meta.json").write_text("[1, 2")
+    with pytest.raises(StoreError, match="meta.json"):
+        load_meta(tmp_path)
+
+
+def test_closed_store_refuses_writes(tmp_path):
+    s = RunStore(tmp_path)
+    s.close()
+    s.close()  # idempotent
+    with pytest.raises(StoreError, match="closed"):
+        s.append(full_record(0))
+
+
+def test_unreadable_records_message(tmp_path):
+    (tmp_path / "records.csv").write_text('"case_id","rows"\n"a","not a number"\n')
+    with pytest.raises(StoreError) as err:
+        load_records(tmp_path)
+    assert "records.csv" in str(err.value) and "\n" not in str(err.value)
+    with pytest.raises(StoreError, match="no records"):
+        load_records(tmp_path / "nothing")
+
+
+def test_unwritable_out_dir(tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    with pytest.raises(StoreError) as err:
+        RunStore(blocker / "run")
+    msg = str(err.value)
+    assert str(blocker / "run") in msg and "Not a directory" in msg and "\n" not in msg
+    with pytest.raises(StoreError, match="not a directory"):
+        RunStore(blocker)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through permission bits")
+def test_read_only_out_dir(tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        with pytest.raises(StoreError, match="ro"):
+            RunStore(ro / "run")
+        with pytest.raises(StoreError, match="permission denied|Permission denied"):
+            RunStore(ro)
+    finally:
+        ro.chmod(0o700)
+
+
+# --------------------------------------------------------------------------- other processes
+
+
+def _python(code: str, *args: str) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+HOLDER = """
+    import sys, time
+    from harness.store import RunStore
+    s = RunStore(sys.argv[1], resume=True)
+    print("held", flush=True)
+    time.sleep(120)
+"""
+
+
+def test_lock_refused_while_held_and_taken_over_after_kill9(tmp_path):
+    run = tmp_path / "run"
+    holder = _python(HOLDER, str(run))
+    try:
+        assert holder.stdout.readline().strip() == "held", holder.stderr.read()
+        with pytest.raises(StoreError) as err:
+            RunStore(run, resume=True)
+        assert str(err.value).startswith(f"{run} is in use by another run (pid {holder.pid} on ")
+        assert " since " in str(err.value)
+        # Other directories are not affected.
+        with RunStore(tmp_path / "other") as s:
+            s.append(full_record(0))
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.communicate()
+    with RunStore(run, resume=True) as s:  # stale lock of a dead holder: taken over
+        assert s.stale_lock is not None and s.stale_lock["pid"] == holder.pid
+    with RunStore(run, resume=True) as s:  # clean close leaves nothing stale behind
+        assert s.stale_lock is None
+
+
+def test_second_store_in_same_process_refused(tmp_path):
+    with RunStore(tmp_path):
+        with pytest.raises(StoreError, match=f"pid {os.getpid()} "):
+            RunStore(tmp_path, resume=True)
+
+
+APPENDER = """
+    import json, sys
+    from harness.store import RunStore
+    run_dir, start = sys.argv[1], int(sys.argv[2])
+    with RunStore(run_dir, resume=True, parquet_interval_s=0) as s:
+        print("ready", flush=True)
+        i = start
+        while True:
+            cid = f"case{i}"
+            s.append({"case_id": cid, "status": "ok", "rows": i, "time_ms": i / 3,
+                      "time_samples_ms": json.dumps([i, i + 0.5]), "error": "a,\\"b\\"\\nc"})
+            print(cid, flush=True)
+            if i % 3 == 0:
+                s.update_meta(last=cid, n=i)
+            i += 1
+"""
+
+
+def test_kill9_at_random_moments_loses_and_tears_nothing(tmp_path):
+    run = tmp_path / "run"
+    rng = random.Random()
+    acknowledged: set[str] = set()
+    for round_ in range(5):
+        child = _python(APPENDER, str(run), str(round_ * 1_000_000))
+        if round_ % 3 == 2:
+            # Anywhere from interpreter start-up through opening (resume rewrites every file).
+            time.sleep(rng.uniform(0.0, 2.0))
+        else:
+            assert child.stdout.readline().strip() == "ready", child.stderr.read()
+            time.sleep(rng.uniform(0.0, 0.5))
+        child.send_signal(signal.SIGKILL)
+        out, _ = child.communicate()
+        # Only complete lines: the print after append() returned may itself be cut short.
+        acknowledged |= {line for line in out.split("\n")[:-1] if line.startswith("case")}
+
+        if not is_run_dir(run):
+            continue  # killed before the store created anything
+        frame = load_records(run, source="csv")
+        ids = frame["case_id"].tolist()
+        assert len(ids) == len(set(ids)), "duplicate records"
+        assert acknowledged <= set(ids), f"lost: {sorted(acknowledged - set(ids))[:5]}"
+        assert (frame["error"] == 'a,"b"\nc').all()
+        pq_ids = load_records(run, source="parquet")["case_id"].tolist()
+        assert len(pq_ids) == len(set(pq_ids)) and set(pq_ids) <= set(ids)
+        meta = load_meta(run)
+        assert isinstance(meta, dict)
+        for tmp in run.glob(".*.tmp"):  # a kill mid-write leaves a temporary, never a torn file
+            assert tmp.name.startswith((".records.", ".meta.json.", ".normbench.lock.json."))
+        with RunStore(run, resume=True) as s:  # the dead run's lock is taken over
+            assert len(s) == len(ids) and s.done_keys() == set(ids)
+        assert not list(run.glob(".*.tmp"))
+    assert acknowledged, "the child never got to append: the test measured nothing"
+    final = load_records(run)
+    assert_same(final, load_records(run, source="parquet"))
