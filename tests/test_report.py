@@ -1,0 +1,156 @@
+"""harness/report.py on synthetic recorded runs (CPU only, no kernels)."""
+from __future__ import annotations
+
+import base64
+import io
+import re
+
+import pytest
+from PIL import Image
+
+import synthetic
+from harness import model
+from harness.report import write_report
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def full():
+    run_dir, written = synthetic.reported_run()
+    return run_dir, written, (run_dir / "report.html").read_text(), (run_dir / "report.md").read_text()
+
+
+def _expected_answer(records, shape):
+    """Fastest and fastest measured-deterministic passing record of one shape, by hand."""
+    norm, rows, d = shape
+    comp = [r for r in records if (r["norm"], r["rows"], r["d"]) == shape
+            and r["status"] == "ok" and r["correct"] is True]
+    fast = min(comp, key=lambda r: r["time_ms"])
+    det = min((r for r in comp if r["deterministic"] is True), key=lambda r: r["time_ms"])
+    return fast, det
+
+
+def test_every_file_written_and_pngs_valid(full):
+    run_dir, written, _, _ = full
+    assert {"report.html", "report.md"} <= set(written)
+    pngs = [k for k in written if k.startswith("plots/")]
+    names = {k.split("/")[1] for k in pngs}
+    # bandwidth per norm, a GROUPS heatmap per grouped strategy, determinism, speedup, workspace
+    assert {"bandwidth_rmsnorm.png", "bandwidth_layernorm.png", "groups_grouped_atomic.png",
+            "groups_spin_lock.png", "groups_disjoint_block.png", "determinism.png",
+            "speedup_vs_torch.png", "workspace_vs_writers.png"} <= names
+    for key, path in written.items():
+        assert path.exists() and path.stat().st_size > 0, key
+        assert path.parent in (run_dir, run_dir / "plots")
+    for key in pngs:
+        data = written[key].read_bytes()
+        assert data[:8] == PNG_MAGIC, key
+        with Image.open(io.BytesIO(data)) as im:
+            im.verify()
+            assert im.size[0] > 200 and im.size[1] > 100
+
+
+def test_html_is_self_contained_and_embeds_every_plot(full):
+    run_dir, written, html, _ = full
+    for key in (k for k in written if k.startswith("plots/")):
+        b64 = base64.b64encode(written[key].read_bytes()).decode()
+        assert f'src="data:image/png;base64,{b64}"' in html, key
+    # nothing fetched from anywhere: every src/href is a data URI or an in-page anchor
+    refs = re.findall(r'(?:src|href)="([^"]*)"', html)
+    assert refs and all(r.startswith(("data:", "#")) for r in refs), refs
+    assert "<script src" not in html and "<link rel=\"stylesheet\"" not in html
+    assert 'id="w-data"' in html and 'id="w-rows"' in html
+
+
+def test_report_opens_with_the_answer(full):
+    _, _, html, md = full
+    for text in (html, md):
+        i_answer = text.index("The answer: fastest, and fastest bitwise-deterministic")
+        assert i_answer < text.index("Failures") < text.index("Environment") < text.index("Plots")
+    records = synthetic.sweep_records()
+    fast, det = _expected_answer(records, ("layernorm", 8192, 4096))
+    assert fast["implementation"] == "grouped_atomic" and det["implementation"] == "disjoint_block"
+    cost = (det["time_ms"] / fast["time_ms"] - 1) * 100
+    row = next(line for line in md.splitlines() if line.startswith("| layernorm | 8192 | 4096 |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[5] == f"grouped_atomic (G={fast['groups']})"
+    assert float(cells[6]) == pytest.approx(fast["time_ms"], rel=1e-3)
+    assert cells[7] == f"disjoint_block (G={det['groups']})"
+    assert cells[9] == f"+{cost:.1f}%"
+    # the nondeterministic atomic (4 distinct results) never wins "deterministic"
+    assert "atomic (" not in cells[7]
+    assert "grouped_atomic (G=64)" in html and "cost of determinism" in html
+
+
+def test_failures_listed_with_error_text(full):
+    _, _, html, md = full
+    section = md[md.index("## Failures"):md.index("## Environment")]
+    assert "CompilationError: out of resources" in section
+    assert section.count("liger-kernel is not installed") == 8
+    assert "error" in section and "skipped" in section
+    # errors come before skips
+    assert section.index("CompilationError") < section.index("liger-kernel")
+    assert "CompilationError: out of resources" in html
+
+
+def test_environment_and_bandwidth_prediction(full):
+    _, _, html, md = full
+    assert "NVIDIA H200" in md and "560.35.03" in md and "0123456789abcdef" in md
+    assert "name: seed-worked-example" in md            # config text verbatim
+    assert "CPU wall-clock" not in md                   # a GPU run: no interpreter warning
+    sec = md[md.index("## Measured time against the bandwidth bound"):md.index("## Plots")]
+    nb = model.bytes_moved("rmsnorm", 8192, 4096, "bf16", "fp32")
+    floor_copy = model.bandwidth_bound_ms(nb, synthetic.COPY_CEILING_GBPS / 1000)
+    floor_peak = model.bandwidth_bound_ms(nb, synthetic.PEAK_TBPS)
+    assert f"{floor_copy:.4g}" in sec and f"{floor_peak:.4g}" in sec
+
+
+def test_markdown_references_plots_by_relative_path(full):
+    _, written, _, md = full
+    for key in (k for k in written if k.startswith("plots/")):
+        assert f"]({key})" in md
+    assert "base64" not in md
+    # a grouped strategy measured at a single GROUPS is skipped with a note
+    assert "`disjoint_fused`: skipped — only one GROUPS value (66)" in md
+
+
+def test_all_errors_run_still_reports(tmp_path):
+    recs = [synthetic.record(implementation=impl, status=st, error=f"{impl} failed: boom {i}",
+                             rows=1024 * (i + 1))
+            for i, (impl, st) in enumerate([("atomic", "error"), ("torch", "timeout"),
+                                            ("disjoint_block", "error"), ("liger", "skipped")])]
+    run_dir = synthetic.write_run(tmp_path / "run", recs, synthetic.meta(config_name="quick"))
+    written = write_report(run_dir)
+    html = (run_dir / "report.html").read_text()
+    md = (run_dir / "report.md").read_text()
+    assert (run_dir / "report.html").exists() and (run_dir / "report.md").exists()
+    assert "No implementation passed" in md
+    for i in range(4):
+        assert f"boom {i}" in md and f"boom {i}" in html
+    assert "timeout" in md
+    assert not [k for k in written if k.startswith("plots/")]     # nothing to plot
+    assert "Skipped" in md
+
+
+def test_odd_run_interpreter_single_impl_nans_no_groups(tmp_path):
+    recs = [synthetic.record(implementation="atomic", rows=r, d=256, timer="cpu_wall",
+                             writers_per_slot=r, workspace_bytes=1024, time_ms=5.0 + r / 1000)
+            for r in (64, 128)]
+    recs.append(synthetic.record(implementation="atomic", rows=256, d=256, timer="cpu_wall",
+                                 correct=None, deterministic=None, distinct_results=None))
+    recs[-1].update(time_ms=float("nan"), time_p20_ms=None, time_p80_ms=None,
+                    time_samples_ms=None, gbps=None, pct_copy=None, pct_peak=None)
+    recs.append(synthetic.record(implementation="atomic", rows=512, d=256, timer="cpu_wall",
+                                 correct=False))
+    meta = synthetic.meta(interpreted=True, timer="cpu_wall", device_name="cpu",
+                          config_name="cpu", copy_ceiling_gbps=None, peak_tbps=None)
+    run_dir = synthetic.write_run(tmp_path / "run", recs, meta)
+    write_report(run_dir)                                      # baseline torch is absent
+    md = (run_dir / "report.md").read_text()
+    assert "CPU wall-clock under the Triton interpreter" in md
+    assert "baseline `torch` is not in this run" in md
+    assert "no implementation in this run uses GROUPS" in md
+    assert "correctness not checked" in md and "incorrect" in md
+    assert "Measured time against the bandwidth bound" not in md   # no copy/peak, not seed
+    assert "Warning:** " in md and "plot failed" not in md
