@@ -1,0 +1,210 @@
+"""The optional peers (liger, quack): listed with a reason when they can't run, right when they can.
+
+liger runs on CPU under the Triton interpreter (when liger-kernel is installed) and on a GPU;
+quack only on a CUDA GPU (tests marked gpu)."""
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import strategies
+from harness.inputs import make_inputs, reference, rel_error, tolerance
+from strategies import peers
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PEERS = ("liger", "quack")
+
+
+def check(name, norm, rows, d, dtype, weight_dtype="same", row_stride=None, device=None):
+    wdt = dtype if weight_dtype == "same" else weight_dtype
+    device = device or strategies.default_device()
+    seed = random.randrange(2**31)
+    x, dy, w, mean, rstd = make_inputs(norm, rows, d, dtype, wdt, seed=seed, device=device,
+                                       row_stride=row_stride)
+    x0, dy0 = x.clone(), dy.clone()
+    dx, dw, db = strategies.get(name).backward(x, dy, w, mean, rstd)
+    assert torch.equal(x, x0) and torch.equal(dy, dy0), "inputs were modified"
+    rdx, rdw, rdb = reference(x, dy, w, mean, rstd)
+    assert dx.shape == x.shape and dw.shape == w.shape
+    assert dx.dtype == x.dtype and dw.dtype == w.dtype
+    assert (db is None) == (norm == "rmsnorm")
+    if db is not None:
+        assert db.dtype == w.dtype
+    tol = tolerance(dtype, wdt)
+    errs = {"dx": rel_error(dx, rdx), "dw": rel_error(dw, rdw), "db": rel_error(db, rdb)}
+    bad = {k: v for k, v in errs.items() if v is not None and not v <= tol}
+    assert not bad, f"{name} {norm} {rows}x{d} {dtype}/{wdt} stride={row_stride} seed={seed}: {bad} > {tol}"
+
+
+def _skip_unless_available(name):
+    e = strategies.get(name)
+    if not e.available:
+        pytest.skip(f"{name}: {e.reason}")
+
+
+def _interp_bf16_rms(norm, dtype):
+    """liger's bf16 RMSNorm can't run under the interpreter (it refuses, see strategies/peers.py)."""
+    return norm == "rmsnorm" and dtype == "bf16" and strategies.interpreted()
+
+
+# ------------------------------------------------------------------------- listing and reasons
+def test_peers_are_listed_as_baselines():
+    for n in PEERS:
+        e = strategies.get(n)
+        assert n in strategies.known()
+        assert e.kind == "baseline" and not e.uses_groups and e.deterministic_by_design
+        assert e.doc
+        assert e.available == (n in strategies.names())
+        if e.available:
+            assert e.reason == ""
+        else:
+            assert e.reason and "\n" not in e.reason
+            with pytest.raises(RuntimeError, match="not available"):
+                e.backward(None, None, None, None, None)
+
+
+def test_quack_without_a_gpu_says_so():
+    if torch.cuda.is_available() and not strategies.interpreted():
+        pytest.skip("a CUDA GPU is here")
+    e = strategies.get("quack")
+    assert not e.available and "needs a CUDA GPU" in e.reason
+
+
+def _fresh_import(prelude: str, body: str) -> str:
+    env = dict(os.environ, NORMBENCH_QUIET="1", PYTHONPATH=ROOT)
+    code = f"import sys\n{prelude}\nimport strategies\n{body}"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_import_strategies_imports_no_peer():
+    out = _fresh_import("", "print('liger_kernel' in sys.modules, 'quack' in sys.modules, "
+                            "'cutlass' in sys.modules)")
+    assert out == "False False False"
+
+
+def test_a_failed_import_is_a_reason_not_a_crash():
+    out = _fresh_import(
+        "sys.modules['liger_kernel'] = None  # any import of it now raises ImportError",
+        "e = strategies.get('liger')\n"
+        "print(e.available, e.reason)\n"
+        "print('liger' in strategies.known(), 'liger' in strategies.names())")
+    avail, listed = out.splitlines()
+    assert avail.startswith("False liger-kernel ") and "liger_kernel" in avail
+    assert listed == "True False"
+
+
+@pytest.mark.parametrize("exc", ["OSError('libcuda.so.1: cannot open shared object file')",
+                                 "RuntimeError('CUDA driver too old')",
+                                 "ImportError('cannot import name x')"])
+def test_any_import_error_becomes_a_one_line_reason(tmp_path, monkeypatch, exc):
+    (tmp_path / "normbench_broken_peer.py").write_text(f"raise {exc}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    reason, mods = peers._import_reason("broken-peer", "normbench_broken_peer",
+                                        ["normbench_broken_peer"])
+    assert mods == {} and reason.startswith("broken-peer failed to import: ")
+    assert exc.split("(")[0] in reason and "\n" not in reason
+    sys.modules.pop("normbench_broken_peer", None)
+
+
+def test_a_missing_package_says_how_to_install_it():
+    reason = peers._not_installed("no-such-peer", "normbench_no_such_peer")
+    assert reason == ("no-such-peer is not installed (pip install no-such-peer): "
+                      "No module named 'normbench_no_such_peer'")
+    assert peers._not_installed("torch", "torch") == ""
+
+
+def test_a_lazy_peer_settles_once(monkeypatch):
+    calls = []
+
+    def probe():
+        calls.append(1)
+        return "nope: ImportError: x", {}
+
+    e = peers._Peer(probe, name="p", kind="baseline", deterministic_by_design=True,
+                    uses_groups=False, fn=lambda *a, **k: None, doc="d")
+    assert not calls                     # nothing imported when registered
+    assert not e.available and e.reason == "nope: ImportError: x"
+    assert e.available is False and len(calls) == 1
+    with pytest.raises(RuntimeError, match="not available: nope"):
+        e.backward(None, None, None, None, None)
+
+
+# ------------------------------------------------------------------------------- liger numerics
+@pytest.mark.parametrize("dtype", ["fp32", "bf16", "fp16"])
+@pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])
+def test_liger_matches_the_reference(poisoned, norm, dtype):
+    pytest.importorskip("liger_kernel")
+    _skip_unless_available("liger")
+    if _interp_bf16_rms(norm, dtype):
+        x, dy, w, mean, rstd = make_inputs(norm, 3, 8, dtype, dtype, seed=0, device="cpu")
+        with pytest.raises(NotImplementedError, match="interpreter"):
+            strategies.get("liger").backward(x, dy, w, mean, rstd)
+        return
+    check("liger", norm, 1, 5, dtype)
+    check("liger", norm, 11, 77, dtype)
+    check("liger", norm, 13, 33, dtype, row_stride=40)            # strided rows
+    check("liger", norm, 6, 64, dtype, row_stride=68)
+
+
+@pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])
+def test_liger_mixed_weight_dtype(poisoned, norm):
+    pytest.importorskip("liger_kernel")
+    _skip_unless_available("liger")
+    if not _interp_bf16_rms(norm, "bf16"):
+        check("liger", norm, 9, 130, "bf16", weight_dtype="fp32")
+    check("liger", norm, 6, 64, "fp16", weight_dtype="fp32")
+
+
+def test_liger_workspace_is_its_partial_rows():
+    _skip_unless_available("liger")
+    e = strategies.get("liger")
+    p = e.workspace_bytes(1000, 512, None, has_bias=False) // (512 * 4)
+    assert p >= 1 and e.workspace_bytes(1000, 512, None, has_bias=True) == 2 * p * 512 * 4
+    assert e.writers_per_slot(1000, 512, None) == 1
+
+
+# ----------------------------------------------------------------------------------- on a GPU
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["fp32", "bf16", "fp16"])
+@pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])
+@pytest.mark.parametrize("name", PEERS)
+def test_gpu_peers_match_the_reference(poisoned, name, norm, dtype):
+    pytest.importorskip({"liger": "liger_kernel", "quack": "quack"}[name])
+    _skip_unless_available(name)
+    dev = torch.device("cuda")
+    check(name, norm, 1, 5, dtype, device=dev)
+    check(name, norm, 11, 77, dtype, device=dev)
+    check(name, norm, 13, 33, dtype, row_stride=40, device=dev)
+    check(name, norm, 40, 64, dtype, row_stride=68, device=dev)    # stride off quack's 16 B grain
+    check(name, norm, 300, 4096, dtype, row_stride=4160, device=dev)
+    check(name, norm, 2000, 1000, dtype, device=dev)
+    check(name, norm, 40000, 128, dtype, device=dev)                # liger's block kernel (RMSNorm)
+    check(name, norm, 3, 65536, dtype, device=dev)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])
+@pytest.mark.parametrize("name", PEERS)
+def test_gpu_peers_mixed_weight_dtype_and_bits(poisoned, name, norm):
+    pytest.importorskip({"liger": "liger_kernel", "quack": "quack"}[name])
+    _skip_unless_available(name)
+    dev = torch.device("cuda")
+    check(name, norm, 9, 130, "bf16", weight_dtype="fp32", device=dev)
+    check(name, norm, 4096, 2048, "bf16", weight_dtype="fp32", device=dev)
+    check(name, norm, 600, 512, "fp16", weight_dtype="fp32", device=dev)
+    # deterministic by design: the same bits, call after call
+    x, dy, w, mean, rstd = make_inputs(norm, 8192, 1024, "bf16", "fp32", seed=1, device=dev)
+    e = strategies.get(name)
+    first = e.backward(x, dy, w, mean, rstd)
+    for _ in range(5):
+        again = e.backward(x, dy, w, mean, rstd)
+        for a, b in zip(first, again):
+            assert (a is None) == (b is None)
+            if a is not None:
+                assert torch.equal(a.view(torch.uint8), b.view(torch.uint8))
