@@ -27,7 +27,7 @@ def params(name: str, d: int, *, rows_per_tile: int | None = None) -> dict:
     bd, one = block_d(d)
     br = rows_per_tile if rows_per_tile is not None else max(1, min(16, 4096 // bd)) if one else 1
     warps = max(4, min(16, bd * br // 512))
-    p = {"block_d": bd, "one_chunk": one, "block_r": br, "num_warps": warps}
+    p = {"block_d": bd, "one_chunk": one, "block_r": br, "num_warps": warps, "num_stages": 1}
     p.update(OVERRIDE.get(name, {}))
     if "block_d" in OVERRIDE.get(name, {}):
         p["one_chunk"] = p["block_d"] >= d

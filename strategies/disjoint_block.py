@@ -21,8 +21,12 @@ from .rowgrad import row_coeffs, rowgrad_chunk, rowgrad_tile
 @triton.jit
 def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
                       stride_x, stride_dy, stride_dx, HAS_MEAN: tl.constexpr,
-                      BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr):
-    """Program p: dx for rows [p·R, (p+1)·R) and its partial rows PW[p], PB[p]."""
+                      BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr,
+                      NUM_STAGES: tl.constexpr):
+    """Program p: dx for rows [p·R, (p+1)·R) and its partial rows PW[p], PB[p].
+
+    NUM_STAGES > 1 asks Triton to software-pipeline the row loop: the next tile's loads are
+    issued before this tile's reductions, so one program keeps more bytes in flight."""
     pid = tl.program_id(0)
     r0 = pid * ROWS_PER_PROG
     r_end = tl.minimum(r0 + ROWS_PER_PROG, ROWS)
@@ -33,7 +37,7 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
         w = tl.load(W + cols, mask=col_mask, other=0.0).to(tl.float32)
         acc_w = tl.zeros([BLOCK_D], dtype=tl.float32)
         acc_b = tl.zeros([BLOCK_D], dtype=tl.float32)
-        for r in range(r0, r_end, BLOCK_R):
+        for r in tl.range(r0, r_end, BLOCK_R, num_stages=NUM_STAGES):
             rows = r + tl.arange(0, BLOCK_R)
             row_mask = rows < r_end
             gw, gb = rowgrad_tile(X, DY, DX, w, Mean, Rstd, rows.to(tl.int64), row_mask, cols,
@@ -72,9 +76,11 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
 @triton.jit
 def _disjoint_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
                      stride_x, stride_dy, stride_dx, HAS_MEAN: tl.constexpr,
-                     BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr):
+                     BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr,
+                     NUM_STAGES: tl.constexpr):
     disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
-                      stride_x, stride_dy, stride_dx, HAS_MEAN, BLOCK_R, BLOCK_D, ONE_CHUNK)
+                      stride_x, stride_dy, stride_dx, HAS_MEAN, BLOCK_R, BLOCK_D, ONE_CHUNK,
+                      NUM_STAGES)
 
 
 def launch_partials(kernel, c, groups: int, p: dict, *extra):
@@ -85,7 +91,7 @@ def launch_partials(kernel, c, groups: int, p: dict, *extra):
         c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, pw, pb if pb is not None else pw, *extra,
         c.rows, c.d, triton.cdiv(c.rows, groups), *c.strides,
         HAS_MEAN=c.has_mean, BLOCK_R=p["block_r"], BLOCK_D=p["block_d"],
-        ONE_CHUNK=p["one_chunk"], num_warps=p["num_warps"])
+        ONE_CHUNK=p["one_chunk"], NUM_STAGES=p["num_stages"], num_warps=p["num_warps"])
     return pw, pb
 
 

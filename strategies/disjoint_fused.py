@@ -28,18 +28,22 @@ _COUNTERS: dict[torch.device, torch.Tensor] = {}
 @triton.jit
 def _fused_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, DW, DB, Counter, ROWS, N, ROWS_PER_PROG,
                   stride_x, stride_dy, stride_dx, HAS_MEAN: tl.constexpr,
-                  BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr):
+                  BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr,
+                  NUM_STAGES: tl.constexpr):
     disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
-                      stride_x, stride_dy, stride_dx, HAS_MEAN, BLOCK_R, BLOCK_D, ONE_CHUNK)
+                      stride_x, stride_dy, stride_dx, HAS_MEAN, BLOCK_R, BLOCK_D, ONE_CHUNK,
+                      NUM_STAGES)
     # all of this program's partial stores precede its ticket (barrier, then release)
     tl.debug_barrier()
     ticket = tl.atomic_add(Counter, 1, sem="acq_rel")
     G = tl.num_programs(0)
     if ticket == G - 1:
-        for c0 in range(0, N, 64):
-            reduce_rows(PW, DW, G, N, c0, 32, 64)
+        # one program reads all GROUPS·d partials: whole-width tiles of about 8192 elements
+        RG: tl.constexpr = 1 if BLOCK_D >= 8192 else 8192 // BLOCK_D
+        for c0 in range(0, N, BLOCK_D):
+            reduce_rows(PW, DW, G, N, c0, RG, BLOCK_D)
             if HAS_MEAN:
-                reduce_rows(PB, DB, G, N, c0, 32, 64)
+                reduce_rows(PB, DB, G, N, c0, RG, BLOCK_D)
         tl.atomic_xchg(Counter, 0)
 
 

@@ -8,8 +8,12 @@ import torch
 import triton
 import triton.language as tl
 
-BLOCK_G = 32
-BLOCK_N = 64
+BLOCK_G = 64
+
+
+def block_n(d: int) -> int:
+    """Columns per program: about 128 programs at d ≥ 4096 so that many SMs share the read."""
+    return max(16, min(128, triton.next_power_of_2(d) // 128))
 
 
 @triton.jit
@@ -40,7 +44,8 @@ def reduce_partials(pw: torch.Tensor, pb: torch.Tensor | None, out_dtype: torch.
     g, n = pw.shape
     dw = torch.empty(n, dtype=out_dtype, device=pw.device)
     db = torch.empty(n, dtype=out_dtype, device=pw.device) if pb is not None else None
-    _reduce_kernel[(triton.cdiv(n, BLOCK_N),)](
+    bn = block_n(n)
+    _reduce_kernel[(triton.cdiv(n, bn),)](
         pw, pb if pb is not None else pw, dw, db if db is not None else dw, g, n,
-        HAS_B=pb is not None, BLOCK_G=BLOCK_G, BLOCK_N=BLOCK_N, num_warps=4)
+        HAS_B=pb is not None, BLOCK_G=BLOCK_G, BLOCK_N=bn, num_warps=4)
     return dw, db

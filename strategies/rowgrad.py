@@ -24,12 +24,16 @@ import triton.language as tl
 
 @triton.jit
 def _load_xhat_g(X, DY, w, rows, cols, mask, row_mask, Mean, Rstd, stride_x, stride_dy,
-                 HAS_MEAN: tl.constexpr):
+                 HAS_MEAN: tl.constexpr, EVICT: tl.constexpr):
     """Load a [BLOCK_R, BLOCK_D] tile and return (x̂, g = γ·dy, dy, rstd, mean) in fp32.
 
-    Masked elements come back as exact zeros, so they add nothing to any sum."""
-    x = tl.load(X + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0).to(tl.float32)
-    dy = tl.load(DY + rows[:, None] * stride_dy + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+    Masked elements come back as exact zeros, so they add nothing to any sum.  EVICT is the
+    L2 policy: "evict_first" where x and dy are read once (they would only push the partial
+    rows out of L2), "evict_last" where a second pass over a wide row reads them again."""
+    x = tl.load(X + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0,
+                eviction_policy=EVICT).to(tl.float32)
+    dy = tl.load(DY + rows[:, None] * stride_dy + cols[None, :], mask=mask, other=0.0,
+                 eviction_policy=EVICT).to(tl.float32)
     rstd = tl.load(Rstd + rows, mask=row_mask, other=0.0)
     if HAS_MEAN:
         mean = tl.load(Mean + rows, mask=row_mask, other=0.0)
@@ -58,7 +62,7 @@ def rowgrad_tile(X, DY, DX, w, Mean, Rstd, rows, row_mask, cols, col_mask,
     `w` is the fp32 weight for `cols`, loaded once by the caller and reused across rows."""
     mask = row_mask[:, None] & col_mask[None, :]
     xhat, g, dy, rstd, mean = _load_xhat_g(X, DY, w, rows, cols, mask, row_mask, Mean, Rstd,
-                                           stride_x, stride_dy, HAS_MEAN)
+                                           stride_x, stride_dy, HAS_MEAN, "evict_first")
     c1 = tl.sum(xhat * g, axis=1) / N
     c2 = tl.sum(g, axis=1) / N
     dx = _dx(xhat, g, c1, c2, rstd, HAS_MEAN)
@@ -78,7 +82,7 @@ def row_coeffs(X, DY, W, Mean, Rstd, rows, row_mask, stride_x, stride_dy, N,
         mask = row_mask[:, None] & col_mask[None, :]
         w = tl.load(W + cols, mask=col_mask, other=0.0).to(tl.float32)
         xhat, g, dy, rstd, mean = _load_xhat_g(X, DY, w, rows, cols, mask, row_mask, Mean, Rstd,
-                                               stride_x, stride_dy, HAS_MEAN)
+                                               stride_x, stride_dy, HAS_MEAN, "evict_last")
         acc1 += xhat * g
         acc2 += g
     return tl.sum(acc1, axis=1) / N, tl.sum(acc2, axis=1) / N
@@ -94,7 +98,7 @@ def rowgrad_chunk(X, DY, DX, W, Mean, Rstd, rows, row_mask, c0, c1, c2,
     mask = row_mask[:, None] & col_mask[None, :]
     w = tl.load(W + cols, mask=col_mask, other=0.0).to(tl.float32)
     xhat, g, dy, rstd, mean = _load_xhat_g(X, DY, w, rows, cols, mask, row_mask, Mean, Rstd,
-                                           stride_x, stride_dy, HAS_MEAN)
+                                           stride_x, stride_dy, HAS_MEAN, "evict_first")
     dx = _dx(xhat, g, c1, c2, rstd, HAS_MEAN)
     tl.store(DX + rows[:, None] * stride_dx + cols[None, :], dx.to(DX.dtype.element_ty), mask=mask)
     return dy * xhat, dy, cols, col_mask

@@ -58,8 +58,10 @@ def backward(x, dy, weight, mean, rstd, *, groups=None):
                 raise NotImplementedError("this PyTorch has no _fused_rms_norm_backward")
             dx, dw = op(dy, x, [d], rstd.view(rows, 1), weight, [True, True])
             return dx, dw, None
+        # The op wants a bias tensor to size dβ; its values are never read, so pass the weight
+        # rather than allocate (and memset) a zero bias on every call.
         dx, dw, db = torch.ops.aten.native_layer_norm_backward(
-            dy, x, [d], mean.view(rows, 1), rstd.view(rows, 1), weight, None, [True, True, True])
+            dy, x, [d], mean.view(rows, 1), rstd.view(rows, 1), weight, weight, [True, True, True])
         return dx, dw, db
     except (NotImplementedError, RuntimeError) as e:
         _note(f"native op unavailable here ({str(e).splitlines()[0][:120]}); using autograd")
