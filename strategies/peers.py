@@ -3,7 +3,8 @@
 Each is listed under its name whether or not it can run here.  Whether it can is settled by a
 real import, on the first look at `available` / `reason` (`strategies.names()`, `get(...)
 .backward`, the harness), not at `import strategies`: importing liger-kernel costs about 4 s
-(it imports all of its ops), quack-kernels several more (the CUTLASS DSL).  Any failure to
+(it imports all of its ops; 9-12 s where transformers is installed, which its NPU check
+imports), quack-kernels about 3 s (the CUTLASS DSL).  Any failure to
 import (ImportError, OSError from a missing CUDA library, RuntimeError, ...) makes the peer
 unavailable with a one-line reason that carries the error text; it never breaks `import
 strategies`.
@@ -42,9 +43,17 @@ quack (quack-kernels 0.6.5; CUDA only, CUTLASS DSL, JIT-compiled on the first ca
   * dγ/dβ: fp32 partial rows, one per CTA (get_sm_count(d): a multiple of the SM count that
     depends on d), summed by `.sum(0)` inside quack's host function; CTAs walk a fixed row
     stride, no atomics: deterministic by design.
+  * fp16/bf16 with an odd d: quack vectorizes by gcd(d, 16 B / widest itemsize) elements, which
+    is 1 for an odd d, and its compiler then rejects the 16-bit cp.async copy (only 32, 64, 128
+    bits): NotImplementedError here rather than a compiler traceback.  fp32 with any d is fine.
   * Strided rows: quack compiles for dynamic strides assumed to be multiples of
-    gcd(d, 16 bytes / itemsize) elements (and a base pointer aligned to that); a row stride or
-    base that is not gets a contiguous copy first, inside the call.  dx comes back contiguous.
+    gcd(d, 16 bytes / itemsize) elements (and a base pointer aligned to that), and its TVM-FFI
+    launcher refuses any other stride ("ValueError: Invalid mX.strides[0]"; quack's own autograd
+    path, which only checks the last dim, would fail the same way).  Such a row stride or base
+    gets a contiguous copy first, inside the call; other strides pass as they are.  dx comes
+    back contiguous.
+  * `import quack.rmsnorm as q` gives the *function* rmsnorm (quack/__init__ rebinds the name),
+    hence importlib.import_module below.
 """
 from __future__ import annotations
 
@@ -230,6 +239,9 @@ def quack_backward(x, dy, weight, mean, rstd, *, groups=None):
     """quack-kernels' CUTLASS-DSL RMSNorm / LayerNorm backward (one persistent kernel), saved statistics."""
     if x.device.type != "cuda":
         raise ValueError(f"x: quack needs CUDA tensors, got device {x.device}")
+    if x.element_size() == 2 and x.shape[1] % 2:
+        raise NotImplementedError("quack needs an even d for fp16/bf16: with an odd d its 16-bit "
+                                  "copies fail to compile (cp.async needs 32 bits or more)")
     q = _REGISTRY["quack"].mod("quack.rmsnorm")
     x, dy = _quack_rows(x), _quack_rows(dy)
     if mean is None:

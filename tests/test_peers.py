@@ -39,6 +39,16 @@ def check(name, norm, rows, d, dtype, weight_dtype="same", row_stride=None, devi
     assert not bad, f"{name} {norm} {rows}x{d} {dtype}/{wdt} stride={row_stride} seed={seed}: {bad} > {tol}"
 
 
+def gpu_check(name, norm, rows, d, dtype, **kw):
+    """check() on CUDA; quack refuses fp16/bf16 with an odd d (its compiler can't build that)."""
+    if name == "quack" and dtype in ("bf16", "fp16") and d % 2:
+        x, dy, w, mean, rstd = make_inputs(norm, rows, d, dtype, dtype, seed=0, device="cuda")
+        with pytest.raises(NotImplementedError, match="even d"):
+            strategies.get(name).backward(x, dy, w, mean, rstd)
+        return
+    check(name, norm, rows, d, dtype, device=torch.device("cuda"), **kw)
+
+
 def _skip_unless_available(name):
     e = strategies.get(name)
     if not e.available:
@@ -177,15 +187,16 @@ def test_liger_workspace_is_its_partial_rows():
 def test_gpu_peers_match_the_reference(poisoned, name, norm, dtype):
     pytest.importorskip({"liger": "liger_kernel", "quack": "quack"}[name])
     _skip_unless_available(name)
-    dev = torch.device("cuda")
-    check(name, norm, 1, 5, dtype, device=dev)
-    check(name, norm, 11, 77, dtype, device=dev)
-    check(name, norm, 13, 33, dtype, row_stride=40, device=dev)
-    check(name, norm, 40, 64, dtype, row_stride=68, device=dev)    # stride off quack's 16 B grain
-    check(name, norm, 300, 4096, dtype, row_stride=4160, device=dev)
-    check(name, norm, 2000, 1000, dtype, device=dev)
-    check(name, norm, 40000, 128, dtype, device=dev)                # liger's block kernel (RMSNorm)
-    check(name, norm, 3, 65536, dtype, device=dev)
+    gpu_check(name, norm, 1, 5, dtype)
+    gpu_check(name, norm, 1, 6, dtype)
+    gpu_check(name, norm, 11, 77, dtype)
+    gpu_check(name, norm, 13, 33, dtype, row_stride=40)
+    gpu_check(name, norm, 13, 34, dtype, row_stride=40)
+    gpu_check(name, norm, 40, 64, dtype, row_stride=68)    # stride off quack's 16 B grain
+    gpu_check(name, norm, 300, 4096, dtype, row_stride=4160)
+    gpu_check(name, norm, 2000, 1000, dtype)
+    gpu_check(name, norm, 40000, 128, dtype)                # liger's block kernel (RMSNorm)
+    gpu_check(name, norm, 3, 65536, dtype)
 
 
 @pytest.mark.gpu
@@ -195,9 +206,9 @@ def test_gpu_peers_mixed_weight_dtype_and_bits(poisoned, name, norm):
     pytest.importorskip({"liger": "liger_kernel", "quack": "quack"}[name])
     _skip_unless_available(name)
     dev = torch.device("cuda")
-    check(name, norm, 9, 130, "bf16", weight_dtype="fp32", device=dev)
-    check(name, norm, 4096, 2048, "bf16", weight_dtype="fp32", device=dev)
-    check(name, norm, 600, 512, "fp16", weight_dtype="fp32", device=dev)
+    gpu_check(name, norm, 9, 130, "bf16", weight_dtype="fp32")
+    gpu_check(name, norm, 4096, 2048, "bf16", weight_dtype="fp32")
+    gpu_check(name, norm, 600, 512, "fp16", weight_dtype="fp32")
     # deterministic by design: the same bits, call after call
     x, dy, w, mean, rstd = make_inputs(norm, 8192, 1024, "bf16", "fp32", seed=1, device=dev)
     e = strategies.get(name)
