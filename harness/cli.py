@@ -6,6 +6,7 @@ after saving every measured record.
 """
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 from typing import Optional
@@ -88,6 +89,7 @@ def run(config: Path = typer.Argument(..., help="sweep config (YAML); see harnes
     if dry_run:
         _print_plan(cases, est, sweep)
         return
+    from harness.isolate import WorkerStartError
     from harness.run import default_out_dir, execute
     from harness.store import StoreError
     out_dir = out_dir or default_out_dir(sweep)
@@ -97,18 +99,19 @@ def run(config: Path = typer.Argument(..., help="sweep config (YAML); see harnes
         outcome = execute(sweep, cases, out_dir, resume=resume, isolate=isolate, console=err)
     except StoreError as e:
         fail(f"run: {e}")
+    except WorkerStartError as e:
+        fail(f"run: the isolate worker could not start, so no case can run: {e}", 1)
     from harness.store import load_meta, load_records
     df = load_records(out_dir)
     _print_tables(df, load_meta(out_dir))
     if outcome.interrupted:
-        import signal
         fail(f"interrupted by {signal.Signals(outcome.interrupted).name}: {len(df)} records kept in "
              f"{out_dir}; finish with: run {config} --out {out_dir} --resume",
              128 + outcome.interrupted)
     if not no_report:
         from harness.report import write_report
         paths = write_report(out_dir)
-        err.print(f"report: {paths.get('html', out_dir / 'report.html')}")
+        err.print(f"report: {out_dir / paths['report.html']}")
     err.print(f"records: {out_dir / 'records.csv'}")
 
 
@@ -203,14 +206,6 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory"),
         out.print(f"{k}: {v}")
 
 
-def _threshold(text: str) -> float:
-    t = text.strip()
-    try:
-        return float(t[:-1]) / 100 if t.endswith("%") else float(t)
-    except ValueError:
-        raise typer.BadParameter(f"{text!r} is not a fraction or a percentage like 5%")
-
-
 def _compare_help() -> str:
     from harness.compare import METHOD
     return ("Compare a candidate run against a baseline run, case by case. Exit 0: no "
@@ -223,13 +218,13 @@ def compare(baseline_dir: Path = typer.Argument(..., help="baseline run director
             threshold: str = typer.Option("5%", "--threshold", help="slowdown that counts, "
                                           "e.g. 5% or 0.05"),
             fmt: str = typer.Option("table", "--format", help="table, markdown or json")):
-    from harness.compare import CompareError, compare as do_compare, exit_code, render
+    from harness.compare import CompareError, compare as do_compare, exit_code, parse_threshold, render
     from harness.store import StoreError
     if fmt not in ("table", "markdown", "json"):
         fail(f"compare: --format must be table, markdown or json, got {fmt!r}")
     try:
-        thr = _threshold(threshold)
-    except typer.BadParameter as e:
+        thr = parse_threshold(threshold)
+    except ValueError as e:
         fail(f"compare: --threshold: {e}")
     try:
         result = do_compare(baseline_dir, candidate_dir, threshold=thr)
@@ -242,9 +237,12 @@ def compare(baseline_dir: Path = typer.Argument(..., help="baseline run director
 
 
 def main():
+    from harness.interrupt import Interrupted, install
+    install()      # from the first moment: Ctrl-C or SIGTERM never leaves a traceback
+    compare.__doc__ = _compare_help()
+    app.registered_commands[-1].help = compare.__doc__
     try:
-        compare.__doc__ = _compare_help()
-        app.registered_commands[-1].help = compare.__doc__
-    except Exception:
-        pass
-    app()
+        app()      # typer's standalone mode: usage errors exit 2 with one message
+    except Interrupted as e:   # before or after a sweep (a sweep handles its own)
+        err.print(f"interrupted by {signal.Signals(e.signum).name}; nothing was being measured")
+        sys.exit(128 + e.signum)

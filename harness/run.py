@@ -21,18 +21,11 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
 import strategies
 from harness import env, model, timing
 from harness.config import Sweep
+from harness.interrupt import Interrupted, install
 from harness.isolate import Worker, WorkerCrashed, WorkerStartError, WorkerTimeout
 from harness.measure import Settings, failed_record, measure
 from harness.plan import Case
 from harness.store import RunStore
-
-
-class Interrupted(Exception):
-    """SIGINT or SIGTERM arrived; `signum` says which."""
-
-    def __init__(self, signum: int):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
 
 
 @dataclass
@@ -77,14 +70,8 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
     outcome = Outcome(out_dir=Path(out_dir))
     store = RunStore(out_dir, resume=resume)
     worker = None
-    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-
-    def on_signal(signum, frame):
-        raise Interrupted(signum)
-
+    previous = install()
     try:
-        for s in previous:
-            signal.signal(s, on_signal)
         meta = store.meta if resume and store.meta else None
         if meta is None:
             meta = _new_meta(sweep, console)
@@ -149,4 +136,5 @@ def _measure_one(case: Case, settings: Settings, worker: Worker | None, timeout_
     except WorkerCrashed as e:
         return failed_record(case, settings, "error", f"worker crashed: {e}", time.perf_counter() - t0)
     except RuntimeError as e:   # measure() itself raised: a bug, but a record all the same
-        return failed_record(case, settings, "error", str(e), time.perf_counter() - t0)
+        return failed_record(case, settings, "error", " ".join(str(e).split())[:500],
+                             time.perf_counter() - t0)

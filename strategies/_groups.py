@@ -9,12 +9,16 @@ def writers_grouped(rows: int, groups: int | None) -> int:
     return math.ceil(rows / groups)
 
 
-def auto_contended(rows: int, d: int, sms: int) -> int:
-    """grouped_atomic / spin_lock: enough partial rows that few rows collide on one at a time.
+def auto_grouped_atomic(rows: int, d: int, sms: int) -> int:
+    """grouped_atomic: relaxed atomics resolve in L2 without serialising a whole row, so few
+    partial rows suffice and keep the reduce cheap (tune-1: SMs/2 was fastest at d=4096, 8192)."""
+    return max(1, min(sms // 2, rows))
 
-    More groups mean less contention but a larger workspace for the reduce kernel to read."""
-    g = 4 * sms if d <= 2048 else 2 * sms
-    return max(1, min(g, rows))
+
+def auto_spin_lock(rows: int, d: int, sms: int) -> int:
+    """spin_lock: a lock serialises whole-row updates, so it needs many partial rows to keep
+    waiters few (tune-1: 4·SMs fastest at d=4096, SMs at d=8192)."""
+    return max(1, min(4 * sms if d <= 4096 else sms, rows))
 
 
 def auto_blocks(rows: int, d: int, sms: int) -> int:

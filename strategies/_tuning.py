@@ -25,8 +25,10 @@ def block_d(d: int) -> tuple[int, bool]:
 def params(name: str, d: int, *, rows_per_tile: int | None = None) -> dict:
     """block_d, one_chunk, block_r, num_warps for strategy `name` at width d."""
     bd, one = block_d(d)
-    br = rows_per_tile if rows_per_tile is not None else max(1, min(16, 4096 // bd)) if one else 1
-    warps = max(4, min(16, bd * br // 512))
+    # Tile of about 16K elements: 4 rows at d=4096, 2 at 8192 (docs/perf/tune-1.log: block_r 4
+    # and 2 were the fastest there, block_r 1 the slowest).
+    br = rows_per_tile if rows_per_tile is not None else max(1, min(16, 16384 // bd)) if one else 1
+    warps = 16 if bd * br >= 16384 else max(4, min(16, bd * br // 512))
     p = {"block_d": bd, "one_chunk": one, "block_r": br, "num_warps": warps, "num_stages": 1}
     p.update(OVERRIDE.get(name, {}))
     if "block_d" in OVERRIDE.get(name, {}):

@@ -45,7 +45,7 @@ def _grouped_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, G, stride_x, stri
 
 
 @register("grouped_atomic", kind="strategy", deterministic_by_design=False, uses_groups=True,
-          auto_groups=_groups.auto_contended, writers=_groups.writers_grouped,
+          auto_groups=_groups.auto_grouped_atomic, writers=_groups.writers_grouped,
           workspace=lambda rows, d, g, has_bias: partial_workspace(g, d, has_bias))
 def backward(x, dy, weight, mean, rstd, *, groups):
     """Row r atomic_adds into partial row r mod GROUPS; a fixed-order reduce sums the groups."""

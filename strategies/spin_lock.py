@@ -76,7 +76,7 @@ def _workspace(rows, d, groups, has_bias):
 
 
 @register("spin_lock", kind="strategy", deterministic_by_design=False, uses_groups=True,
-          auto_groups=_groups.auto_contended, writers=_groups.writers_grouped, workspace=_workspace)
+          auto_groups=_groups.auto_spin_lock, writers=_groups.writers_grouped, workspace=_workspace)
 def backward(x, dy, weight, mean, rstd, *, groups):
     """Triton tutorial: atomic_cas spin lock per group, first-writer count, then a reduce."""
     c = prepare(x, dy, weight, mean, rstd)

@@ -1,0 +1,205 @@
+"""The runner end to end, through the CLI, on CPU under the interpreter: records, determinism
+verdicts, faults as records, hangs under --isolate, interruption and --resume, locks."""
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness.schema import COLUMNS, STATUSES
+from harness.store import load_records
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV = {**os.environ, "NORMBENCH_PLUGINS": "tests.fake_impls", "NORMBENCH_QUIET": "1",
+       "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+
+
+def cli(*args, timeout=300, **kw):
+    return subprocess.run([sys.executable, str(ROOT / "run_bench.py"), *map(str, args)], cwd=ROOT,
+                          env=ENV, capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def config(tmp_path, name="t", **fields):
+    base = {"name": name, "norm": ["layernorm"], "rows": [6], "d": [16], "dtype": ["fp32"],
+            "timing": {"warmup_ms": 1, "rep_ms": 1}, "determinism": {"repeats": 4}}
+    base.update(fields)
+    p = tmp_path / f"{name}.yaml"
+    p.write_text(json.dumps(base))          # JSON is YAML
+    return p
+
+
+def test_records_schema_and_verdicts(tmp_path):
+    cfg = config(tmp_path, norm=["layernorm", "rmsnorm"], groups=[2],
+                 implementations=["test_nondeterministic", "disjoint_block", "atomic"])
+    r = cli("run", cfg, "--out", tmp_path / "run", "--no-report")
+    assert r.returncode == 0, r.stderr
+    df = load_records(tmp_path / "run")
+    assert list(df.columns) == list(COLUMNS)
+    assert set(df["status"]) <= set(STATUSES)
+    assert len(df) == 6 and df["case_id"].is_unique
+    pq = pd.read_parquet(tmp_path / "run" / "records.parquet")
+    assert len(pq) == len(df)
+    assert (df["status"] == "ok").all() and df["correct"].all()
+    by = df.set_index(["implementation", "norm"])
+    # the deliberately nondeterministic implementation must be caught, the others must pass
+    assert not by.loc[("test_nondeterministic", "layernorm"), "deterministic"]
+    assert by.loc[("test_nondeterministic", "layernorm"), "distinct_results"] == 2
+    assert by.loc[("disjoint_block", "rmsnorm"), "deterministic"]
+    assert by.loc[("atomic", "layernorm"), "writers_per_slot"] == 6
+    assert by.loc[("disjoint_block", "layernorm"), "writers_per_slot"] == 1
+    assert by.loc[("disjoint_block", "layernorm"), "workspace_bytes"] == 2 * 16 * 4 * 2
+    assert df["time_ms"].gt(0).all() and (df["timer"] == "cpu_wall").all()
+    samples = json.loads(df["time_samples_ms"].iloc[0])
+    assert len(samples) >= 3 and df["time_p20_ms"].iloc[0] <= df["time_ms"].iloc[0] <= df["time_p80_ms"].iloc[0]
+    meta = json.loads((tmp_path / "run" / "meta.json").read_text())
+    for k in ("device_name", "sm_count", "torch_version", "triton_version", "python_version",
+              "git_commit", "git_dirty", "config_text", "config_hash", "copy_ceiling_gbps",
+              "started_at", "ended_at"):
+        assert k in meta, k
+    assert meta["config_text"] == cfg.read_text() and meta["interpreted"] and meta["completed"]
+    assert "CPU wall-clock" in r.stdout          # the table says what the times are
+
+
+def test_faults_are_records_and_the_sweep_goes_on(tmp_path):
+    cfg = config(tmp_path, implementations=["test_raises", "test_nan", "test_compile_error",
+                                            "disjoint_block"])
+    r = cli("run", cfg, "--out", tmp_path / "run", "--no-report")
+    assert r.returncode == 0, r.stderr
+    df = load_records(tmp_path / "run").set_index("implementation")
+    assert df.loc["test_raises", "status"] == "error"
+    assert "deliberate failure with a second line" in df.loc["test_raises", "error"]
+    assert df.loc["test_nan", "status"] == "error" and "NaN" in df.loc["test_nan", "error"]
+    assert df.loc["test_compile_error", "status"] == "error"
+    assert df.loc["disjoint_block", "status"] == "ok"
+    assert "Traceback" not in r.stderr
+
+
+def test_isolate_turns_a_hang_into_a_timeout_record(tmp_path):
+    cfg = config(tmp_path, implementations=["test_hang", "disjoint_block"], timeout_s=8)
+    t0 = time.time()
+    r = cli("run", cfg, "--out", tmp_path / "run", "--no-report", "--isolate", timeout=240)
+    assert r.returncode == 0, r.stderr
+    df = load_records(tmp_path / "run").set_index("implementation")
+    assert df.loc["test_hang", "status"] == "timeout"
+    assert "did not return within 8 s" in df.loc["test_hang", "error"]
+    assert df.loc["disjoint_block", "status"] == "ok"     # measured in a fresh worker
+    assert time.time() - t0 < 200
+
+
+def test_unavailable_implementation_is_skipped_with_the_reason(tmp_path):
+    cfg = config(tmp_path, implementations=["quack", "disjoint_block"])
+    r = cli("run", cfg, "--out", tmp_path / "run", "--no-report")
+    assert r.returncode == 0, r.stderr
+    df = load_records(tmp_path / "run").set_index("implementation")
+    import strategies
+    if not strategies.get("quack").available:
+        assert df.loc["quack", "status"] == "skipped" and df.loc["quack", "error"]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
+def test_interrupted_runs_resume_with_nothing_lost_or_duplicated(tmp_path, sig):
+    cfg = config(tmp_path, rows=[3, 5, 7, 9], d=[8, 24], norm=["layernorm", "rmsnorm"],
+                 implementations=["disjoint_block", "torch"], determinism={"repeats": 2})
+    out = tmp_path / "run"
+    expected = 4 * 2 * 2 * 2
+    rng = random.Random()
+    kills = 0
+    for attempt in range(6):
+        args = ["run", cfg, "--out", out, "--no-report"] + (["--resume"] if attempt else [])
+        p = subprocess.Popen([sys.executable, str(ROOT / "run_bench.py"), *map(str, args)],
+                             cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        time.sleep(rng.uniform(4.0, 9.0))
+        if p.poll() is None:
+            p.send_signal(sig)
+            kills += 1
+        _, err = p.communicate(timeout=120)
+        if sig != signal.SIGKILL and p.returncode not in (0,):
+            assert p.returncode == 128 + sig, err
+            assert "--resume" in err and "Traceback" not in err
+        # every file readable at every moment after a kill
+        df = load_records(out)
+        assert df["case_id"].is_unique
+        pd.read_parquet(out / "records.parquet") if (out / "records.parquet").exists() else None
+        json.loads((out / "meta.json").read_text())
+        if len(df) == expected:
+            break
+    r = cli("run", cfg, "--out", out, "--no-report", "--resume")
+    assert r.returncode == 0, r.stderr
+    df = load_records(out)
+    assert len(df) == expected and df["case_id"].is_unique and (df["status"] == "ok").all()
+    assert kills >= 1
+
+
+def test_a_directory_held_by_a_live_run_is_refused(tmp_path):
+    cfg = config(tmp_path, rows=[3, 5, 7, 9, 11, 13], implementations=["disjoint_block"])
+    out = tmp_path / "run"
+    p = subprocess.Popen([sys.executable, str(ROOT / "run_bench.py"), "run", str(cfg), "--out",
+                          str(out), "--no-report"], cwd=ROOT, env=ENV,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 60
+        while not (out / "meta.json").exists() and time.time() < deadline:
+            time.sleep(0.2)
+        r = cli("run", cfg, "--out", out, "--no-report", "--resume")
+        assert r.returncode == 2
+        assert "in use by another run" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    finally:
+        p.kill()
+        p.wait()
+    r = cli("run", cfg, "--out", out, "--no-report", "--resume")     # the stale lock is taken over
+    assert r.returncode == 0, r.stderr
+
+
+def test_two_runs_into_different_directories_do_not_interfere(tmp_path):
+    cfg = config(tmp_path, rows=[3, 5], implementations=["disjoint_block", "torch"])
+    ps = [subprocess.Popen([sys.executable, str(ROOT / "run_bench.py"), "run", str(cfg), "--out",
+                            str(tmp_path / f"run{i}"), "--no-report"], cwd=ROOT, env=ENV,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE) for i in range(2)]
+    for p in ps:
+        assert p.wait(timeout=300) == 0
+    a, b = (load_records(tmp_path / f"run{i}") for i in range(2))
+    assert len(a) == len(b) == 4
+    assert list(a["max_rel_err"]) == list(b["max_rel_err"])    # same seed, same inputs
+
+
+BAD_CLI = [
+    (["run", "configs/nope.yaml"], "config error: configs/nope.yaml"),
+    (["run", "configs"], "config error: configs"),
+    (["run", "configs/cpu.yaml", "--resume"], "--resume needs --out"),
+    (["run", "configs/cpu.yaml", "--only", "nosuch"], "unknown implementation 'nosuch'"),
+    (["compare", "configs", "configs", "--threshold", "abc"], "--threshold"),
+    (["report", "configs"], "not a run directory"),
+]
+
+
+@pytest.mark.parametrize("args,msg", BAD_CLI)
+def test_bad_cli_input_is_one_line_and_exit_2(args, msg):
+    r = cli(*args)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    lines = [ln for ln in r.stderr.strip().splitlines() if not ln.startswith("normbench:")]
+    assert len(lines) == 1 and msg in lines[0], r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_unwritable_output_directory(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    r = cli("run", "configs/cpu.yaml", "--out", blocker / "sub")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert str(blocker / "sub") in r.stderr
+
+
+def test_dry_run_and_list():
+    r = cli("run", "configs/cpu.yaml", "--dry-run")
+    assert r.returncode == 0 and "plan: cpu" in r.stdout and "disjoint_block" in r.stdout
+    r = cli("list")
+    assert r.returncode == 0
+    for n in ("atomic", "grouped_atomic", "spin_lock", "disjoint_block", "torch", "liger", "quack"):
+        assert n in r.stdout
