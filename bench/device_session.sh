@@ -2,7 +2,7 @@
 # One device call that produces every committed H200 result (run from the repo root there).
 # Needs the peers unpacked under /tmp/site (see shared/tools/peer-wheels.sh and README).
 set -u
-export PYTHONUNBUFFERED=1 NORMBENCH_QUIET=1
+export PYTHONUNBUFFERED=1 NORMBENCH_QUIET=1  # pass NORMBENCH_GIT_COMMIT=<sha>: the copy has no .git
 export PYTHONPATH=$PWD:/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages
 for w in .peers-b/*.whl; do python3 -m zipfile -e "$w" /tmp/site; done
 R=$OUT/runs; mkdir -p $R

@@ -1,6 +1,7 @@
 """Facts about this machine for meta.json: device, versions, git state."""
 from __future__ import annotations
 
+import os
 import platform
 import socket
 import subprocess
@@ -44,7 +45,8 @@ def describe() -> dict:
         "python_version": platform.python_version(),
         "platform": platform.platform(),
         "hostname": socket.gethostname(),
-        "git_commit": _git("rev-parse", "HEAD"),
+        # a copy of the tree without .git (a lent GPU machine) can be told its commit
+        "git_commit": _git("rev-parse", "HEAD") or os.environ.get("NORMBENCH_GIT_COMMIT"),
         "git_dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
         "argv": sys.argv,
     }

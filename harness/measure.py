@@ -24,7 +24,7 @@ import torch
 
 import strategies
 from harness import model, timing
-from harness.inputs import DTYPES, make_inputs, reference, rel_error, tolerance
+from harness.inputs import make_inputs, reference, rel_error, tolerance
 from harness.plan import Case
 from harness.schema import case_id
 
@@ -64,6 +64,18 @@ def _bytes_needed(case: Case, ws: int) -> int:
     act = model.ITEMSIZE[case.dtype]
     # x, dy, dx and a second dx while comparing repeats; the fp64 reference and its temporaries
     return 4 * n * act + 4 * n * 8 + ws
+
+
+def memory_shortfall(case: Case, workspace_bytes: int, free_bytes: int) -> str | None:
+    """Why a case cannot fit in `free_bytes` of device memory, or None if it can.
+
+    Decided before launch, so that a case too large becomes a `skipped` record rather than an
+    out-of-memory failure halfway through (10 % of the free memory is kept as a margin)."""
+    need = _bytes_needed(case, workspace_bytes)
+    if need <= 0.9 * free_bytes:
+        return None
+    return (f"needs about {need / 2**30:.1f} GiB of device memory, "
+            f"{free_bytes / 2**30:.1f} GiB free")
 
 
 def _one_line(e: BaseException) -> str:
@@ -125,11 +137,9 @@ def measure(case: Case, s: Settings) -> dict:
         return done("error", _one_line(e))
 
     if device.type == "cuda":
-        free, _total = torch.cuda.mem_get_info()
-        need = _bytes_needed(case, rec["workspace_bytes"] or 0)
-        if need > 0.9 * free:
-            return done("skipped", f"needs about {need / 2**30:.1f} GiB of device memory, "
-                                   f"{free / 2**30:.1f} GiB free")
+        short = memory_shortfall(case, rec["workspace_bytes"] or 0, torch.cuda.mem_get_info()[0])
+        if short:
+            return done("skipped", short)
     try:
         return _measure(case, s, entry, groups, rec, device, nbytes, done)
     except torch.cuda.OutOfMemoryError as e:

@@ -364,10 +364,20 @@ class RunStore:
 # --------------------------------------------------------------------------- helpers
 
 
+def _read_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()
+
+
 def _atomic_write(path: Path, write: Callable[[Any], Any]) -> None:
     """Write `path` through a fsynced temporary in its directory and os.replace."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_UMASK)      # mkstemp makes 0600; results are for sharing
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()

@@ -53,5 +53,4 @@ def copy_ceiling_gbps(device, on_gpu: bool, nbytes: int | None = None) -> float:
     dst = torch.empty_like(src)
     samples = bench(lambda: dst.copy_(src), 25 if on_gpu else 5, 200 if on_gpu else 50, on_gpu)
     t = float(np.median(samples))
-    del src, dst
     return 2 * nbytes / (t * 1e-3) / 1e9

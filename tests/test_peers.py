@@ -3,7 +3,6 @@
 liger runs on CPU under the Triton interpreter (when liger-kernel is installed) and on a GPU;
 quack only on a CUDA GPU (tests marked gpu)."""
 import os
-import random
 import subprocess
 import sys
 
@@ -11,32 +10,12 @@ import pytest
 import torch
 
 import strategies
-from harness.inputs import make_inputs, reference, rel_error, tolerance
+from checks import check
+from harness.inputs import make_inputs
 from strategies import peers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PEERS = ("liger", "quack")
-
-
-def check(name, norm, rows, d, dtype, weight_dtype="same", row_stride=None, device=None):
-    wdt = dtype if weight_dtype == "same" else weight_dtype
-    device = device or strategies.default_device()
-    seed = random.randrange(2**31)
-    x, dy, w, mean, rstd = make_inputs(norm, rows, d, dtype, wdt, seed=seed, device=device,
-                                       row_stride=row_stride)
-    x0, dy0 = x.clone(), dy.clone()
-    dx, dw, db = strategies.get(name).backward(x, dy, w, mean, rstd)
-    assert torch.equal(x, x0) and torch.equal(dy, dy0), "inputs were modified"
-    rdx, rdw, rdb = reference(x, dy, w, mean, rstd)
-    assert dx.shape == x.shape and dw.shape == w.shape
-    assert dx.dtype == x.dtype and dw.dtype == w.dtype
-    assert (db is None) == (norm == "rmsnorm")
-    if db is not None:
-        assert db.dtype == w.dtype
-    tol = tolerance(dtype, wdt)
-    errs = {"dx": rel_error(dx, rdx), "dw": rel_error(dw, rdw), "db": rel_error(db, rdb)}
-    bad = {k: v for k, v in errs.items() if v is not None and not v <= tol}
-    assert not bad, f"{name} {norm} {rows}x{d} {dtype}/{wdt} stride={row_stride} seed={seed}: {bad} > {tol}"
 
 
 def gpu_check(name, norm, rows, d, dtype, **kw):

@@ -16,7 +16,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness import store
 from harness.schema import COLUMNS, KEY, case_id
 from harness.store import RunStore, StoreError, is_run_dir, load_meta, load_records
 

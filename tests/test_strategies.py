@@ -1,34 +1,16 @@
 """Every implementation × norm × dtype against the fp64 reference, on CPU under the interpreter."""
-import random
-
 import pytest
 import torch
 
 import strategies
-from harness.inputs import make_inputs, reference, rel_error, tolerance
+from checks import check
+from harness.inputs import make_inputs, reference, rel_error
 from strategies import _tuning
 
 IMPLS = strategies.names()
 STRATEGIES = [n for n in IMPLS if strategies.get(n).kind == "strategy"]
 DTYPES = ["fp32", "bf16", "fp16"]
 NORMS = ["layernorm", "rmsnorm"]
-
-
-def check(name, norm, rows, d, dtype, weight_dtype="same", groups=None, row_stride=None):
-    wdt = dtype if weight_dtype == "same" else weight_dtype
-    seed = random.randrange(2**31)           # fresh inputs every run; printed on failure
-    x, dy, w, mean, rstd = make_inputs(norm, rows, d, dtype, wdt, seed=seed, device="cpu",
-                                       row_stride=row_stride)
-    dx, dw, db = strategies.get(name).backward(x, dy, w, mean, rstd, groups=groups)
-    rdx, rdw, rdb = reference(x, dy, w, mean, rstd)
-    assert dx.dtype == x.dtype and dw.dtype == w.dtype
-    assert (db is None) == (norm == "rmsnorm")
-    if db is not None:
-        assert db.dtype == w.dtype
-    tol = tolerance(dtype, wdt)
-    errs = {"dx": rel_error(dx, rdx), "dw": rel_error(dw, rdw), "db": rel_error(db, rdb)}
-    bad = {k: v for k, v in errs.items() if v is not None and not v <= tol}
-    assert not bad, f"{name} {norm} {rows}x{d} {dtype}/{wdt} groups={groups} seed={seed}: {bad} > {tol}"
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -1,0 +1,38 @@
+"""The one correctness check every implementation test uses: fresh inputs, fp64 reference."""
+import random
+
+import pytest
+import torch
+
+import strategies
+from harness.inputs import make_inputs, reference, rel_error, tolerance
+
+
+def check(name, norm, rows, d, dtype, weight_dtype="same", groups=None, row_stride=None,
+          device=None):
+    """Run `name` once on fresh random inputs and compare dx, dγ, dβ with the fp64 reference.
+
+    Also checks dtypes and shapes, and that the inputs were not modified.  An implementation
+    that refuses a combination with NotImplementedError is skipped with its reason."""
+    wdt = dtype if weight_dtype == "same" else weight_dtype
+    device = device or strategies.default_device()
+    seed = random.randrange(2**31)           # fresh inputs every run; printed on failure
+    x, dy, w, mean, rstd = make_inputs(norm, rows, d, dtype, wdt, seed=seed, device=device,
+                                       row_stride=row_stride)
+    x0, dy0 = x.clone(), dy.clone()
+    try:
+        dx, dw, db = strategies.get(name).backward(x, dy, w, mean, rstd, groups=groups)
+    except NotImplementedError as e:
+        pytest.skip(f"{name}: {e}")
+    assert torch.equal(x, x0) and torch.equal(dy, dy0), "inputs were modified"
+    rdx, rdw, rdb = reference(x, dy, w, mean, rstd)
+    assert dx.shape == x.shape and dw.shape == w.shape
+    assert dx.dtype == x.dtype and dw.dtype == w.dtype
+    assert (db is None) == (norm == "rmsnorm")
+    if db is not None:
+        assert db.dtype == w.dtype
+    tol = tolerance(dtype, wdt)
+    errs = {"dx": rel_error(dx, rdx), "dw": rel_error(dw, rdw), "db": rel_error(db, rdb)}
+    bad = {k: v for k, v in errs.items() if v is not None and not v <= tol}
+    assert not bad, (f"{name} {norm} {rows}x{d} {dtype}/{wdt} groups={groups} "
+                     f"stride={row_stride} seed={seed}: {bad} > {tol}")

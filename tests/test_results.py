@@ -1,0 +1,25 @@
+"""The committed H200 run directories stay readable and self-consistent."""
+from pathlib import Path
+
+import pytest
+
+from harness.compare import compare, exit_code
+from harness.schema import COLUMNS
+from harness.store import load_meta, load_records
+
+RESULTS = Path(__file__).resolve().parent.parent / "results"
+RUNS = sorted(p for p in RESULTS.iterdir() if (p / "records.csv").exists())
+
+
+@pytest.mark.parametrize("run", RUNS, ids=[p.name for p in RUNS])
+def test_committed_run_loads(run):
+    df = load_records(run)
+    assert list(df.columns) == list(COLUMNS) and len(df) and df["case_id"].is_unique
+    meta = load_meta(run)
+    assert meta["device_name"] == "NVIDIA H200" and meta["timer"] == "cuda_event"
+    ok = df[df["status"] == "ok"]
+    assert ok["correct"].all()
+
+
+def test_the_ci_baseline_compares_clean_against_itself():
+    assert exit_code(compare(RESULTS / "h200-quick", RESULTS / "h200-quick")) == 0
