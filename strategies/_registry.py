@@ -88,14 +88,22 @@ def register(name: str, *, kind: str, deterministic_by_design: bool, uses_groups
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
 
     def deco(fn):
-        if name in _REGISTRY and _REGISTRY[name].fn is not fn:
-            raise ValueError(f"implementation {name!r} registered twice")
-        _REGISTRY[name] = Entry(
+        if name in _REGISTRY and _REGISTRY[name].fn is fn:
+            return fn                      # the same module imported twice
+        add(Entry(
             name=name, kind=kind, deterministic_by_design=deterministic_by_design,
             uses_groups=uses_groups, fn=fn, doc=doc or _first_line(fn.__doc__), auto_groups=auto_groups,
-            workspace=workspace or _no_workspace, writers=writers)
+            workspace=workspace or _no_workspace, writers=writers))
         return fn
     return deco
+
+
+def add(entry: Entry) -> Entry:
+    """Register a ready-made Entry (a subclass may, for example, settle `available` lazily)."""
+    if entry.name in _REGISTRY:
+        raise ValueError(f"implementation {entry.name!r} registered twice")
+    _REGISTRY[entry.name] = entry
+    return entry
 
 
 def register_unavailable(name: str, *, kind: str, reason: str, deterministic_by_design: bool = False,

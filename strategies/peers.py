@@ -65,7 +65,7 @@ import math
 import torch
 
 from . import _device
-from ._registry import _REGISTRY, Entry, register_unavailable
+from ._registry import Entry, add, get, register_unavailable
 
 __all__ = ["liger_backward", "quack_backward"]
 
@@ -119,11 +119,8 @@ def _add(name: str, fn, probe, *, deterministic_by_design: bool, workspace, unav
         register_unavailable(name, kind="baseline", reason=unavailable,
                              deterministic_by_design=deterministic_by_design, doc=doc)
         return
-    if name in _REGISTRY:
-        raise ValueError(f"implementation {name!r} registered twice")
-    _REGISTRY[name] = _Peer(probe, name=name, kind="baseline",
-                            deterministic_by_design=deterministic_by_design, uses_groups=False,
-                            fn=fn, doc=doc, workspace=workspace, writers=lambda rows, g: 1)
+    add(_Peer(probe, name=name, kind="baseline", deterministic_by_design=deterministic_by_design,
+              uses_groups=False, fn=fn, doc=doc, workspace=workspace, writers=lambda rows, g: 1))
 
 
 def _not_installed(dist: str, top: str, extra: str = "") -> str:
@@ -173,7 +170,7 @@ def _liger_partial_rows() -> int:
 
 def liger_backward(x, dy, weight, mean, rstd, *, groups=None):
     """liger-kernel's Triton layer-norm / RMS-norm ("llama") backward, from the saved statistics."""
-    e = _REGISTRY["liger"]
+    e = get("liger")
     if mean is not None:
         ln = e.mod("liger_kernel.ops.layer_norm")
         # B only gives dβ its dtype: the weight's.
@@ -231,7 +228,7 @@ def _quack_rows(t: torch.Tensor) -> torch.Tensor:
 
 
 def _quack_partial_rows(d: int) -> int:
-    q = _REGISTRY["quack"].mod("quack.rmsnorm")
+    q = get("quack").mod("quack.rmsnorm")
     return q.get_sm_count(d, torch.device("cuda", torch.cuda.current_device()))
 
 
@@ -242,7 +239,7 @@ def quack_backward(x, dy, weight, mean, rstd, *, groups=None):
     if x.element_size() == 2 and x.shape[1] % 2:
         raise NotImplementedError("quack needs an even d for fp16/bf16: with an odd d its 16-bit "
                                   "copies fail to compile (cp.async needs 32 bits or more)")
-    q = _REGISTRY["quack"].mod("quack.rmsnorm")
+    q = get("quack").mod("quack.rmsnorm")
     x, dy = _quack_rows(x), _quack_rows(dy)
     if mean is None:
         dx, dw, _db, _dres = q.rmsnorm_bwd(x, weight, dy, rstd)
