@@ -72,8 +72,8 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
     worker = None
     previous = install()
     try:
-        meta = store.meta if resume and store.meta else None
-        if meta is None:
+        meta = store.meta if resume else {}
+        if not meta.get("device_name"):      # new, or stopped before its meta was complete
             meta = _new_meta(sweep, console)
             store.write_meta(meta)
         elif meta.get("config_hash") != sweep.config_hash:

@@ -17,7 +17,6 @@ import math
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from scipy.stats import mannwhitneyu
 
 ALPHA = 0.01
 MIN_SAMPLES = 5
@@ -68,6 +67,7 @@ def geomean(values: Iterable[float]) -> float | None:
 def mann_whitney_p(baseline: Sequence[float], candidate: Sequence[float], alternative: str) -> float:
     """One-sided Mann-Whitney U p-value.  alternative "greater": candidate tends to be larger
     (slower); "less": candidate tends to be smaller (faster).  NaN when undefined."""
+    from scipy.stats import mannwhitneyu    # imported on use: 1 s at every CLI start otherwise
     try:
         p = mannwhitneyu(candidate, baseline, alternative=alternative).pvalue
     except ValueError:

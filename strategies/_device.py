@@ -5,6 +5,7 @@ Imported first by `strategies/__init__.py`: TRITON_INTERPRET must be set before 
 """
 from __future__ import annotations
 
+import functools
 import os
 import sys
 
@@ -32,5 +33,11 @@ def sm_count(device: torch.device | str | None = None) -> int:
     """Streaming multiprocessors of a CUDA device; 4 on CPU (the interpreter runs programs one by one)."""
     device = torch.device(device) if device is not None else default_device()
     if device.type == "cuda":
-        return torch.cuda.get_device_properties(device).multi_processor_count
+        return _cuda_sm_count(device.index if device.index is not None else torch.cuda.current_device())
     return 4
+
+
+@functools.lru_cache(maxsize=None)
+def _cuda_sm_count(index: int) -> int:
+    # asked on every call with groups=None: the properties query is host time a user pays
+    return torch.cuda.get_device_properties(index).multi_processor_count
