@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import time
-import traceback
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 
@@ -147,10 +146,7 @@ def measure(case: Case, s: Settings) -> dict:
         torch.cuda.empty_cache()
         return done("error", "out of memory: " + _one_line(e))
     except Exception as e:
-        rec["traceback"] = traceback.format_exc(limit=3)
         return done("error", _one_line(e))
-    finally:
-        rec.pop("traceback", None)
 
 
 def _measure(case, s, entry, groups, rec, device, nbytes, done):

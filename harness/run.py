@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -34,7 +34,6 @@ class Outcome:
     measured: int = 0
     skipped_done: int = 0
     interrupted: int | None = None        # the signal number, if the sweep was stopped
-    counts: dict = field(default_factory=dict)
 
 
 def default_out_dir(sweep: Sweep) -> Path:
@@ -99,7 +98,6 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
                 rec = _measure_one(case, settings, worker, sweep.timeout_s)
                 store.append(rec)
                 outcome.measured += 1
-                outcome.counts[rec["status"]] = outcome.counts.get(rec["status"], 0) + 1
                 if rec["status"] != "ok":
                     progress.console.print(f"[red]{rec['status']}[/] {_label(case)}: {rec['error']}")
                 progress.advance(task)
