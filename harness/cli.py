@@ -43,7 +43,8 @@ def default(ctx: typer.Context):
     config = ROOT / "configs" / ("cpu.yaml" if s.interpreted() else "default.yaml")
     err.print(f"no command given: running {config.relative_to(ROOT)} "
               f"({'no GPU: Triton interpreter on CPU' if s.interpreted() else 'on the GPU'})")
-    ctx.invoke(run, config=config)
+    run(config=config, out_dir=None, resume=False, dry_run=False, only=None, isolate=False,
+        no_report=False)
 
 
 @app.command()

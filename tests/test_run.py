@@ -215,3 +215,16 @@ def test_dry_run_and_list():
     assert r.returncode == 0
     for n in ("atomic", "grouped_atomic", "spin_lock", "disjoint_block", "torch", "liger", "quack"):
         assert n in r.stdout
+
+
+def test_no_arguments_runs_the_cpu_config_without_a_gpu(tmp_path):
+    """`python run_bench.py` alone: configs/cpu.yaml under the interpreter, with its report."""
+    r = subprocess.run([sys.executable, str(ROOT / "run_bench.py")], cwd=tmp_path,
+                       env={**ENV, "NORMBENCH_PLUGINS": ""}, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "configs/cpu.yaml" in r.stderr and "no GPU" in r.stderr
+    (run,) = (tmp_path / "runs").iterdir()
+    df = load_records(run)
+    assert len(df) and (df["status"] == "ok").all() and df["correct"].all()
+    assert (run / "report.html").exists()
