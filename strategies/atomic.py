@@ -12,7 +12,7 @@ import triton.language as tl
 from . import _tuning
 from ._launch import prepare
 from ._registry import register
-from .rowgrad import row_coeffs, rowgrad_chunk, rowgrad_tile
+from .rowgrad import row_coeffs, rowgrad_chunk, rowgrad_rows
 
 
 @triton.jit
@@ -23,11 +23,9 @@ def _atomic_kernel(X, DY, DX, W, Mean, Rstd, AW, AB, ROWS, N, stride_x, stride_d
     row_mask = rows < ROWS
     rows = rows.to(tl.int64)
     if ONE_CHUNK:
-        cols = tl.arange(0, BLOCK_D)
-        col_mask = cols < N
-        w = tl.load(W + cols, mask=col_mask, other=0.0).to(tl.float32)
-        gw, gb = rowgrad_tile(X, DY, DX, w, Mean, Rstd, rows, row_mask, cols, col_mask,
-                              stride_x, stride_dy, stride_dx, N, HAS_MEAN)
+        gw, gb, cols, col_mask = rowgrad_rows(X, DY, DX, W, Mean, Rstd, rows, row_mask,
+                                              stride_x, stride_dy, stride_dx, N, HAS_MEAN,
+                                              BLOCK_D)
         # relaxed: the adds only need atomicity, not ordering with other memory operations
         tl.atomic_add(AW + cols, tl.sum(gw, axis=0), mask=col_mask, sem="relaxed")
         if HAS_MEAN:

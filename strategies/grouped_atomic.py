@@ -13,7 +13,7 @@ from . import _groups, _tuning
 from ._launch import partial_workspace, prepare
 from ._registry import register
 from .reduce import reduce_partials
-from .rowgrad import row_coeffs, rowgrad_chunk, rowgrad_tile
+from .rowgrad import row_coeffs, rowgrad_chunk, rowgrad_rows
 
 
 @triton.jit
@@ -24,11 +24,9 @@ def _grouped_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, G, stride_x, stri
     row_mask = rows < ROWS
     base = (row % G).to(tl.int64) * N
     if ONE_CHUNK:
-        cols = tl.arange(0, BLOCK_D)
-        col_mask = cols < N
-        w = tl.load(W + cols, mask=col_mask, other=0.0).to(tl.float32)
-        gw, gb = rowgrad_tile(X, DY, DX, w, Mean, Rstd, rows, row_mask, cols, col_mask,
-                              stride_x, stride_dy, stride_dx, N, HAS_MEAN)
+        gw, gb, cols, col_mask = rowgrad_rows(X, DY, DX, W, Mean, Rstd, rows, row_mask,
+                                              stride_x, stride_dy, stride_dx, N, HAS_MEAN,
+                                              BLOCK_D)
         tl.atomic_add(PW + base + cols, tl.sum(gw, axis=0), mask=col_mask, sem="relaxed")
         if HAS_MEAN:
             tl.atomic_add(PB + base + cols, tl.sum(gb, axis=0), mask=col_mask, sem="relaxed")

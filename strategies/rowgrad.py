@@ -71,6 +71,20 @@ def rowgrad_tile(X, DY, DX, w, Mean, Rstd, rows, row_mask, cols, col_mask,
 
 
 @triton.jit
+def rowgrad_rows(X, DY, DX, W, Mean, Rstd, rows, row_mask, stride_x, stride_dy, stride_dx, N,
+                 HAS_MEAN: tl.constexpr, BLOCK_D: tl.constexpr):
+    """rowgrad_tile for a program that handles one tile of whole rows: loads the weight too.
+
+    Returns (dy·x̂, dy, cols, col_mask)."""
+    cols = tl.arange(0, BLOCK_D)
+    col_mask = cols < N
+    w = tl.load(W + cols, mask=col_mask, other=0.0).to(tl.float32)
+    gw, gb = rowgrad_tile(X, DY, DX, w, Mean, Rstd, rows, row_mask, cols, col_mask,
+                          stride_x, stride_dy, stride_dx, N, HAS_MEAN)
+    return gw, gb, cols, col_mask
+
+
+@triton.jit
 def row_coeffs(X, DY, W, Mean, Rstd, rows, row_mask, stride_x, stride_dy, N,
                HAS_MEAN: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr):
     """First pass for rows wider than one block: (c1, c2) per row, fp32."""

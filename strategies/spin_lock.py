@@ -16,7 +16,7 @@ from . import _groups, _tuning
 from ._launch import partial_workspace, prepare
 from ._registry import register
 from .reduce import reduce_partials
-from .rowgrad import row_coeffs, rowgrad_chunk, rowgrad_tile
+from .rowgrad import row_coeffs, rowgrad_chunk, rowgrad_rows
 
 
 @triton.jit
@@ -53,11 +53,9 @@ def _spin_lock_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, Locks, ROWS, N, G, NCHUN
     Lock = Locks + group * NCHUNK
     Count = Locks + G * NCHUNK + group * NCHUNK
     if ONE_CHUNK:
-        cols = tl.arange(0, BLOCK_D)
-        col_mask = cols < N
-        w = tl.load(W + cols, mask=col_mask, other=0.0).to(tl.float32)
-        gw, gb = rowgrad_tile(X, DY, DX, w, Mean, Rstd, rows, row_mask, cols, col_mask,
-                              stride_x, stride_dy, stride_dx, N, HAS_MEAN)
+        gw, gb, cols, col_mask = rowgrad_rows(X, DY, DX, W, Mean, Rstd, rows, row_mask,
+                                              stride_x, stride_dy, stride_dx, N, HAS_MEAN,
+                                              BLOCK_D)
         _locked_update(PW, PB, Lock, Count, base + cols, col_mask, gw, gb, HAS_MEAN)
     else:
         c1, c2 = row_coeffs(X, DY, W, Mean, Rstd, rows, row_mask, stride_x, stride_dy, N,
