@@ -754,16 +754,21 @@ def _plot_group_heatmaps(rep, df, comp, meta, palette, baseline, interp):
                  "÷ best GROUPS")
         ax.set_xlabel("shape (norm rows×d dtype)")
         ax.set_ylabel("GROUPS (effective)")
-        ax.tick_params(axis="x", labelrotation=45)
-        for lab in ax.get_xticklabels():
-            lab.set_horizontalalignment("right")
-            lab.set_rotation_mode("anchor")
+        _slant_xticks(ax)
         fig.suptitle(f"{impl}: median ms per GROUPS and shape")
         rep.figure(PlotFigure(f"groups_{impl}", f"{impl}: time over GROUPS × rows", _png(fig),
                               "Numbers are median ms; colour is the time relative to the best "
                               "GROUPS for the same shape (1 = best; grey = not measured or not "
                               "passing). Passing records only."))
     rep.bullets(notes)
+
+
+def _slant_xticks(ax) -> None:
+    """Long shape labels at 45°, anchored at their right end under the tick."""
+    ax.tick_params(axis="x", labelrotation=45)
+    for lab in ax.get_xticklabels():
+        lab.set_horizontalalignment("right")
+        lab.set_rotation_mode("anchor")
 
 
 def _plot_determinism(rep, df, comp, meta, palette, baseline, interp):
@@ -806,10 +811,7 @@ def _plot_determinism(rep, df, comp, meta, palette, baseline, interp):
              "distinct results (1 = bitwise deterministic)")
     ax.set_xlabel("shape")
     ax.set_ylabel("")
-    ax.tick_params(axis="x", labelrotation=45)
-    for lab in ax.get_xticklabels():
-        lab.set_horizontalalignment("right")
-        lab.set_rotation_mode("anchor")
+    _slant_xticks(ax)
     fig.suptitle("Distinct bit patterns of (dx, dγ, dβ) among the repeats")
     nondet_design = df[(df["deterministic"].map(lambda v: v is False))
                        & (df["deterministic_by_design"].map(lambda v: v is True))]
@@ -862,10 +864,7 @@ def _plot_speedup(rep, df, comp, meta, palette, baseline, interp):
     _heatmap(fig, ax, lg, annot.to_numpy(), "RdYlGn", mcolors.Normalize(vmin=-lim, vmax=lim),
              f"log2 speedup vs {baseline}")
     ax.set_xlabel("shape")
-    ax.tick_params(axis="x", labelrotation=45)
-    for lab in ax.get_xticklabels():
-        lab.set_horizontalalignment("right")
-        lab.set_rotation_mode("anchor")
+    _slant_xticks(ax)
     fig.suptitle(f"Speedup = t({baseline}) / t(implementation), best GROUPS each; >1 is faster")
     rep.figure(PlotFigure(f"speedup_vs_{re.sub(r'[^A-Za-z0-9_-]', '_', baseline)}",
                           f"Speedup against {baseline}", _png(fig),
