@@ -1,16 +1,20 @@
 """Tuning sweep on the GPU: launch parameters and GROUPS per strategy and shape.
 
-    python bench/tune.py [--quick] [--out DIR]
+    python bench/tune.py [--names a,b] [--shapes 16384x4096,...] [--norms layernorm] [--dtype bf16]
+                         [--rep MS] [--out DIR]
 
-For each shape (bf16, LayerNorm and RMSNorm) it times every strategy under several launch
-parameters (harness `_tuning.OVERRIDE`) and GROUPS values with do_bench (median, L2 flushed),
-checks each configuration against the fp64 reference, and times `torch` (and liger/quack when
-importable) in the same run.  Writes tune.csv and prints the best configuration per shape.
+For each shape it times each strategy under several launch parameters (through
+`strategies._tuning.OVERRIDE`, the same hook the kernels read) and GROUPS values with do_bench
+(median, L2 flushed), checks every configuration against the fp64 reference, times `torch`
+(and liger/quack when importable) in the same run, and appends each measurement to tune.csv
+as it goes (a cut run keeps what it measured).  Prints the best configuration per shape and
+strategy, and where `groups=auto` and the default parameters land against that best.
 Results and their reading go into docs/PERF_NOTES.md.
 """
 from __future__ import annotations
 
 import argparse
+import csv
 import itertools
 import os
 import sys
@@ -20,7 +24,6 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import pandas as pd  # noqa: E402
 import torch  # noqa: E402
-import triton.testing  # noqa: E402
 
 import strategies  # noqa: E402
 from harness import model, timing  # noqa: E402
@@ -29,28 +32,46 @@ from strategies import _tuning  # noqa: E402
 
 SHAPES = [(16384, 4096), (16384, 8192), (65536, 1024), (8192, 16384),
           (2048, 768), (4096, 1024), (4096, 4096)]
+DEFAULT = "default"          # marks the configuration the shipped rules pick
 
 
-def grid(name: str, d: int, sms: int):
-    """(override, groups) candidates for one strategy at width d."""
-    warps = [4, 8, 16] if d >= 2048 else [2, 4, 8]
+def grid(name: str, rows: int, d: int, sms: int):
+    """(override, groups) candidates for one strategy at rows × d; the shipped default first."""
+    yield {}, None
+    small = rows * d <= 4096 * 4096
+    if name in ("disjoint_block", "disjoint_fused", "grouped_atomic", "spin_lock"):
+        # GROUPS alone at the default parameters: where groups=auto should land (issue 5.3)
+        g_only = [sms // 4, sms // 2, sms, 2 * sms, 4 * sms]
+        if name == "disjoint_fused":
+            g_only = [16, 33, 66, 132] if small else []
+        for g in g_only:
+            yield {}, g
     if name == "disjoint_block":
-        brs = [2, 4] if d >= 2048 else [4, 8, 16]
-        ws = [8, 16] if d >= 2048 else [4, 8]
-        for br, w, g, st in itertools.product(brs, ws, [sms, 2 * sms], [1, 2]):
-            yield {"block_r": br, "num_warps": w, "num_stages": st}, g
+        if d <= 2048:
+            brs, ws = [4, 8, 16], [4, 8]
+        elif d <= 4096:
+            brs, ws = [2, 4], [8, 16]
+        elif d <= 8192:
+            brs, ws = [1, 2], [8, 16]
+        else:
+            brs, ws = [1, 2], [16, 32]
+        gs = [sms // 2, sms, 2 * sms] if small else [sms, 2 * sms, 4 * sms]
+        for pf, br, w, g in itertools.product([False, True], brs, ws, gs):
+            yield {"block_r": br, "num_warps": w, "prefetch": pf}, g
     elif name == "disjoint_fused":
-        brs = [2, 4, 8] if d >= 2048 else [4, 8, 16]
-        for br, w, g in itertools.product(brs, [4, 8], [16, 33, 66]):
-            yield {"block_r": br, "num_warps": w}, g
+        if not small:
+            return
+        brs = [2, 4] if d >= 2048 else [4, 8]
+        for pf, br, w, g in itertools.product([False, True], brs, [4, 8], [16, 33, 66, 132]):
+            yield {"block_r": br, "num_warps": w, "prefetch": pf}, g
     elif name in ("grouped_atomic", "spin_lock"):
-        for w, g in itertools.product(warps, [sms // 2, sms, 2 * sms, 4 * sms]):
-            yield {"num_warps": w}, g
+        ws = [4, 8, 16] if d >= 2048 else [2, 4, 8]
+        for w, g in itertools.product(ws, [sms // 4, sms // 2, sms, 2 * sms, 4 * sms]):
+            if w != _tuning.params(name, d, rows_per_tile=1)["num_warps"]:
+                yield {"num_warps": w}, g
     elif name == "atomic":
-        for w in warps:
+        for w in ([4, 8, 16] if d >= 2048 else [2, 4, 8]):
             yield {"num_warps": w}, None
-    else:
-        yield {}, None
 
 
 def main():
@@ -58,49 +79,73 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     ap.add_argument("--names", default="disjoint_block,disjoint_fused,grouped_atomic,spin_lock,atomic")
     ap.add_argument("--shapes", default="")
-    ap.add_argument("--rep", type=float, default=40)
+    ap.add_argument("--norms", default="layernorm,rmsnorm")
+    ap.add_argument("--dtype", default="bf16")
+    ap.add_argument("--rep", type=float, default=20)
+    ap.add_argument("--budget-s", type=float, default=1e9, help="stop starting new shapes after this")
+    ap.add_argument("--device", default="cuda", help="cpu: a smoke test under the interpreter")
     args = ap.parse_args()
     shapes = SHAPES if not args.shapes else [tuple(map(int, s.split("x"))) for s in args.shapes.split(",")]
-    sms = strategies.sm_count()
-    copy = timing.copy_ceiling_gbps("cuda", True)
-    print(f"device {torch.cuda.get_device_name()}  SMs {sms}  copy ceiling {copy:.0f} GB/s", flush=True)
-    rows_out = []
+    gpu = args.device == "cuda"
+    sms = strategies.sm_count(args.device)
+    copy = timing.copy_ceiling_gbps(args.device, gpu)
+    print(f"device {torch.cuda.get_device_name() if gpu else 'cpu'}  SMs {sms}  "
+          f"copy ceiling {copy:.0f} GB/s", flush=True)
     names = args.names.split(",")
     peers = [n for n in ("torch", "liger", "quack") if n in strategies.names()]
+    path = os.path.join(args.out, "tune.csv")
+    fields = ["norm", "rows", "d", "dtype", "name", "config", "groups", "geff", "block_r",
+              "num_warps", "prefetch", "us", "pct_copy", "err", "status"]
+    out = open(path, "w", newline="")
+    w = csv.DictWriter(out, fieldnames=fields)
+    w.writeheader()
     t0 = time.time()
-    for (rows, d), norm in itertools.product(shapes, ["layernorm", "rmsnorm"]):
-        x, dy, w, mean, rstd = make_inputs(norm, rows, d, "bf16", "bf16", seed=rows ^ d, device="cuda")
-        ref = reference(x, dy, w, mean, rstd)
-        nbytes = model.bytes_moved(norm, rows, d, "bf16", "bf16")
+    for (rows, d), norm in itertools.product(shapes, args.norms.split(",")):
+        if time.time() - t0 > args.budget_s:
+            print(f"budget spent: skipping {norm} {rows}x{d}", flush=True)
+            continue
+        x, dy, wt, mean, rstd = make_inputs(norm, rows, d, args.dtype, args.dtype, seed=rows ^ d,
+                                            device=args.device)
+        ref = reference(x, dy, wt, mean, rstd)
+        nbytes = model.bytes_moved(norm, rows, d, args.dtype, args.dtype)
+        recs = []
         for name in names + peers:
-            if name == "disjoint_fused" and rows * d > 4096 * 4096:
-                continue   # one program reduces: only a candidate at small shapes
             e = strategies.get(name)
-            for ov, g in grid(name, d, sms):
+            for ov, g in (grid(name, rows, d, sms) if name in names else [({}, None)]):
                 _tuning.OVERRIDE[name] = ov
+                p = _tuning.params(name, d) if name in names else {}
                 try:
-                    out = e.backward(x, dy, w, mean, rstd, groups=g)
-                    err = max(v for v in (rel_error(o, r) for o, r in zip(out, ref)) if v is not None)
-                    ms = triton.testing.do_bench(lambda: e.backward(x, dy, w, mean, rstd, groups=g),
-                                                 warmup=10, rep=args.rep, return_mode="median")
-                    status = "ok" if err <= tolerance("bf16", "bf16") else "WRONG"
+                    res = e.backward(x, dy, wt, mean, rstd, groups=g)
+                    err = max(v for v in (rel_error(o, r) for o, r in zip(res, ref)) if v is not None)
+                    ms = timing.summarize(timing.bench(
+                        lambda: e.backward(x, dy, wt, mean, rstd, groups=g), 5, args.rep, gpu))["time_ms"]
+                    status = "ok" if err <= tolerance(args.dtype, args.dtype) else "WRONG"
                 except Exception as ex:  # record and go on
                     err, ms, status = float("nan"), float("nan"), f"{type(ex).__name__}: {str(ex)[:80]}"
-                rows_out.append(dict(norm=norm, rows=rows, d=d, name=name, groups=g,
-                                     geff=e.effective_groups(rows, d, g), **ov, us=ms * 1e3,
-                                     pct_copy=model.pct(model.gbps(nbytes, ms), copy) if ms == ms else None,
-                                     err=err, status=status))
+                rec = dict(norm=norm, rows=rows, d=d, dtype=args.dtype, name=name,
+                           config=DEFAULT if not ov and g is None else "",
+                           groups=g, geff=e.effective_groups(rows, d, g),
+                           block_r=p.get("block_r"), num_warps=p.get("num_warps"),
+                           prefetch=p.get("prefetch"), us=round(ms * 1e3, 2),
+                           pct_copy=round(model.pct(model.gbps(nbytes, ms), copy), 1) if ms == ms else None,
+                           err=err, status=status)
+                w.writerow(rec)
+                recs.append(rec)
             _tuning.OVERRIDE.pop(name, None)
-        df = pd.DataFrame(rows_out)
-        cur = df[(df.norm == norm) & (df.rows == rows) & (df.d == d) & (df.status == "ok")]
-        best = cur.loc[cur.groupby("name")["us"].idxmin()].sort_values("us")
-        print(f"\n== {norm} {rows}x{d}  ({time.time() - t0:.0f}s)", flush=True)
-        print(best[[c for c in ["name", "groups", "block_r", "num_warps", "num_stages", "us", "pct_copy"] if c in best]].to_string(index=False), flush=True)
-    df = pd.DataFrame(rows_out)
-    df.to_csv(os.path.join(args.out, "tune.csv"), index=False)
-    bad = df[df.status != "ok"]
-    if len(bad):
-        print("\nNOT OK:\n" + bad.to_string(index=False))
+            out.flush()
+        df = pd.DataFrame(recs)
+        ok = df[df.status == "ok"]
+        best = ok.loc[ok.groupby("name")["us"].idxmin()].set_index("name")
+        dflt = ok[ok.config == DEFAULT].set_index("name")["us"]
+        best["default_us"] = dflt
+        best["default_vs_best"] = (dflt / best["us"]).round(3)
+        print(f"\n== {norm} {rows}x{d} {args.dtype}  ({time.time() - t0:.0f}s)", flush=True)
+        cols = ["geff", "block_r", "num_warps", "prefetch", "us", "pct_copy", "default_us", "default_vs_best"]
+        print(best.sort_values("us")[cols].to_string(), flush=True)
+        bad = df[df.status != "ok"]
+        if len(bad):
+            print("NOT OK:\n" + bad[["name", "groups", "block_r", "num_warps", "status"]].to_string(index=False))
+    out.close()
 
 
 if __name__ == "__main__":

@@ -29,7 +29,8 @@ def params(name: str, d: int, *, rows_per_tile: int | None = None) -> dict:
     # and 2 were the fastest there, block_r 1 the slowest).
     br = rows_per_tile if rows_per_tile is not None else max(1, min(16, 16384 // bd)) if one else 1
     warps = 16 if bd * br >= 16384 else max(4, min(16, bd * br // 512))
-    p = {"block_d": bd, "one_chunk": one, "block_r": br, "num_warps": warps, "num_stages": 1}
+    p = {"block_d": bd, "one_chunk": one, "block_r": br, "num_warps": warps, "num_stages": 1,
+         "prefetch": False}
     p.update(OVERRIDE.get(name, {}))
     if "block_d" in OVERRIDE.get(name, {}):
         p["one_chunk"] = p["block_d"] >= d

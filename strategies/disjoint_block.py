@@ -12,21 +12,22 @@ import triton
 import triton.language as tl
 
 from . import _groups, _tuning
-from ._launch import partial_workspace, prepare
+from ._launch import launch, partial_workspace, prepare
 from ._registry import register
 from .reduce import reduce_partials
-from .rowgrad import row_coeffs, rowgrad_chunk, rowgrad_tile
+from .rowgrad import load_rows, row_coeffs, rowgrad_chunk, rowgrad_loaded, rowgrad_tile
 
 
 @triton.jit
 def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
                       stride_x, stride_dy, stride_dx, HAS_MEAN: tl.constexpr,
                       BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr,
-                      NUM_STAGES: tl.constexpr):
+                      NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr):
     """Program p: dx for rows [p·R, (p+1)·R) and its partial rows PW[p], PB[p].
 
-    NUM_STAGES > 1 asks Triton to software-pipeline the row loop: the next tile's loads are
-    issued before this tile's reductions, so one program keeps more bytes in flight."""
+    Keeping bytes in flight is the whole game (the kernel is bandwidth-bound).  PREFETCH holds
+    two tiles in registers and loads the next while it works on this one; without it,
+    NUM_STAGES > 1 asks Triton's own pipeliner to do the same with shared memory."""
     pid = tl.program_id(0)
     r0 = pid * ROWS_PER_PROG
     r_end = tl.minimum(r0 + ROWS_PER_PROG, ROWS)
@@ -37,14 +38,39 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
         w = tl.load(W + cols, mask=col_mask, other=0.0).to(tl.float32)
         acc_w = tl.zeros([BLOCK_D], dtype=tl.float32)
         acc_b = tl.zeros([BLOCK_D], dtype=tl.float32)
-        for r in tl.range(r0, r_end, BLOCK_R, num_stages=NUM_STAGES):
-            rows = r + tl.arange(0, BLOCK_R)
+        if PREFETCH:
+            # register double buffering: the next tile's loads are issued before this tile's
+            # reductions and stores, so the loads of one program never stop while it computes
+            rows = r0 + tl.arange(0, BLOCK_R)
             row_mask = rows < r_end
-            gw, gb = rowgrad_tile(X, DY, DX, w, Mean, Rstd, rows.to(tl.int64), row_mask, cols,
-                                  col_mask, stride_x, stride_dy, stride_dx, N, HAS_MEAN)
-            acc_w += tl.sum(gw, axis=0)
-            if HAS_MEAN:
-                acc_b += tl.sum(gb, axis=0)
+            mask = row_mask[:, None] & col_mask[None, :]
+            rows = rows.to(tl.int64)
+            x, dy, mean, rstd = load_rows(X, DY, Mean, Rstd, rows, row_mask, cols, mask,
+                                          stride_x, stride_dy, HAS_MEAN, "evict_first")
+            for r in range(r0, r_end, BLOCK_R):
+                nrows = r + BLOCK_R + tl.arange(0, BLOCK_R)
+                nrow_mask = nrows < r_end
+                nmask = nrow_mask[:, None] & col_mask[None, :]
+                nrows = nrows.to(tl.int64)
+                nx, ndy, nmean, nrstd = load_rows(X, DY, Mean, Rstd, nrows, nrow_mask, cols,
+                                                  nmask, stride_x, stride_dy, HAS_MEAN,
+                                                  "evict_first")
+                gw, gb = rowgrad_loaded(x, dy, mean, rstd, w, rows, mask, cols, DX, stride_dx,
+                                        N, HAS_MEAN)
+                acc_w += tl.sum(gw, axis=0)
+                if HAS_MEAN:
+                    acc_b += tl.sum(gb, axis=0)
+                x, dy, mean, rstd, rows, mask = nx, ndy, nmean, nrstd, nrows, nmask
+        else:
+            for r in tl.range(r0, r_end, BLOCK_R, num_stages=NUM_STAGES):
+                rows = r + tl.arange(0, BLOCK_R)
+                row_mask = rows < r_end
+                gw, gb = rowgrad_tile(X, DY, DX, w, Mean, Rstd, rows.to(tl.int64), row_mask,
+                                      cols, col_mask, stride_x, stride_dy, stride_dx, N,
+                                      HAS_MEAN)
+                acc_w += tl.sum(gw, axis=0)
+                if HAS_MEAN:
+                    acc_b += tl.sum(gb, axis=0)
         tl.store(PW + out + cols, acc_w, mask=col_mask)
         if HAS_MEAN:
             tl.store(PB + out + cols, acc_b, mask=col_mask)
@@ -77,21 +103,22 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
 def _disjoint_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
                      stride_x, stride_dy, stride_dx, HAS_MEAN: tl.constexpr,
                      BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr,
-                     NUM_STAGES: tl.constexpr):
+                     NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr):
     disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
                       stride_x, stride_dy, stride_dx, HAS_MEAN, BLOCK_R, BLOCK_D, ONE_CHUNK,
-                      NUM_STAGES)
+                      NUM_STAGES, PREFETCH)
 
 
 def launch_partials(kernel, c, groups: int, p: dict, *extra):
     """Allocate the [GROUPS, d] partials and launch `kernel` with GROUPS programs."""
     pw = torch.empty((groups, c.d), dtype=torch.float32, device=c.x.device)
     pb = torch.empty((groups, c.d), dtype=torch.float32, device=c.x.device) if c.has_mean else None
-    kernel[(groups,)](
+    launch(kernel, (groups,),
         c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, pw, pb if pb is not None else pw, *extra,
         c.rows, c.d, triton.cdiv(c.rows, groups), *c.strides,
         HAS_MEAN=c.has_mean, BLOCK_R=p["block_r"], BLOCK_D=p["block_d"],
-        ONE_CHUNK=p["one_chunk"], NUM_STAGES=p["num_stages"], num_warps=p["num_warps"])
+        ONE_CHUNK=p["one_chunk"], NUM_STAGES=p["num_stages"], PREFETCH=p["prefetch"],
+        num_warps=p["num_warps"])
     return pw, pb
 
 

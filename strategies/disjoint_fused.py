@@ -29,10 +29,10 @@ _COUNTERS: dict[torch.device, torch.Tensor] = {}
 def _fused_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, DW, DB, Counter, ROWS, N, ROWS_PER_PROG,
                   stride_x, stride_dy, stride_dx, HAS_MEAN: tl.constexpr,
                   BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr,
-                  NUM_STAGES: tl.constexpr):
+                  NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr):
     disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
                       stride_x, stride_dy, stride_dx, HAS_MEAN, BLOCK_R, BLOCK_D, ONE_CHUNK,
-                      NUM_STAGES)
+                      NUM_STAGES, PREFETCH)
     # all of this program's partial stores precede its ticket (barrier, then release)
     tl.debug_barrier()
     ticket = tl.atomic_add(Counter, 1, sem="acq_rel")

@@ -10,7 +10,7 @@ import triton
 import triton.language as tl
 
 from . import _groups, _tuning
-from ._launch import partial_workspace, prepare
+from ._launch import launch, partial_workspace, prepare
 from ._registry import register
 from .reduce import reduce_partials
 from .rowgrad import row_coeffs, rowgrad_chunk, rowgrad_rows
@@ -51,7 +51,7 @@ def backward(x, dy, weight, mean, rstd, *, groups):
     p = _tuning.params("grouped_atomic", c.d, rows_per_tile=1)
     pw = torch.zeros((groups, c.d), dtype=torch.float32, device=x.device)
     pb = torch.zeros((groups, c.d), dtype=torch.float32, device=x.device) if c.has_mean else None
-    _grouped_kernel[(c.rows,)](
+    launch(_grouped_kernel, (c.rows,),
         c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, pw, pb if pb is not None else pw,
         c.rows, c.d, groups, *c.strides,
         HAS_MEAN=c.has_mean, BLOCK_D=p["block_d"], ONE_CHUNK=p["one_chunk"],

@@ -8,6 +8,8 @@ import torch
 import triton
 import triton.language as tl
 
+from ._launch import launch
+
 BLOCK_G = 64
 
 
@@ -45,7 +47,7 @@ def reduce_partials(pw: torch.Tensor, pb: torch.Tensor | None, out_dtype: torch.
     dw = torch.empty(n, dtype=out_dtype, device=pw.device)
     db = torch.empty(n, dtype=out_dtype, device=pw.device) if pb is not None else None
     bn = block_n(n)
-    _reduce_kernel[(triton.cdiv(n, bn),)](
+    launch(_reduce_kernel, (triton.cdiv(n, bn),),
         pw, pb if pb is not None else pw, dw, db if db is not None else dw, g, n,
         HAS_B=pb is not None, BLOCK_G=BLOCK_G, BLOCK_N=bn, num_warps=4)
     return dw, db

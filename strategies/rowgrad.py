@@ -23,26 +23,47 @@ import triton.language as tl
 
 
 @triton.jit
-def _load_xhat_g(X, DY, w, rows, cols, mask, row_mask, Mean, Rstd, stride_x, stride_dy,
-                 HAS_MEAN: tl.constexpr, EVICT: tl.constexpr):
-    """Load a [BLOCK_R, BLOCK_D] tile and return (x̂, g = γ·dy, dy, rstd, mean) in fp32.
+def load_rows(X, DY, Mean, Rstd, rows, row_mask, cols, mask, stride_x, stride_dy,
+              HAS_MEAN: tl.constexpr, EVICT: tl.constexpr):
+    """Issue the loads of a [BLOCK_R, BLOCK_D] tile: (x, dy) in storage dtype, (mean, rstd).
 
-    Masked elements come back as exact zeros, so they add nothing to any sum.  EVICT is the
-    L2 policy: "evict_first" where x and dy are read once (they would only push the partial
-    rows out of L2), "evict_last" where a second pass over a wide row reads them again."""
+    Masked elements come back as exact zeros.  Nothing here waits for the data: a caller that
+    wants the next tile in flight while it works on this one calls this first (a prefetch).
+    EVICT is the L2 policy: "evict_first" where x and dy are read once (they would only push
+    the partial rows out of L2), "evict_last" where a second pass over a wide row reads them
+    again.  RMSNorm has no mean: rstd stands in for it and is never used as one."""
     x = tl.load(X + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0,
-                eviction_policy=EVICT).to(tl.float32)
+                eviction_policy=EVICT)
     dy = tl.load(DY + rows[:, None] * stride_dy + cols[None, :], mask=mask, other=0.0,
-                 eviction_policy=EVICT).to(tl.float32)
+                 eviction_policy=EVICT)
     rstd = tl.load(Rstd + rows, mask=row_mask, other=0.0)
     if HAS_MEAN:
         mean = tl.load(Mean + rows, mask=row_mask, other=0.0)
+    else:
+        mean = rstd
+    return x, dy, mean, rstd
+
+
+@triton.jit
+def xhat_g(x, dy, mean, rstd, w, mask, HAS_MEAN: tl.constexpr):
+    """(x̂, g = γ·dy, dy) in fp32 from a loaded tile; masked elements stay exact zeros."""
+    x = x.to(tl.float32)
+    dy = dy.to(tl.float32)
+    if HAS_MEAN:
         xhat = tl.where(mask, (x - mean[:, None]) * rstd[:, None], 0.0)
     else:
-        mean = rstd * 0.0
         xhat = x * rstd[:, None]
-    g = w[None, :] * dy
-    return xhat, g, dy, rstd, mean
+    return xhat, w[None, :] * dy, dy
+
+
+@triton.jit
+def _load_xhat_g(X, DY, w, rows, cols, mask, row_mask, Mean, Rstd, stride_x, stride_dy,
+                 HAS_MEAN: tl.constexpr, EVICT: tl.constexpr):
+    """load_rows then xhat_g: (x̂, g, dy, rstd) in fp32."""
+    x, dy, mean, rstd = load_rows(X, DY, Mean, Rstd, rows, row_mask, cols, mask, stride_x,
+                                  stride_dy, HAS_MEAN, EVICT)
+    xhat, g, dy = xhat_g(x, dy, mean, rstd, w, mask, HAS_MEAN)
+    return xhat, g, dy, rstd
 
 
 @triton.jit
@@ -55,19 +76,27 @@ def _dx(xhat, g, c1, c2, rstd, HAS_MEAN: tl.constexpr):
 
 
 @triton.jit
+def rowgrad_loaded(x, dy, mean, rstd, w, rows, mask, cols, DX, stride_dx, N,
+                   HAS_MEAN: tl.constexpr):
+    """Whole rows from a loaded tile (load_rows): store dx; return (dy·x̂, dy) as fp32 tiles."""
+    xhat, g, dy = xhat_g(x, dy, mean, rstd, w, mask, HAS_MEAN)
+    c1 = tl.sum(xhat * g, axis=1) / N
+    c2 = tl.sum(g, axis=1) / N
+    dx = _dx(xhat, g, c1, c2, rstd, HAS_MEAN)
+    tl.store(DX + rows[:, None] * stride_dx + cols[None, :], dx.to(DX.dtype.element_ty), mask=mask)
+    return dy * xhat, dy
+
+
+@triton.jit
 def rowgrad_tile(X, DY, DX, w, Mean, Rstd, rows, row_mask, cols, col_mask,
                  stride_x, stride_dy, stride_dx, N, HAS_MEAN: tl.constexpr):
     """Whole rows in one block: store dx for BLOCK_R rows; return (dy·x̂, dy) as fp32 tiles.
 
     `w` is the fp32 weight for `cols`, loaded once by the caller and reused across rows."""
     mask = row_mask[:, None] & col_mask[None, :]
-    xhat, g, dy, rstd, mean = _load_xhat_g(X, DY, w, rows, cols, mask, row_mask, Mean, Rstd,
-                                           stride_x, stride_dy, HAS_MEAN, "evict_first")
-    c1 = tl.sum(xhat * g, axis=1) / N
-    c2 = tl.sum(g, axis=1) / N
-    dx = _dx(xhat, g, c1, c2, rstd, HAS_MEAN)
-    tl.store(DX + rows[:, None] * stride_dx + cols[None, :], dx.to(DX.dtype.element_ty), mask=mask)
-    return dy * xhat, dy
+    x, dy, mean, rstd = load_rows(X, DY, Mean, Rstd, rows, row_mask, cols, mask, stride_x,
+                                  stride_dy, HAS_MEAN, "evict_first")
+    return rowgrad_loaded(x, dy, mean, rstd, w, rows, mask, cols, DX, stride_dx, N, HAS_MEAN)
 
 
 @triton.jit
@@ -95,8 +124,8 @@ def row_coeffs(X, DY, W, Mean, Rstd, rows, row_mask, stride_x, stride_dy, N,
         col_mask = cols < N
         mask = row_mask[:, None] & col_mask[None, :]
         w = tl.load(W + cols, mask=col_mask, other=0.0).to(tl.float32)
-        xhat, g, dy, rstd, mean = _load_xhat_g(X, DY, w, rows, cols, mask, row_mask, Mean, Rstd,
-                                               stride_x, stride_dy, HAS_MEAN, "evict_last")
+        xhat, g, dy, rstd = _load_xhat_g(X, DY, w, rows, cols, mask, row_mask, Mean, Rstd,
+                                         stride_x, stride_dy, HAS_MEAN, "evict_last")
         acc1 += xhat * g
         acc2 += g
     return tl.sum(acc1, axis=1) / N, tl.sum(acc2, axis=1) / N
@@ -111,8 +140,8 @@ def rowgrad_chunk(X, DY, DX, W, Mean, Rstd, rows, row_mask, c0, c1, c2,
     col_mask = cols < N
     mask = row_mask[:, None] & col_mask[None, :]
     w = tl.load(W + cols, mask=col_mask, other=0.0).to(tl.float32)
-    xhat, g, dy, rstd, mean = _load_xhat_g(X, DY, w, rows, cols, mask, row_mask, Mean, Rstd,
-                                           stride_x, stride_dy, HAS_MEAN, "evict_first")
+    xhat, g, dy, rstd = _load_xhat_g(X, DY, w, rows, cols, mask, row_mask, Mean, Rstd,
+                                     stride_x, stride_dy, HAS_MEAN, "evict_first")
     dx = _dx(xhat, g, c1, c2, rstd, HAS_MEAN)
     tl.store(DX + rows[:, None] * stride_dx + cols[None, :], dx.to(DX.dtype.element_ty), mask=mask)
     return dy * xhat, dy, cols, col_mask

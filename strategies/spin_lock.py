@@ -13,7 +13,7 @@ import triton
 import triton.language as tl
 
 from . import _groups, _tuning
-from ._launch import partial_workspace, prepare
+from ._launch import launch, partial_workspace, prepare
 from ._registry import register
 from .reduce import reduce_partials
 from .rowgrad import row_coeffs, rowgrad_chunk, rowgrad_rows
@@ -83,7 +83,7 @@ def backward(x, dy, weight, mean, rstd, *, groups):
     pw = torch.empty((groups, c.d), dtype=torch.float32, device=x.device)
     pb = torch.empty((groups, c.d), dtype=torch.float32, device=x.device) if c.has_mean else None
     locks = torch.zeros(2 * groups * nchunk, dtype=torch.int32, device=x.device)
-    _spin_lock_kernel[(c.rows,)](
+    launch(_spin_lock_kernel, (c.rows,),
         c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, pw, pb if pb is not None else pw, locks,
         c.rows, c.d, groups, nchunk, *c.strides,
         HAS_MEAN=c.has_mean, BLOCK_D=p["block_d"], ONE_CHUNK=p["one_chunk"],
