@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# One device call for a tuning round (run from the repo root there; about 9 minutes):
-# host time per call, then bench/tune.py for the deterministic strategies on every shape and
-# for the nondeterministic ones on the four large shapes.  Everything lands in $OUT/tune.tgz.
+# One device call for a tuning round (run from the repo root there; about 5 minutes):
+# host time per call, then bench/tune.py — the deterministic strategies at every bf16 shape,
+# disjoint_block at fp16 and fp32.  Everything lands in $OUT/tune.tgz.
 set -u
 export PYTHONUNBUFFERED=1 NORMBENCH_QUIET=1 PYTHONPATH=$PWD
-mkdir -p $OUT/t/a $OUT/t/b
+mkdir -p $OUT/t/a $OUT/t/b $OUT/t/c
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv | tee $OUT/t/gpu.txt
 timeout 60 python3 bench/host.py 2>&1 | tee $OUT/t/host.log
-timeout ${A_S:-330} python3 bench/tune.py --names disjoint_block,disjoint_fused --budget-s $(( ${A_S:-330} - 40 )) \
-  --out $OUT/t/a 2>&1 | tee $OUT/t/a/tune.log
-timeout ${B_S:-150} python3 bench/tune.py --names grouped_atomic,spin_lock,atomic --norms layernorm \
-  --shapes 16384x4096,16384x8192,65536x1024,8192x16384 --budget-s $(( ${B_S:-150} - 40 )) \
-  --out $OUT/t/b 2>&1 | tee $OUT/t/b/tune.log
+timeout ${A_S:-200} python3 bench/tune.py --names disjoint_block,disjoint_fused --budget-s $(( ${A_S:-200} - 25 )) \
+  --shapes 2048x768,8192x16384,65536x1024,16384x4096,4096x1024,16384x8192,4096x4096 --out $OUT/t/a 2>&1 | tee $OUT/t/a/tune.log
+for dt in fp16 fp32; do
+timeout ${B_S:-45} python3 bench/tune.py --names disjoint_block --norms layernorm --dtype $dt \
+  --shapes 16384x4096,65536x1024 --out $OUT/t/$dt 2>&1 | tee $OUT/t/$dt.log
+done
 tar -czf $OUT/tune.tgz -C $OUT t && rm -rf $OUT/t

@@ -35,40 +35,37 @@ SHAPES = [(16384, 4096), (16384, 8192), (65536, 1024), (8192, 16384),
 DEFAULT = "default"          # marks the configuration the shipped rules pick
 
 
-def grid(name: str, rows: int, d: int, sms: int):
-    """(override, groups) candidates for one strategy at rows × d; the shipped default first."""
+def grid(name: str, rows: int, d: int, sms: int, dtype: str = "bf16"):
+    """(override, groups) candidates for one strategy at rows × d; the shipped default first.
+
+    Round 3 (docs/perf/tune-3.log): the shipped rules, GROUPS alone around them, and a few
+    neighbours of the rules.  Rounds 1–2 searched wider grids (git history of this file)."""
     yield {}, None
-    small = rows * d <= 4096 * 4096
-    if name in ("disjoint_block", "disjoint_fused", "grouped_atomic", "spin_lock"):
+    if name in ("disjoint_block", "grouped_atomic", "spin_lock"):
         # GROUPS alone at the default parameters: where groups=auto should land (issue 5.3)
-        g_only = [sms // 4, sms // 2, sms, 2 * sms, 4 * sms]
-        if name == "disjoint_fused":
-            g_only = [16, 33, 66, 132] if small else []
-        for g in g_only:
+        for g in [sms // 2, sms, 2 * sms, 4 * sms]:
+            yield {}, g
+    elif name == "disjoint_fused":
+        for g in [33, 66, sms, 2 * sms]:       # ≤ SMs: grid-synchronised; above: last ticket
             yield {}, g
     if name == "disjoint_block":
-        if d <= 2048:
-            brs, ws = [4, 8, 16], [4, 8]
+        if dtype != "bf16":
+            variants = [{"block_r": 1, "num_warps": 4}, {"block_r": 1, "num_warps": 8},
+                        {"block_r": 2, "num_warps": 16}, {"prefetch": False}]
+        elif d <= 1024:
+            variants = [{"block_r": 2, "num_warps": 4}, {"block_r": 8, "num_warps": 4}]
         elif d <= 4096:
-            brs, ws = [2, 4], [8, 16]
+            variants = [{"block_r": 1, "num_warps": 4}, {"block_r": 2, "num_warps": 16}]
         elif d <= 8192:
-            brs, ws = [1, 2], [8, 16]
+            variants = [{"block_r": 1, "num_warps": 8}]
         else:
-            brs, ws = [1, 2], [16, 32]
-        gs = [sms // 2, sms, 2 * sms] if small else [sms, 2 * sms, 4 * sms]
-        for pf, br, w, g in itertools.product([False, True], brs, ws, gs):
-            yield {"block_r": br, "num_warps": w, "prefetch": pf}, g
-    elif name == "disjoint_fused":
-        if not small:
-            return
-        brs = [2, 4] if d >= 2048 else [4, 8]
-        for pf, br, w, g in itertools.product([False, True], brs, [4, 8], [16, 33, 66, 132]):
-            yield {"block_r": br, "num_warps": w, "prefetch": pf}, g
+            variants = [{"block_r": 1, "num_warps": 32}, {"prefetch": False}]
+        for ov in variants:
+            yield ov, None
     elif name in ("grouped_atomic", "spin_lock"):
-        ws = [4, 8, 16] if d >= 2048 else [2, 4, 8]
-        for w, g in itertools.product(ws, [sms // 4, sms // 2, sms, 2 * sms, 4 * sms]):
+        for w in ([4, 8, 16] if d >= 2048 else [2, 4, 8]):
             if w != _tuning.params(name, d, rows_per_tile=1)["num_warps"]:
-                yield {"num_warps": w}, g
+                yield {"num_warps": w}, None
     elif name == "atomic":
         for w in ([4, 8, 16] if d >= 2048 else [2, 4, 8]):
             yield {"num_warps": w}, None
@@ -111,7 +108,7 @@ def main():
         recs = []
         for name in names + peers:
             e = strategies.get(name)
-            for ov, g in (grid(name, rows, d, sms) if name in names else [({}, None)]):
+            for ov, g in (grid(name, rows, d, sms, args.dtype) if name in names else [({}, None)]):
                 _tuning.OVERRIDE[name] = ov
                 p = _tuning.params(name, d) if name in names else {}
                 try:

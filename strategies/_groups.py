@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import math
 
+from . import _tuning
+
 
 def writers_grouped(rows: int, groups: int | None) -> int:
     """Rows that add into one partial row when row r goes to partial r mod GROUPS."""
@@ -22,7 +24,9 @@ def auto_spin_lock(rows: int, d: int, sms: int) -> int:
 
 
 def auto_blocks(rows: int, d: int, sms: int) -> int:
-    """disjoint_block: programs (= partial rows).  Enough to fill every SM; few enough that
-    each program owns many rows, so the partial rows stay small next to the input."""
-    g = 2 * sms
-    return max(1, min(g, rows))
+    """disjoint_block: programs (= partial rows).  With the prefetching row loop one program
+    of 8–16 warps per SM keeps enough bytes in flight; at 4 warps (d ≤ 1024) two per SM
+    (tune-2: G = SMs best at d = 4096 and 8192, 2·SMs at d = 1024).  Few programs also keep
+    the partial rows — and the reduce that reads them — small."""
+    warps = _tuning.params("disjoint_block", d)["num_warps"]
+    return max(1, min(sms * max(1, 8 // warps), rows))

@@ -1,37 +1,72 @@
-"""Launch parameters: block sizes and warps, chosen from d and dtype.
+"""Launch parameters: block sizes, warps and the row loop, chosen from d.
 
-Every choice here is a measured rule (see docs/PERF_NOTES.md); `OVERRIDE` lets the tuning
-script (bench/tune.py) try other values without editing a kernel.
+Every choice here is a measured rule (docs/PERF_NOTES.md, docs/perf/tune-*.log); `OVERRIDE`
+lets the tuning script (bench/tune.py) try other values without editing a kernel.
 """
 from __future__ import annotations
 
-import triton
+import functools
+from types import MappingProxyType
 
 # Widest row processed in one block; wider rows are processed in chunks of CHUNK_D.
 MAX_BLOCK_D = 16384
 CHUNK_D = 8192
 
-# strategy name -> dict of forced parameters (block_r, num_warps, block_d), for tuning runs.
+# strategy name -> dict of forced parameters (block_r, num_warps, block_d, prefetch), for tuning.
 OVERRIDE: dict[str, dict] = {}
+
+
+def cdiv(a: int, b: int) -> int:
+    """⌈a/b⌉ for the host path (triton.cdiv is a constexpr function: slow to call from Python)."""
+    return -(-a // b)
+
+
+def pow2(n: int) -> int:
+    """The smallest power of two ≥ n."""
+    return 1 << (n - 1).bit_length()
 
 
 def block_d(d: int) -> tuple[int, bool]:
     """(BLOCK_D, ONE_CHUNK): the column block and whether a whole row fits in it."""
     if d <= MAX_BLOCK_D:
-        return triton.next_power_of_2(d), True
-    return min(CHUNK_D, MAX_BLOCK_D), False
+        return pow2(d), True
+    return CHUNK_D, False
 
 
-def params(name: str, d: int, *, rows_per_tile: int | None = None) -> dict:
-    """block_d, one_chunk, block_r, num_warps for strategy `name` at width d."""
+@functools.lru_cache(maxsize=None)
+def _rule(d: int, rows_per_tile: int | None):
     bd, one = block_d(d)
-    # Tile of about 16K elements: 4 rows at d=4096, 2 at 8192 (docs/perf/tune-1.log: block_r 4
-    # and 2 were the fastest there, block_r 1 the slowest).
-    br = rows_per_tile if rows_per_tile is not None else max(1, min(16, 16384 // bd)) if one else 1
+    if rows_per_tile is None and one:
+        # The row-loop kernels (disjoint_block, disjoint_fused), tune-2: with the next tile
+        # prefetched into registers, a tile of 4096 elements (d ≤ 1024) or 8192 (wider) and
+        # 32 elements of each input per thread (16 from d = 8192) were fastest at every shape.
+        tile = 4096 if bd <= 1024 else max(8192, bd)
+        br = max(1, min(16, tile // bd))
+        warps = max(4, min(16, br * bd // (32 if bd <= 4096 else 16) // 32))
+        return dict(block_d=bd, one_chunk=True, block_r=br, num_warps=warps, num_stages=1,
+                    prefetch=True)
+    # One tile of rows per program (atomic, grouped_atomic, spin_lock), or rows wider than a
+    # block: tune-1's rule (tune-2 found these within 5 % of their best).
+    br = rows_per_tile if rows_per_tile is not None else 1
     warps = 16 if bd * br >= 16384 else max(4, min(16, bd * br // 512))
-    p = {"block_d": bd, "one_chunk": one, "block_r": br, "num_warps": warps, "num_stages": 1,
-         "prefetch": False}
-    p.update(OVERRIDE.get(name, {}))
-    if "block_d" in OVERRIDE.get(name, {}):
+    return dict(block_d=bd, one_chunk=one, block_r=br, num_warps=warps, num_stages=1,
+                prefetch=False)
+
+
+def params(name: str, d: int, *, rows_per_tile: int | None = None):
+    """block_d, one_chunk, block_r, num_warps, num_stages, prefetch for strategy `name` at d.
+
+    Returns a read-only mapping (cached: this runs on every call)."""
+    ov = OVERRIDE.get(name)
+    if not ov:
+        return _frozen(d, rows_per_tile)
+    p = dict(_rule(d, rows_per_tile))
+    p.update(ov)
+    if "block_d" in ov:
         p["one_chunk"] = p["block_d"] >= d
     return p
+
+
+@functools.lru_cache(maxsize=None)
+def _frozen(d: int, rows_per_tile: int | None):
+    return MappingProxyType(_rule(d, rows_per_tile))

@@ -54,7 +54,7 @@ def backward(x, dy, weight, mean, rstd, *, groups=None):
     p = _tuning.params("atomic", c.d, rows_per_tile=1)
     aw = torch.zeros(c.d, dtype=torch.float32, device=x.device)
     ab = torch.zeros(c.d, dtype=torch.float32, device=x.device) if c.has_mean else aw
-    launch(_atomic_kernel, (triton.cdiv(c.rows, p["block_r"]),),
+    launch(_atomic_kernel, (_tuning.cdiv(c.rows, p["block_r"]),),
         c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, aw, ab, c.rows, c.d, *c.strides,
         HAS_MEAN=c.has_mean, BLOCK_R=p["block_r"], BLOCK_D=p["block_d"],
         ONE_CHUNK=p["one_chunk"], num_warps=p["num_warps"])

@@ -109,15 +109,16 @@ def _disjoint_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
                       NUM_STAGES, PREFETCH)
 
 
-def launch_partials(kernel, c, groups: int, p: dict, *extra):
-    """Allocate the [GROUPS, d] partials and launch `kernel` with GROUPS programs."""
-    pw = torch.empty((groups, c.d), dtype=torch.float32, device=c.x.device)
-    pb = torch.empty((groups, c.d), dtype=torch.float32, device=c.x.device) if c.has_mean else None
+def launch_partials(kernel, c, groups: int, p, *extra, **meta):
+    """Allocate the [GROUPS, d] partials (one allocation for dγ's and dβ's) and launch
+    `kernel` with GROUPS programs; `extra` run-time and `meta` constexpr arguments follow."""
+    ws = torch.empty((2 if c.has_mean else 1, groups, c.d), dtype=torch.float32, device=c.x.device)
+    pw, pb = ws[0], (ws[1] if c.has_mean else None)
     launch(kernel, (groups,),
         c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, pw, pb if pb is not None else pw, *extra,
-        c.rows, c.d, triton.cdiv(c.rows, groups), *c.strides,
+        c.rows, c.d, _tuning.cdiv(c.rows, groups), *c.strides,
         HAS_MEAN=c.has_mean, BLOCK_R=p["block_r"], BLOCK_D=p["block_d"],
-        ONE_CHUNK=p["one_chunk"], NUM_STAGES=p["num_stages"], PREFETCH=p["prefetch"],
+        ONE_CHUNK=p["one_chunk"], NUM_STAGES=p["num_stages"], PREFETCH=p["prefetch"], **meta,
         num_warps=p["num_warps"])
     return pw, pb
 

@@ -8,6 +8,7 @@ import torch
 import triton
 import triton.language as tl
 
+from . import _tuning
 from ._launch import launch
 
 BLOCK_G = 64
@@ -15,7 +16,7 @@ BLOCK_G = 64
 
 def block_n(d: int) -> int:
     """Columns per program: about 128 programs at d ≥ 4096 so that many SMs share the read."""
-    return max(16, min(128, triton.next_power_of_2(d) // 128))
+    return max(16, min(128, _tuning.pow2(d) // 128))
 
 
 @triton.jit
@@ -41,13 +42,20 @@ def _reduce_kernel(PW, PB, DW, DB, G, N, HAS_B: tl.constexpr,
         reduce_rows(PB, DB, G, N, c0, BLOCK_G, BLOCK_N)
 
 
+def outputs(n: int, has_bias: bool, dtype: torch.dtype, device):
+    """dγ and (with a bias) dβ, [n] each, from one allocation (host time per call counts)."""
+    if not has_bias:
+        return torch.empty(n, dtype=dtype, device=device), None
+    both = torch.empty((2, n), dtype=dtype, device=device)
+    return both[0], both[1]
+
+
 def reduce_partials(pw: torch.Tensor, pb: torch.Tensor | None, out_dtype: torch.dtype):
     """(dw, db) from fp32 partials [G, d]; db is None when pb is None."""
     g, n = pw.shape
-    dw = torch.empty(n, dtype=out_dtype, device=pw.device)
-    db = torch.empty(n, dtype=out_dtype, device=pw.device) if pb is not None else None
+    dw, db = outputs(n, pb is not None, out_dtype, pw.device)
     bn = block_n(n)
-    launch(_reduce_kernel, (triton.cdiv(n, bn),),
+    launch(_reduce_kernel, (_tuning.cdiv(n, bn),),
         pw, pb if pb is not None else pw, dw, db if db is not None else dw, g, n,
         HAS_B=pb is not None, BLOCK_G=BLOCK_G, BLOCK_N=bn, num_warps=4)
     return dw, db

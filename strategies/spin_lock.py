@@ -69,7 +69,7 @@ def _spin_lock_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, Locks, ROWS, N, G, NCHUN
 
 
 def _workspace(rows, d, groups, has_bias):
-    nchunk = triton.cdiv(d, _tuning.block_d(d)[0])
+    nchunk = _tuning.cdiv(d, _tuning.block_d(d)[0])
     return partial_workspace(groups, d, has_bias) + 2 * groups * nchunk * 4
 
 
@@ -79,7 +79,7 @@ def backward(x, dy, weight, mean, rstd, *, groups):
     """Triton tutorial: atomic_cas spin lock per group, first-writer count, then a reduce."""
     c = prepare(x, dy, weight, mean, rstd)
     p = _tuning.params("spin_lock", c.d, rows_per_tile=1)
-    nchunk = triton.cdiv(c.d, p["block_d"])
+    nchunk = _tuning.cdiv(c.d, p["block_d"])
     pw = torch.empty((groups, c.d), dtype=torch.float32, device=x.device)
     pb = torch.empty((groups, c.d), dtype=torch.float32, device=x.device) if c.has_mean else None
     locks = torch.zeros(2 * groups * nchunk, dtype=torch.int32, device=x.device)
