@@ -6,6 +6,7 @@ set -u
 export PYTHONUNBUFFERED=1 NORMBENCH_QUIET=1 PYTHONPATH=$PWD
 mkdir -p $OUT/t/a $OUT/t/b $OUT/t/c
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv | tee $OUT/t/gpu.txt
+timeout 100 python3 -m pytest -q -x -p no:cacheprovider tests/test_gpu.py -k "fused_grid or direct_launch" 2>&1 | tail -15 | tee $OUT/t/pytest.log
 timeout 60 python3 bench/host.py 2>&1 | tee $OUT/t/host.log
 timeout ${A_S:-200} python3 bench/tune.py --names disjoint_block,disjoint_fused --budget-s $(( ${A_S:-200} - 25 )) \
   --shapes 2048x768,8192x16384,65536x1024,16384x4096,4096x1024,16384x8192,4096x4096 --out $OUT/t/a 2>&1 | tee $OUT/t/a/tune.log
