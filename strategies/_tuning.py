@@ -36,7 +36,7 @@ def block_d(d: int) -> tuple[int, bool]:
 @functools.lru_cache(maxsize=None)
 def _rule(d: int, rows_per_tile: int | None):
     bd, one = block_d(d)
-    if rows_per_tile is None and one:
+    if rows_per_tile is None and one and bd <= 8192:
         # The row-loop kernels (disjoint_block, disjoint_fused), tune-2: with the next tile
         # prefetched into registers, a tile of 4096 elements (d ≤ 1024) or 8192 (wider) and
         # 32 elements of each input per thread (16 from d = 8192) were fastest at every shape.
