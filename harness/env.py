@@ -45,9 +45,11 @@ def describe() -> dict:
         "python_version": platform.python_version(),
         "platform": platform.platform(),
         "hostname": socket.gethostname(),
-        # a copy of the tree without .git (a lent GPU machine) can be told its commit
-        "git_commit": _git("rev-parse", "HEAD") or os.environ.get("NORMBENCH_GIT_COMMIT"),
-        "git_dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
+        # a copy of the tree (a lent GPU machine) can be told its commit: such a copy may
+        # carry no .git, or a stale one, so the variable, when set, wins
+        "git_commit": os.environ.get("NORMBENCH_GIT_COMMIT") or _git("rev-parse", "HEAD"),
+        "git_dirty": (False if os.environ.get("NORMBENCH_GIT_COMMIT")
+                      else bool(_git("status", "--porcelain", "--untracked-files=no"))),
         "argv": sys.argv,
     }
     if not interp:

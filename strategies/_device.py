@@ -20,17 +20,31 @@ if not torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1":
               "(TRITON_INTERPRET=1) on CPU tensors", file=sys.stderr)
 
 
+# Read once: kernels are defined at import, so a later change of the variable changes nothing.
+_INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+
+
 def interpreted() -> bool:
     """True when Triton kernels run under the interpreter (CPU tensors)."""
-    return os.environ.get("TRITON_INTERPRET") == "1"
+    return _INTERPRETED
 
 
 def default_device() -> torch.device:
     return torch.device("cpu") if interpreted() or not torch.cuda.is_available() else torch.device("cuda")
 
 
+_SMS: dict = {}
+
+
 def sm_count(device: torch.device | str | None = None) -> int:
     """Streaming multiprocessors of a CUDA device; 4 on CPU (the interpreter runs programs one by one)."""
+    n = _SMS.get(device)                  # asked on every call: a dict hit, nothing more
+    if n is None:
+        n = _SMS[device] = _sm_count(device)
+    return n
+
+
+def _sm_count(device) -> int:
     device = torch.device(device) if device is not None else default_device()
     if device.type == "cuda":
         return _cuda_sm_count(device.index if device.index is not None else torch.cuda.current_device())

@@ -21,6 +21,11 @@ class Call:
     has_mean: bool
     rows: int
     d: int
+    # What Triton specialises on in the call's inputs: dtypes, sizes, strides, 16-byte
+    # alignment.  With the launch's own sizes (GROUPS) it is the whole specialisation of a
+    # strategy's main kernel: every other tensor is allocated here (the caching allocator's
+    # blocks are 512-byte aligned) or a view at an offset fixed by those sizes.
+    sig: tuple = ()
 
     @property
     def strides(self) -> tuple[int, int, int]:
@@ -33,9 +38,14 @@ class Call:
 def prepare(x, dy, weight, mean, rstd) -> Call:
     rows, d = x.shape
     rstd = rstd.contiguous()
+    weight = weight.contiguous()
+    mean = mean.contiguous() if mean is not None else None
+    sig = (x.dtype, weight.dtype, rows, d, x.stride(0), dy.stride(0), mean is not None,
+           x.data_ptr() & 15, dy.data_ptr() & 15, weight.data_ptr() & 15, rstd.data_ptr() & 15,
+           mean.data_ptr() & 15 if mean is not None else 0)
     return Call(x=x, dy=dy, dx=torch.empty((rows, d), dtype=x.dtype, device=x.device),
-                weight=weight.contiguous(), mean=mean.contiguous() if mean is not None else rstd,
-                rstd=rstd, has_mean=mean is not None, rows=rows, d=d)
+                weight=weight, mean=mean if mean is not None else rstd, rstd=rstd,
+                has_mean=mean is not None, rows=rows, d=d, sig=sig)
 
 
 def partial_workspace(groups: int, d: int, has_bias: bool) -> int:
@@ -56,30 +66,36 @@ _COMPILED: dict = {}
 
 
 def _spec(a):
-    if isinstance(a, torch.Tensor):
-        return a.dtype, a.data_ptr() % 16 == 0
-    if type(a) is int:
-        return a == 1, a % 16 == 0, -2 ** 31 <= a < 2 ** 31
-    return type(a), a
+    """One argument's part of the key (the same rule as the inline one in `launch`)."""
+    return _specs((a,))[0]
+
+
+def _specs(args) -> tuple:
+    # inline, not a call per argument: this runs for every argument of every launch
+    return tuple((a.dtype, not a.data_ptr() & 15) if isinstance(a, torch.Tensor)
+                 else (a == 1, not a & 15, -2147483648 <= a <= 2147483647) if type(a) is int
+                 else (type(a), a) for a in args)
 
 
 def _no_hooks() -> bool:
     """True when no launch hook (a profiler, say) is installed: the direct launch skips them."""
     r = triton.knobs.runtime
-    return all(h is None or not getattr(h, "calls", True)
-               for h in (r.launch_enter_hook, r.launch_exit_hook))
+    e, x = r.launch_enter_hook, r.launch_exit_hook
+    return (e is None or not getattr(e, "calls", True)) and (x is None or not getattr(x, "calls", True))
 
 
-def launch(kernel, grid: tuple, *args, **meta) -> None:
+def launch(kernel, grid: tuple, *args, key=None, **meta) -> None:
     """`kernel[grid](*args, **meta)`, with less host time from the second call of a kind on.
 
     `args` are the kernel's run-time arguments in order; `meta` its constexpr parameters (by
-    name) and launch options (num_warps, num_stages)."""
+    name) and launch options (num_warps, num_stages).  `key`, when given, stands in for the
+    arguments' specialisation (it must determine it: `Call.sig` plus the launch's own sizes),
+    which saves reading every argument again."""
     if not _FAST or _device.interpreted() or not _no_hooks():
         kernel[grid](*args, **meta)
         return
     dev = torch.cuda.current_device()
-    key = (kernel, dev, tuple(map(_spec, args)), tuple(meta.items()))
+    key = (kernel, dev, _specs(args) if key is None else key, tuple(meta.items()))
     hit = _COMPILED.get(key)
     if hit is None:
         compiled = kernel[grid](*args, **meta)     # compiles if needed, and launches

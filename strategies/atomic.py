@@ -57,6 +57,6 @@ def backward(x, dy, weight, mean, rstd, *, groups=None):
     launch(_atomic_kernel, (_tuning.cdiv(c.rows, p["block_r"]),),
         c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, aw, ab, c.rows, c.d, *c.strides,
         HAS_MEAN=c.has_mean, BLOCK_R=p["block_r"], BLOCK_D=p["block_d"],
-        ONE_CHUNK=p["one_chunk"], num_warps=p["num_warps"])
+        ONE_CHUNK=p["one_chunk"], num_warps=p["num_warps"], key=c.sig)
     wd = weight.dtype
     return c.outputs(aw.to(wd), ab.to(wd) if c.has_mean else None)

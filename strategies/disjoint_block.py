@@ -119,7 +119,7 @@ def launch_partials(kernel, c, groups: int, p, *extra, **meta):
         c.rows, c.d, _tuning.cdiv(c.rows, groups), *c.strides,
         HAS_MEAN=c.has_mean, BLOCK_R=p["block_r"], BLOCK_D=p["block_d"],
         ONE_CHUNK=p["one_chunk"], NUM_STAGES=p["num_stages"], PREFETCH=p["prefetch"], **meta,
-        num_warps=p["num_warps"])
+        num_warps=p["num_warps"], key=(c.sig, groups))
     return pw, pb
 
 

@@ -87,5 +87,5 @@ def backward(x, dy, weight, mean, rstd, *, groups):
         c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, pw, pb if pb is not None else pw, locks,
         c.rows, c.d, groups, nchunk, *c.strides,
         HAS_MEAN=c.has_mean, BLOCK_D=p["block_d"], ONE_CHUNK=p["one_chunk"],
-        num_warps=p["num_warps"])
+        num_warps=p["num_warps"], key=(c.sig, groups))
     return c.outputs(*reduce_partials(pw, pb, weight.dtype))

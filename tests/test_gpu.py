@@ -66,9 +66,12 @@ def test_direct_launch_matches_plain_launch(name, monkeypatch):
     also when a cached specialisation meets an unaligned view and odd sizes."""
     from strategies import _launch
     e = strategies.get(name)
-    for rows, d, stride in [(4096, 1024, None), (1000, 1000, 1003), (4096, 1024, None)]:
-        x, dy, w, mean, rstd = make_inputs("layernorm", rows, d, "bf16", "bf16", seed=d, device="cuda",
-                                           row_stride=stride)
+    for rows, d, stride, shift in [(4096, 1024, None, 0), (1000, 1000, 1003, 0),
+                                   (4096, 1024, None, 0), (4096, 1024, 1032, 1)]:
+        x, dy, w, mean, rstd = make_inputs("layernorm", rows, d + shift, "bf16", "bf16", seed=d,
+                                           device="cuda", row_stride=stride)
+        if shift:    # views that start 2 bytes in: not 16-byte aligned, same sizes as before
+            x, dy, w = x[:, shift:], dy[:, shift:], w[shift:]
         monkeypatch.setattr(_launch, "_FAST", False)
         plain = e.backward(x, dy, w, mean, rstd)
         monkeypatch.setattr(_launch, "_FAST", True)

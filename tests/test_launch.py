@@ -94,3 +94,25 @@ def test_hook_detection_reads_tritons_hook_chains(monkeypatch):
         assert not _launch._no_hooks()
     finally:
         triton.knobs.runtime.launch_enter_hook.remove(hook)
+
+
+def test_a_given_key_stands_in_for_the_arguments(fast):
+    """Strategies pass Call.sig (+ GROUPS): then the arguments themselves are not read."""
+    k = FakeKernel()
+    _launch.launch(k, (1,), torch.zeros(64), 64, BLOCK=16, FLAG=True, num_warps=4, key=("sig", 1))
+    _launch.launch(k, (1,), torch.zeros(64, dtype=torch.float16), 1, BLOCK=16, FLAG=True,
+                   num_warps=4, key=("sig", 1))
+    _launch.launch(k, (1,), torch.zeros(64), 64, BLOCK=16, FLAG=True, num_warps=4, key=("sig", 2))
+    assert [e[0] for e in k.log] == ["compile+launch", "run", "compile+launch"]
+
+
+def test_call_sig_sees_what_triton_specialises_on():
+    from harness.inputs import make_inputs
+    x, dy, w, mean, rstd = make_inputs("layernorm", 8, 64, "bf16", "bf16", seed=0, device="cpu",
+                                       row_stride=72)
+    base = _launch.prepare(x, dy, w, mean, rstd).sig
+    assert _launch.prepare(x[:, 1:], dy[:, 1:], w[1:], mean, rstd).sig != base       # alignment, d
+    assert _launch.prepare(x[:, 8:], dy[:, 8:], w[8:], mean, rstd).sig != base       # d
+    assert _launch.prepare(x, dy, w, None, rstd).sig != base                          # no mean
+    assert _launch.prepare(x.float(), dy.float(), w, mean, rstd).sig != base          # dtype, stride
+    assert _launch.prepare(x.clone(), dy.clone(), w.clone(), mean.clone(), rstd.clone()).sig != base  # stride 64
