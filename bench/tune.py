@@ -90,6 +90,7 @@ def main():
           f"copy ceiling {copy:.0f} GB/s", flush=True)
     names = args.names.split(",")
     peers = [n for n in ("torch", "liger", "quack") if n in strategies.names()]
+    os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "tune.csv")
     fields = ["norm", "rows", "d", "dtype", "name", "config", "groups", "geff", "block_r",
               "num_warps", "prefetch", "us", "pct_copy", "err", "status"]

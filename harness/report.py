@@ -1071,7 +1071,7 @@ buffer (rows writers); grouped schemes: row r goes to partial r mod GROUPS (⌈r
 disjoint: each program owns its partial row (1 writer). Workspace counts only the fp32 partial rows,
 GROUPS·d·4 B per reduced parameter — ×2 for LayerNorm, whose dβ is reduced alongside dγ, ×1 for
 RMSNorm; atomic's is d·4 B per parameter. spin_lock's lock and count words (a few bytes per group)
-and disjoint_fused's 4-byte arrival counter are left out. The GROUPS a scheme actually uses is
+and disjoint_fused's two 4-byte counters are left out. The GROUPS a scheme actually uses is
 min(GROUPS, rows).</p>
 <h4>Measured records matching these inputs: <span id="w-measured-count"></span></h4>
 <table id="w-measured-table"><thead><tr><th>implementation</th><th>norm</th><th>dtype / weight</th>
