@@ -1,0 +1,59 @@
+"""The launch and GROUPS rules (strategies/_tuning.py, _groups.py, disjoint_fused.reduce_tile):
+the measured rules of docs/PERF_NOTES.md, and the invariants the GPU-only code relies on."""
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from strategies import _groups, _tuning
+from strategies.disjoint_fused import auto_groups as fused_auto, reduce_tile
+
+
+@pytest.mark.parametrize("d,block_r,warps,prefetch", [
+    (768, 4, 4, True), (1024, 4, 4, True),        # tune-2: 65536x1024 best block_r 4, 4 warps
+    (4096, 2, 8, True),                           # 16384x4096: block_r 2, 8 warps
+    (8192, 1, 16, True),                          # 16384x8192: block_r 1, 16 warps
+    (16384, 1, 16, False),                        # tune-3: prefetch spills at 16384
+    (20000, 1, 16, False),                        # chunked rows
+])
+def test_row_loop_rule_is_the_measured_one(d, block_r, warps, prefetch):
+    p = _tuning.params("disjoint_block", d)
+    assert (p["block_r"], p["num_warps"], p["prefetch"]) == (block_r, warps, prefetch)
+
+
+@pytest.mark.parametrize("d,groups", [(1024, 264), (4096, 132), (8192, 132), (16384, 132)])
+def test_auto_blocks_on_an_h200(d, groups):
+    assert _groups.auto_blocks(65536, d, 132) == groups
+
+
+def test_params_are_cached_and_read_only_but_overrides_apply(monkeypatch):
+    p = _tuning.params("disjoint_block", 4096)
+    assert p is _tuning.params("disjoint_block", 4096)
+    with pytest.raises(TypeError):
+        p["block_r"] = 3
+    monkeypatch.setitem(_tuning.OVERRIDE, "disjoint_block", {"block_r": 1, "block_d": 2048})
+    q = _tuning.params("disjoint_block", 4096)
+    assert q["block_r"] == 1 and q["block_d"] == 2048 and q["one_chunk"] is False
+
+
+@settings(max_examples=300, deadline=None)
+@given(d=st.integers(1, 65536), groups=st.integers(1, 132))
+def test_grid_sync_slices_cover_every_column_once(d, groups):
+    """Program p reduces columns [p·RED_N, (p+1)·RED_N): together they must cover [0, d), and
+    a step reads at most 4096 elements (never fewer than one partial row)."""
+    red_g, red_n = reduce_tile(groups, d)
+    assert red_n & (red_n - 1) == 0 and red_g & (red_g - 1) == 0
+    assert groups * red_n >= d
+    assert red_g >= 1 and (red_g * red_n <= 4096 or red_g == 1)
+    assert red_g <= _tuning.pow2(groups)
+
+
+@given(a=st.integers(0, 10 ** 12), b=st.integers(1, 10 ** 6))
+def test_host_integer_helpers(a, b):
+    assert _tuning.cdiv(a, b) == -(-a // b) == (a + b - 1) // b
+    if a:
+        p = _tuning.pow2(a)
+        assert p >= a and p & (p - 1) == 0 and (p == 1 or p // 2 < a)
+
+
+def test_fused_auto_fits_one_program_per_sm():
+    assert fused_auto(2048, 768, 132) == 132 and fused_auto(50, 768, 132) == 50
