@@ -5,7 +5,6 @@ Imported first by `strategies/__init__.py`: TRITON_INTERPRET must be set before 
 """
 from __future__ import annotations
 
-import functools
 import os
 import sys
 
@@ -51,7 +50,6 @@ def _sm_count(device) -> int:
     return 4
 
 
-@functools.lru_cache(maxsize=None)
 def _cuda_sm_count(index: int) -> int:
-    # asked on every call with groups=None: the properties query is host time a user pays
+    # once per device key: sm_count caches the answer (the properties query is slow)
     return torch.cuda.get_device_properties(index).multi_processor_count

@@ -65,11 +65,6 @@ _FAST = os.environ.get("NORMBENCH_FAST_LAUNCH", "1") != "0"
 _COMPILED: dict = {}
 
 
-def _spec(a):
-    """One argument's part of the key (the same rule as the inline one in `launch`)."""
-    return _specs((a,))[0]
-
-
 def _specs(args) -> tuple:
     # inline, not a call per argument: this runs for every argument of every launch
     return tuple((a.dtype, not a.data_ptr() & 15) if isinstance(a, torch.Tensor)

@@ -33,8 +33,7 @@ def block_d(d: int) -> tuple[int, bool]:
     return CHUNK_D, False
 
 
-@functools.lru_cache(maxsize=None)
-def _rule(d: int, rows_per_tile: int | None):
+def _rule(d: int, rows_per_tile: int | None) -> dict:
     bd, one = block_d(d)
     if rows_per_tile is None and one and bd <= 8192:
         # The row-loop kernels (disjoint_block, disjoint_fused), tune-2: with the next tile

@@ -93,7 +93,8 @@ def backward(x, dy, weight, mean, rstd, *, groups):
     p = _tuning.params("disjoint_fused", c.d)
     dw, db = outputs(c.d, c.has_mean, weight.dtype, x.device)
     sync = not _device.interpreted() and groups <= _device.sm_count(x.device)
-    red_g, red_n = reduce_tile(groups, c.d)
+    # the ticket path never reads RED_G/RED_N: fixed values there, no kernel per GROUPS
+    red_g, red_n = reduce_tile(groups, c.d) if sync else (1, 1)
     launch_partials(_fused_kernel, c, groups, p, dw, db if db is not None else dw,
                     _counter(x.device), GRID_SYNC=sync, RED_G=red_g, RED_N=red_n,
                     launch_cooperative_grid=sync)
