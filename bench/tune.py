@@ -1,7 +1,7 @@
 """Tuning sweep on the GPU: launch parameters and GROUPS per strategy and shape.
 
     python bench/tune.py [--names a,b] [--shapes 16384x4096,...] [--norms layernorm] [--dtype bf16]
-                         [--rep MS] [--out DIR]
+                         [--rep MS] [--out DIR] [--warm-jobs N] [--budget-s S]
 
 For each shape it times each strategy under several launch parameters (through
 `strategies._tuning.OVERRIDE`, the same hook the kernels read) and GROUPS values with do_bench
@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import itertools
 import os
+import subprocess
 import sys
 import time
 
@@ -33,42 +35,69 @@ from strategies import _tuning  # noqa: E402
 SHAPES = [(16384, 4096), (16384, 8192), (65536, 1024), (8192, 16384),
           (2048, 768), (4096, 1024), (4096, 4096)]
 DEFAULT = "default"          # marks the configuration the shipped rules pick
+ROW_LOOP = ("disjoint_block", "disjoint_fused")     # the kernels whose programs loop over rows
 
 
 def grid(name: str, rows: int, d: int, sms: int, dtype: str = "bf16"):
     """(override, groups) candidates for one strategy at rows × d; the shipped default first.
 
-    Round 3 (docs/perf/tune-3.log): the shipped rules, GROUPS alone around them, and a few
-    neighbours of the rules.  Rounds 1–2 searched wider grids (git history of this file)."""
+    Round 4 (docs/perf/tune-4/): the shipped rules; GROUPS alone around groups=auto for every
+    strategy (issue 5.3); neighbours of the launch rules, and the reload/chunk choices at
+    d = 16384.  Rounds 1–3 searched other grids (git history of this file)."""
     yield {}, None
     if name in ("disjoint_block", "grouped_atomic", "spin_lock"):
         # GROUPS alone at the default parameters: where groups=auto should land (issue 5.3)
-        for g in [sms // 2, sms, 2 * sms, 4 * sms]:
+        for g in sorted({sms // 2, sms, 2 * sms, 3 * sms, 4 * sms}):
             yield {}, g
     elif name == "disjoint_fused":
-        for g in [33, 66, sms, 2 * sms]:       # ≤ SMs: grid-synchronised; above: last ticket
+        for g in [33, 66, sms // 2 * 3 // 2, sms]:   # ≤ SMs: the grid-synchronised path
             yield {}, g
-    if name == "disjoint_block":
-        if dtype != "bf16":
-            variants = [{"block_r": 1, "num_warps": 4}, {"block_r": 1, "num_warps": 8},
-                        {"block_r": 2, "num_warps": 16}, {"prefetch": False}]
+    if name in ("disjoint_block", "disjoint_fused"):
+        if d >= 16384:
+            variants = [{"reload": False}, {"num_warps": 32}, {"block_d": 8192, "block_r": 1},
+                        {"block_d": 8192, "block_r": 2}]
         elif d <= 1024:
-            variants = [{"block_r": 2, "num_warps": 4}, {"block_r": 8, "num_warps": 4}]
+            variants = [{"block_r": 2, "num_warps": 4}, {"block_r": 8, "num_warps": 8},
+                        {"reload": True}]
         elif d <= 4096:
-            variants = [{"block_r": 1, "num_warps": 4}, {"block_r": 2, "num_warps": 16}]
-        elif d <= 8192:
-            variants = [{"block_r": 1, "num_warps": 8}]
+            variants = [{"block_r": 1, "num_warps": 4}, {"block_r": 1, "num_warps": 8},
+                        {"block_r": 4, "num_warps": 16}, {"reload": True}]
         else:
-            variants = [{"block_r": 1, "num_warps": 32}, {"prefetch": False}]
+            variants = [{"block_r": 1, "num_warps": 8}, {"reload": True}]
+        if dtype != "bf16":
+            variants.append({"prefetch": False})
+        if name == "disjoint_fused":
+            variants = variants[:2]
         for ov in variants:
             yield ov, None
-    elif name in ("grouped_atomic", "spin_lock"):
+    elif name in ("grouped_atomic", "spin_lock", "atomic"):
         for w in ([4, 8, 16] if d >= 2048 else [2, 4, 8]):
             if w != _tuning.params(name, d, rows_per_tile=1)["num_warps"]:
                 yield {"num_warps": w}, None
-    elif name == "atomic":
-        for w in ([4, 8, 16] if d >= 2048 else [2, 4, 8]):
-            yield {"num_warps": w}, None
+        if d >= 16384:
+            yield {"reload": False}, None
+
+
+def warm(args, shapes, sms, part: int, nparts: int) -> None:
+    """Call every configuration whose index ≡ part (mod nparts) once: it compiles."""
+    k = 0
+    for (rows, d), norm in itertools.product(shapes, args.norms.split(",")):
+        inputs = None
+        for name in args.names.split(","):
+            e = strategies.get(name)
+            for ov, g in grid(name, rows, d, sms, args.dtype):
+                k += 1
+                if k % nparts != part:
+                    continue
+                if inputs is None:
+                    inputs = make_inputs(norm, rows, d, args.dtype, args.dtype, seed=0,
+                                         device=args.device)
+                _tuning.OVERRIDE[name] = ov
+                try:
+                    e.backward(*inputs, groups=g)
+                except Exception:   # the timed pass records it
+                    pass
+            _tuning.OVERRIDE.pop(name, None)
 
 
 def main():
@@ -81,10 +110,29 @@ def main():
     ap.add_argument("--rep", type=float, default=20)
     ap.add_argument("--budget-s", type=float, default=1e9, help="stop starting new shapes after this")
     ap.add_argument("--device", default="cuda", help="cpu: a smoke test under the interpreter")
+    ap.add_argument("--warm-jobs", type=int, default=0,
+                    help="first compile every configuration in this many parallel processes "
+                         "(Triton's disk cache then serves the timed pass; compiling is most "
+                         "of a tuning run's time)")
+    ap.add_argument("--warm-part", default="", help=argparse.SUPPRESS)   # "i/n": one warm process
     args = ap.parse_args()
     shapes = SHAPES if not args.shapes else [tuple(map(int, s.split("x"))) for s in args.shapes.split(",")]
     gpu = args.device == "cuda"
     sms = strategies.sm_count(args.device)
+    if args.warm_part:
+        return warm(args, shapes, sms, *map(int, args.warm_part.split("/")))
+    if args.warm_jobs > 1:
+        t = time.time()
+        argv, skip = [], False
+        for a in sys.argv[1:]:          # everything but --warm-jobs N
+            if not skip and not a.startswith("--warm-jobs"):
+                argv.append(a)
+            skip = not skip and a == "--warm-jobs"
+        procs = [subprocess.Popen([sys.executable, __file__, *argv, "--warm-part",
+                                   f"{i}/{args.warm_jobs}"]) for i in range(args.warm_jobs)]
+        codes = [p.wait() for p in procs]
+        print(f"compiled in {args.warm_jobs} processes: {time.time() - t:.0f} s "
+              f"(exit codes {codes})", flush=True)
     copy = timing.copy_ceiling_gbps(args.device, gpu)
     print(f"device {torch.cuda.get_device_name() if gpu else 'cpu'}  SMs {sms}  "
           f"copy ceiling {copy:.0f} GB/s", flush=True)
@@ -92,8 +140,9 @@ def main():
     peers = [n for n in ("torch", "liger", "quack") if n in strategies.names()]
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "tune.csv")
-    fields = ["norm", "rows", "d", "dtype", "name", "config", "groups", "geff", "block_r",
-              "num_warps", "prefetch", "us", "pct_copy", "err", "status"]
+    fields = ["norm", "rows", "d", "dtype", "name", "config", "override", "groups", "geff",
+              "block_d", "block_r", "num_warps", "prefetch", "reload", "us", "pct_copy", "err",
+              "status"]
     out = open(path, "w", newline="")
     w = csv.DictWriter(out, fieldnames=fields)
     w.writeheader()
@@ -111,7 +160,8 @@ def main():
             e = strategies.get(name)
             for ov, g in (grid(name, rows, d, sms, args.dtype) if name in names else [({}, None)]):
                 _tuning.OVERRIDE[name] = ov
-                p = _tuning.params(name, d) if name in names else {}
+                p = (_tuning.params(name, d, rows_per_tile=None if name in ROW_LOOP else 1)
+                     if name in names else {})
                 try:
                     res = e.backward(x, dy, wt, mean, rstd, groups=g)
                     err = max(v for v in (rel_error(o, r) for o, r in zip(res, ref)) if v is not None)
@@ -122,9 +172,11 @@ def main():
                     err, ms, status = float("nan"), float("nan"), f"{type(ex).__name__}: {str(ex)[:80]}"
                 rec = dict(norm=norm, rows=rows, d=d, dtype=args.dtype, name=name,
                            config=DEFAULT if not ov and g is None else "",
+                           override=json.dumps(ov, sort_keys=True) if ov else "",
                            groups=g, geff=e.effective_groups(rows, d, g),
-                           block_r=p.get("block_r"), num_warps=p.get("num_warps"),
-                           prefetch=p.get("prefetch"), us=round(ms * 1e3, 2),
+                           block_d=p.get("block_d"), block_r=p.get("block_r"),
+                           num_warps=p.get("num_warps"), prefetch=p.get("prefetch"),
+                           reload=p.get("reload"), us=round(ms * 1e3, 2),
                            pct_copy=round(model.pct(model.gbps(nbytes, ms), copy), 1) if ms == ms else None,
                            err=err, status=status)
                 w.writerow(rec)
@@ -137,8 +189,11 @@ def main():
         dflt = ok[ok.config == DEFAULT].set_index("name")["us"]
         best["default_us"] = dflt
         best["default_vs_best"] = (dflt / best["us"]).round(3)
+        # issue 5.3: groups=auto against the best GROUPS at the default launch parameters
+        best["auto_vs_best_g"] = (dflt / ok[ok.override == ""].groupby("name")["us"].min()).round(3)
         print(f"\n== {norm} {rows}x{d} {args.dtype}  ({time.time() - t0:.0f}s)", flush=True)
-        cols = ["geff", "block_r", "num_warps", "prefetch", "us", "pct_copy", "default_us", "default_vs_best"]
+        cols = ["geff", "override", "us", "pct_copy", "default_us", "default_vs_best",
+                "auto_vs_best_g"]
         print(best.sort_values("us")[cols].to_string(), flush=True)
         bad = df[df.status != "ok"]
         if len(bad):

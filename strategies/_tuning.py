@@ -12,7 +12,8 @@ from types import MappingProxyType
 MAX_BLOCK_D = 16384
 CHUNK_D = 8192
 
-# strategy name -> dict of forced parameters (block_r, num_warps, block_d, prefetch), for tuning.
+# strategy name -> dict of forced parameters (block_r, num_warps, block_d, prefetch, reload),
+# for tuning.
 OVERRIDE: dict[str, dict] = {}
 
 
@@ -43,17 +44,18 @@ def _rule(d: int, rows_per_tile: int | None) -> dict:
         br = max(1, min(16, tile // bd))
         warps = max(4, min(16, br * bd // (32 if bd <= 4096 else 16) // 32))
         return dict(block_d=bd, one_chunk=True, block_r=br, num_warps=warps, num_stages=1,
-                    prefetch=True)
+                    prefetch=True, reload=False)
     # One tile of rows per program (atomic, grouped_atomic, spin_lock), or rows wider than a
     # block: tune-1's rule (tune-2 found these within 5 % of their best).
     br = rows_per_tile if rows_per_tile is not None else 1
     warps = 16 if bd * br >= 16384 else max(4, min(16, bd * br // 512))
+    # A row of 16384 in one block reads its tile twice rather than spill (rowgrad_reload).
     return dict(block_d=bd, one_chunk=one, block_r=br, num_warps=warps, num_stages=1,
-                prefetch=False)
+                prefetch=False, reload=one and bd >= 16384)
 
 
 def params(name: str, d: int, *, rows_per_tile: int | None = None):
-    """block_d, one_chunk, block_r, num_warps, num_stages, prefetch for strategy `name` at d.
+    """block_d, one_chunk, block_r, num_warps, num_stages, prefetch, reload for `name` at d.
 
     Returns a read-only mapping (cached: this runs on every call)."""
     ov = OVERRIDE.get(name)

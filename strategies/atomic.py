@@ -18,14 +18,14 @@ from .rowgrad import row_coeffs, rowgrad_chunk, rowgrad_rows
 @triton.jit
 def _atomic_kernel(X, DY, DX, W, Mean, Rstd, AW, AB, ROWS, N, stride_x, stride_dy, stride_dx,
                    HAS_MEAN: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr,
-                   ONE_CHUNK: tl.constexpr):
+                   ONE_CHUNK: tl.constexpr, RELOAD: tl.constexpr):
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     row_mask = rows < ROWS
     rows = rows.to(tl.int64)
     if ONE_CHUNK:
         gw, gb, cols, col_mask = rowgrad_rows(X, DY, DX, W, Mean, Rstd, rows, row_mask,
                                               stride_x, stride_dy, stride_dx, N, HAS_MEAN,
-                                              BLOCK_D)
+                                              BLOCK_D, RELOAD)
         # relaxed: the adds only need atomicity, not ordering with other memory operations
         tl.atomic_add(AW + cols, tl.sum(gw, axis=0), mask=col_mask, sem="relaxed")
         if HAS_MEAN:
@@ -57,6 +57,6 @@ def backward(x, dy, weight, mean, rstd, *, groups=None):
     launch(_atomic_kernel, (_tuning.cdiv(c.rows, p["block_r"]),),
         c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, aw, ab, c.rows, c.d, *c.strides,
         HAS_MEAN=c.has_mean, BLOCK_R=p["block_r"], BLOCK_D=p["block_d"],
-        ONE_CHUNK=p["one_chunk"], num_warps=p["num_warps"], key=c.sig)
+        ONE_CHUNK=p["one_chunk"], RELOAD=p["reload"], num_warps=p["num_warps"], key=c.sig)
     wd = weight.dtype
     return c.outputs(aw.to(wd), ab.to(wd) if c.has_mean else None)

@@ -15,19 +15,21 @@ from . import _groups, _tuning
 from ._launch import launch, partial_workspace, prepare
 from ._registry import register
 from .reduce import reduce_partials
-from .rowgrad import load_rows, row_coeffs, rowgrad_chunk, rowgrad_loaded, rowgrad_tile
+from .rowgrad import (load_rows, row_coeffs, rowgrad_chunk, rowgrad_loaded, rowgrad_reload,
+                      rowgrad_tile)
 
 
 @triton.jit
 def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
                       stride_x, stride_dy, stride_dx, HAS_MEAN: tl.constexpr,
                       BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr,
-                      NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr):
+                      NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr, RELOAD: tl.constexpr):
     """Program p: dx for rows [p·R, (p+1)·R) and its partial rows PW[p], PB[p].
 
     Keeping bytes in flight is the whole game (the kernel is bandwidth-bound).  PREFETCH holds
     two tiles in registers and loads the next while it works on this one; without it,
-    NUM_STAGES > 1 asks Triton's own pipeliner to do the same with shared memory."""
+    NUM_STAGES > 1 asks Triton's own pipeliner to do the same with shared memory.  RELOAD
+    (rows of 16384) reads each tile twice rather than spill registers (rowgrad_reload)."""
     pid = tl.program_id(0)
     r0 = pid * ROWS_PER_PROG
     r_end = tl.minimum(r0 + ROWS_PER_PROG, ROWS)
@@ -56,7 +58,7 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
                                                   nmask, stride_x, stride_dy, HAS_MEAN,
                                                   "evict_first")
                 gw, gb = rowgrad_loaded(x, dy, mean, rstd, w, rows, mask, cols, DX, stride_dx,
-                                        N, HAS_MEAN)
+                                        N, HAS_MEAN, X, DY, stride_x, stride_dy, RELOAD)
                 acc_w += tl.sum(gw, axis=0)
                 if HAS_MEAN:
                     acc_b += tl.sum(gb, axis=0)
@@ -65,9 +67,14 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
             for r in tl.range(r0, r_end, BLOCK_R, num_stages=NUM_STAGES):
                 rows = r + tl.arange(0, BLOCK_R)
                 row_mask = rows < r_end
-                gw, gb = rowgrad_tile(X, DY, DX, w, Mean, Rstd, rows.to(tl.int64), row_mask,
-                                      cols, col_mask, stride_x, stride_dy, stride_dx, N,
-                                      HAS_MEAN)
+                if RELOAD:
+                    gw, gb = rowgrad_reload(X, DY, DX, W, Mean, Rstd, rows.to(tl.int64),
+                                            row_mask, cols, col_mask, stride_x, stride_dy,
+                                            stride_dx, N, HAS_MEAN)
+                else:
+                    gw, gb = rowgrad_tile(X, DY, DX, w, Mean, Rstd, rows.to(tl.int64), row_mask,
+                                          cols, col_mask, stride_x, stride_dy, stride_dx, N,
+                                          HAS_MEAN)
                 acc_w += tl.sum(gw, axis=0)
                 if HAS_MEAN:
                     acc_b += tl.sum(gb, axis=0)
@@ -103,10 +110,10 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
 def _disjoint_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
                      stride_x, stride_dy, stride_dx, HAS_MEAN: tl.constexpr,
                      BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr,
-                     NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr):
+                     NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr, RELOAD: tl.constexpr):
     disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
                       stride_x, stride_dy, stride_dx, HAS_MEAN, BLOCK_R, BLOCK_D, ONE_CHUNK,
-                      NUM_STAGES, PREFETCH)
+                      NUM_STAGES, PREFETCH, RELOAD)
 
 
 def launch_partials(kernel, c, groups: int, p, *extra, **meta):
@@ -118,7 +125,8 @@ def launch_partials(kernel, c, groups: int, p, *extra, **meta):
         c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, pw, pb if pb is not None else pw, *extra,
         c.rows, c.d, _tuning.cdiv(c.rows, groups), *c.strides,
         HAS_MEAN=c.has_mean, BLOCK_R=p["block_r"], BLOCK_D=p["block_d"],
-        ONE_CHUNK=p["one_chunk"], NUM_STAGES=p["num_stages"], PREFETCH=p["prefetch"], **meta,
+        ONE_CHUNK=p["one_chunk"], NUM_STAGES=p["num_stages"], PREFETCH=p["prefetch"],
+        RELOAD=p["reload"], **meta,
         num_warps=p["num_warps"], key=(c.sig, groups))
     return pw, pb
 

@@ -18,7 +18,7 @@ from .rowgrad import row_coeffs, rowgrad_chunk, rowgrad_rows
 
 @triton.jit
 def _grouped_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, G, stride_x, stride_dy, stride_dx,
-                    HAS_MEAN: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr):
+                    HAS_MEAN: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr, RELOAD: tl.constexpr):
     row = tl.program_id(0)
     rows = (row + tl.arange(0, 1)).to(tl.int64)
     row_mask = rows < ROWS
@@ -26,7 +26,7 @@ def _grouped_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, G, stride_x, stri
     if ONE_CHUNK:
         gw, gb, cols, col_mask = rowgrad_rows(X, DY, DX, W, Mean, Rstd, rows, row_mask,
                                               stride_x, stride_dy, stride_dx, N, HAS_MEAN,
-                                              BLOCK_D)
+                                              BLOCK_D, RELOAD)
         tl.atomic_add(PW + base + cols, tl.sum(gw, axis=0), mask=col_mask, sem="relaxed")
         if HAS_MEAN:
             tl.atomic_add(PB + base + cols, tl.sum(gb, axis=0), mask=col_mask, sem="relaxed")
@@ -54,6 +54,6 @@ def backward(x, dy, weight, mean, rstd, *, groups):
     launch(_grouped_kernel, (c.rows,),
         c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, pw, pb if pb is not None else pw,
         c.rows, c.d, groups, *c.strides,
-        HAS_MEAN=c.has_mean, BLOCK_D=p["block_d"], ONE_CHUNK=p["one_chunk"],
+        HAS_MEAN=c.has_mean, BLOCK_D=p["block_d"], ONE_CHUNK=p["one_chunk"], RELOAD=p["reload"],
         num_warps=p["num_warps"], key=(c.sig, groups))
     return c.outputs(*reduce_partials(pw, pb, weight.dtype))

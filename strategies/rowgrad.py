@@ -14,6 +14,8 @@ the in-row sums run over up to 65536 elements, where bf16 accumulation would los
 
 Two shapes of the same math:
   * `rowgrad_tile`  — the whole row fits one block (BLOCK_D ≥ d): load once, compute, store.
+    `rowgrad_reload` is the same for rows so wide (16384) that x̂ and g cannot stay in
+    registers across the row sums: it reads the tile a second time, from L1.
   * `row_coeffs` + `rowgrad_chunk` — a row wider than one block: a first pass over the chunks
     accumulates c1 and c2, a second pass writes dx chunk by chunk and returns each chunk's
     contributions.  It reads x and dy twice, which is the price of d > BLOCK_D.
@@ -77,11 +79,50 @@ def _dx(xhat, g, c1, c2, rstd, HAS_MEAN: tl.constexpr):
 
 @triton.jit
 def rowgrad_loaded(x, dy, mean, rstd, w, rows, mask, cols, DX, stride_dx, N,
-                   HAS_MEAN: tl.constexpr):
-    """Whole rows from a loaded tile (load_rows): store dx; return (dy·x̂, dy) as fp32 tiles."""
+                   HAS_MEAN: tl.constexpr, X, DY, stride_x, stride_dy, RELOAD: tl.constexpr):
+    """Whole rows from a loaded tile (load_rows): store dx; return (dy·x̂, dy) as fp32 tiles.
+
+    RELOAD: after the row sums, read x and dy again (from L1) instead of keeping x̂ and g in
+    registers across them (see rowgrad_reload); the same arithmetic, the same bits."""
     xhat, g, dy = xhat_g(x, dy, mean, rstd, w, mask, HAS_MEAN)
     c1 = tl.sum(xhat * g, axis=1) / N
     c2 = tl.sum(g, axis=1) / N
+    if RELOAD:
+        x = tl.load(X + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0,
+                    cache_modifier=".ca")
+        dy = tl.load(DY + rows[:, None] * stride_dy + cols[None, :], mask=mask, other=0.0,
+                     cache_modifier=".ca")
+        xhat, g, dy = xhat_g(x, dy, mean, rstd, w, mask, HAS_MEAN)
+    dx = _dx(xhat, g, c1, c2, rstd, HAS_MEAN)
+    tl.store(DX + rows[:, None] * stride_dx + cols[None, :], dx.to(DX.dtype.element_ty), mask=mask)
+    return dy * xhat, dy
+
+
+@triton.jit
+def rowgrad_reload(X, DY, DX, W, Mean, Rstd, rows, row_mask, cols, col_mask,
+                   stride_x, stride_dy, stride_dx, N, HAS_MEAN: tl.constexpr):
+    """rowgrad_tile for rows too wide to keep x̂ and g in registers across the row sums.
+
+    At d = 16384 one row is 32 fp32 values of each of x̂, g, dγ's and dβ's accumulators per
+    thread of 16 warps: 128 registers, the most a thread of 16 warps may have, so ptxas
+    spilled (measured: 256 bytes of stack).  Here the row sums are taken first; then the same
+    tile (x, dy and γ) is read again — from L1, which still holds it — and x̂ and g are
+    recomputed for dx and the contributions.  Same arithmetic in the same order as
+    rowgrad_tile: the same bits.  The second read carries a different cache modifier so that
+    the compiler cannot merge it with the first (which would put the registers back)."""
+    mask = row_mask[:, None] & col_mask[None, :]
+    x, dy, mean, rstd = load_rows(X, DY, Mean, Rstd, rows, row_mask, cols, mask, stride_x,
+                                  stride_dy, HAS_MEAN, "evict_last")
+    w = tl.load(W + cols, mask=col_mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+    xhat, g, dy = xhat_g(x, dy, mean, rstd, w, mask, HAS_MEAN)
+    c1 = tl.sum(xhat * g, axis=1) / N
+    c2 = tl.sum(g, axis=1) / N
+    x = tl.load(X + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0,
+                cache_modifier=".ca")
+    dy = tl.load(DY + rows[:, None] * stride_dy + cols[None, :], mask=mask, other=0.0,
+                 cache_modifier=".ca")
+    w = tl.load(W + cols, mask=col_mask, other=0.0, cache_modifier=".ca").to(tl.float32)
+    xhat, g, dy = xhat_g(x, dy, mean, rstd, w, mask, HAS_MEAN)
     dx = _dx(xhat, g, c1, c2, rstd, HAS_MEAN)
     tl.store(DX + rows[:, None] * stride_dx + cols[None, :], dx.to(DX.dtype.element_ty), mask=mask)
     return dy * xhat, dy
@@ -96,20 +137,24 @@ def rowgrad_tile(X, DY, DX, w, Mean, Rstd, rows, row_mask, cols, col_mask,
     mask = row_mask[:, None] & col_mask[None, :]
     x, dy, mean, rstd = load_rows(X, DY, Mean, Rstd, rows, row_mask, cols, mask, stride_x,
                                   stride_dy, HAS_MEAN, "evict_first")
-    return rowgrad_loaded(x, dy, mean, rstd, w, rows, mask, cols, DX, stride_dx, N, HAS_MEAN)
+    return rowgrad_loaded(x, dy, mean, rstd, w, rows, mask, cols, DX, stride_dx, N, HAS_MEAN,
+                          X, DY, stride_x, stride_dy, False)
 
 
 @triton.jit
 def rowgrad_rows(X, DY, DX, W, Mean, Rstd, rows, row_mask, stride_x, stride_dy, stride_dx, N,
-                 HAS_MEAN: tl.constexpr, BLOCK_D: tl.constexpr):
-    """rowgrad_tile for a program that handles one tile of whole rows: loads the weight too.
-
-    Returns (dy·x̂, dy, cols, col_mask)."""
+                 HAS_MEAN: tl.constexpr, BLOCK_D: tl.constexpr, RELOAD: tl.constexpr):
+    """rowgrad_tile (or rowgrad_reload) for a program that handles one tile of whole rows:
+    loads the weight too.  Returns (dy·x̂, dy, cols, col_mask)."""
     cols = tl.arange(0, BLOCK_D)
     col_mask = cols < N
-    w = tl.load(W + cols, mask=col_mask, other=0.0).to(tl.float32)
-    gw, gb = rowgrad_tile(X, DY, DX, w, Mean, Rstd, rows, row_mask, cols, col_mask,
-                          stride_x, stride_dy, stride_dx, N, HAS_MEAN)
+    if RELOAD:
+        gw, gb = rowgrad_reload(X, DY, DX, W, Mean, Rstd, rows, row_mask, cols, col_mask,
+                                stride_x, stride_dy, stride_dx, N, HAS_MEAN)
+    else:
+        w = tl.load(W + cols, mask=col_mask, other=0.0).to(tl.float32)
+        gw, gb = rowgrad_tile(X, DY, DX, w, Mean, Rstd, rows, row_mask, cols, col_mask,
+                              stride_x, stride_dy, stride_dx, N, HAS_MEAN)
     return gw, gb, cols, col_mask
 
 

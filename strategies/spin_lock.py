@@ -44,7 +44,7 @@ def _locked_update(PW, PB, Lock, Count, offs, col_mask, gw, gb, HAS_MEAN: tl.con
 @triton.jit
 def _spin_lock_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, Locks, ROWS, N, G, NCHUNK,
                       stride_x, stride_dy, stride_dx,
-                      HAS_MEAN: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr):
+                      HAS_MEAN: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr, RELOAD: tl.constexpr):
     row = tl.program_id(0)
     rows = (row + tl.arange(0, 1)).to(tl.int64)
     row_mask = rows < ROWS
@@ -55,7 +55,7 @@ def _spin_lock_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, Locks, ROWS, N, G, NCHUN
     if ONE_CHUNK:
         gw, gb, cols, col_mask = rowgrad_rows(X, DY, DX, W, Mean, Rstd, rows, row_mask,
                                               stride_x, stride_dy, stride_dx, N, HAS_MEAN,
-                                              BLOCK_D)
+                                              BLOCK_D, RELOAD)
         _locked_update(PW, PB, Lock, Count, base + cols, col_mask, gw, gb, HAS_MEAN)
     else:
         c1, c2 = row_coeffs(X, DY, W, Mean, Rstd, rows, row_mask, stride_x, stride_dy, N,
@@ -86,6 +86,6 @@ def backward(x, dy, weight, mean, rstd, *, groups):
     launch(_spin_lock_kernel, (c.rows,),
         c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, pw, pb if pb is not None else pw, locks,
         c.rows, c.d, groups, nchunk, *c.strides,
-        HAS_MEAN=c.has_mean, BLOCK_D=p["block_d"], ONE_CHUNK=p["one_chunk"],
+        HAS_MEAN=c.has_mean, BLOCK_D=p["block_d"], ONE_CHUNK=p["one_chunk"], RELOAD=p["reload"],
         num_warps=p["num_warps"], key=(c.sig, groups))
     return c.outputs(*reduce_partials(pw, pb, weight.dtype))

@@ -7,7 +7,7 @@ from harness.inputs import make_inputs, reference, rel_error, tolerance
 
 pytestmark = pytest.mark.gpu
 
-SHAPES = [("bf16", 16384, 4096), ("bf16", 16384, 8192), ("fp32", 1024, 65536)]
+SHAPES = [("bf16", 16384, 4096), ("bf16", 16384, 8192), ("bf16", 8192, 16384), ("fp32", 1024, 65536)]
 NAMES = [n for n in ("atomic", "grouped_atomic", "spin_lock", "disjoint_block", "disjoint_fused",
                      "torch", "liger", "quack") if n in strategies.names()]
 

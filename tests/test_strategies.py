@@ -145,3 +145,35 @@ def test_prefetching_row_loop(poisoned, monkeypatch, name, norm):
     for u, v in zip(fetched, plain):
         if u is not None:
             assert torch.equal(u.view(torch.int16), v.view(torch.int16))
+
+
+@pytest.mark.parametrize("norm", NORMS)
+@pytest.mark.parametrize("name", STRATEGIES)
+def test_reloading_rows(poisoned, monkeypatch, name, norm):
+    """Reading a tile a second time after the row sums (the rule at d = 16384, forced here at
+    small d): right answers, and the same bits as keeping x̂ and g in registers — the same
+    arithmetic in the same order.  With prefetch too (the row-loop kernels' option)."""
+    for prefetch in (False, True):
+        ov = {"reload": True, "block_r": 2, "prefetch": prefetch}
+        monkeypatch.setitem(_tuning.OVERRIDE, name, ov)
+        check(name, norm, 13, 40, "bf16", groups=3)
+        check(name, norm, 5, 33, "fp32", groups=5)
+        x, dy, w, mean, rstd = make_inputs(norm, 11, 48, "bf16", "bf16", seed=4, device="cpu")
+        got = strategies.get(name).backward(x, dy, w, mean, rstd, groups=2)
+        monkeypatch.setitem(_tuning.OVERRIDE, name, {**ov, "reload": False})
+        plain = strategies.get(name).backward(x, dy, w, mean, rstd, groups=2)
+        if strategies.get(name).deterministic_by_design:
+            for u, v in zip(got, plain):
+                if u is not None:
+                    assert torch.equal(u.view(torch.int16), v.view(torch.int16))
+        else:   # the interpreter runs programs in order, so here the atomics repeat too
+            assert torch.equal(got[0].view(torch.int16), plain[0].view(torch.int16))
+
+
+def test_reload_rule():
+    """Rows of 16384 read their tile twice (no spills); narrower rows keep it in registers."""
+    assert _tuning.params("disjoint_block", 16384)["reload"]
+    assert _tuning.params("grouped_atomic", 16384, rows_per_tile=1)["reload"]
+    for d in (768, 4096, 8192, 20000):
+        assert not _tuning.params("disjoint_block", d)["reload"]
+        assert not _tuning.params("atomic", d, rows_per_tile=1)["reload"]
