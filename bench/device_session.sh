@@ -5,6 +5,8 @@
 # (bench/device_tune.sh does), this one carries .peers-a2 (the rest) and .peers-b (the
 # wheels).  Runs are written under /tmp/runs, which survives to a next call on the same warm
 # machine (a cut run is finished there with --resume), and come back as one runs.tgz.
+# CONFIGS0 run one after the other on GPU 0; CONFIGS1, at the same time, on GPU 1 (with one
+# GPU, after CONFIGS0).  Each entry is config:seconds.  One run never spans two GPUs.
 # Pass NORMBENCH_GIT_COMMIT=<sha>: the copy has no .git.
 set -u
 export PYTHONUNBUFFERED=1 NORMBENCH_QUIET=1
@@ -15,9 +17,20 @@ fi
 for w in .peers-b/*.whl; do python3 -m zipfile -e "$w" /tmp/site; done
 export PYTHONPATH=$PWD:/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages
 python3 run_bench.py list
-for c in ${CONFIGS:-peers:200 default:340}; do
-  n=${c%%:*}; t=${c##*:}
-  echo "== $n"; /usr/bin/time -f "wall %e s" timeout $t python3 run_bench.py run configs/$n.yaml \
-    --out /tmp/runs/h200-$n --resume --no-report 2>&1 | tail -45
-done
+N=$(nvidia-smi -L | wc -l)
+runs() {   # GPU, then config:seconds entries
+  local gpu=$1; shift
+  for c in "$@"; do
+    n=${c%%:*}; t=${c##*:}
+    echo "== $n (GPU $gpu)"
+    CUDA_VISIBLE_DEVICES=$gpu /usr/bin/time -f "wall %e s" timeout $t python3 run_bench.py run \
+      configs/$n.yaml --out /tmp/runs/h200-$n --resume --no-report > /tmp/runs/$n.log 2>&1
+    tail -45 /tmp/runs/$n.log
+  done
+}
+if [ "$N" -gt 1 ]; then
+  runs 0 ${CONFIGS0:-peers:300 small:120} & runs 1 ${CONFIGS1:-default:420}; wait
+else
+  runs 0 ${CONFIGS0:-peers:300 small:120} ${CONFIGS1:-default:420}
+fi
 tar -czf $OUT/runs.tgz -C /tmp runs

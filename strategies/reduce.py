@@ -46,8 +46,7 @@ def outputs(n: int, has_bias: bool, dtype: torch.dtype, device):
     """dγ and (with a bias) dβ, [n] each, from one allocation (host time per call counts)."""
     if not has_bias:
         return torch.empty(n, dtype=dtype, device=device), None
-    both = torch.empty((2, n), dtype=dtype, device=device)
-    return both[0], both[1]
+    return torch.empty((2, n), dtype=dtype, device=device).unbind(0)
 
 
 def reduce_partials(pw: torch.Tensor, pb: torch.Tensor | None, out_dtype: torch.dtype):
