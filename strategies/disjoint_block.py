@@ -16,7 +16,7 @@ from ._launch import launch, partial_workspace, prepare
 from ._registry import register
 from .reduce import reduce_partials
 from .rowgrad import (load_rows, row_coeffs, rowgrad_chunk, rowgrad_loaded, rowgrad_reload,
-                      rowgrad_tile, store_dx)
+                      rowgrad_tile)
 
 
 @triton.jit
@@ -67,21 +67,17 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
             for r in tl.range(r0, r_end, BLOCK_R, num_stages=NUM_STAGES):
                 rows = r + tl.arange(0, BLOCK_R)
                 row_mask = rows < r_end
-                rows = rows.to(tl.int64)
                 if RELOAD:
-                    gw, gb, dx, mask = rowgrad_reload(X, DY, W, Mean, Rstd, rows, row_mask, cols,
-                                                      col_mask, stride_x, stride_dy, N, HAS_MEAN)
-                    # the sums first, then the store: fewer registers live (rowgrad_reload)
-                    acc_w += tl.sum(gw, axis=0)
-                    if HAS_MEAN:
-                        acc_b += tl.sum(gb, axis=0)
-                    store_dx(DX, rows, cols, mask, dx, stride_dx)
+                    gw, gb = rowgrad_reload(X, DY, DX, W, Mean, Rstd, rows.to(tl.int64),
+                                            row_mask, cols, col_mask, stride_x, stride_dy,
+                                            stride_dx, N, HAS_MEAN)
                 else:
-                    gw, gb = rowgrad_tile(X, DY, DX, w, Mean, Rstd, rows, row_mask, cols,
-                                          col_mask, stride_x, stride_dy, stride_dx, N, HAS_MEAN)
-                    acc_w += tl.sum(gw, axis=0)
-                    if HAS_MEAN:
-                        acc_b += tl.sum(gb, axis=0)
+                    gw, gb = rowgrad_tile(X, DY, DX, w, Mean, Rstd, rows.to(tl.int64), row_mask,
+                                          cols, col_mask, stride_x, stride_dy, stride_dx, N,
+                                          HAS_MEAN)
+                acc_w += tl.sum(gw, axis=0)
+                if HAS_MEAN:
+                    acc_b += tl.sum(gb, axis=0)
         tl.store(PW + out + cols, acc_w, mask=col_mask)
         if HAS_MEAN:
             tl.store(PB + out + cols, acc_b, mask=col_mask)
@@ -123,7 +119,7 @@ def _disjoint_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
 def launch_partials(kernel, c, groups: int, p, *extra, **meta):
     """Allocate the [GROUPS, d] partials (one allocation for dγ's and dβ's) and launch
     `kernel` with GROUPS programs; `extra` run-time and `meta` constexpr arguments follow."""
-    if c.has_mean:   # one allocation, split by one call (each indexing op costs host time)
+    if c.has_mean:   # one allocation, split by one call
         pw, pb = torch.empty((2, groups, c.d), dtype=torch.float32, device=c.x.device).unbind(0)
     else:
         pw, pb = torch.empty((groups, c.d), dtype=torch.float32, device=c.x.device), None
