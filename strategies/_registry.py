@@ -15,7 +15,7 @@ from typing import Callable
 
 import torch
 
-from . import _device
+from . import _device, _tuning
 from ._args import check_args
 
 KINDS = ("strategy", "baseline")
@@ -41,6 +41,8 @@ class Entry:
     workspace: Callable[[int, int, int | None, bool], int] = field(default=_no_workspace)
     # (rows, groups_effective) -> writers into one dγ slot
     writers: Callable[[int, int | None], int] | None = None
+    # (rows, d, groups, device) -> effective GROUPS, cached for the hot path of backward()
+    _groups: dict = field(default_factory=dict, repr=False, compare=False)
 
     def effective_groups(self, rows: int, d: int, groups: int | None,
                          device: torch.device | str | None = None) -> int | None:
@@ -68,7 +70,16 @@ class Entry:
         if not self.available:
             raise RuntimeError(f"implementation {self.name!r} is not available: {self.reason}")
         check_args(x, dy, weight, mean, rstd, groups)
-        g = self.effective_groups(x.shape[0], x.shape[1], groups, x.device)
+        if not self.uses_groups:
+            return self.fn(x, dy, weight, mean, rstd, groups=None)
+        # every call asks: a dict hit, nothing more — except while launch parameters are
+        # overridden (bench/tune.py), since the auto GROUPS of disjoint_block follows the warps
+        key = (*x.shape, groups, x.device)
+        g = None if _tuning.OVERRIDE else self._groups.get(key)
+        if g is None:
+            g = self.effective_groups(key[0], key[1], groups, key[3])
+            if not _tuning.OVERRIDE:
+                self._groups[key] = g
         return self.fn(x, dy, weight, mean, rstd, groups=g)
 
 

@@ -16,6 +16,8 @@ alone.  No program waits for another there, so it cannot deadlock.
 Either way the sum order is fixed: bitwise deterministic.  The counters are cached per device,
 so concurrent calls on two streams of one device are not supported.
 """
+import functools
+
 import torch
 import triton
 import triton.language as tl
@@ -78,6 +80,7 @@ def auto_groups(rows: int, d: int, sms: int) -> int:
     return max(1, min(rows, sms))
 
 
+@functools.lru_cache(maxsize=None)
 def reduce_tile(groups: int, d: int) -> tuple[int, int]:
     """(RED_G, RED_N): each program's column slice (RED_N ≥ d/GROUPS, a power of two) and the
     partial rows it reads per step (a tile of at most 4096 elements)."""

@@ -4,7 +4,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from strategies import _groups, _tuning
+import torch
+
+from strategies import _device, _groups, _tuning
 from strategies.disjoint_fused import auto_groups as fused_auto, reduce_tile
 
 
@@ -57,3 +59,35 @@ def test_host_integer_helpers(a, b):
 
 def test_fused_auto_fits_one_program_per_sm():
     assert fused_auto(2048, 768, 132) == 132 and fused_auto(50, 768, 132) == 50
+
+
+def test_nondeterministic_rules_from_tune_4():
+    """grouped_atomic: SMs/2 partial rows, 2·SMs at d ≤ 1024; spin_lock: 8 warps at d ≤ 1024."""
+    from strategies import _groups
+    assert _groups.auto_grouped_atomic(65536, 4096, 132) == 66
+    assert _groups.auto_grouped_atomic(65536, 1024, 132) == 264
+    assert _groups.auto_grouped_atomic(100, 1024, 132) == 100       # never more than rows
+    assert _tuning.params("spin_lock", 1024, rows_per_tile=1)["num_warps"] == 8
+    assert _tuning.params("spin_lock", 4096, rows_per_tile=1)["num_warps"] == 8
+    assert _tuning.params("grouped_atomic", 1024, rows_per_tile=1)["num_warps"] == 4
+    assert _tuning.params("spin_lock", 16384, rows_per_tile=1)["num_warps"] == 16
+
+
+def test_cached_auto_groups_follow_overrides(monkeypatch):
+    """backward() caches groups=auto per shape, but not while a tuning override is set: the
+    auto GROUPS of disjoint_block depends on its warps."""
+    import strategies
+    e = strategies.get("disjoint_block")
+    seen = []
+    monkeypatch.setattr(e, "fn", lambda *a, groups: seen.append(groups))
+    x = torch.zeros(4096, 1024)
+    args = (x, x, torch.ones(1024), torch.zeros(4096), torch.ones(4096))
+    monkeypatch.setattr(_device, "sm_count", lambda device=None: 132)
+    e._groups.clear()
+    e.backward(*args)
+    monkeypatch.setitem(_tuning.OVERRIDE, "disjoint_block", {"num_warps": 8})
+    e.backward(*args)
+    monkeypatch.delitem(_tuning.OVERRIDE, "disjoint_block")
+    e.backward(*args)
+    e._groups.clear()
+    assert seen == [256, 128, 256], seen     # 4 warps: 2·SMs (capped: 16 rows each); 8: SMs
