@@ -21,8 +21,10 @@ import tempfile
 
 import torch
 
-# Kernels must be defined as compiled functions, not under the interpreter: pretend a GPU
-# before `strategies` decides (it reads this once, at import).
+# Kernels must be defined as compiled functions, not under the interpreter: no
+# TRITON_INTERPRET (a test runner may have set it), and a GPU pretended before `strategies`
+# decides (it reads both once, at import).
+os.environ.pop("TRITON_INTERPRET", None)
 torch.cuda.is_available = lambda: True
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
