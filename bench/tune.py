@@ -102,12 +102,13 @@ def warm(args, shapes, sms, part: int, nparts: int) -> None:
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=os.environ.get("OUT", "."))
-    ap.add_argument("--names", default="disjoint_block,disjoint_fused,grouped_atomic,spin_lock,atomic")
-    ap.add_argument("--shapes", default="")
-    ap.add_argument("--norms", default="layernorm,rmsnorm")
-    ap.add_argument("--dtype", default="bf16")
-    ap.add_argument("--rep", type=float, default=20)
+    ap.add_argument("--out", default=os.environ.get("OUT", "."), help="folder for tune.csv ($OUT)")
+    ap.add_argument("--names", default="disjoint_block,disjoint_fused,grouped_atomic,spin_lock,atomic",
+                    help="strategies to tune (torch, liger, quack are timed too when present)")
+    ap.add_argument("--shapes", default="", help="ROWSxD,... (default: the seven of issue 5)")
+    ap.add_argument("--norms", default="layernorm,rmsnorm", help="layernorm,rmsnorm or one")
+    ap.add_argument("--dtype", default="bf16", help="bf16, fp16 or fp32 (x, dy and the weight)")
+    ap.add_argument("--rep", type=float, default=20, help="do_bench repetition time per configuration, ms")
     ap.add_argument("--budget-s", type=float, default=1e9, help="stop starting new shapes after this")
     ap.add_argument("--device", default="cuda", help="cpu: a smoke test under the interpreter")
     ap.add_argument("--warm-jobs", type=int, default=0,
