@@ -69,6 +69,17 @@ def _load_xhat_g(X, DY, w, rows, cols, mask, row_mask, Mean, Rstd, stride_x, str
 
 
 @triton.jit
+def reread_rows(X, DY, rows, cols, mask, stride_x, stride_dy):
+    """Read a tile's x and dy a second time (rowgrad_reload), expected from L1.  The cache
+    modifier differs from load_rows' loads so the compiler cannot merge the two reads."""
+    x = tl.load(X + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0,
+                cache_modifier=".ca")
+    dy = tl.load(DY + rows[:, None] * stride_dy + cols[None, :], mask=mask, other=0.0,
+                 cache_modifier=".ca")
+    return x, dy
+
+
+@triton.jit
 def _dx(xhat, g, c1, c2, rstd, HAS_MEAN: tl.constexpr):
     # The mean term exists only for LayerNorm; RMSNorm's x̂ has no centring to undo.
     if HAS_MEAN:
@@ -88,10 +99,7 @@ def rowgrad_loaded(x, dy, mean, rstd, w, rows, mask, cols, DX, stride_dx, N,
     c1 = tl.sum(xhat * g, axis=1) / N
     c2 = tl.sum(g, axis=1) / N
     if RELOAD:
-        x = tl.load(X + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0,
-                    cache_modifier=".ca")
-        dy = tl.load(DY + rows[:, None] * stride_dy + cols[None, :], mask=mask, other=0.0,
-                     cache_modifier=".ca")
+        x, dy = reread_rows(X, DY, rows, cols, mask, stride_x, stride_dy)
         xhat, g, dy = xhat_g(x, dy, mean, rstd, w, mask, HAS_MEAN)
     dx = _dx(xhat, g, c1, c2, rstd, HAS_MEAN)
     tl.store(DX + rows[:, None] * stride_dx + cols[None, :], dx.to(DX.dtype.element_ty), mask=mask)
@@ -122,10 +130,7 @@ def rowgrad_reload(X, DY, DX, W, Mean, Rstd, rows, row_mask, cols, col_mask,
     xhat, g, dy = xhat_g(x, dy, mean, rstd, w, mask, HAS_MEAN)
     c1 = tl.sum(xhat * g, axis=1) / N
     c2 = tl.sum(g, axis=1) / N
-    x = tl.load(X + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0,
-                cache_modifier=".ca")
-    dy = tl.load(DY + rows[:, None] * stride_dy + cols[None, :], mask=mask, other=0.0,
-                 cache_modifier=".ca")
+    x, dy = reread_rows(X, DY, rows, cols, mask, stride_x, stride_dy)
     w = tl.load(W + cols, mask=col_mask, other=0.0, cache_modifier=".ca").to(tl.float32)
     xhat, g, dy = xhat_g(x, dy, mean, rstd, w, mask, HAS_MEAN)
     dx = _dx(xhat, g, c1, c2, rstd, HAS_MEAN)
