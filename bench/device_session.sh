@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # The device call that produces the committed H200 runs (run from the repo root there).
-# Peers: the CUTLASS DSL runtime travels as a .tar.xz in two parts (a call carries at most
-# 64 MiB): an earlier call on the same warm machine copied part one to /tmp/cu13.part.aa
-# (bench/device_tune.sh does), this one carries .peers-a2 (the rest) and .peers-b (the
-# wheels).  Runs are written under /tmp/runs, which survives to a next call on the same warm
-# machine (a cut run is finished there with --resume), and come back as one runs.tgz.
+# The peers' wheels come as bench/peers_env.sh says (an earlier call on the same warm machine
+# carried .peers-a1; this one carries .peers-a2 and .peers-b).  Runs are written under
+# /tmp/runs, which survives to a next call on the same warm machine (a cut run is finished
+# there with --resume), and come back as one runs.tgz.
 # CONFIGS0 run one after the other on GPU 0, then CONFIGS1.  Each entry is config:seconds.
 # PARALLEL=1 on a two-GPU machine runs CONFIGS1 on GPU 1 at the same time instead — only for
 # runs whose numbers will not be quoted: on 5f52088 two runs at once inflated the host-heavy
@@ -12,12 +11,8 @@
 # Pass NORMBENCH_GIT_COMMIT=<sha>: the copy has no .git.
 set -u
 export PYTHONUNBUFFERED=1 NORMBENCH_QUIET=1
-mkdir -p /tmp/site /tmp/runs
-if [ ! -d /tmp/site/nvidia_cutlass_dsl ] && [ -f /tmp/cu13.part.aa ]; then
-  cat /tmp/cu13.part.aa .peers-a2/cu13.part.a* | tar -xJ -C /tmp/site
-fi
-for w in .peers-b/*.whl; do python3 -m zipfile -e "$w" /tmp/site; done
-export PYTHONPATH=$PWD:/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages
+mkdir -p /tmp/runs
+. bench/peers_env.sh
 python3 run_bench.py list
 N=$(nvidia-smi -L | wc -l)
 runs() {   # GPU, then config:seconds entries

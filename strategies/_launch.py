@@ -48,6 +48,35 @@ def prepare(x, dy, weight, mean, rstd) -> Call:
                 has_mean=mean is not None, rows=rows, d=d, sig=sig)
 
 
+# --- scratch workspaces -----------------------------------------------------------------------
+# The fp32 partial rows live only inside one call, yet allocating them is host time that a small
+# shape pays in full (an allocation and a split: ~10 µs of the ~77 µs a call cost on the device's
+# CPU).  So they are kept between calls, per device, stream and shape: kernels on one stream run
+# in order, so a call's kernels never touch them before the previous call's last read; another
+# stream gets its own.  Their contents are undefined: every strategy writes (or zeroes) before
+# it reads.  The last SCRATCH_KEEP shapes stay allocated (workspace_bytes counts each).
+SCRATCH_KEEP = 8
+_SCRATCH: dict = {}
+
+
+def scratch(groups: int, d: int, has_bias: bool, device: torch.device, zero: bool = False):
+    """(pw, pb): fp32 [GROUPS, d] partial rows for dγ and, with a bias, dβ (else pb is None);
+    one allocation, reused by later calls of the same shape on the same device and stream.
+    zero: clear both (one memset) for the strategies that accumulate into them."""
+    key = (groups, d, has_bias, device,
+           _stream(device.index) if device.type == "cuda" else None)
+    hit = _SCRATCH.get(key)
+    if hit is None:
+        base = torch.empty((2 if has_bias else 1, groups, d), dtype=torch.float32, device=device)
+        hit = (base[0], base[1] if has_bias else None, base)
+        if len(_SCRATCH) >= SCRATCH_KEEP:
+            del _SCRATCH[next(iter(_SCRATCH))]         # the oldest shape
+        _SCRATCH[key] = hit
+    if zero:
+        hit[2].zero_()
+    return hit[0], hit[1]
+
+
 def partial_workspace(groups: int, d: int, has_bias: bool) -> int:
     """Bytes of the fp32 [GROUPS, d] partial rows of the two-pass schemes (×2 with dβ)."""
     return groups * d * 4 * (2 if has_bias else 1)

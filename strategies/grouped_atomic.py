@@ -5,12 +5,11 @@ workspace (×2 with dβ) that is zeroed on every call and read once by the reduc
 The order of the additions within one partial row still depends on timing, so the result is
 nondeterministic; the reduce over the partial rows is fixed-order.
 """
-import torch
 import triton
 import triton.language as tl
 
 from . import _groups, _tuning
-from ._launch import launch, partial_workspace, prepare
+from ._launch import launch, partial_workspace, prepare, scratch
 from ._registry import register
 from .reduce import reduce_partials
 from .rowgrad import row_coeffs, rowgrad_chunk, rowgrad_rows
@@ -49,8 +48,7 @@ def backward(x, dy, weight, mean, rstd, *, groups):
     """Row r atomic_adds into partial row r mod GROUPS; a fixed-order reduce sums the groups."""
     c = prepare(x, dy, weight, mean, rstd)
     p = _tuning.params("grouped_atomic", c.d, rows_per_tile=1)
-    pw = torch.zeros((groups, c.d), dtype=torch.float32, device=x.device)
-    pb = torch.zeros((groups, c.d), dtype=torch.float32, device=x.device) if c.has_mean else None
+    pw, pb = scratch(groups, c.d, c.has_mean, x.device, zero=True)
     launch(_grouped_kernel, (c.rows,),
         c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, pw, pb if pb is not None else pw,
         c.rows, c.d, groups, *c.strides,

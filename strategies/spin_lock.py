@@ -13,7 +13,7 @@ import triton
 import triton.language as tl
 
 from . import _groups, _tuning
-from ._launch import launch, partial_workspace, prepare
+from ._launch import launch, partial_workspace, prepare, scratch
 from ._registry import register
 from .reduce import reduce_partials
 from .rowgrad import row_coeffs, rowgrad_chunk, rowgrad_rows
@@ -80,8 +80,7 @@ def backward(x, dy, weight, mean, rstd, *, groups):
     c = prepare(x, dy, weight, mean, rstd)
     p = _tuning.params("spin_lock", c.d, rows_per_tile=1)
     nchunk = _tuning.cdiv(c.d, p["block_d"])
-    pw = torch.empty((groups, c.d), dtype=torch.float32, device=x.device)
-    pb = torch.empty((groups, c.d), dtype=torch.float32, device=x.device) if c.has_mean else None
+    pw, pb = scratch(groups, c.d, c.has_mean, x.device)
     locks = torch.zeros(2 * groups * nchunk, dtype=torch.int32, device=x.device)
     launch(_spin_lock_kernel, (c.rows,),
         c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, pw, pb if pb is not None else pw, locks,
