@@ -42,29 +42,23 @@ ROW_LOOP = ("disjoint_block", "disjoint_fused")     # the kernels whose programs
 def grid(name: str, rows: int, d: int, sms: int, dtype: str = "bf16"):
     """(override, groups) candidates for one strategy at rows × d; the shipped default first.
 
-    Round 5 (docs/perf/tune-5/): the shipped rules (LayerNorm's two row sums now one
-    reduction), against the row loop that loads two tiles ahead (PREFETCH = 2) with the launch
-    parameters around it; the default once more at the end (REPEAT), since the first
-    configuration timed has read slow before.  The one-row strategies keep round 4's rules: only
-    their default is timed.  Rounds 1–4 searched other grids (git history of this file)."""
+    Round 5 (docs/perf/tune-5/) timed the row loop that loaded two tiles ahead against the
+    default; it lost almost everywhere and left the code (git history: 8 lines of this grid).
+    What stays: the shipped default, its nearest launch-parameter neighbours for the row-loop
+    kernels, and the default once more at the end (REPEAT), since the first configuration
+    timed has read slow before.  The one-row strategies keep round 4's rules: only their
+    default is timed.  Rounds 1–4 searched other grids (git history of this file)."""
     yield {}, None
     if name not in ROW_LOOP:
         return
-    if d < 16384:
-        yield {"prefetch": 2}, None
-        if d <= 1024:
-            if name == "disjoint_block":
-                yield {"prefetch": 2}, sms
-            yield {"prefetch": 2, "block_r": 2}, None
-            yield {"prefetch": 2, "block_r": 8, "num_warps": 8}, None
-        elif d <= 4096:
-            yield {"prefetch": 2, "num_warps": 16}, None
-            yield {"prefetch": 2, "block_r": 1}, None
-            yield {"prefetch": 2, "block_r": 1, "num_warps": 4}, None
-        else:
-            yield {"prefetch": 2, "block_r": 1, "num_warps": 8}, None
-    else:
+    if d >= 16384:
         yield {"num_warps": 32}, None
+    elif d <= 1024:
+        yield {"block_r": 2}, None
+    elif d <= 4096:
+        yield {"num_warps": 16}, None
+    else:
+        yield {"block_r": 1, "num_warps": 8}, None
     yield {"repeat": True}, None
 
 

@@ -39,37 +39,7 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
         w = tl.load(W + cols, mask=col_mask, other=0.0).to(tl.float32)
         acc_w = tl.zeros([BLOCK_D], dtype=tl.float32)
         acc_b = tl.zeros([BLOCK_D], dtype=tl.float32)
-        if PREFETCH == 2:
-            # two tiles ahead: the tiles in flight while one is worked on are twice as many
-            # bytes, for the registers of one more tile of x and dy in storage dtype
-            rows = r0 + tl.arange(0, BLOCK_R)
-            row_mask = rows < r_end
-            mask = row_mask[:, None] & col_mask[None, :]
-            rows = rows.to(tl.int64)
-            x, dy, mean, rstd = load_rows(X, DY, Mean, Rstd, rows, row_mask, cols, mask,
-                                          stride_x, stride_dy, HAS_MEAN, "evict_first")
-            rows1 = r0 + BLOCK_R + tl.arange(0, BLOCK_R)
-            row_mask1 = rows1 < r_end
-            mask1 = row_mask1[:, None] & col_mask[None, :]
-            rows1 = rows1.to(tl.int64)
-            x1, dy1, mean1, rstd1 = load_rows(X, DY, Mean, Rstd, rows1, row_mask1, cols, mask1,
-                                              stride_x, stride_dy, HAS_MEAN, "evict_first")
-            for r in range(r0, r_end, BLOCK_R):
-                nrows = r + 2 * BLOCK_R + tl.arange(0, BLOCK_R)
-                nrow_mask = nrows < r_end
-                nmask = nrow_mask[:, None] & col_mask[None, :]
-                nrows = nrows.to(tl.int64)
-                nx, ndy, nmean, nrstd = load_rows(X, DY, Mean, Rstd, nrows, nrow_mask, cols,
-                                                  nmask, stride_x, stride_dy, HAS_MEAN,
-                                                  "evict_first")
-                gw, gb = rowgrad_loaded(x, dy, mean, rstd, w, rows, mask, cols, DX, stride_dx,
-                                        N, HAS_MEAN, X, DY, stride_x, stride_dy, RELOAD)
-                acc_w += tl.sum(gw, axis=0)
-                if HAS_MEAN:
-                    acc_b += tl.sum(gb, axis=0)
-                x, dy, mean, rstd, rows, mask = x1, dy1, mean1, rstd1, rows1, mask1
-                x1, dy1, mean1, rstd1, rows1, mask1 = nx, ndy, nmean, nrstd, nrows, nmask
-        elif PREFETCH:
+        if PREFETCH:
             # register double buffering: the next tile's loads are issued before this tile's
             # reductions and stores, so the loads of one program never stop while it computes
             rows = r0 + tl.arange(0, BLOCK_R)
