@@ -42,6 +42,7 @@ ROW_LOOP = ("disjoint_block", "disjoint_fused")     # the kernels whose programs
 def grid(name: str, rows: int, d: int, sms: int, dtype: str = "bf16"):
     """(override, groups) candidates for one strategy at rows × d; the shipped default first.
 
+    Round 6 (docs/perf/tune-6/) adds programs of one or two warps at d ≤ 1024.
     Round 5 (docs/perf/tune-5/) timed the row loop that loaded two tiles ahead against the
     default; it lost almost everywhere and left the code (git history: 8 lines of this grid).
     What stays: the shipped default, its nearest launch-parameter neighbours for the row-loop
@@ -55,6 +56,11 @@ def grid(name: str, rows: int, d: int, sms: int, dtype: str = "bf16"):
         yield {"num_warps": 32}, None
     elif d <= 1024:
         yield {"block_r": 2}, None
+        if name == "disjoint_block":
+            # round 6: programs of one warp (a row's sums never leave the warp: no barrier,
+            # no shared memory), auto GROUPS = 8·SMs, or 4·SMs; and two warps per program
+            for w, g in ((1, None), (1, 4 * sms), (2, None)):
+                yield {"num_warps": w, "block_r": 1}, g
     elif d <= 4096:
         yield {"num_warps": 16}, None
     else:
