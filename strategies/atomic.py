@@ -54,9 +54,10 @@ def backward(x, dy, weight, mean, rstd, *, groups=None):
     p = _tuning.params("atomic", c.d, rows_per_tile=1)
     aw = torch.zeros(c.d, dtype=torch.float32, device=x.device)
     ab = torch.zeros(c.d, dtype=torch.float32, device=x.device) if c.has_mean else aw
-    launch(_atomic_kernel, (_tuning.cdiv(c.rows, p["block_r"]),),
-        c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, aw, ab, c.rows, c.d, *c.strides,
-        HAS_MEAN=c.has_mean, BLOCK_R=p["block_r"], BLOCK_D=p["block_d"],
-        ONE_CHUNK=p["one_chunk"], RELOAD=p["reload"], num_warps=p["num_warps"], key=c.sig)
+    launch(_atomic_kernel, c.sig, (c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, aw, ab),
+           lambda: ((_tuning.cdiv(c.rows, p["block_r"]),), (c.rows, c.d, *c.strides),
+                    dict(HAS_MEAN=c.has_mean, BLOCK_R=p["block_r"], BLOCK_D=p["block_d"],
+                         ONE_CHUNK=p["one_chunk"], RELOAD=p["reload"],
+                         num_warps=p["num_warps"])))
     wd = weight.dtype
     return c.outputs(aw.to(wd), ab.to(wd) if c.has_mean else None)

@@ -115,17 +115,24 @@ def _disjoint_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
                       NUM_STAGES, PREFETCH, RELOAD)
 
 
-def launch_partials(kernel, c, groups: int, p, *extra, **meta):
+def launch_partials(kernel, c, groups: int, name: str, extra: tuple = (), extra_meta=None):
     """Take the [GROUPS, d] partials (`_launch.scratch`: kept between calls) and launch
-    `kernel` with GROUPS programs; `extra` run-time and `meta` constexpr arguments follow."""
+    `kernel` with GROUPS programs at `name`'s launch parameters; `extra` tensors follow the
+    partials, `extra_meta()` adds constexprs (it must depend on GROUPS and the device only)."""
     pw, pb = scratch(groups, c.d, c.has_mean, c.x.device)
-    launch(kernel, (groups,),
-        c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, pw, pb if pb is not None else pw, *extra,
-        c.rows, c.d, _tuning.cdiv(c.rows, groups), *c.strides,
-        HAS_MEAN=c.has_mean, BLOCK_R=p["block_r"], BLOCK_D=p["block_d"],
-        ONE_CHUNK=p["one_chunk"], NUM_STAGES=p["num_stages"], PREFETCH=p["prefetch"],
-        RELOAD=p["reload"], **meta,
-        num_warps=p["num_warps"], key=(c.sig, groups))
+
+    def setup():
+        p = _tuning.params(name, c.d)
+        meta = dict(HAS_MEAN=c.has_mean, BLOCK_R=p["block_r"], BLOCK_D=p["block_d"],
+                    ONE_CHUNK=p["one_chunk"], NUM_STAGES=p["num_stages"],
+                    PREFETCH=p["prefetch"], RELOAD=p["reload"], num_warps=p["num_warps"])
+        if extra_meta is not None:
+            meta.update(extra_meta())
+        return (groups,), (c.rows, c.d, _tuning.cdiv(c.rows, groups), *c.strides), meta
+
+    launch(kernel, (c.sig, groups),
+           (c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, pw, pb if pb is not None else pw, *extra),
+           setup)
     return pw, pb
 
 
@@ -135,6 +142,5 @@ def launch_partials(kernel, c, groups: int, p, *extra, **meta):
 def backward(x, dy, weight, mean, rstd, *, groups):
     """Each program owns a contiguous block of rows, stores one partial row; fixed-order reduce."""
     c = prepare(x, dy, weight, mean, rstd)
-    p = _tuning.params("disjoint_block", c.d)
-    pw, pb = launch_partials(_disjoint_kernel, c, groups, p)
-    return c.outputs(*reduce_partials(pw, pb, weight.dtype))
+    pw, pb = launch_partials(_disjoint_kernel, c, groups, "disjoint_block")
+    return c.outputs(*reduce_partials(pw, pb, c.weight))

@@ -94,12 +94,14 @@ def reduce_tile(groups: int, d: int) -> tuple[int, int]:
 def backward(x, dy, weight, mean, rstd, *, groups):
     """disjoint_block in a single launch: one grid-wide sync, then every program reduces a slice."""
     c = prepare(x, dy, weight, mean, rstd)
-    p = _tuning.params("disjoint_fused", c.d)
-    dw, db = outputs(c.d, c.has_mean, weight.dtype, x.device)
-    sync = not _device.interpreted() and groups <= _device.sm_count(x.device)
-    # the ticket path never reads RED_G/RED_N: fixed values there, no kernel per GROUPS
-    red_g, red_n = reduce_tile(groups, c.d) if sync else (1, 1)
-    launch_partials(_fused_kernel, c, groups, p, dw, db if db is not None else dw,
-                    _counter(x.device), GRID_SYNC=sync, RED_G=red_g, RED_N=red_n,
-                    launch_cooperative_grid=sync)
+    dw, db = outputs(c.weight, c.has_mean)
+
+    def meta():
+        sync = not _device.interpreted() and groups <= _device.sm_count(x.device)
+        # the ticket path never reads RED_G/RED_N: fixed values there, no kernel per GROUPS
+        red_g, red_n = reduce_tile(groups, c.d) if sync else (1, 1)
+        return dict(GRID_SYNC=sync, RED_G=red_g, RED_N=red_n, launch_cooperative_grid=sync)
+
+    launch_partials(_fused_kernel, c, groups, "disjoint_fused",
+                    (dw, db if db is not None else dw, _counter(x.device)), meta)
     return c.outputs(dw, db)

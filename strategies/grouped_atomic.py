@@ -49,9 +49,9 @@ def backward(x, dy, weight, mean, rstd, *, groups):
     c = prepare(x, dy, weight, mean, rstd)
     p = _tuning.params("grouped_atomic", c.d, rows_per_tile=1)
     pw, pb = scratch(groups, c.d, c.has_mean, x.device, zero=True)
-    launch(_grouped_kernel, (c.rows,),
-        c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, pw, pb if pb is not None else pw,
-        c.rows, c.d, groups, *c.strides,
-        HAS_MEAN=c.has_mean, BLOCK_D=p["block_d"], ONE_CHUNK=p["one_chunk"], RELOAD=p["reload"],
-        num_warps=p["num_warps"], key=(c.sig, groups))
-    return c.outputs(*reduce_partials(pw, pb, weight.dtype))
+    launch(_grouped_kernel, (c.sig, groups),
+           (c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, pw, pb if pb is not None else pw),
+           lambda: ((c.rows,), (c.rows, c.d, groups, *c.strides),
+                    dict(HAS_MEAN=c.has_mean, BLOCK_D=p["block_d"], ONE_CHUNK=p["one_chunk"],
+                         RELOAD=p["reload"], num_warps=p["num_warps"])))
+    return c.outputs(*reduce_partials(pw, pb, c.weight))

@@ -42,19 +42,24 @@ def _reduce_kernel(PW, PB, DW, DB, G, N, HAS_B: tl.constexpr,
         reduce_rows(PB, DB, G, N, c0, BLOCK_G, BLOCK_N)
 
 
-def outputs(n: int, has_bias: bool, dtype: torch.dtype, device):
-    """dγ and (with a bias) dβ, [n] each, from one allocation (host time per call counts)."""
-    if not has_bias:
-        return torch.empty(n, dtype=dtype, device=device), None
-    return torch.empty((2, n), dtype=dtype, device=device).unbind(0)
+def outputs(weight: torch.Tensor, has_bias: bool):
+    """dγ and (with a bias) dβ: fresh tensors like the (contiguous) weight.  Two
+    `torch.empty_like` cost less host time than one allocation split in two."""
+    return torch.empty_like(weight), (torch.empty_like(weight) if has_bias else None)
 
 
-def reduce_partials(pw: torch.Tensor, pb: torch.Tensor | None, out_dtype: torch.dtype):
-    """(dw, db) from fp32 partials [G, d]; db is None when pb is None."""
+def reduce_partials(pw: torch.Tensor, pb: torch.Tensor | None, weight: torch.Tensor):
+    """(dw, db) in the weight's dtype from fp32 partials [G, d]; db is None when pb is None."""
     g, n = pw.shape
-    dw, db = outputs(n, pb is not None, out_dtype, pw.device)
-    bn = block_n(n)
-    launch(_reduce_kernel, (_tuning.cdiv(n, bn),),
-        pw, pb if pb is not None else pw, dw, db if db is not None else dw, g, n,
-        HAS_B=pb is not None, BLOCK_G=BLOCK_G, BLOCK_N=bn, num_warps=4)
+    dw, db = outputs(weight, pb is not None)
+
+    def setup():
+        bn = block_n(n)
+        return ((_tuning.cdiv(n, bn),), (g, n),
+                dict(HAS_B=pb is not None, BLOCK_G=BLOCK_G, BLOCK_N=bn, num_warps=4))
+
+    # the key: the partials come from _launch.scratch (aligned; dβ's g·n·4 bytes in) and
+    # the outputs fresh allocations, so sizes and dtype fix every specialisation
+    launch(_reduce_kernel, (g, n, pb is not None, weight.dtype),
+           (pw, pb if pb is not None else pw, dw, db if db is not None else dw), setup)
     return dw, db

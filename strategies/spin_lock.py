@@ -82,9 +82,9 @@ def backward(x, dy, weight, mean, rstd, *, groups):
     nchunk = _tuning.cdiv(c.d, p["block_d"])
     pw, pb = scratch(groups, c.d, c.has_mean, x.device)
     locks = torch.zeros(2 * groups * nchunk, dtype=torch.int32, device=x.device)
-    launch(_spin_lock_kernel, (c.rows,),
-        c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, pw, pb if pb is not None else pw, locks,
-        c.rows, c.d, groups, nchunk, *c.strides,
-        HAS_MEAN=c.has_mean, BLOCK_D=p["block_d"], ONE_CHUNK=p["one_chunk"], RELOAD=p["reload"],
-        num_warps=p["num_warps"], key=(c.sig, groups))
-    return c.outputs(*reduce_partials(pw, pb, weight.dtype))
+    launch(_spin_lock_kernel, (c.sig, groups),
+           (c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, pw, pb if pb is not None else pw, locks),
+           lambda: ((c.rows,), (c.rows, c.d, groups, nchunk, *c.strides),
+                    dict(HAS_MEAN=c.has_mean, BLOCK_D=p["block_d"], ONE_CHUNK=p["one_chunk"],
+                         RELOAD=p["reload"], num_warps=p["num_warps"])))
+    return c.outputs(*reduce_partials(pw, pb, c.weight))

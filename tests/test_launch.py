@@ -1,7 +1,8 @@
 """The direct launch path (strategies._launch.launch) with a stand-in kernel: CPU, no Triton.
 
 On a GPU every strategy goes through it (tests/test_gpu.py checks the answers); here the
-cache key and the arguments handed to the compiled kernel are checked on their own."""
+plan cache and the arguments handed to the compiled kernel are checked on their own.  What
+Triton specialises on reaches the key through Call.sig (the last test)."""
 import pytest
 import torch
 
@@ -36,52 +37,68 @@ class FakeKernel:
 def fast(monkeypatch):
     monkeypatch.setattr(_launch, "_FAST", True)
     monkeypatch.setattr(_launch._device, "interpreted", lambda: False)
-    monkeypatch.setattr(_launch, "_COMPILED", {})
+    monkeypatch.setattr(_launch, "_PLANS", {})
     monkeypatch.setattr(_launch.torch.cuda, "current_device", lambda: 0)
     monkeypatch.setattr(_launch, "_stream", lambda dev: 1234)
 
 
+def setup_of(grid, n, calls=None, **meta):
+    """A setup() for FakeKernel: grid, the scalar N, constexprs; counts its calls."""
+    def setup():
+        if calls is not None:
+            calls.append(1)
+        return grid, (n,), dict(meta)
+    return setup
+
+
 def test_second_call_goes_straight_to_the_compiled_kernel(fast):
-    k = FakeKernel()
-    x = torch.zeros(64)
-    _launch.launch(k, (3,), x, 64, BLOCK=16, FLAG=True, num_warps=4)
-    _launch.launch(k, (5,), x, 32, BLOCK=16, FLAG=True, num_warps=4)
+    k, calls = FakeKernel(), []
+    x, y = torch.zeros(64), torch.ones(64)
+    _launch.launch(k, ("sig", 3), (x,), setup_of((3,), 64, calls, BLOCK=16, FLAG=True, num_warps=4))
+    _launch.launch(k, ("sig", 3), (y,), setup_of((3,), 64, calls, BLOCK=16, FLAG=True, num_warps=4))
     assert [e[0] for e in k.log] == ["compile+launch", "run"]
-    # grid padded to 3-D, the stream, no hooks, run-time args then constexprs in order
-    assert k.log[1][1] == (5, 1, 1, 1234, "fn", "meta", None, None, None, x, 32, 16, True)
+    assert len(calls) == 1                      # setup ran for the first call only
+    # grid padded to 3-D, the stream, no hooks, this call's tensors, then the kept scalars
+    # and constexprs in order
+    assert k.log[1][1] == (3, 1, 1, 1234, "fn", "meta", None, None, None, y, 64, 16, True)
 
 
-@pytest.mark.parametrize("change", [
-    lambda a, m: ((a[0].to(torch.float16), a[1]), m),          # dtype
-    lambda a, m: ((torch.zeros(65)[1:], a[1]), m),             # alignment
-    lambda a, m: ((a[0], 1), m),                               # an int equal to 1
-    lambda a, m: ((a[0], 40), m),                              # not a multiple of 16
-    lambda a, m: ((a[0], 2 ** 31), m),                         # past 32 bits
-    lambda a, m: (a, {**m, "BLOCK": 32}),                      # a constexpr
-    lambda a, m: (a, {**m, "num_warps": 8}),                   # a launch option
-])
-def test_any_change_triton_specialises_on_compiles_again(fast, change):
-    k = FakeKernel()
-    args, meta = (torch.zeros(64), 64), dict(BLOCK=16, FLAG=True, num_warps=4)
-    _launch.launch(k, (1,), *args, **meta)
-    args2, meta2 = change(args, meta)
-    _launch.launch(k, (1,), *args2, **meta2)
-    assert [e[0] for e in k.log] == ["compile+launch", "compile+launch"]
+def test_a_new_key_or_kernel_or_device_compiles_again(fast, monkeypatch):
+    k, k2 = FakeKernel(), FakeKernel()
+    x = torch.zeros(64)
+    s = setup_of((1,), 64, BLOCK=16, FLAG=True, num_warps=4)
+    _launch.launch(k, ("sig", 1), (x,), s)
+    _launch.launch(k, ("sig", 2), (x,), s)          # another key
+    _launch.launch(k2, ("sig", 1), (x,), s)         # another kernel
+    monkeypatch.setattr(_launch.torch.cuda, "current_device", lambda: 1)
+    _launch.launch(k, ("sig", 1), (x,), s)          # another device
+    assert [e[0] for e in k.log] == ["compile+launch"] * 3
+    assert [e[0] for e in k2.log] == ["compile+launch"]
 
 
-def test_switched_off_or_interpreted_uses_the_plain_launch(fast, monkeypatch):
-    k = FakeKernel()
-    monkeypatch.setattr(_launch, "_FAST", False)
+@pytest.mark.parametrize("switch", ["off", "hook", "override"])
+def test_plain_launch_when_off_hooked_or_tuning(fast, monkeypatch, switch):
+    """NORMBENCH_FAST_LAUNCH=0, an installed launch hook and a tuning override (whose launch
+    parameters are not in the key) each take kernel[grid](...) on every call."""
+    if switch == "off":
+        monkeypatch.setattr(_launch, "_FAST", False)
+    elif switch == "hook":
+        monkeypatch.setattr(_launch, "_no_hooks", lambda: False)
+    else:
+        monkeypatch.setitem(_launch._tuning.OVERRIDE, "x", {"num_warps": 8})
+    k, calls = FakeKernel(), []
     for _ in range(2):
-        _launch.launch(k, (1,), torch.zeros(4), 4, BLOCK=4, FLAG=False, num_warps=1)
-    assert [e[0] for e in k.log] == ["compile+launch"] * 2
+        _launch.launch(k, ("sig",), (torch.zeros(4),), setup_of((1,), 4, calls, BLOCK=4,
+                                                                  FLAG=False, num_warps=1))
+    assert [e[0] for e in k.log] == ["compile+launch"] * 2 and len(calls) == 2
 
 
-def test_an_installed_launch_hook_uses_the_plain_launch(fast, monkeypatch):
+def test_interpreted_uses_the_plain_launch(fast, monkeypatch):
+    monkeypatch.setattr(_launch._device, "interpreted", lambda: True)
     k = FakeKernel()
-    monkeypatch.setattr(_launch, "_no_hooks", lambda: False)
     for _ in range(2):
-        _launch.launch(k, (1,), torch.zeros(4), 4, BLOCK=4, FLAG=False, num_warps=1)
+        _launch.launch(k, ("sig",), (torch.zeros(4),), setup_of((1,), 4, BLOCK=4, FLAG=False,
+                                                                  num_warps=1))
     assert [e[0] for e in k.log] == ["compile+launch"] * 2
 
 
@@ -94,16 +111,6 @@ def test_hook_detection_reads_tritons_hook_chains(monkeypatch):
         assert not _launch._no_hooks()
     finally:
         triton.knobs.runtime.launch_enter_hook.remove(hook)
-
-
-def test_a_given_key_stands_in_for_the_arguments(fast):
-    """Strategies pass Call.sig (+ GROUPS): then the arguments themselves are not read."""
-    k = FakeKernel()
-    _launch.launch(k, (1,), torch.zeros(64), 64, BLOCK=16, FLAG=True, num_warps=4, key=("sig", 1))
-    _launch.launch(k, (1,), torch.zeros(64, dtype=torch.float16), 1, BLOCK=16, FLAG=True,
-                   num_warps=4, key=("sig", 1))
-    _launch.launch(k, (1,), torch.zeros(64), 64, BLOCK=16, FLAG=True, num_warps=4, key=("sig", 2))
-    assert [e[0] for e in k.log] == ["compile+launch", "run", "compile+launch"]
 
 
 def test_call_sig_sees_what_triton_specialises_on():

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# One short device call for a change to the host path (run from the repo root there, on one
+# H200; under 4 minutes): configs/small.yaml against PyTorch — the one peer that matters at
+# these shapes; liger and quack are recorded as skipped unless bench/peers_env.sh finds their
+# wheels — then the host time per call (bench/host.py), then the GPU tests of the direct launch.
+# Everything lands under $OUT: runs.tgz, host.log, gpu-tests.log.
+# Pass NORMBENCH_GIT_COMMIT=<sha>: the copy has no .git.
+set -u
+export PYTHONUNBUFFERED=1 NORMBENCH_QUIET=1
+. bench/peers_env.sh
+mkdir -p /tmp/runs
+timeout ${S_S:-70} python3 run_bench.py run configs/small.yaml --out /tmp/runs/h200-small \
+  --no-report > /tmp/runs/small.log 2>&1
+tail -22 /tmp/runs/small.log
+tar -czf $OUT/runs.tgz -C /tmp runs
+timeout ${H_S:-60} python3 bench/host.py > $OUT/host.log 2>&1
+head -14 $OUT/host.log
+timeout ${T_S:-60} python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py \
+  -k "direct_launch or repeats_bits or fused_grid" > $OUT/gpu-tests.log 2>&1
+tail -3 $OUT/gpu-tests.log
