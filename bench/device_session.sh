@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The device call that produces the committed H200 runs (run from the repo root there).
 # The peers' wheels come as bench/peers_env.sh says (an earlier call on the same warm machine
-# carried .peers-a1; this one carries .peers-a2 and .peers-b).  Runs are written under
+# carried part one; this one carries part two and the wheels).  Runs are written under
 # /tmp/runs, which survives to a next call on the same warm machine (a cut run is finished
 # there with --resume), and come back as one runs.tgz.
 # CONFIGS0 run one after the other on GPU 0, then CONFIGS1.  Each entry is config:seconds.

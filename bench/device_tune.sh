@@ -4,15 +4,15 @@
 # each on its own GPU: GPU 0 the bf16 grid at 16384 × 4096 and 16384 × 8192, then fp16 at the
 # two widest shapes; GPU 1 the bf16 grid at 65536 × 1024 and 8192 × 16384, then fp32 at the
 # widest shapes and the GPU tests.  Each grid first compiles its configurations in parallel
-# processes (--warm-jobs); the peers (bench/peers_env.sh: carry .peers-a2 and .peers-b after a
-# call that carried .peers-a1) are timed in the same grids.  Everything lands in
+# processes (--warm-jobs); the peers (bench/peers_env.sh: carry part two and the wheels after a
+# call that carried part one) are timed in the same grids.  Everything lands in
 # $OUT/tune.tgz.  With one GPU the two halves run one after the other.  The small shapes are
 # host-bound; bench/device_session.sh's runs time them, not here, where compiling loads the CPU.
+# HOST_ONLY=1: the host probe alone — the first of the two calls, the one carrying part one of
+# the peers' runtime.
 set -u
 export PYTHONUNBUFFERED=1 NORMBENCH_QUIET=1
 T=$OUT/t; mkdir -p $T
-# part one of the peers' CUTLASS DSL runtime, kept for the next call on this warm machine
-[ -d .peers-a1 ] && cp .peers-a1/cu13.part.aa /tmp/
 . bench/peers_env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv | tee $T/gpu.txt
 [ "${HOST_ONLY:-0}" = 1 ] && {

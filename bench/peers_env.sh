@@ -1,14 +1,21 @@
-# Sourced by the device scripts (bench/device_tune.sh, bench/device_session.sh) on the device.
-# The peers' wheels: the CUTLASS DSL runtime travels as a .tar.xz in two parts (a call carries
-# at most 64 MiB): an earlier call on the same warm machine carried .peers-a1 and copied part
-# one to /tmp/cu13.part.aa; the calling one carries .peers-a2 (the rest) and .peers-b (the
-# wheels).  All land in /tmp/site, which PYTHONPATH names; without them the peers are skipped
-# with a note (quack needs all three parts, liger only .peers-b).  .peers-b also holds
-# pydantic, which the harness itself needs and the device's Python lacks: carry it for any
-# run_bench.py call.
-mkdir -p /tmp/site
-if [ ! -d /tmp/site/nvidia_cutlass_dsl ] && [ -f /tmp/cu13.part.aa ] && [ -d .peers-a2 ]; then
-  cat /tmp/cu13.part.aa .peers-a2/cu13.part.a* | tar -xJ -C /tmp/site
+# Sourced by the device scripts (bench/device_tune.sh, device_session.sh, device_small.sh) on
+# the device, in every call.  The peers' wheels: quack's CUTLASS DSL runtime travels as a
+# .tar.xz in two parts, since a call carries at most 64 MiB.  A first call carries part one —
+# .peers-a/ as ../shared/tools/peer-wheels.sh makes it, or .peers-a1/ — and this file copies it
+# to /tmp; the next call on the same warm machine carries part two and the small wheels —
+# .peers-b/ (the tool's layout) or .peers-a2/ + .peers-b/ — and this file unpacks everything
+# into /tmp/site, which PYTHONPATH names.  Without them the peers are skipped with a note.
+# .peers-b also holds pydantic, which the harness itself needs and the device's Python lacks:
+# carry it for any run_bench.py call.
+mkdir -p /tmp/site /tmp/peers
+[ -d .peers-a ] && cp .peers-a/part-* /tmp/peers/
+[ -d .peers-a1 ] && cp .peers-a1/cu13.part.aa /tmp/peers/
+if ! ls -d /tmp/site/nvidia_cutlass_dsl_libs_cu13-*.dist-info > /dev/null 2>&1; then
+  if ls /tmp/peers/part-* .peers-b/part-* > /dev/null 2>&1; then
+    cat /tmp/peers/part-* .peers-b/part-* | tar -xJ -C /tmp/site
+  elif [ -f /tmp/peers/cu13.part.aa ] && [ -d .peers-a2 ]; then
+    cat /tmp/peers/cu13.part.aa .peers-a2/cu13.part.a* | tar -xJ -C /tmp/site
+  fi
 fi
 if [ -d .peers-b ]; then
   for w in .peers-b/*.whl; do python3 -m zipfile -e "$w" /tmp/site; done
