@@ -39,8 +39,9 @@ REPEAT = "default-again"     # the same, timed once more after the others
 ROW_LOOP = ("disjoint_block", "disjoint_fused")     # the kernels whose programs loop over rows
 
 
-def grid(name: str, rows: int, d: int, sms: int, dtype: str = "bf16"):
-    """(override, groups) candidates for one strategy at rows × d; the shipped default first.
+def grid(name: str, d: int, sms: int):
+    """(override, groups, again) candidates for one strategy at width d; the shipped default
+    first.  `again` marks the default timed a second time, last.
 
     Round 6 (docs/perf/tune-6/) adds programs of one or two warps at d ≤ 1024.
     Round 5 (docs/perf/tune-5/) timed the row loop that loaded two tiles ahead against the
@@ -49,23 +50,23 @@ def grid(name: str, rows: int, d: int, sms: int, dtype: str = "bf16"):
     kernels, and the default once more at the end (REPEAT), since the first configuration
     timed has read slow before.  The one-row strategies keep round 4's rules: only their
     default is timed.  Rounds 1–4 searched other grids (git history of this file)."""
-    yield {}, None
+    yield {}, None, False
     if name not in ROW_LOOP:
         return
     if d >= 16384:
-        yield {"num_warps": 32}, None
+        yield {"num_warps": 32}, None, False
     elif d <= 1024:
-        yield {"block_r": 2}, None
+        yield {"block_r": 2}, None, False
         if name == "disjoint_block":
             # round 6: programs of one warp (a row's sums never leave the warp: no barrier,
             # no shared memory), auto GROUPS = 8·SMs, or 4·SMs; and two warps per program
             for w, g in ((1, None), (1, 4 * sms), (2, None)):
-                yield {"num_warps": w, "block_r": 1}, g
+                yield {"num_warps": w, "block_r": 1}, g, False
     elif d <= 4096:
-        yield {"num_warps": 16}, None
+        yield {"num_warps": 16}, None, False
     else:
-        yield {"block_r": 1, "num_warps": 8}, None
-    yield {"repeat": True}, None
+        yield {"block_r": 1, "num_warps": 8}, None, False
+    yield {}, None, True
 
 
 def warm(args, shapes, sms, part: int, nparts: int) -> None:
@@ -75,14 +76,14 @@ def warm(args, shapes, sms, part: int, nparts: int) -> None:
         inputs = None
         for name in args.names.split(","):
             e = strategies.get(name)
-            for ov, g in grid(name, rows, d, sms, args.dtype):
+            for ov, g, _ in grid(name, d, sms):
                 k += 1
                 if k % nparts != part:
                     continue
                 if inputs is None:
                     inputs = make_inputs(norm, rows, d, args.dtype, args.dtype, seed=0,
                                          device=args.device)
-                _tuning.OVERRIDE[name] = {k: v for k, v in ov.items() if k != "repeat"}
+                _tuning.OVERRIDE[name] = ov
                 try:
                     e.backward(*inputs, groups=g)
                 except Exception:   # the timed pass records it
@@ -149,9 +150,7 @@ def main():
         recs = []
         for name in names + peers:
             e = strategies.get(name)
-            for ov, g in (grid(name, rows, d, sms, args.dtype) if name in names else [({}, None)]):
-                repeat = ov.get("repeat", False)
-                ov = {k: v for k, v in ov.items() if k != "repeat"}
+            for ov, g, again in (grid(name, d, sms) if name in names else [({}, None, False)]):
                 _tuning.OVERRIDE[name] = ov
                 p = (_tuning.params(name, d, rows_per_tile=None if name in ROW_LOOP else 1)
                      if name in names else {})
@@ -164,7 +163,7 @@ def main():
                 except Exception as ex:  # record and go on
                     err, ms, status = float("nan"), float("nan"), f"{type(ex).__name__}: {str(ex)[:80]}"
                 rec = dict(norm=norm, rows=rows, d=d, dtype=args.dtype, name=name,
-                           config=(REPEAT if repeat else DEFAULT) if not ov and g is None else "",
+                           config=(REPEAT if again else DEFAULT) if not ov and g is None else "",
                            override=json.dumps(ov, sort_keys=True) if ov else "",
                            groups=g, geff=e.effective_groups(rows, d, g),
                            block_d=p.get("block_d"), block_r=p.get("block_r"),
