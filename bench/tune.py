@@ -43,29 +43,38 @@ def grid(name: str, d: int, sms: int):
     """(override, groups, again) candidates for one strategy at width d; the shipped default
     first.  `again` marks the default timed a second time, last.
 
-    Round 6 (docs/perf/tune-6/) adds programs of one or two warps at d ≤ 1024.
-    Round 5 (docs/perf/tune-5/) timed the row loop that loaded two tiles ahead against the
-    default; it lost almost everywhere and left the code (git history: 8 lines of this grid).
-    What stays: the shipped default, its nearest launch-parameter neighbours for the row-loop
-    kernels, and the default once more at the end (REPEAT), since the first configuration
-    timed has read slow before.  The one-row strategies keep round 4's rules: only their
-    default is timed.  Rounds 1–4 searched other grids (git history of this file)."""
+    Round 7 (docs/perf/tune-7/): the row loop without the register prefetch, pipelined by
+    Triton instead (`num_stages` 2–4: the loads of the next tiles go to shared memory by
+    cp.async, so bytes in flight no longer cost registers), at the GROUPS its occupancy
+    allows — registers and shared memory of each configuration from `bench/regs.py`'s
+    compile: at d = 1024 three programs of 4 warps per SM at 4 rows a tile and 3 stages, five
+    at 2 rows, eight at 1 row.  Rounds 1–6 searched other grids (git history of this file)."""
     yield {}, None, False
     if name not in ROW_LOOP:
         return
+    block = name == "disjoint_block"
+    pipe = dict(prefetch=False)
     if d >= 16384:
-        yield {"num_warps": 32}, None, False
+        yield {"num_stages": 2}, None, False
     elif d <= 1024:
-        yield {"block_r": 2}, None, False
-        if name == "disjoint_block":
-            # round 6: programs of one warp (a row's sums never leave the warp: no barrier,
-            # no shared memory), auto GROUPS = 8·SMs, or 4·SMs; and two warps per program
-            for w, g in ((1, None), (1, 4 * sms), (2, None)):
-                yield {"num_warps": w, "block_r": 1}, g, False
+        yield {**pipe, "num_stages": 3}, None, False
+        yield {**pipe, "num_stages": 4}, None, False
+        yield {**pipe, "num_stages": 3, "block_r": 8, "num_warps": 8}, None, False
+        if block:
+            yield {**pipe, "num_stages": 3}, 3 * sms, False
+            for st, g in ((3, 4 * sms), (3, 5 * sms), (4, 5 * sms)):
+                yield {**pipe, "num_stages": st, "block_r": 2}, g, False
+            yield {**pipe, "num_stages": 4, "block_r": 1}, 8 * sms, False
     elif d <= 4096:
-        yield {"num_warps": 16}, None, False
+        for st in (3, 4):
+            yield {**pipe, "num_stages": st}, None, False
+        yield {**pipe, "num_stages": 3, "num_warps": 16}, None, False
+        if block:
+            for st in (3, 4):
+                yield {**pipe, "num_stages": st, "block_r": 1, "num_warps": 8}, 2 * sms, False
     else:
-        yield {"block_r": 1, "num_warps": 8}, None, False
+        for st in (2, 3, 4):
+            yield {**pipe, "num_stages": st}, None, False
     yield {}, None, True
 
 
@@ -133,7 +142,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "tune.csv")
     fields = ["norm", "rows", "d", "dtype", "name", "config", "override", "groups", "geff",
-              "block_d", "block_r", "num_warps", "prefetch", "reload", "us", "pct_copy", "err",
+              "block_d", "block_r", "num_warps", "num_stages", "prefetch", "reload", "us", "pct_copy", "err",
               "status"]
     out = open(path, "w", newline="")
     w = csv.DictWriter(out, fieldnames=fields)
@@ -167,7 +176,8 @@ def main():
                            override=json.dumps(ov, sort_keys=True) if ov else "",
                            groups=g, geff=e.effective_groups(rows, d, g),
                            block_d=p.get("block_d"), block_r=p.get("block_r"),
-                           num_warps=p.get("num_warps"), prefetch=p.get("prefetch"),
+                           num_warps=p.get("num_warps"), num_stages=p.get("num_stages"),
+                           prefetch=p.get("prefetch"),
                            reload=p.get("reload"), us=round(ms * 1e3, 2),
                            pct_copy=round(model.pct(model.gbps(nbytes, ms), copy), 1) if ms == ms else None,
                            err=err, status=status)
