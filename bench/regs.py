@@ -69,8 +69,11 @@ def resources(d: int, norm: str, dtype: str, override: dict | None = None) -> di
         out = subprocess.run([tool, "-res-usage", f.name], capture_output=True, text=True,
                              check=True).stdout
     m = re.search(r"REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)", out)
+    # `shared` is the static shared memory (reductions); `dynamic` what Triton adds at launch
+    # (the pipelined loop's stages)
     return dict(regs=int(m[1]), stack=int(m[2]), shared=int(m[3]), local=int(m[4]),
-                **{k: p[k] for k in ("block_r", "num_warps", "prefetch", "reload")})
+                dynamic=k.metadata.shared,
+                **{k: p[k] for k in ("block_r", "num_warps", "num_stages", "prefetch", "reload")})
 
 
 def main():

@@ -53,3 +53,19 @@ def _sm_count(device) -> int:
 def _cuda_sm_count(index: int) -> int:
     # once per device key: sm_count caches the answer (the properties query is slow)
     return torch.cuda.get_device_properties(index).multi_processor_count
+
+
+_SMEM: dict = {}
+
+
+def smem_per_program(device: torch.device) -> int:
+    """The most shared memory one program may use on `device` (the opt-in limit: 227 KB on an
+    H200), for the pipelined row loop's stages; unbounded under the interpreter, which has none."""
+    if device.type != "cuda":
+        return 1 << 40
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    n = _SMEM.get(index)
+    if n is None:
+        import triton     # the driver's query: torch reports only the default 48 KB per block
+        n = _SMEM[index] = triton.runtime.driver.active.utils.get_device_properties(index)["max_shared_mem"]
+    return n

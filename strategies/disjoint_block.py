@@ -10,7 +10,7 @@ A row wider than one block makes each program read-modify-write its own partial 
 import triton
 import triton.language as tl
 
-from . import _groups, _tuning
+from . import _device, _groups, _tuning
 from ._launch import launch, partial_workspace, prepare, scratch
 from ._registry import register
 from .reduce import reduce_partials
@@ -25,10 +25,12 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
                       NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr, RELOAD: tl.constexpr):
     """Program p: dx for rows [p·R, (p+1)·R) and its partial rows PW[p], PB[p].
 
-    Keeping bytes in flight is the whole game (the kernel is bandwidth-bound).  PREFETCH holds
-    two tiles in registers and loads the next while it works on this one; without it,
-    NUM_STAGES > 1 asks Triton's own pipeliner to do the same with shared memory.  RELOAD
-    (rows of 16384) reads each tile twice rather than spill registers (rowgrad_reload)."""
+    Keeping bytes in flight is the whole game (the kernel is bandwidth-bound).  NUM_STAGES > 1
+    (the rule: 3) asks Triton's pipeliner to load the next NUM_STAGES − 1 tiles into shared
+    memory (cp.async) while this one is computed, which costs no registers; PREFETCH instead
+    holds the next tile in registers (tune-2's rule, slower than 3 stages everywhere in
+    tune-7; kept as a tuning option).  RELOAD (rows of 16384) reads each tile twice rather
+    than spill registers (rowgrad_reload)."""
     pid = tl.program_id(0)
     r0 = pid * ROWS_PER_PROG
     r_end = tl.minimum(r0 + ROWS_PER_PROG, ROWS)
@@ -123,8 +125,9 @@ def launch_partials(kernel, c, groups: int, name: str, extra: tuple = (), extra_
 
     def setup():
         p = _tuning.params(name, c.d)
+        stages = _tuning.fit_stages(p, c.x.element_size(), _device.smem_per_program(c.x.device))
         meta = dict(HAS_MEAN=c.has_mean, BLOCK_R=p["block_r"], BLOCK_D=p["block_d"],
-                    ONE_CHUNK=p["one_chunk"], NUM_STAGES=p["num_stages"],
+                    ONE_CHUNK=p["one_chunk"], NUM_STAGES=stages,
                     PREFETCH=p["prefetch"], RELOAD=p["reload"], num_warps=p["num_warps"])
         if extra_meta is not None:
             meta.update(extra_meta())

@@ -25,6 +25,15 @@ def test_reload_spills_less_at_16384():
     assert regs("--d", "16384", "--norm", "rmsnorm")["stack"] == 0
 
 
-def test_the_prefetching_loop_does_not_spill_at_4096():
-    r = regs("--d", "4096")
-    assert r["prefetch"] and r["stack"] == 0, r
+def test_the_pipelined_loop_stages_its_tiles_in_shared_memory_without_spilling():
+    """Tune-7's rule: 3 stages, so two [block_r, d] tiles of x and dy wait in shared memory
+    (cp.async) — if Triton stopped pipelining the loop, the dynamic shared memory would drop.
+    And _tuning.fit_stages' model of that memory is an upper bound of what the compiler takes:
+    fp32 rows of 8192 (the widest pipelined) fit an H200's 227 KB a program."""
+    from strategies import _tuning
+    for d, dtype, elem in (("4096", "bf16", 2), ("1024", "bf16", 2), ("8192", "fp32", 4)):
+        r = regs("--d", d, "--dtype", dtype)
+        tile = r["block_r"] * int(d) * elem * 2
+        assert r["num_stages"] == 3 and not r["prefetch"] and r["stack"] == 0, r
+        assert 2 * tile <= r["dynamic"] <= 2 * tile + 1024, r
+        assert _tuning.fit_stages(_tuning.params("disjoint_block", int(d)), elem, 227 * 1024) == 3

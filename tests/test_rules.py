@@ -10,16 +10,28 @@ from strategies import _device, _groups, _tuning
 from strategies.disjoint_fused import auto_groups as fused_auto, reduce_tile
 
 
-@pytest.mark.parametrize("d,block_r,warps,prefetch", [
-    (768, 4, 4, True), (1024, 4, 4, True),        # tune-2: 65536x1024 best block_r 4, 4 warps
-    (4096, 2, 8, True),                           # 16384x4096: block_r 2, 8 warps
-    (8192, 1, 16, True),                          # 16384x8192: block_r 1, 16 warps
-    (16384, 1, 16, False),                        # tune-3: prefetch spills at 16384
-    (20000, 1, 16, False),                        # chunked rows
+@pytest.mark.parametrize("d,block_r,warps,stages", [
+    (768, 4, 4, 3), (1024, 4, 4, 3),        # tune-2: 65536x1024 best block_r 4, 4 warps
+    (2048, 4, 8, 3),                        # (unmeasured: between the two)
+    (4096, 2, 16, 3),                       # tune-7: 16384x4096 pipelined, 16 warps
+    (8192, 1, 16, 3),                       # 16384x8192: block_r 1, 16 warps
+    (16384, 1, 16, 1),                      # tune-3/7: reload; neither prefetch nor stages
+    (20000, 1, 16, 1),                      # chunked rows
 ])
-def test_row_loop_rule_is_the_measured_one(d, block_r, warps, prefetch):
+def test_row_loop_rule_is_the_measured_one(d, block_r, warps, stages):
     p = _tuning.params("disjoint_block", d)
-    assert (p["block_r"], p["num_warps"], p["prefetch"]) == (block_r, warps, prefetch)
+    assert (p["block_r"], p["num_warps"], p["num_stages"]) == (block_r, warps, stages)
+    assert not p["prefetch"]                # tune-7: the pipeliner beat the register prefetch
+
+
+def test_stages_fit_the_shared_memory():
+    """num_stages − 1 tiles of x and dy (+1 KB) must fit a program's shared memory."""
+    p = _tuning.params("disjoint_block", 8192)          # [1, 8192] tiles, 3 stages
+    assert _tuning.fit_stages(p, 2, 227 * 1024) == 3    # bf16: 2 × 32 KB
+    assert _tuning.fit_stages(p, 4, 227 * 1024) == 3    # fp32: 2 × 64 KB
+    assert _tuning.fit_stages(p, 4, 100 * 1024) == 2    # a smaller GPU: one tile ahead
+    assert _tuning.fit_stages(p, 4, 48 * 1024) == 1     # no room: not pipelined
+    assert _tuning.fit_stages(_tuning.params("disjoint_block", 16384), 4, 1024) == 1
 
 
 @pytest.mark.parametrize("d,groups", [(1024, 264), (4096, 132), (8192, 132), (16384, 132)])
