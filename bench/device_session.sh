@@ -4,7 +4,8 @@
 # carried part one; this one carries part two and the wheels).  Runs are written under
 # /tmp/runs, which survives to a next call on the same warm machine (a cut run is finished
 # there with --resume), and come back as one runs.tgz.
-# CONFIGS0 run one after the other on GPU 0, then CONFIGS1.  Each entry is config:seconds.
+# CONFIGS0 run one after the other on GPU 0, then CONFIGS1.  Each entry is config:seconds;
+# an empty CONFIGS1 (CONFIGS1="") runs none, an unset one the default run.
 # PARALLEL=1 on a two-GPU machine runs CONFIGS1 on GPU 1 at the same time instead — only for
 # runs whose numbers will not be quoted: on 5f52088 two runs at once inflated the host-heavy
 # records of both (quack RMSNorm 16384 × 4096: 298 µs, against 128 µs alone).
@@ -26,8 +27,8 @@ runs() {   # GPU, then config:seconds entries
   done
 }
 if [ "$N" -gt 1 ] && [ "${PARALLEL:-0}" = 1 ]; then
-  runs 0 ${CONFIGS0:-peers:200 small:60} & runs 1 ${CONFIGS1:-default:420}; wait
+  runs 0 ${CONFIGS0-peers:200 small:60} & runs 1 ${CONFIGS1-default:420}; wait
 else
-  runs 0 ${CONFIGS0:-peers:200 small:60} ${CONFIGS1:-default:420}
+  runs 0 ${CONFIGS0-peers:200 small:60} ${CONFIGS1-default:420}
 fi
 tar -czf $OUT/runs.tgz -C /tmp runs

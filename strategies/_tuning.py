@@ -40,7 +40,7 @@ def _rule(name: str, d: int, rows_per_tile: int | None) -> dict:
         # The row-loop kernels (disjoint_block, disjoint_fused).  Tune-2: a tile of 4096
         # elements (d ≤ 1024) or 8192 (wider).  Tune-7: Triton's pipeliner, 3 stages (the next
         # two tiles' x and dy on their way into shared memory by cp.async while this one is
-        # computed), beat tune-2's register prefetch at every shape, by 5–17 % (RMS 65536 × 1024
+        # computed), beat tune-2's register prefetch at every shape, by 5–16 % (RMS 65536 × 1024
         # 118.1 -> 111.9 µs; LN 16384 × 4096 122.9 -> 114.3); 4 stages and 2 were slower.  With
         # it, 32 elements of each input per thread up to d = 2048 and 16 from d = 4096 (tune-7:
         # 16 warps at 4096 within 2 % of 8 everywhere, and never the one slow outlier of 8).
