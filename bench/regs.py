@@ -34,12 +34,16 @@ from triton.compiler import ASTSource  # noqa: E402
 
 from strategies import _tuning  # noqa: E402
 from strategies.disjoint_block import _disjoint_kernel  # noqa: E402
+from strategies.disjoint_fused import _fused_kernel, reduce_tile  # noqa: E402
 
 TYPES = {"bf16": "*bf16", "fp16": "*fp16", "fp32": "*fp32"}
 
 
-def resources(d: int, norm: str, dtype: str, override: dict | None = None) -> dict:
-    """{'regs', 'stack', 'shared', 'local'} of _disjoint_kernel for one configuration."""
+def resources(d: int, norm: str, dtype: str, override: dict | None = None,
+              fused_groups: int = 0) -> dict:
+    """{'regs', 'stack', 'shared', 'local'} of _disjoint_kernel for one configuration, or of
+    disjoint_fused's kernel with its grid-synchronised reduce over `fused_groups` programs."""
+    kernel = _fused_kernel if fused_groups else _disjoint_kernel
     p = dict(_tuning.params("disjoint_block", d))
     p.update(override or {})
     if "block_d" in (override or {}):
@@ -47,18 +51,21 @@ def resources(d: int, norm: str, dtype: str, override: dict | None = None) -> di
     ptr = TYPES[dtype]
     sig = dict(X=ptr, DY=ptr, DX=ptr, W=ptr, Mean="*fp32", Rstd="*fp32", PW="*fp32", PB="*fp32",
                ROWS="i32", N="i32", ROWS_PER_PROG="i32", stride_x="i32", stride_dy="i32",
-               stride_dx="i32")
+               stride_dx="i32", DW=ptr, DB=ptr, Counter="*i32")
     consts = dict(HAS_MEAN=norm == "layernorm", BLOCK_R=p["block_r"], BLOCK_D=p["block_d"],
                   ONE_CHUNK=p["one_chunk"], NUM_STAGES=p["num_stages"], PREFETCH=p["prefetch"],
                   RELOAD=p["reload"])
-    names = _disjoint_kernel.arg_names
+    if fused_groups:
+        red_g, red_n = reduce_tile(fused_groups, d)
+        consts.update(GRID_SYNC=True, RED_G=red_g, RED_N=red_n)
+    names = kernel.arg_names
     sig.update({k: "constexpr" for k in consts})
     sig = {n: sig[n] for n in names}
     # what Triton assumes of aligned tensors and of sizes divisible by 16 (d a multiple of 16)
     attrs = {(names.index(n),): [["tt.divisibility", 16]]
              for n in ("X", "DY", "DX", "W", "Mean", "Rstd", "PW", "PB", "stride_x", "stride_dy",
-                       "stride_dx") + (("N",) if d % 16 == 0 else ())}
-    src = ASTSource(_disjoint_kernel, sig, attrs=attrs,
+                       "stride_dx") + (("N",) if d % 16 == 0 else ()) if n in names}
+    src = ASTSource(kernel, sig, attrs=attrs,
                     constexprs={(names.index(k),): v for k, v in consts.items()})
     # the options launch_partials passes: num_warps only (the loop's stages are NUM_STAGES;
     # a loop without them gets Triton's default, as at launch)
@@ -84,8 +91,11 @@ def main():
     ap.add_argument("--norm", default="layernorm", choices=["layernorm", "rmsnorm"])
     ap.add_argument("--dtype", default="bf16", choices=list(TYPES))
     ap.add_argument("--override", default="", help='e.g. \'{"reload": false}\'')
+    ap.add_argument("--fused", type=int, default=0, metavar="GROUPS",
+                    help="disjoint_fused's kernel (grid sync over GROUPS programs) instead")
     a = ap.parse_args()
-    print(json.dumps(resources(a.d, a.norm, a.dtype, json.loads(a.override) if a.override else None)))
+    print(json.dumps(resources(a.d, a.norm, a.dtype, json.loads(a.override) if a.override else None,
+                               a.fused)))
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ SHAPES = [(16384, 4096), (16384, 8192), (65536, 1024), (8192, 16384),
 DEFAULT = "default"          # marks the configuration the shipped rules pick
 REPEAT = "default-again"     # the same, timed once more after the others
 ROW_LOOP = ("disjoint_block", "disjoint_fused")     # the kernels whose programs loop over rows
+NEW_ONLY = False             # --new-only: the defaults and round 8's candidates, nothing else
 
 
 def grid(name: str, d: int, sms: int):
@@ -48,14 +49,22 @@ def grid(name: str, d: int, sms: int):
     cp.async, so bytes in flight no longer cost registers), at the GROUPS its occupancy
     allows — registers and shared memory of each configuration from `bench/regs.py`'s
     compile: at d = 1024 three programs of 4 warps per SM at 4 rows a tile and 3 stages, five
-    at 2 rows, eight at 1 row.  Rounds 1–6 searched other grids (git history of this file)."""
+    at 2 rows, eight at 1 row.  Round 8: disjoint_fused's grid sync over 2 and 3 programs
+    per SM (--new-only: these and the defaults alone).  Rounds 1–6 searched other grids (git history of this file)."""
     yield {}, None, False
     if name not in ROW_LOOP:
         return
     block = name == "disjoint_block"
     pipe = dict(prefetch=False)
-    if d >= 16384:
+    if d >= 16384 and not NEW_ONLY:
         yield {"num_stages": 2}, None, False
+    if not block and d <= 2048:
+        # round 8: the grid sync over more than one program per SM (as many as the driver
+        # says fit; beyond that the fused kernel takes its ticket path)
+        for k in (2, 3):
+            yield {}, k * sms, False
+    if d >= 16384 or NEW_ONLY:
+        pass
     elif d <= 1024:
         yield {**pipe, "num_stages": 3}, None, False
         yield {**pipe, "num_stages": 4}, None, False
@@ -115,8 +124,12 @@ def main():
                     help="first compile every configuration in this many parallel processes "
                          "(Triton's disk cache then serves the timed pass; compiling is most "
                          "of a tuning run's time)")
+    ap.add_argument("--new-only", action="store_true",
+                    help="time the shipped defaults and only the newest round's candidates")
     ap.add_argument("--warm-part", default="", help=argparse.SUPPRESS)   # "i/n": one warm process
     args = ap.parse_args()
+    global NEW_ONLY
+    NEW_ONLY = args.new_only
     shapes = SHAPES if not args.shapes else [tuple(map(int, s.split("x"))) for s in args.shapes.split(",")]
     gpu = args.device == "cuda"
     sms = strategies.sm_count(args.device)

@@ -69,3 +69,29 @@ def smem_per_program(device: torch.device) -> int:
         import triton     # the driver's query: torch reports only the default 48 KB per block
         n = _SMEM[index] = triton.runtime.driver.active.utils.get_device_properties(index)["max_shared_mem"]
     return n
+
+
+def resident_programs(compiled) -> int:
+    """Programs of a compiled Triton kernel that one SM holds at once, as the CUDA driver
+    answers it for this kernel's registers, shared memory and warps
+    (cuOccupancyMaxActiveBlocksPerMultiprocessor) — the limit a cooperative launch is checked
+    against: a grid of more than SMs × this is refused."""
+    import ctypes
+    compiled.run                       # loads the binary: its function handle exists from here
+    n = ctypes.c_int(0)
+    rc = _libcuda().cuOccupancyMaxActiveBlocksPerMultiprocessor(
+        ctypes.byref(n), ctypes.c_void_p(compiled.function),
+        ctypes.c_int(compiled.metadata.num_warps * 32), ctypes.c_size_t(compiled.metadata.shared))
+    if rc != 0:
+        raise RuntimeError(f"cuOccupancyMaxActiveBlocksPerMultiprocessor failed (CUresult {rc})")
+    return n.value
+
+
+_LIBCUDA = []
+
+
+def _libcuda():
+    if not _LIBCUDA:
+        import ctypes
+        _LIBCUDA.append(ctypes.CDLL("libcuda.so.1"))
+    return _LIBCUDA[0]

@@ -120,8 +120,13 @@ def _disjoint_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
 def launch_partials(kernel, c, groups: int, name: str, extra: tuple = (), extra_meta=None):
     """Take the [GROUPS, d] partials (`_launch.scratch`: kept between calls) and launch
     `kernel` with GROUPS programs at `name`'s launch parameters; `extra` tensors follow the
-    partials, `extra_meta()` adds constexprs (it must depend on GROUPS and the device only)."""
+    partials.  `extra_meta(compile)` adds constexprs and launch options (they must depend on
+    what the launch key fixes: GROUPS, the call's signature, the device); `compile(**meta)`
+    compiles the kernel with those added, without launching it, for a caller that must look
+    at the compiled kernel (its occupancy) before it decides."""
     pw, pb = scratch(groups, c.d, c.has_mean, c.x.device)
+    tensors = (c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, pw, pb if pb is not None else pw,
+               *extra)
 
     def setup():
         p = _tuning.params(name, c.d)
@@ -129,13 +134,13 @@ def launch_partials(kernel, c, groups: int, name: str, extra: tuple = (), extra_
         meta = dict(HAS_MEAN=c.has_mean, BLOCK_R=p["block_r"], BLOCK_D=p["block_d"],
                     ONE_CHUNK=p["one_chunk"], NUM_STAGES=stages,
                     PREFETCH=p["prefetch"], RELOAD=p["reload"], num_warps=p["num_warps"])
+        scalars = (c.rows, c.d, _tuning.cdiv(c.rows, groups), *c.strides)
         if extra_meta is not None:
-            meta.update(extra_meta())
-        return (groups,), (c.rows, c.d, _tuning.cdiv(c.rows, groups), *c.strides), meta
+            meta.update(extra_meta(
+                lambda **m: kernel.warmup(*tensors, *scalars, grid=(groups,), **{**meta, **m})))
+        return (groups,), scalars, meta
 
-    launch(kernel, (c.sig, groups),
-           (c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, pw, pb if pb is not None else pw, *extra),
-           setup)
+    launch(kernel, (c.sig, groups), tensors, setup)
     return pw, pb
 
 

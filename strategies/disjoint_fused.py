@@ -1,7 +1,9 @@
 """disjoint_fused — disjoint_block in one launch: the partial rows and their reduce.
 
-Each program computes its partial rows exactly as disjoint_block does.  Then, on a GPU with
-GROUPS ≤ SMs, the grid synchronises once: the kernel is launched cooperatively (CUDA
+Each program computes its partial rows exactly as disjoint_block does.  Then, on a GPU where
+all GROUPS programs fit at once — GROUPS ≤ SMs × the programs one SM holds, which the driver
+answers for the compiled kernel (`_device.resident_programs`: registers, shared memory,
+warps) — the grid synchronises once: the kernel is launched cooperatively (CUDA
 guarantees that every program is resident at once, or refuses the launch), each program adds
 one to a grid-wide arrival counter (release) and waits until it reads GROUPS (acquire); then
 program p sums columns [p·RED_N, (p+1)·RED_N) of every partial row in fixed row order (the
@@ -9,7 +11,7 @@ same reduce_rows code as the two-pass schemes).  A departure counter lets the la
 reset both counters, so a call needs no memset launch.
 
 Under the Triton interpreter — programs run one after the other, so a waiting program would
-wait for ever — and for GROUPS > SMs, a program that finishes its partial rows takes a ticket
+wait for ever — and for more GROUPS than fit at once, a program that finishes its partial rows takes a ticket
 instead (acq_rel atomic_add) and the one that draws the last ticket reduces every column
 alone.  No program waits for another there, so it cannot deadlock.
 
@@ -22,7 +24,7 @@ import torch
 import triton
 import triton.language as tl
 
-from . import _device, _tuning
+from . import _device, _groups, _tuning
 from ._launch import partial_workspace, prepare
 from ._registry import register
 from .disjoint_block import disjoint_partials, launch_partials
@@ -75,11 +77,6 @@ def _counter(device: torch.device) -> torch.Tensor:
     return _COUNTERS[device]
 
 
-def auto_groups(rows: int, d: int, sms: int) -> int:
-    """One program per SM: the most that a grid-synchronised launch may hold."""
-    return max(1, min(rows, sms))
-
-
 @functools.lru_cache(maxsize=None)
 def reduce_tile(groups: int, d: int) -> tuple[int, int]:
     """(RED_G, RED_N): each program's column slice (RED_N ≥ d/GROUPS, a power of two) and the
@@ -89,18 +86,23 @@ def reduce_tile(groups: int, d: int) -> tuple[int, int]:
 
 
 @register("disjoint_fused", kind="strategy", deterministic_by_design=True, uses_groups=True,
-          auto_groups=auto_groups, writers=lambda rows, g: 1,
+          auto_groups=_groups.auto_fused, writers=lambda rows, g: 1,
           workspace=lambda rows, d, g, has_bias: partial_workspace(g, d, has_bias) + 8)
 def backward(x, dy, weight, mean, rstd, *, groups):
     """disjoint_block in a single launch: one grid-wide sync, then every program reduces a slice."""
     c = prepare(x, dy, weight, mean, rstd)
     dw, db = outputs(c.weight, c.has_mean)
 
-    def meta():
-        sync = not _device.interpreted() and groups <= _device.sm_count(x.device)
+    def meta(compile):
         # the ticket path never reads RED_G/RED_N: fixed values there, no kernel per GROUPS
-        red_g, red_n = reduce_tile(groups, c.d) if sync else (1, 1)
-        return dict(GRID_SYNC=sync, RED_G=red_g, RED_N=red_n, launch_cooperative_grid=sync)
+        ticket = dict(GRID_SYNC=False, RED_G=1, RED_N=1, launch_cooperative_grid=False)
+        if _device.interpreted():
+            return ticket
+        red_g, red_n = reduce_tile(groups, c.d)
+        sync = dict(GRID_SYNC=True, RED_G=red_g, RED_N=red_n, launch_cooperative_grid=True)
+        if groups <= _device.sm_count(x.device) * _device.resident_programs(compile(**sync)):
+            return sync
+        return ticket
 
     launch_partials(_fused_kernel, c, groups, "disjoint_fused",
                     (dw, db if db is not None else dw, _counter(x.device)), meta)

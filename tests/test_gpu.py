@@ -42,7 +42,8 @@ def test_deterministic_by_design_repeats_bits_on_gpu(name):
 @pytest.mark.parametrize("groups", [1, 7, 132, 133, 300])
 @pytest.mark.parametrize("rows,d", [(2048, 768), (5000, 4096), (129, 16384), (33, 20000)])
 def test_fused_grid_sync_and_ticket_paths(rows, d, groups):
-    """GROUPS ≤ SMs: the cooperative, grid-synchronised reduce; above: the last-ticket reduce.
+    """GROUPS that fit at once: the cooperative, grid-synchronised reduce; more: the
+    last-ticket reduce (test_fused_syncs_exactly_when_every_program_fits says which is which).
     Ten calls in a row: the counters must come back to zero after every call."""
     e = strategies.get("disjoint_fused")
     for norm in ("layernorm", "rmsnorm"):
@@ -57,6 +58,50 @@ def test_fused_grid_sync_and_ticket_paths(rows, d, groups):
                 if a is not None:
                     assert torch.equal(a.view(torch.int16), b.view(torch.int16))
     assert int(strategies.disjoint_fused._counter(x.device).abs().sum()) == 0
+
+
+@pytest.mark.parametrize("rows,d", [(65536, 1024), (2048, 768), (16384, 4096)])
+def test_fused_syncs_exactly_when_every_program_fits(rows, d, monkeypatch):
+    """The grid sync is taken up to SMs × the programs one SM holds (the driver's occupancy
+    answer for the compiled kernel): that largest grid launches cooperatively and answers
+    right, bit for bit again; a grid with more programs takes the ticket path, also right.
+    (A GROUPS asked for becomes the effective GROUPS that gives every program a whole share
+    of the rows: that is the grid launched.)"""
+    from strategies import _device, _launch
+    from strategies import disjoint_fused as f
+    monkeypatch.setattr(_launch, "_FAST", False)          # the launch decision on every call
+    caps, paths = [], []
+    real_cap, real_launch = _device.resident_programs, f.launch_partials
+    monkeypatch.setattr(_device, "resident_programs", lambda k: caps.append(real_cap(k)) or caps[-1])
+
+    def spy(kernel, c, groups, name, extra=(), extra_meta=None):
+        def meta(compile):
+            m = extra_meta(compile)
+            paths.append((groups, m["GRID_SYNC"]))
+            return m
+        return real_launch(kernel, c, groups, name, extra, meta)
+    monkeypatch.setattr(f, "launch_partials", spy)
+    e, sms = strategies.get("disjoint_fused"), strategies.sm_count("cuda")
+    x, dy, w, mean, rstd = make_inputs("layernorm", rows, d, "bf16", "bf16", seed=3, device="cuda")
+    ref = reference(x, dy, w, mean, rstd)
+    e.backward(x, dy, w, mean, rstd, groups=sms)
+    assert paths[-1][1] and caps[-1] >= 1
+    most = sms * caps[-1]
+    print(f"\n{rows}x{d}: {caps[-1]} programs per SM")
+    over = most + 1
+    while over <= rows and e.effective_groups(rows, d, over) <= most:
+        over += 1
+    for g in (most, over):
+        if g > rows:
+            continue
+        out = e.backward(x, dy, w, mean, rstd, groups=g)
+        geff, sync = paths[-1]
+        assert geff == e.effective_groups(rows, d, g) and sync == (geff <= most), (g, most, paths)
+        assert all(v <= tolerance("bf16", "bf16") for v in
+                   (rel_error(o, r) for o, r in zip(out, ref)) if v is not None)
+        again = e.backward(x, dy, w, mean, rstd, groups=g)
+        assert all(torch.equal(a, b) for a, b in zip(out, again) if a is not None)
+    assert int(f._counter(x.device).abs().sum()) == 0
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if n in ("atomic", "grouped_atomic", "spin_lock",

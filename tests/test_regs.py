@@ -37,3 +37,11 @@ def test_the_pipelined_loop_stages_its_tiles_in_shared_memory_without_spilling()
         assert r["num_stages"] == 3 and not r["prefetch"] and r["stack"] == 0, r
         assert 2 * tile <= r["dynamic"] <= 2 * tile + 1024, r
         assert _tuning.fit_stages(_tuning.params("disjoint_block", int(d)), elem, 227 * 1024) == 3
+
+
+def test_the_fused_kernel_does_not_spill_at_16_warps():
+    """disjoint_fused adds its reduce to the row loop: at d = 4096 (16 warps, 128 registers a
+    thread at most) it reaches the cap — one more live value would spill."""
+    for norm in ("layernorm", "rmsnorm"):
+        r = regs("--d", "4096", "--norm", norm, "--fused", "132")
+        assert r["stack"] == 0 and r["local"] == 0, r

@@ -7,7 +7,8 @@ from hypothesis import strategies as st
 import torch
 
 from strategies import _device, _groups, _tuning
-from strategies.disjoint_fused import auto_groups as fused_auto, reduce_tile
+from strategies._groups import auto_fused as fused_auto
+from strategies.disjoint_fused import reduce_tile
 
 
 @pytest.mark.parametrize("d,block_r,warps,stages", [
@@ -69,8 +70,12 @@ def test_host_integer_helpers(a, b):
         assert p >= a and p & (p - 1) == 0 and (p == 1 or p // 2 < a)
 
 
-def test_fused_auto_fits_one_program_per_sm():
-    assert fused_auto(2048, 768, 132) == 132 and fused_auto(50, 768, 132) == 50
+def test_fused_auto_follows_the_row_loop_rule():
+    """tune-8: two programs of 4 warps per SM at d ≤ 1024, one of 8–16 warps wider; never
+    more than rows."""
+    assert fused_auto(65536, 1024, 132) == 264 and fused_auto(2048, 768, 132) == 264
+    assert fused_auto(16384, 4096, 132) == 132 and fused_auto(8192, 16384, 132) == 132
+    assert fused_auto(50, 768, 132) == 50
 
 
 def test_nondeterministic_rules_from_tune_4():
