@@ -238,12 +238,16 @@ def compare(baseline_dir: Path = typer.Argument(..., help="baseline run director
 
 
 def main():
-    from harness.interrupt import Interrupted, install
+    from harness.interrupt import Interrupted, install, reraise_if_interrupted
     install()      # from the first moment: Ctrl-C or SIGTERM never leaves a traceback
     try:
-        compare.__doc__ = _compare_help()
-        app.registered_commands[-1].help = compare.__doc__
-        app()      # typer's standalone mode: usage errors exit 2 with one message
+        try:
+            compare.__doc__ = _compare_help()
+            app.registered_commands[-1].help = compare.__doc__
+            app()      # typer's standalone mode: usage errors exit 2 with one message
+        except Exception as e:   # a signal that surfaced wrapped (reraise_if_interrupted)
+            reraise_if_interrupted(e)
+            raise
     except Interrupted as e:   # before or after a sweep (a sweep handles its own)
         err.print(f"interrupted by {signal.Signals(e.signum).name}; nothing was being measured")
         sys.exit(128 + e.signum)

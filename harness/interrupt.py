@@ -23,3 +23,27 @@ def install() -> dict:
     for s in previous:
         signal.signal(s, raise_interrupted)
     return previous
+
+
+def interruption(e: BaseException) -> BaseException | None:
+    """The Interrupted (or KeyboardInterrupt) that `e` is or wraps, else None.
+
+    A signal handler's exception can surface wrapped in another: Python turns an exception
+    raised while a class body runs its descriptors' __set_name__ into a RuntimeError — as
+    when SIGINT lands while a module (torch's FakeTensor, say) is first imported.  A broad
+    `except Exception` would then record the interruption as a case's failure, or the CLI
+    print a traceback.  Follows __cause__ and __context__."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, (Interrupted, KeyboardInterrupt)):
+            return e
+        e = e.__cause__ or e.__context__
+    return None
+
+
+def reraise_if_interrupted(e: BaseException) -> None:
+    """Raise the interruption `e` wraps, if any (see `interruption`)."""
+    i = interruption(e)
+    if i is not None:
+        raise i

@@ -24,6 +24,7 @@ import torch
 import strategies
 from harness import model, timing
 from harness.inputs import make_inputs, reference, rel_error, tolerance
+from harness.interrupt import reraise_if_interrupted
 from harness.plan import Case
 from harness.schema import case_id
 
@@ -133,6 +134,7 @@ def measure(case: Case, s: Settings) -> dict:
         rec["workspace_bytes"] = entry.workspace(case.rows, case.d, geff, has_bias)
         rec["writers_per_slot"] = entry.writers(case.rows, geff) if entry.writers else None
     except Exception as e:  # a plugin's model function may fail too
+        reraise_if_interrupted(e)
         return done("error", _one_line(e))
 
     if device.type == "cuda":
@@ -146,6 +148,7 @@ def measure(case: Case, s: Settings) -> dict:
         torch.cuda.empty_cache()
         return done("error", "out of memory: " + _one_line(e))
     except Exception as e:
+        reraise_if_interrupted(e)
         return done("error", _one_line(e))
 
 

@@ -21,7 +21,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
 import strategies
 from harness import env, model, timing
 from harness.config import Sweep
-from harness.interrupt import Interrupted, install
+from harness.interrupt import install, interruption
 from harness.isolate import Worker, WorkerCrashed, WorkerStartError, WorkerTimeout
 from harness.measure import Settings, failed_record, measure
 from harness.plan import Case
@@ -109,8 +109,11 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
                 progress.refresh()
         store.update_meta(ended_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                           completed=True)
-    except (Interrupted, KeyboardInterrupt) as e:
-        outcome.interrupted = getattr(e, "signum", signal.SIGINT)
+    except BaseException as e:       # Interrupted, KeyboardInterrupt, or one wrapping them
+        i = interruption(e)
+        if i is None:
+            raise
+        outcome.interrupted = getattr(i, "signum", signal.SIGINT)
         store.update_meta(ended_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                           completed=False)
     finally:

@@ -1,6 +1,8 @@
 """Every implementation × norm × dtype against the fp64 reference, on CPU under the interpreter."""
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import strategies
 from checks import check
@@ -178,3 +180,36 @@ def test_reload_rule():
     for d in (768, 4096, 8192, 20000):
         assert not _tuning.params("disjoint_block", d)["reload"]
         assert not _tuning.params("atomic", d, rows_per_tile=1)["reload"]
+
+
+_DT = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int32]
+
+
+@settings(max_examples=300, deadline=None)
+@given(rows=st.integers(1, 5), d=st.integers(1, 6), xdt=st.sampled_from(_DT),
+       dydt=st.sampled_from(_DT), wdt=st.sampled_from(_DT), sdt=st.sampled_from(_DT),
+       dy_rows=st.integers(1, 5), w_len=st.integers(1, 6), s_len=st.integers(1, 5),
+       with_mean=st.booleans(), x_t=st.booleans(), dy_t=st.booleans(), x_1d=st.booleans(),
+       groups=st.sampled_from([None, 1, 3, 0, -1, True, 2.0, "2"]))
+def test_the_fast_argument_check_is_never_looser_than_the_itemised_one(
+        rows, d, xdt, dydt, wdt, sdt, dy_rows, w_len, s_len, with_mean, x_t, dy_t, x_1d, groups):
+    """strategies._args: the one-pass check must accept only what the itemised checks accept,
+    and whatever it refuses gets the itemised message (a ValueError naming the argument)."""
+    from strategies._args import _explain, check_args
+    x = torch.zeros(d, rows, dtype=xdt).t() if x_t else torch.zeros(rows, d, dtype=xdt)
+    x = x[0] if x_1d else x
+    dy = torch.zeros(d, dy_rows, dtype=dydt).t() if dy_t else torch.zeros(dy_rows, d, dtype=dydt)
+    w = torch.zeros(w_len, dtype=wdt)
+    rstd = torch.zeros(s_len, dtype=sdt)
+    mean = torch.zeros(s_len, dtype=sdt) if with_mean else None
+    try:
+        _explain(x, dy, w, mean, rstd, groups)
+        itemised = None
+    except ValueError as e:
+        itemised = str(e)
+    try:
+        check_args(x, dy, w, mean, rstd, groups)
+        fast = None
+    except ValueError as e:
+        fast = str(e)
+    assert fast == itemised
