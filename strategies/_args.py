@@ -14,7 +14,8 @@ def check_args(x, dy, weight, mean, rstd, groups) -> None:
     """Raise ValueError("<argument>: <problem>") for the first bad argument.
 
     Runs on every call, so the common case — every argument good — is one pass over each
-    tensor's attributes (about half the host time of the itemised checks); anything it does
+    tensor's attributes (half the host time of the itemised checks: 2.5 against 4.6 µs for
+    LayerNorm CPU tensors on the development machine); anything it does
     not accept goes to `_explain`, which names the problem (and is the authority: what it
     lets through is accepted)."""
     T = torch.Tensor

@@ -11,9 +11,9 @@ same reduce_rows code as the two-pass schemes).  A departure counter lets the la
 reset both counters, so a call needs no memset launch.
 
 Under the Triton interpreter — programs run one after the other, so a waiting program would
-wait for ever — and for more GROUPS than fit at once, a program that finishes its partial rows takes a ticket
-instead (acq_rel atomic_add) and the one that draws the last ticket reduces every column
-alone.  No program waits for another there, so it cannot deadlock.
+wait for ever — and for more GROUPS than fit at once, a program that finishes its partial
+rows takes a ticket instead (acq_rel atomic_add) and the one that draws the last ticket
+reduces every column alone.  No program waits for another there, so it cannot deadlock.
 
 Either way the sum order is fixed: bitwise deterministic.  The counters are cached per device,
 so concurrent calls on two streams of one device are not supported.
