@@ -50,21 +50,26 @@ def grid(name: str, d: int, sms: int):
     allows — registers and shared memory of each configuration from `bench/regs.py`'s
     compile: at d = 1024 three programs of 4 warps per SM at 4 rows a tile and 3 stages, five
     at 2 rows, eight at 1 row.  Round 8: disjoint_fused's grid sync over 2 and 3 programs
-    per SM (--new-only: these and the defaults alone).  Rounds 1–6 searched other grids (git history of this file)."""
+    per SM (--new-only: these and the defaults alone).  Rounds 1–6 searched other grids (git
+    history of this file)."""
     yield {}, None, False
     if name not in ROW_LOOP:
         return
-    block = name == "disjoint_block"
-    pipe = dict(prefetch=False)
-    if d >= 16384 and not NEW_ONLY:
-        yield {"num_stages": 2}, None, False
-    if not block and d <= 2048:
+    if name == "disjoint_fused" and d <= 2048:
         # round 8: the grid sync over more than one program per SM (as many as the driver
         # says fit; beyond that the fused kernel takes its ticket path)
         for k in (2, 3):
             yield {}, k * sms, False
-    if d >= 16384 or NEW_ONLY:
-        pass
+    if not NEW_ONLY:
+        yield from _round7(name == "disjoint_block", d, sms)
+    yield {}, None, True
+
+
+def _round7(block: bool, d: int, sms: int):
+    """Round 7's candidates (the pipelined row loop's stages, tiles, warps and GROUPS)."""
+    pipe = dict(prefetch=False)
+    if d >= 16384:
+        yield {"num_stages": 2}, None, False
     elif d <= 1024:
         yield {**pipe, "num_stages": 3}, None, False
         yield {**pipe, "num_stages": 4}, None, False
@@ -84,7 +89,6 @@ def grid(name: str, d: int, sms: int):
     else:
         for st in (2, 3, 4):
             yield {**pipe, "num_stages": st}, None, False
-    yield {}, None, True
 
 
 def warm(args, shapes, sms, part: int, nparts: int) -> None:

@@ -5,6 +5,7 @@ Imported first by `strategies/__init__.py`: TRITON_INTERPRET must be set before 
 """
 from __future__ import annotations
 
+import functools
 import os
 import sys
 
@@ -87,11 +88,7 @@ def resident_programs(compiled) -> int:
     return n.value
 
 
-_LIBCUDA = []
-
-
+@functools.lru_cache(maxsize=None)
 def _libcuda():
-    if not _LIBCUDA:
-        import ctypes
-        _LIBCUDA.append(ctypes.CDLL("libcuda.so.1"))
-    return _LIBCUDA[0]
+    import ctypes
+    return ctypes.CDLL("libcuda.so.1")
