@@ -22,9 +22,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import torch  # noqa: E402
 import triton.testing  # noqa: E402
 
-import strategies  # noqa: E402
-from harness.inputs import make_inputs  # noqa: E402
-from strategies import _launch  # noqa: E402
+from normbench import strategies  # noqa: E402
+from normbench.harness.inputs import make_inputs  # noqa: E402
+from normbench.strategies import _launch  # noqa: E402
 
 
 def host_us(fn, n=300) -> float:

@@ -11,8 +11,8 @@ import os, sys, time, cProfile, pstats, io
 os.environ["NORMBENCH_QUIET"] = "1"
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import torch, strategies
-from strategies import _launch, _device
-from harness.inputs import make_inputs
+from normbench.strategies import _launch, _device
+from normbench.harness.inputs import make_inputs
 def fake_run(*a): pass
 class AnyDict(dict):   # every launch finds a plan: (run, grid, function, metadata, tail)
     def get(self, k, d=None): return (fake_run, 1, 1, 1, None, None, ())
@@ -22,7 +22,7 @@ _launch._stream = lambda d: 0
 torch.cuda.current_device = lambda: 0
 real_interp = _device.interpreted
 _device.interpreted = lambda: False
-import strategies.disjoint_fused as df
+import normbench.strategies.disjoint_fused as df
 df._device.interpreted = lambda: False
 for norm in ["layernorm", "rmsnorm"]:
     x, dy, w, mean, rstd = make_inputs(norm, 2048, 768, "bf16", "bf16", seed=0, device="cpu")

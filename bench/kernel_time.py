@@ -38,9 +38,9 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-import strategies  # noqa: E402
-from harness import timing  # noqa: E402
-from harness.inputs import make_inputs, reference, rel_error, tolerance  # noqa: E402
+from normbench import strategies  # noqa: E402
+from normbench.harness import timing  # noqa: E402
+from normbench.harness.inputs import make_inputs, reference, rel_error, tolerance  # noqa: E402
 
 MARK = "_l2_flush"
 

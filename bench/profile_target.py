@@ -18,8 +18,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import torch  # noqa: E402
 
-import strategies  # noqa: E402
-from harness.inputs import make_inputs, reference, rel_error, tolerance  # noqa: E402
+from normbench import strategies  # noqa: E402
+from normbench.harness.inputs import make_inputs, reference, rel_error, tolerance  # noqa: E402
 
 
 def main() -> int:

@@ -32,9 +32,9 @@ import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
-from strategies import _tuning  # noqa: E402
-from strategies.disjoint_block import _disjoint_kernel  # noqa: E402
-from strategies.disjoint_fused import _fused_kernel, reduce_tile  # noqa: E402
+from normbench.strategies import _tuning  # noqa: E402
+from normbench.strategies.disjoint_block import _disjoint_kernel  # noqa: E402
+from normbench.strategies.disjoint_fused import _fused_kernel, reduce_tile  # noqa: E402
 
 TYPES = {"bf16": "*bf16", "fp16": "*fp16", "fp32": "*fp32"}
 

@@ -27,10 +27,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
-import strategies  # noqa: E402
-from harness import model, timing  # noqa: E402
-from harness.inputs import make_inputs, reference, rel_error, tolerance  # noqa: E402
-from strategies import _tuning  # noqa: E402
+from normbench import strategies  # noqa: E402
+from normbench.harness import model, timing  # noqa: E402
+from normbench.harness.inputs import make_inputs, reference, rel_error, tolerance  # noqa: E402
+from normbench.strategies import _tuning  # noqa: E402
 
 SHAPES = [(16384, 4096), (16384, 8192), (65536, 1024), (8192, 16384),
           (2048, 768), (4096, 1024), (4096, 4096)]

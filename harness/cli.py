@@ -31,7 +31,7 @@ def fail(message: str, code: int = 2):
 
 
 def _strategies():
-    import strategies  # imported lazily: it decides CPU/GPU and compiles nothing until used
+    from normbench import strategies  # imported lazily: it decides CPU/GPU and compiles nothing until used
     return strategies
 
 
@@ -68,8 +68,8 @@ def run(config: Path = typer.Argument(..., help="sweep config (YAML); see harnes
     kernel including the reduce). On a machine without a GPU the kernels run under the Triton
     interpreter and times are CPU wall-clock times.
     """
-    from harness.config import ConfigError, load_config
-    from harness.plan import estimate_seconds, expand
+    from normbench.harness.config import ConfigError, load_config
+    from normbench.harness.plan import estimate_seconds, expand
 
     s = _strategies()
     try:
@@ -90,9 +90,9 @@ def run(config: Path = typer.Argument(..., help="sweep config (YAML); see harnes
     if dry_run:
         _print_plan(cases, est, sweep)
         return
-    from harness.isolate import WorkerStartError
-    from harness.run import default_out_dir, execute
-    from harness.store import StoreError
+    from normbench.harness.isolate import WorkerStartError
+    from normbench.harness.run import default_out_dir, execute
+    from normbench.harness.store import StoreError
     out_dir = out_dir or default_out_dir(sweep)
     err.print(f"{sweep.name}: {len(cases)} records, about {_fmt_s(est)}; writing {out_dir}"
               + ("  [CPU wall-clock times: Triton interpreter]" if s.interpreted() else ""))
@@ -102,7 +102,7 @@ def run(config: Path = typer.Argument(..., help="sweep config (YAML); see harnes
         fail(f"run: {e}")
     except WorkerStartError as e:
         fail(f"run: the isolate worker could not start, so no case can run: {e}", 1)
-    from harness.store import load_meta, load_records
+    from normbench.harness.store import load_meta, load_records
     df = load_records(out_dir)
     _print_tables(df, load_meta(out_dir))
     if outcome.interrupted:
@@ -110,7 +110,7 @@ def run(config: Path = typer.Argument(..., help="sweep config (YAML); see harnes
              f"{out_dir}; finish with: run {config} --out {out_dir} --resume",
              128 + outcome.interrupted)
     if not no_report:
-        from harness.report import write_report
+        from normbench.harness.report import write_report
         paths = write_report(out_dir)
         err.print(f"report: {out_dir / paths['report.html']}")
     err.print(f"records: {out_dir / 'records.csv'}")
@@ -132,7 +132,7 @@ def _print_plan(cases, est, sweep):
 def _print_tables(df, meta):
     """One table per (norm, dtype, weight dtype): shape × implementation median times,
     the fastest marked ★ (green), the fastest bitwise-deterministic marked ◆ (cyan)."""
-    from harness.summary import best_groups, best_per_shape
+    from normbench.harness.summary import best_groups, best_per_shape
     if df.empty:
         return
     unit = "ms"
@@ -195,8 +195,8 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory"),
            baseline: str = typer.Option("torch", "--baseline", help="implementation the "
                                         "speedup plot compares against")):
     """Write RUN_DIR/report.html (self-contained), report.md and plots/ from a run."""
-    from harness.report import write_report
-    from harness.store import StoreError, is_run_dir
+    from normbench.harness.report import write_report
+    from normbench.harness.store import StoreError, is_run_dir
     if not is_run_dir(run_dir):
         fail(f"report: {run_dir} is not a run directory (no records.csv / meta.json)")
     try:
@@ -208,7 +208,7 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory"),
 
 
 def _compare_help() -> str:
-    from harness.compare import METHOD
+    from normbench.harness.compare import METHOD
     return ("Compare a candidate run against a baseline run, case by case. Exit 0: no "
             "regression; 1: regression(s); 2: runs that cannot be compared. " + METHOD)
 
@@ -219,8 +219,8 @@ def compare(baseline_dir: Path = typer.Argument(..., help="baseline run director
             threshold: str = typer.Option("5%", "--threshold", help="slowdown that counts, "
                                           "e.g. 5% or 0.05"),
             fmt: str = typer.Option("table", "--format", help="table, markdown or json")):
-    from harness.compare import CompareError, compare as do_compare, exit_code, parse_threshold, render
-    from harness.store import StoreError
+    from normbench.harness.compare import CompareError, compare as do_compare, exit_code, parse_threshold, render
+    from normbench.harness.store import StoreError
     if fmt not in ("table", "markdown", "json"):
         fail(f"compare: --format must be table, markdown or json, got {fmt!r}")
     try:
@@ -238,7 +238,7 @@ def compare(baseline_dir: Path = typer.Argument(..., help="baseline run director
 
 
 def main():
-    from harness.interrupt import Interrupted, install, reraise_if_interrupted
+    from normbench.harness.interrupt import Interrupted, install, reraise_if_interrupted
     install()      # from the first moment: Ctrl-C or SIGTERM never leaves a traceback
     try:
         try:

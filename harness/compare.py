@@ -15,8 +15,8 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness import stats
-from harness.schema import KEY
+from normbench.harness import stats
+from normbench.harness.schema import KEY
 
 METHOD = (
     "Records of the two runs are joined on the case key (norm, implementation, rows, d, dtype, "
@@ -280,7 +280,7 @@ def compare(baseline_dir, candidate_dir, threshold: float = 0.05,
             alpha: float = stats.ALPHA) -> CompareResult:
     """Compare two run directories (read through harness.store).  See METHOD.
     Raises CompareError when the runs cannot be compared."""
-    from harness import store
+    from normbench.harness import store
     for d in (baseline_dir, candidate_dir):
         if not Path(d).is_dir():
             raise CompareError(f"not a run directory: {d}")

@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 import triton
 
-import strategies
+from normbench import strategies
 
 ROOT = Path(__file__).resolve().parent.parent
 

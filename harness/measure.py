@@ -21,12 +21,12 @@ from datetime import datetime, timezone
 
 import torch
 
-import strategies
-from harness import model, timing
-from harness.inputs import make_inputs, reference, rel_error, tolerance
-from harness.interrupt import reraise_if_interrupted
-from harness.plan import Case
-from harness.schema import case_id
+from normbench import strategies
+from normbench.harness import model, timing
+from normbench.harness.inputs import make_inputs, reference, rel_error, tolerance
+from normbench.harness.interrupt import reraise_if_interrupted
+from normbench.harness.plan import Case
+from normbench.harness.schema import case_id
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 
-from harness.config import Sweep
-from harness.model import bytes_moved
-from harness.schema import case_id
+from normbench.harness.config import Sweep
+from normbench.harness.model import bytes_moved
+from normbench.harness.schema import case_id
 
 NO_GROUPS = "-"
 

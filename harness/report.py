@@ -27,8 +27,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness import model
-from harness.schema import COLUMNS
+from normbench.harness import model
+from normbench.harness.schema import COLUMNS
 
 SHAPE = ("norm", "rows", "d", "dtype", "weight_dtype")
 PLOTS_DIR = "plots"
@@ -50,7 +50,7 @@ def write_report(run_dir, baseline: str = "torch") -> dict[str, Path]:
     """Write report.html, report.md and plots/*.png into run_dir; return {relative name: path}
     of every file written.  Works on any run: only errors, one implementation, NaNs, no
     GROUPS, Triton-interpreter timings."""
-    from harness import store
+    from normbench.harness import store
 
     run_dir = Path(run_dir)
     if not run_dir.is_dir():

@@ -18,14 +18,14 @@ from rich.console import Console
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                            TimeElapsedColumn, TimeRemainingColumn)
 
-import strategies
-from harness import env, model, timing
-from harness.config import Sweep
-from harness.interrupt import install, interruption
-from harness.isolate import Worker, WorkerCrashed, WorkerStartError, WorkerTimeout
-from harness.measure import Settings, failed_record, measure
-from harness.plan import Case
-from harness.store import RunStore
+from normbench import strategies
+from normbench.harness import env, model, timing
+from normbench.harness.config import Sweep
+from normbench.harness.interrupt import install, interruption
+from normbench.harness.isolate import Worker, WorkerCrashed, WorkerStartError, WorkerTimeout
+from normbench.harness.measure import Settings, failed_record, measure
+from normbench.harness.plan import Case
+from normbench.harness.store import RunStore
 
 
 @dataclass
@@ -85,7 +85,7 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
         if outcome.skipped_done:
             console.print(f"resuming: {outcome.skipped_done} records already in {out_dir}")
         if isolate:
-            worker = Worker("harness.measure:measure_payload",
+            worker = Worker("normbench.harness.measure:measure_payload",
                             env={"TRITON_INTERPRET": os.environ.get("TRITON_INTERPRET", "0"),
                                  "NORMBENCH_QUIET": "1"})
         columns = (TextColumn("[progress.description]{task.description}"), BarColumn(),

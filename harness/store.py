@@ -35,7 +35,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from harness.schema import COLUMNS, STATUSES, case_id as _case_id
+from normbench.harness.schema import COLUMNS, STATUSES, case_id as _case_id
 
 RECORDS_CSV = "records.csv"
 RECORDS_PARQUET = "records.parquet"

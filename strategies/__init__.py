@@ -1,6 +1,6 @@
 """normbench strategies: LayerNorm/RMSNorm backward implementations, registered by name.
 
-    import strategies
+    from normbench import strategies
     strategies.names()
     dx, dw, db = strategies.get("disjoint_block").backward(x, dy, weight, mean, rstd, groups=G)
 

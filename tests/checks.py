@@ -4,8 +4,8 @@ import random
 import pytest
 import torch
 
-import strategies
-from harness.inputs import make_inputs, reference, rel_error, tolerance
+from normbench import strategies
+from normbench.harness.inputs import make_inputs, reference, rel_error, tolerance
 
 
 def check(name, norm, rows, d, dtype, weight_dtype="same", groups=None, row_stride=None,

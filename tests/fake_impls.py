@@ -5,8 +5,8 @@ import torch
 import triton
 import triton.language as tl
 
-import strategies
-from strategies import register
+from normbench import strategies
+from normbench.strategies import register
 
 _torch = strategies.get("torch")
 

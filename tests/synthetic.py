@@ -15,8 +15,8 @@ import random
 import statistics
 from pathlib import Path
 
-from harness import model
-from harness.schema import COLUMNS, case_id
+from normbench.harness import model
+from normbench.harness.schema import COLUMNS, case_id
 
 DEVICE = "NVIDIA H200"
 COPY_CEILING_GBPS = 4000.0
@@ -140,7 +140,7 @@ def write_run(run_dir, records: list[dict], run_meta: dict | None = None) -> Pat
     """A run directory holding `records` and `run_meta`, written through harness.store."""
     run_dir = Path(run_dir)
     try:
-        from harness.store import RunStore
+        from normbench.harness.store import RunStore
     except ImportError:                         # store not landed yet: temporary CSV fallback
         return _write_run_fallback(run_dir, records, run_meta)
     store = RunStore(run_dir, resume=False, parquet_interval_s=1e9)
@@ -182,7 +182,7 @@ def reported_run() -> tuple[Path, dict]:
     """The sweep_records() run with its report written, built once per test session (the
     report and browser tests share it: plotting is the slow part)."""
     if "run" not in _REPORTED:
-        from harness.report import write_report
+        from normbench.harness.report import write_report
         run_dir = write_run(_tmpdir("normbench-report-") / "run", sweep_records(), meta())
         _REPORTED["run"] = (run_dir, write_report(run_dir))
     return _REPORTED["run"]

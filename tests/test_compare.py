@@ -6,8 +6,8 @@ import json
 import pytest
 
 import synthetic
-from harness import compare as cmp
-from harness import stats
+from normbench.harness import compare as cmp
+from normbench.harness import stats
 
 
 def _cases(**over):

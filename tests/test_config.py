@@ -12,7 +12,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.config import ConfigError, Sweep, load_config, parse_config
+from normbench.harness.config import ConfigError, Sweep, load_config, parse_config
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 IMPLS = ["atomic", "grouped_atomic", "spin_lock", "disjoint_block", "torch"]

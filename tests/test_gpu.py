@@ -2,8 +2,8 @@
 import pytest
 import torch
 
-import strategies
-from harness.inputs import make_inputs, reference, rel_error, tolerance
+from normbench import strategies
+from normbench.harness.inputs import make_inputs, reference, rel_error, tolerance
 
 pytestmark = pytest.mark.gpu
 
@@ -68,8 +68,8 @@ def test_fused_syncs_exactly_when_every_program_fits(rows, d, monkeypatch):
     right, bit for bit again.  GROUPS=auto (2 programs per SM at d ≤ 1024) must sync: its
     speed depends on it.  (A GROUPS asked for becomes the effective GROUPS that gives every
     program a whole share of the rows: that is the grid launched.)"""
-    from strategies import _device, _launch
-    from strategies import disjoint_fused as f
+    from normbench.strategies import _device, _launch
+    from normbench.strategies import disjoint_fused as f
     monkeypatch.setattr(_launch, "_FAST", False)          # the launch decision on every call
     caps, paths = [], []
     real_cap, real_launch = _device.resident_programs, f.launch_partials
@@ -110,7 +110,7 @@ def test_fused_syncs_exactly_when_every_program_fits(rows, d, monkeypatch):
 def test_direct_launch_matches_plain_launch(name, monkeypatch):
     """strategies._launch's cached direct launch gives the plain kernel[grid](...) answer,
     also when a cached specialisation meets an unaligned view and odd sizes."""
-    from strategies import _launch
+    from normbench.strategies import _launch
     e = strategies.get(name)
     for rows, d, stride, shift in [(4096, 1024, None, 0), (1000, 1000, 1003, 0),
                                    (4096, 1024, None, 0), (4096, 1024, 1032, 1)]:

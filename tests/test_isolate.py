@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.isolate import Worker, WorkerCrashed, WorkerStartError, WorkerTimeout
+from normbench.harness.isolate import Worker, WorkerCrashed, WorkerStartError, WorkerTimeout
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
@@ -167,7 +167,7 @@ def test_close_reaps_and_worker_exits_when_its_pipe_closes(worker):
 PARENT = """
     import sys
     sys.path.insert(0, sys.argv[1])
-    from harness.isolate import Worker
+    from normbench.harness.isolate import Worker
     w = Worker("isolate_targets:spin_forever")
     w.start()
     print(w.pid, flush=True)

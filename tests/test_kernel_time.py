@@ -4,7 +4,7 @@ import importlib.util
 import json
 import os
 
-import strategies  # noqa: F401  (sets TRITON_INTERPRET before the script defines its kernel)
+from normbench import strategies  # noqa: F401  (sets TRITON_INTERPRET before the script defines its kernel)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _spec = importlib.util.spec_from_file_location("kernel_time", os.path.join(ROOT, "bench", "kernel_time.py"))

@@ -6,7 +6,7 @@ Triton specialises on reaches the key through Call.sig (the last test)."""
 import pytest
 import torch
 
-from strategies import _launch
+from normbench.strategies import _launch
 
 
 class FakeCompiled:
@@ -114,7 +114,7 @@ def test_hook_detection_reads_tritons_hook_chains(monkeypatch):
 
 
 def test_call_sig_sees_what_triton_specialises_on():
-    from harness.inputs import make_inputs
+    from normbench.harness.inputs import make_inputs
     x, dy, w, mean, rstd = make_inputs("layernorm", 8, 64, "bf16", "bf16", seed=0, device="cpu",
                                        row_stride=72)
     base = _launch.prepare(x, dy, w, mean, rstd).sig

@@ -1,9 +1,9 @@
 """measure.py: the memory pre-check, the bytes model, and an interruption never recorded as a failure."""
 import signal
 
-from harness import model
-from harness.measure import memory_shortfall
-from harness.plan import Case
+from normbench.harness import model
+from normbench.harness.measure import memory_shortfall
+from normbench.harness.plan import Case
 
 
 def case(rows, d, dtype="bf16"):
@@ -30,7 +30,7 @@ def test_bytes_model_counts_each_tensor_once():
 
 
 def _raise_wrapped(*a, **k):
-    from harness.interrupt import Interrupted
+    from normbench.harness.interrupt import Interrupted
     try:
         raise Interrupted(signal.SIGTERM)
     except Interrupted as e:
@@ -41,7 +41,7 @@ def test_a_signal_that_surfaces_wrapped_is_still_an_interruption():
     """Python 3.11 wraps an exception from a descriptor's __set_name__ in a RuntimeError: a
     signal landing while a module defines such a class (torch's FakeTensor on first import)
     arrived as that RuntimeError — the CLI printed a traceback and exited 1."""
-    from harness.interrupt import Interrupted, interruption
+    from normbench.harness.interrupt import Interrupted, interruption
 
     class D:
         def __set_name__(self, owner, name):
@@ -57,9 +57,9 @@ def test_a_signal_that_surfaces_wrapped_is_still_an_interruption():
 
 def test_a_wrapped_interruption_stops_measure_instead_of_becoming_a_record(monkeypatch):
     import pytest
-    import strategies
-    from harness.interrupt import Interrupted
-    from harness.measure import Settings, measure
+    from normbench import strategies
+    from normbench.harness.interrupt import Interrupted
+    from normbench.harness.measure import Settings, measure
     e = strategies.get("disjoint_block")
     monkeypatch.setattr(e, "effective_groups", _raise_wrapped)
     s = Settings(warmup_ms=1, rep_ms=1, repeats=1, seed=0, peak_tbps=None, copy_gbps=None,

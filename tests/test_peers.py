@@ -9,10 +9,10 @@ import sys
 import pytest
 import torch
 
-import strategies
+from normbench import strategies
 from checks import check
-from harness.inputs import make_inputs
-from strategies import peers
+from normbench.harness.inputs import make_inputs
+from normbench.strategies import peers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PEERS = ("liger", "quack")

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import load_config, parse_config
-from harness.plan import Case, estimate_seconds, expand
-from harness.schema import KEY, case_id
+from normbench.harness.config import load_config, parse_config
+from normbench.harness.plan import Case, estimate_seconds, expand
+from normbench.harness.schema import KEY, case_id
 
 AVAILABLE = ["atomic", "grouped_atomic", "spin_lock", "torch"]
 GROUP_USERS = {"grouped_atomic", "spin_lock"}

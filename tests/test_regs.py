@@ -30,7 +30,7 @@ def test_the_pipelined_loop_stages_its_tiles_in_shared_memory_without_spilling()
     (cp.async) — if Triton stopped pipelining the loop, the dynamic shared memory would drop.
     And _tuning.fit_stages' model of that memory is an upper bound of what the compiler takes:
     fp32 rows of 8192 (the widest pipelined) fit an H200's 227 KB a program."""
-    from strategies import _tuning
+    from normbench.strategies import _tuning
     for d, dtype, elem in (("4096", "bf16", 2), ("1024", "bf16", 2), ("8192", "fp32", 4)):
         r = regs("--d", d, "--dtype", dtype)
         tile = r["block_r"] * int(d) * elem * 2

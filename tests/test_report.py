@@ -9,8 +9,8 @@ import pytest
 from PIL import Image
 
 import synthetic
-from harness import model
-from harness.report import write_report
+from normbench.harness import model
+from normbench.harness.report import write_report
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -3,9 +3,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.compare import compare, exit_code
-from harness.schema import COLUMNS
-from harness.store import load_meta, load_records
+from normbench.harness.compare import compare, exit_code
+from normbench.harness.schema import COLUMNS
+from normbench.harness.store import load_meta, load_records
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 RUNS = sorted(p for p in RESULTS.iterdir() if (p / "records.csv").exists())

@@ -6,9 +6,9 @@ from hypothesis import strategies as st
 
 import torch
 
-from strategies import _device, _groups, _tuning
-from strategies._groups import auto_fused as fused_auto
-from strategies.disjoint_fused import reduce_tile
+from normbench.strategies import _device, _groups, _tuning
+from normbench.strategies._groups import auto_fused as fused_auto
+from normbench.strategies.disjoint_fused import reduce_tile
 
 
 @pytest.mark.parametrize("d,block_r,warps,stages", [
@@ -80,7 +80,7 @@ def test_fused_auto_follows_the_row_loop_rule():
 
 def test_nondeterministic_rules_from_tune_4():
     """grouped_atomic: SMs/2 partial rows, 2·SMs at d ≤ 1024; spin_lock: 8 warps at d ≤ 1024."""
-    from strategies import _groups
+    from normbench.strategies import _groups
     assert _groups.auto_grouped_atomic(65536, 4096, 132) == 66
     assert _groups.auto_grouped_atomic(65536, 1024, 132) == 264
     assert _groups.auto_grouped_atomic(100, 1024, 132) == 100       # never more than rows
@@ -93,7 +93,7 @@ def test_nondeterministic_rules_from_tune_4():
 def test_cached_auto_groups_follow_overrides(monkeypatch):
     """backward() caches groups=auto per shape, but not while a tuning override is set: the
     auto GROUPS of disjoint_block depends on its warps."""
-    import strategies
+    from normbench import strategies
     e = strategies.get("disjoint_block")
     seen = []
     monkeypatch.setattr(e, "fn", lambda *a, groups: seen.append(groups))

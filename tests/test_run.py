@@ -12,8 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.schema import COLUMNS, STATUSES
-from harness.store import load_records
+from normbench.harness.schema import COLUMNS, STATUSES
+from normbench.harness.store import load_records
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "NORMBENCH_PLUGINS": "tests.fake_impls", "NORMBENCH_QUIET": "1",
@@ -97,7 +97,7 @@ def test_unavailable_implementation_is_skipped_with_the_reason(tmp_path):
     r = cli("run", cfg, "--out", tmp_path / "run", "--no-report")
     assert r.returncode == 0, r.stderr
     df = load_records(tmp_path / "run").set_index("implementation")
-    import strategies
+    from normbench import strategies
     if not strategies.get("quack").available:
         assert df.loc["quack", "status"] == "skipped" and df.loc["quack", "error"]
 

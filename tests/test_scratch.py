@@ -1,9 +1,9 @@
 """The partial rows kept between calls (strategies._launch.scratch)."""
 import torch
 
-import strategies
-from harness.inputs import make_inputs, reference, rel_error
-from strategies import _launch
+from normbench import strategies
+from normbench.harness.inputs import make_inputs, reference, rel_error
+from normbench.strategies import _launch
 
 
 def test_scratch_is_reused_per_shape_and_bounded(monkeypatch):

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.schema import COLUMNS, KEY, case_id
-from harness.store import RunStore, StoreError, is_run_dir, load_meta, load_records
+from normbench.harness.schema import COLUMNS, KEY, case_id
+from normbench.harness.store import RunStore, StoreError, is_run_dir, load_meta, load_records
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -284,7 +284,7 @@ def _python(code: str, *args: str) -> subprocess.Popen:
 
 HOLDER = """
     import sys, time
-    from harness.store import RunStore
+    from normbench.harness.store import RunStore
     s = RunStore(sys.argv[1], resume=True)
     print("held", flush=True)
     time.sleep(120)
@@ -320,7 +320,7 @@ def test_second_store_in_same_process_refused(tmp_path):
 
 APPENDER = """
     import json, sys
-    from harness.store import RunStore
+    from normbench.harness.store import RunStore
     run_dir, start = sys.argv[1], int(sys.argv[2])
     with RunStore(run_dir, resume=True, parquet_interval_s=0) as s:
         print("ready", flush=True)

@@ -4,10 +4,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import strategies
+from normbench import strategies
 from checks import check
-from harness.inputs import make_inputs, reference, rel_error
-from strategies import _tuning
+from normbench.harness.inputs import make_inputs, reference, rel_error
+from normbench.strategies import _tuning
 
 IMPLS = strategies.names()
 STRATEGIES = [n for n in IMPLS if strategies.get(n).kind == "strategy"]
@@ -195,7 +195,7 @@ def test_the_fast_argument_check_is_never_looser_than_the_itemised_one(
         rows, d, xdt, dydt, wdt, sdt, dy_rows, w_len, s_len, with_mean, x_t, dy_t, x_1d, groups):
     """strategies._args: the one-pass check must accept only what the itemised checks accept,
     and whatever it refuses gets the itemised message (a ValueError naming the argument)."""
-    from strategies._args import _explain, check_args
+    from normbench.strategies._args import _explain, check_args
     x = torch.zeros(d, rows, dtype=xdt).t() if x_t else torch.zeros(rows, d, dtype=xdt)
     x = x[0] if x_1d else x
     dy = torch.zeros(d, dy_rows, dtype=dydt).t() if dy_t else torch.zeros(dy_rows, d, dtype=dydt)

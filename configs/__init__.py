@@ -1,0 +1,1 @@
+"""The shipped sweep configs (YAML), found by name: `normbench run quick`."""
