@@ -5,10 +5,10 @@
 # to /tmp; the next call on the same warm machine carries part two and the small wheels —
 # .peers-b/ (the tool's layout) or .peers-a2/ + .peers-b/ — and this file unpacks everything
 # into /tmp/site, which PYTHONPATH names.  Without them the peers are skipped with a note.
-# .peers-b also holds pydantic, which the harness itself needs and the device's Python lacks:
+# .peers-b (or .peers-a) also holds pydantic, which the harness itself needs and the device's Python lacks:
 # carry it for any run_bench.py call.
 mkdir -p /tmp/site /tmp/peers
-[ -d .peers-a ] && cp .peers-a/part-* /tmp/peers/
+[ -d .peers-a ] && cp .peers-a/part-* /tmp/peers/ && { cp .peers-a/*.whl /tmp/peers/ 2>/dev/null || true; }
 [ -d .peers-a1 ] && cp .peers-a1/cu13.part.aa /tmp/peers/
 if ! ls -d /tmp/site/nvidia_cutlass_dsl_libs_cu13-*.dist-info > /dev/null 2>&1; then
   if ls /tmp/peers/part-* .peers-b/part-* > /dev/null 2>&1; then
@@ -17,7 +17,9 @@ if ! ls -d /tmp/site/nvidia_cutlass_dsl_libs_cu13-*.dist-info > /dev/null 2>&1; 
     cat /tmp/peers/cu13.part.aa .peers-a2/cu13.part.a* | tar -xJ -C /tmp/site
   fi
 fi
-if [ -d .peers-b ]; then
-  for w in .peers-b/*.whl; do python3 -m zipfile -e "$w" /tmp/site; done
-fi
+# wheels: the small ones may travel in either call (part one's leave room for the tree in
+# part two's); unpack whatever has arrived
+for w in /tmp/peers/*.whl .peers-b/*.whl; do
+  [ -f "$w" ] && python3 -m zipfile -e "$w" /tmp/site
+done
 export PYTHONPATH=$PWD:/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages
