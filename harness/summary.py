@@ -1,16 +1,63 @@
-"""The answer per shape: fastest implementation, fastest bitwise-deterministic one, and what
-determinism costs.  Pure pandas; used by the end-of-run table and the report."""
+"""The answer per shape — the one place that says what competes, what a shape is and which
+record is best.  Pure pandas; the report's answer section, its README table and the
+end-of-run terminal tables all call it."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
-SHAPE = ["norm", "dtype", "weight_dtype", "rows", "d"]
+# What identifies a shape, in the order tables sort by.
+SHAPE = ("norm", "rows", "d", "dtype", "weight_dtype")
 
 
-def usable(df: pd.DataFrame) -> pd.DataFrame:
-    """Records that may compete: measured, correct, with a time."""
-    ok = (df["status"] == "ok") & (df["correct"] == True) & df["time_ms"].notna()  # noqa: E712
-    return df[ok.fillna(False).astype(bool)]
+def is_true(v) -> bool:
+    """A boolean cell that is True: Python or numpy bool, or the text 'true' (a CSV column of
+    a run with failed records loads as text)."""
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    return isinstance(v, str) and v.strip().lower() == "true"
+
+
+def is_false(v) -> bool:
+    if isinstance(v, (bool, np.bool_)):
+        return not bool(v)
+    return isinstance(v, str) and v.strip().lower() == "false"
+
+
+def times(df: pd.DataFrame, col: str = "time_ms") -> pd.Series:
+    """A numeric column as float64 with NaN for missing (from any loader's dtype)."""
+    if col not in df.columns:
+        return pd.Series(np.nan, index=df.index, dtype="float64")
+    return pd.Series(pd.to_numeric(df[col], errors="coerce").to_numpy(dtype="float64",
+                                                                         na_value=np.nan),
+                     index=df.index)
+
+
+def competing(df: pd.DataFrame) -> pd.DataFrame:
+    """Records that compete: status ok, a correct result, a positive finite median time."""
+    if df.empty:
+        return df
+    t = times(df)
+    ok = (df["status"].astype("object") == "ok").to_numpy(dtype=bool) \
+        & df["correct"].map(is_true).to_numpy(dtype=bool) & np.isfinite(t.to_numpy()) \
+        & (t.to_numpy() > 0)
+    return df[ok]
+
+
+def _fastest(frame: pd.DataFrame) -> pd.Series | None:
+    if frame.empty:
+        return None
+    return frame.loc[times(frame).idxmin()]
+
+
+def best_groups(df: pd.DataFrame) -> pd.DataFrame:
+    """Per shape and implementation, the fastest competing record (over its GROUPS values)."""
+    good = competing(df)
+    if good.empty:
+        return good
+    idx = times(good).groupby([good[k] for k in (*SHAPE, "implementation")],
+                              dropna=False).idxmin()
+    return good.loc[idx.dropna().values]
 
 
 def best_per_shape(df: pd.DataFrame) -> pd.DataFrame:
@@ -18,15 +65,14 @@ def best_per_shape(df: pd.DataFrame) -> pd.DataFrame:
 
     'Deterministic' means measured so: every repeat gave the same bits."""
     rows = []
-    good = usable(df)
-    for shape, g in good.groupby(SHAPE, sort=True, dropna=False):
-        fast = g.loc[g["time_ms"].idxmin()]
-        det = g[g["deterministic"] == True]  # noqa: E712
+    good = competing(df)
+    for shape, g in good.groupby(list(SHAPE), sort=True, dropna=False):
+        fast = _fastest(g)
         row = dict(zip(SHAPE, shape))
         row.update(fastest=fast["implementation"], fastest_groups=fast["groups"],
                    fastest_ms=float(fast["time_ms"]))
-        if len(det):
-            d = det.loc[det["time_ms"].idxmin()]
+        d = _fastest(g[g["deterministic"].map(is_true)])
+        if d is not None:
             row.update(fastest_deterministic=d["implementation"],
                        fastest_deterministic_groups=d["groups"],
                        fastest_deterministic_ms=float(d["time_ms"]),
@@ -36,12 +82,3 @@ def best_per_shape(df: pd.DataFrame) -> pd.DataFrame:
                        fastest_deterministic_ms=None, determinism_cost_pct=None)
         rows.append(row)
     return pd.DataFrame(rows)
-
-
-def best_groups(df: pd.DataFrame) -> pd.DataFrame:
-    """Per shape and implementation, the fastest usable record (over its GROUPS values)."""
-    good = usable(df)
-    if good.empty:
-        return good
-    idx = good.groupby(SHAPE + ["implementation"], dropna=False)["time_ms"].idxmin()
-    return good.loc[idx.values]

@@ -1,0 +1,344 @@
+"""The report's figures (matplotlib Agg, seaborn theme): bandwidth, GROUPS heatmaps,
+determinism, speedup against a baseline, workspace against contention."""
+from __future__ import annotations
+
+import io
+import re
+
+import numpy as np
+import pandas as pd
+
+from .document import PlotFigure, Report
+from .fmt import (SHAPE, best_per_impl, competing, finite, fmt_int, impl_label, impl_order,
+                  shape_label, short, uses_groups)
+
+
+# ---------------------------------------------------------------------------------------------
+# plots
+
+def _palette(impls: list[str]) -> dict:
+    import seaborn as sns
+    colors = sns.color_palette("tab10", 10) + sns.color_palette("Dark2", 8)
+    return {impl: colors[i % len(colors)] for i, impl in enumerate(impl_order(impls))}
+
+
+def _new_figure(w: float, h: float):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(min(w, 40), min(h, 40)), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _png(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()
+
+
+def _heatmap(fig, ax, values: pd.DataFrame, annot, cmap, norm, label: str | None,
+             fontsize: int = 8):
+    """Annotated heatmap (imshow + text; NaN cells grey).  seaborn.heatmap redraws the whole
+    figure to check label overlap, which costs about a second per panel on a small CPU."""
+    import matplotlib as mpl
+    data = np.ma.masked_invalid(values.to_numpy(dtype=float))
+    cm = (mpl.colormaps[cmap] if isinstance(cmap, str) else cmap).with_extremes(bad="#dddddd")
+    im = ax.imshow(data, cmap=cm, norm=norm, aspect="auto", interpolation="nearest")
+    ax.set_xticks(range(values.shape[1]), labels=[str(c) for c in values.columns])
+    ax.set_yticks(range(values.shape[0]), labels=[str(r) for r in values.index])
+    ax.grid(False)
+    for i in range(values.shape[0]):
+        for j in range(values.shape[1]):
+            t = annot[i][j]
+            if not t:
+                continue
+            v = data[i, j]
+            if np.ma.is_masked(v):
+                color = "0.3"
+            else:
+                r, g, b, _ = cm(norm(v))
+                color = "white" if 0.299 * r + 0.587 * g + 0.114 * b < 0.5 else "black"
+            ax.text(j, i, t, ha="center", va="center", fontsize=fontsize, color=color)
+    if label is not None:
+        fig.colorbar(im, ax=ax, label=label)
+    return im
+
+
+def plots_section(rep: Report, df: pd.DataFrame, meta: dict, baseline: str, interp: bool) -> None:
+    import matplotlib as mpl
+    import seaborn as sns
+    with mpl.rc_context():                   # the theme must not leak into the caller's matplotlib
+        sns.set_theme(style="whitegrid", context="notebook")
+        _plots(rep, df, meta, baseline, interp)
+
+
+def _plots(rep: Report, df: pd.DataFrame, meta: dict, baseline: str, interp: bool) -> None:
+    rep.h(2, "Plots", "plots")
+    comp = competing(df)
+    if interp:
+        rep.p("Timings below are CPU wall-clock under the Triton interpreter.")
+    palette = _palette(list(df["implementation"].dropna().unique()))
+    for section in (_plot_bandwidth, _plot_group_heatmaps, _plot_determinism, _plot_speedup,
+                    _plot_workspace):
+        try:
+            section(rep, df, comp, meta, palette, baseline, interp)
+        except Exception as e:                # one bad plot must not cost the whole report
+            rep.warn(f"{section.__name__[6:]} plot failed: {type(e).__name__}: {e}")
+
+
+def _plot_bandwidth(rep, df, comp, meta, palette, baseline, interp):
+    from matplotlib.lines import Line2D
+    import seaborn as sns
+    rep.h(3, "Achieved bandwidth against rows")
+    copy = meta.get("copy_ceiling_gbps")
+    copy = float(copy) if finite(copy) and float(copy) > 0 else None
+    best = best_per_impl(comp)
+    if not best.empty:
+        best = best.copy()
+        missing = ~np.isfinite(best["gbps"])
+        best.loc[missing, "gbps"] = best.loc[missing, "bytes_moved"] / (best.loc[missing, "time_ms"] * 1e-3) / 1e9
+        best = best[np.isfinite(best["gbps"])]
+    if best.empty:
+        rep.p("Skipped: no record passed (status ok and correct) with a bandwidth.")
+        return
+    rep.p("GB/s = bytes_moved / median time, best GROUPS per implementation; one line per "
+          "implementation, one panel per d (columns) and dtype/weight dtype (rows)."
+          + (f" Right axis: % of this run's copy ceiling ({copy:.0f} GB/s, dashed)." if copy
+             else " No copy ceiling in meta.json: the % axis is left out."))
+    for norm in sorted(best["norm"].dropna().unique()):
+        sub = best[best["norm"] == norm].assign(
+            dtypes=lambda x: x["dtype"].astype(str) + "/" + x["weight_dtype"].astype(str))
+        ds, dts = sorted(sub["d"].unique()), sorted(sub["dtypes"].unique())
+        fig = _new_figure(4.2 * len(ds) + 2.2, 3.3 * len(dts) + 0.6)
+        axes = fig.subplots(len(dts), len(ds), squeeze=False, sharey="row")
+        impls = impl_order(sub["implementation"].unique())
+        for i, dt in enumerate(dts):
+            for j, d in enumerate(ds):
+                ax = axes[i][j]
+                cell = sub[(sub["dtypes"] == dt) & (sub["d"] == d)].sort_values("rows")
+                present = [x for x in impls if x in set(cell["implementation"])]
+                if present:
+                    sns.lineplot(data=cell, x="rows", y="gbps", hue="implementation",
+                                 hue_order=present, palette={k: palette[k] for k in present},
+                                 marker="o", ax=ax, legend=False, estimator=None)
+                if cell["rows"].nunique() > 1:
+                    ax.set_xscale("log", base=2)
+                    ax.set_xticks(sorted(cell["rows"].unique()))
+                    ax.set_xticklabels([fmt_int(v) for v in sorted(cell["rows"].unique())], rotation=30)
+                if copy and not interp:
+                    ax.axhline(copy, ls="--", color="0.4", lw=1)
+                if copy and j == len(ds) - 1:      # rows share y: one % axis per row
+                    sec = ax.secondary_yaxis("right", functions=(lambda g, c=copy: g / c * 100,
+                                                                 lambda p, c=copy: p * c / 100))
+                    sec.set_ylabel("% of copy ceiling")
+                ax.set_title(f"{norm}, d={fmt_int(d)}, {dt}", fontsize=10)
+                ax.set_xlabel("rows" if i == len(dts) - 1 else "")
+                ax.set_ylabel("GB/s" if j == 0 else "")
+        for i, dt in enumerate(dts):             # shared y per row: limits once all are drawn
+            top = float(sub.loc[sub["dtypes"] == dt, "gbps"].max())
+            if copy and not interp:
+                top = max(top, copy)
+            axes[i][0].set_ylim(0, top * 1.06 if top > 0 else 1)
+        handles = [Line2D([], [], color=palette[k], marker="o", label=k) for k in impls]
+        fig.legend(handles=handles, loc="outside right center", frameon=False)
+        fig.suptitle(f"{norm}: achieved bandwidth" + (" (CPU wall-clock, interpreter)" if interp else ""))
+        rep.figure(PlotFigure(f"bandwidth_{norm}", f"{norm}: achieved GB/s and % of copy ceiling",
+                              _png(fig)))
+
+
+def _plot_group_heatmaps(rep, df, comp, meta, palette, baseline, interp):
+    import matplotlib.colors as mcolors
+    rep.h(3, "Time over GROUPS × rows")
+    grouped = comp[np.isfinite(comp["groups_effective"])]
+    impls = impl_order(df.loc[df["groups"].map(uses_groups) | np.isfinite(df["groups_effective"]),
+                          "implementation"].unique())
+    if not impls:
+        rep.p("Skipped: no implementation in this run uses GROUPS.")
+        return
+    many_w = df["weight_dtype"].nunique() > 1
+    notes = []
+    for impl in impls:
+        sub = grouped[grouped["implementation"] == impl]
+        gvals = sorted(sub["groups_effective"].unique())
+        if len(gvals) < 2:
+            notes.append(f"`{impl}`: skipped — " + (
+                f"only one GROUPS value ({fmt_int(gvals[0])}) measured and passing" if gvals
+                else "no passing record with a GROUPS value"))
+            continue
+        # One axes: a row per GROUPS, a column per shape with rows varying fastest, so
+        # neighbouring columns show how the best GROUPS moves with rows.
+        sub = sub.sort_values(["norm", "dtype", "weight_dtype", "d", "rows"])
+        sub = sub.assign(col=[shape_label(r, many_w) for _, r in sub.iterrows()])
+        cols = sub["col"].drop_duplicates().tolist()
+        piv = (sub.pivot_table(index="groups_effective", columns="col", values="time_ms",
+                               aggfunc="min").reindex(columns=cols))
+        rel = piv / piv.min(axis=0)
+        annot = piv.map(short).to_numpy()
+        rel.index = [fmt_int(v) for v in piv.index]
+        hi = max(float(np.nanmax(rel.to_numpy())), 1.01)
+        fig = _new_figure(0.95 * len(cols) + 3.2, max(4.0, 0.42 * len(gvals) + 2.6))
+        ax = fig.subplots()
+        _heatmap(fig, ax, rel, annot, "rocket_r", mcolors.Normalize(vmin=1, vmax=hi),
+                 "÷ best GROUPS")
+        ax.set_xlabel("shape (norm rows×d dtype)")
+        ax.set_ylabel("GROUPS (effective)")
+        _slant_xticks(ax)
+        fig.suptitle(f"{impl}: median ms per GROUPS and shape")
+        rep.figure(PlotFigure(f"groups_{impl}", f"{impl}: time over GROUPS × rows", _png(fig),
+                              "Numbers are median ms; colour is the time relative to the best "
+                              "GROUPS for the same shape (1 = best; grey = not measured or not "
+                              "passing). Passing records only."))
+    rep.bullets(notes)
+
+
+def _slant_xticks(ax) -> None:
+    """Long shape labels at 45°, anchored at their right end under the tick."""
+    ax.tick_params(axis="x", labelrotation=45)
+    for lab in ax.get_xticklabels():
+        lab.set_horizontalalignment("right")
+        lab.set_rotation_mode("anchor")
+
+
+def _plot_determinism(rep, df, comp, meta, palette, baseline, interp):
+    import matplotlib.colors as mcolors
+    rep.h(3, "Determinism: distinct results out of R repeats")
+    if df.empty:
+        rep.p("Skipped: no records.")
+        return
+    many_w = df["weight_dtype"].nunique() > 1
+    multi_g = df.groupby("implementation")["groups"].nunique()
+    d2 = df.assign(
+        row=[(impl_label(r.implementation, r.groups, r.groups_effective)
+              if multi_g.get(r.implementation, 0) > 1 else str(r.implementation))
+             for r in df.itertuples()],
+        col=[shape_label(r, many_w) for _, r in df.iterrows()])
+    rows_order = []
+    for impl in impl_order(d2["implementation"].unique()):
+        labels = d2.loc[d2["implementation"] == impl, ["row", "groups_effective"]].drop_duplicates("row")
+        rows_order += list(labels.sort_values("groups_effective", na_position="first")["row"])
+    shape_order = (d2.sort_values(list(SHAPE), key=lambda s: s.map(str) if s.dtype == object else s)
+                   ["col"].drop_duplicates().tolist())
+    val = pd.DataFrame(np.nan, index=rows_order, columns=shape_order)
+    txt = pd.DataFrame("", index=rows_order, columns=shape_order)
+    for _, r in d2.iterrows():
+        if r["status"] == "ok" and finite(r["distinct_results"]):
+            k = float(r["distinct_results"])
+            if np.isnan(val.at[r["row"], r["col"]]) or k > val.at[r["row"], r["col"]]:
+                val.at[r["row"], r["col"]] = k
+                txt.at[r["row"], r["col"]] = f"{fmt_int(k)}/{fmt_int(r['repeats'])}"
+        elif not txt.at[r["row"], r["col"]]:
+            txt.at[r["row"], r["col"]] = "–" if r["status"] == "ok" else str(r["status"])
+    if val.isna().all().all():
+        rep.p("Skipped: no record measured determinism (distinct_results).")
+        return
+    vmax = max(2.0, float(np.nanmax(val.to_numpy())))
+    cmap = mcolors.LinearSegmentedColormap.from_list("det", ["#1a9850", "#fee08b", "#d73027"])
+    fig = _new_figure(1.0 * len(shape_order) + 3.5, 0.42 * len(rows_order) + 1.8)
+    ax = fig.subplots()
+    _heatmap(fig, ax, val, txt.to_numpy(), cmap, mcolors.Normalize(vmin=1, vmax=vmax),
+             "distinct results (1 = bitwise deterministic)")
+    ax.set_xlabel("shape")
+    ax.set_ylabel("")
+    _slant_xticks(ax)
+    fig.suptitle("Distinct bit patterns of (dx, dγ, dβ) among the repeats")
+    nondet_design = df[(df["deterministic"].map(lambda v: v is False))
+                       & (df["deterministic_by_design"].map(lambda v: v is True))]
+    rep.figure(PlotFigure("determinism", "Determinism matrix", _png(fig),
+                          "k/R: k distinct results out of R repeats; a row per GROUPS where an "
+                          "implementation ran with several; grey: not measured "
+                          "(error/skip/timeout)."))
+    if not nondet_design.empty:
+        rep.warn("implementations deterministic by design gave differing results: "
+                 + ", ".join(sorted({impl_label(r['implementation'], r['groups'], r['groups_effective'])
+                                     for _, r in nondet_design.iterrows()})) + ".")
+
+
+def _plot_speedup(rep, df, comp, meta, palette, baseline, interp):
+    import matplotlib.colors as mcolors
+    rep.h(3, f"Speedup against `{baseline}`")
+    impls = set(df["implementation"].dropna())
+    if baseline not in impls:
+        rep.p(f"Skipped: the baseline `{baseline}` is not in this run "
+              f"(implementations: {', '.join(impl_order(impls)) or 'none'}).")
+        return
+    best = best_per_impl(comp)
+    base = best[best["implementation"] == baseline]
+    if base.empty:
+        rep.p(f"Skipped: `{baseline}` is in this run but never passed (status ok and correct); "
+              "see the failures section.")
+        return
+    others = best[best["implementation"] != baseline]
+    if others.empty:
+        rep.p(f"Skipped: no other implementation passed to compare with `{baseline}`.")
+        return
+    many_w = df["weight_dtype"].nunique() > 1
+    bt = {tuple(r[k] for k in SHAPE): float(r["time_ms"]) for _, r in base.iterrows()}
+    cols = (best.sort_values(list(SHAPE)).apply(lambda r: shape_label(r, many_w), axis=1)
+            .drop_duplicates().tolist())
+    rows_order = impl_order(others["implementation"].unique())
+    sp = pd.DataFrame(np.nan, index=rows_order, columns=cols)
+    for _, r in others.iterrows():
+        t0 = bt.get(tuple(r[k] for k in SHAPE))
+        if t0:
+            sp.at[r["implementation"], shape_label(r, many_w)] = t0 / float(r["time_ms"])
+    if sp.isna().all().all():
+        rep.p(f"Skipped: `{baseline}` passed on no shape where another implementation passed.")
+        return
+    lg = np.log2(sp)
+    lim = max(0.25, float(np.nanmax(np.abs(lg.to_numpy()))))
+    annot = sp.map(lambda v: f"{v:.2f}×" if finite(v) else "")
+    fig = _new_figure(1.0 * len(cols) + 3.5, 0.45 * len(rows_order) + 1.8)
+    ax = fig.subplots()
+    _heatmap(fig, ax, lg, annot.to_numpy(), "RdYlGn", mcolors.Normalize(vmin=-lim, vmax=lim),
+             f"log2 speedup vs {baseline}")
+    ax.set_xlabel("shape")
+    _slant_xticks(ax)
+    fig.suptitle(f"Speedup = t({baseline}) / t(implementation), best GROUPS each; >1 is faster")
+    rep.figure(PlotFigure(f"speedup_vs_{re.sub(r'[^A-Za-z0-9_-]', '_', baseline)}",
+                          f"Speedup against {baseline}", _png(fig),
+                          "Grey: no passing result for that implementation or for the baseline."))
+
+
+def _plot_workspace(rep, df, comp, meta, palette, baseline, interp):
+    import matplotlib.colors as mcolors
+    import matplotlib.ticker as mticker
+    rep.h(3, "Workspace against writers per slot")
+    pts = comp[np.isfinite(comp["workspace_bytes"]) & (comp["workspace_bytes"] > 0)
+               & np.isfinite(comp["writers_per_slot"]) & (comp["writers_per_slot"] > 0)]
+    left_out = sorted(set(comp["implementation"]) - set(pts["implementation"]))
+    if pts.empty:
+        rep.p("Skipped: no passing record has both a workspace and a writers-per-slot model.")
+        return
+    fastest = comp.groupby(list(SHAPE), dropna=False)["time_ms"].min()
+    rel = [float(r["time_ms"]) / float(fastest.loc[tuple(r[k] for k in SHAPE)])
+           for _, r in pts.iterrows()]
+    pts = pts.assign(rel=rel)
+    lo, hi = float(pts["rel"].min()), float(pts["rel"].max())
+    norm = mcolors.LogNorm(vmin=lo, vmax=max(hi, lo * 1.01))
+    markers = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">"]
+    fig = _new_figure(7.5, 5.0)
+    ax = fig.subplots()
+    sc = None
+    for k, impl in enumerate(impl_order(pts["implementation"].unique())):
+        s = pts[pts["implementation"] == impl]
+        sc = ax.scatter(s["writers_per_slot"], s["workspace_bytes"], c=s["rel"], cmap="viridis",
+                        norm=norm, marker=markers[k % len(markers)], s=60, edgecolors="0.2",
+                        linewidths=0.6, label=impl)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("writers per dγ slot (contention model)")
+    ax.set_ylabel("fp32 workspace bytes")
+    cb = fig.colorbar(sc, ax=ax, label="time ÷ fastest passing time of the same shape")
+    times = mticker.FuncFormatter(lambda v, _: f"{v:.3g}×")
+    cb.ax.yaxis.set_major_formatter(times)
+    cb.ax.yaxis.set_minor_formatter(times)
+    leg = fig.legend(loc="outside right center", frameon=False)
+    for h in leg.legend_handles:
+        h.set_color("0.5")
+    fig.suptitle("Workspace against contention, time as colour")
+    rep.figure(PlotFigure("workspace_vs_writers", "Workspace against writers per slot", _png(fig),
+                          "Each point is one passing record; colour is its time relative to the "
+                          "fastest passing record of the same shape (1 = fastest), so shapes of "
+                          "different sizes share one scale."
+                          + (f" Not drawn (no workspace or no writers model): "
+                             f"{', '.join(left_out)}." if left_out else "")))

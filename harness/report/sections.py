@@ -1,0 +1,252 @@
+"""The report's text sections: the answer, failures, environment, the bandwidth-bound
+prediction and the table of all records."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from normbench.harness import model
+
+from .document import Report
+from .fmt import (SHAPE, competing, finite, fmt_bytes, fmt_int, fmt_ms, impl_label, na)
+
+META_ORDER = ("config_name", "config_path", "config_hash", "device_name", "sm_count",
+              "peak_tbps", "copy_ceiling_gbps", "timer", "interpreted", "driver_version",
+              "cuda_version", "torch_version", "triton_version", "python_version", "git_commit",
+              "git_dirty", "hostname", "started_at", "ended_at")
+SEED_CONFIG = "seed-worked-example"
+
+
+# ---------------------------------------------------------------------------------------------
+# the answer
+
+def answer_section(rep: Report, df: pd.DataFrame) -> None:
+    rep.h(2, "The answer: fastest, and fastest bitwise-deterministic, per shape", "answer")
+    if df.empty:
+        rep.p("This run holds no records.")
+        return
+    comp = competing(df)
+    rows, costs, det_winners, fastest_is_det, lucky = [], [], {}, 0, 0
+    for shape, group in df.groupby(list(SHAPE), dropna=False, sort=True):
+        c = comp.loc[comp.index.intersection(group.index)]
+        norm, r, d, dt, wdt = shape
+        row = {"norm": norm, "rows": fmt_int(r), "d": fmt_int(d), "dtype": dt, "weight dtype": wdt}
+        n_impl = group["implementation"].nunique()
+        passing = c["implementation"].nunique()
+        if c.empty:
+            row.update({"fastest": "none passed", "fastest ms": "",
+                        "fastest deterministic": "none passed", "deterministic ms": "",
+                        "cost of determinism": "n/a"})
+        else:
+            f = c.loc[c["time_ms"].idxmin()]
+            row["fastest"] = impl_label(f["implementation"], f["groups"], f["groups_effective"])
+            row["fastest ms"] = fmt_ms(f["time_ms"])
+            det = c[c["deterministic"].map(lambda v: v is True)]
+            if det.empty:
+                row.update({"fastest deterministic": "none (no passing result was deterministic)",
+                            "deterministic ms": "",
+                            "cost of determinism": "n/a (no deterministic implementation passed)"})
+            else:
+                t = det.loc[det["time_ms"].idxmin()]
+                name = impl_label(t["implementation"], t["groups"], t["groups_effective"])
+                if t["deterministic_by_design"] is False:
+                    name += " (†)"
+                row["fastest deterministic"] = name
+                row["deterministic ms"] = fmt_ms(t["time_ms"])
+                cost = (float(t["time_ms"]) / float(f["time_ms"]) - 1) * 100
+                costs.append(cost)
+                fastest_is_det += cost == 0
+                det_winners[t["implementation"]] = det_winners.get(t["implementation"], 0) + 1
+                row["cost of determinism"] = ("0% (the fastest is deterministic)" if cost == 0
+                                              else f"+{cost:.1f}%")
+                if t["deterministic_by_design"] is False:
+                    lucky += 1
+                    guaranteed = det[det["deterministic_by_design"].map(lambda v: v is True)]
+                    if guaranteed.empty:
+                        row["deterministic by design"] = "none passed"
+                    else:
+                        u = guaranteed.loc[guaranteed["time_ms"].idxmin()]
+                        ucost = (float(u["time_ms"]) / float(f["time_ms"]) - 1) * 100
+                        row["deterministic by design"] = (
+                            f"{impl_label(u['implementation'], u['groups'], u['groups_effective'])}: "
+                            f"{fmt_ms(u['time_ms'])} ms, +{ucost:.1f}%")
+        row["passing"] = f"{passing}/{n_impl}"
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    if "deterministic by design" in table.columns:     # only when a (†) winner needs it
+        table["deterministic by design"] = table["deterministic by design"].fillna("")
+        col = table.pop("deterministic by design")
+        table.insert(len(table.columns) - 1, "deterministic by design", col)
+    n = len(table)
+    lines = []
+    if comp.empty:
+        lines.append("**No implementation passed (status ok and correct) on any shape** — "
+                     "see the failures below.")
+    else:
+        if costs:
+            lines.append(f"Bitwise determinism costs a median **{np.median(costs):+.1f}%** over the "
+                         f"fastest implementation (range {min(costs):+.1f}% to {max(costs):+.1f}%, "
+                         f"{len(costs)} of {n} shapes with a deterministic winner); the fastest "
+                         f"is itself deterministic on {fastest_is_det} of them.")
+        else:
+            lines.append("No deterministic implementation passed on any shape.")
+        if det_winners:
+            best = max(det_winners, key=det_winners.get)
+            lines.append(f"Fastest deterministic implementation most often: `{best}` "
+                         f"({det_winners[best]} of {n} shapes).")
+        if lucky:
+            lines.append(f"On {lucky} shape(s) the fastest deterministic result (†) came from an "
+                         "implementation that is not deterministic by design: its repeats "
+                         "happened to agree. The column \"deterministic by design\" gives the "
+                         "fastest implementation that guarantees it, and its cost.")
+    rep.bullets(lines)
+    rep.table(table, cls="answer")
+    rep.p("Only records with status ok and a correct result compete; a grouped implementation "
+          "competes with its best GROUPS. \"Deterministic\" means measured: every repeat gave "
+          "bitwise-identical dx, dγ, dβ. (†) marks a winner that is not deterministic by design "
+          "(identical in the repeats measured, without a guarantee). Cost of determinism = "
+          "(t_deterministic / t_fastest − 1)·100. \"passing\" counts implementations that "
+          "passed out of those recorded for the shape.")
+
+
+# ---------------------------------------------------------------------------------------------
+# failures
+
+def failures_section(rep: Report, df: pd.DataFrame) -> None:
+    bad = df[(df["status"] != "ok") | df["correct"].map(lambda v: v is not True)]
+    rep.h(2, f"Failures, incorrect results, timeouts and skips ({len(bad)})", "failures")
+    if bad.empty:
+        rep.p("None: every record has status ok and a correct result." if len(df)
+              else "No records.")
+        return
+    counts = bad.assign(what=bad.apply(_failure_kind, axis=1))["what"].value_counts()
+    rep.p(", ".join(f"{v} {k}" for k, v in counts.items()) + ".")
+    rows = []
+    priority = {"error": 0, "timeout": 1, "incorrect": 2, "correctness not checked": 3, "skipped": 4}
+    for _, r in bad.iterrows():
+        rows.append({"implementation": impl_label(r["implementation"], r["groups"], r["groups_effective"]),
+                     "norm": r["norm"], "rows": fmt_int(r["rows"]), "d": fmt_int(r["d"]), "dtype": r["dtype"],
+                     "weight dtype": r["weight_dtype"], "status": _failure_kind(r),
+                     "error": _failure_text(r)})
+    rows.sort(key=lambda x: priority.get(x["status"], 0))      # stable: run order within a kind
+    rep.table(pd.DataFrame(rows), cls="failures")
+
+
+def _failure_kind(r) -> str:
+    if r["status"] != "ok":
+        return str(r["status"] or "no status")
+    if r["correct"] is False:
+        return "incorrect"
+    return "correctness not checked"
+
+
+def _failure_text(r) -> str:
+    err = "" if na(r["error"]) else str(r["error"])
+    if r["status"] == "ok" and r["correct"] is False:
+        detail = (f"max_rel_err {float(r['max_rel_err']):.3g} > tolerance {float(r['tolerance']):.3g}"
+                  if finite(r["max_rel_err"]) and finite(r["tolerance"]) else "result incorrect")
+        parts = [f"{k} {float(r[c]):.3g}" for k, c in (("dx", "err_dx"), ("dγ", "err_dw"),
+                                                      ("dβ", "err_db")) if finite(r[c])]
+        if parts:
+            detail += f" ({', '.join(parts)})"
+        return f"{detail}; {err}" if err else detail
+    if r["status"] == "ok" and r["correct"] is None:
+        return err or "the record carries no correctness verdict"
+    return err or "(no error text recorded)"
+
+
+# ---------------------------------------------------------------------------------------------
+# environment
+
+def environment_section(rep: Report, meta: dict, interp: bool) -> None:
+    rep.h(2, "Environment", "environment")
+    if not meta:
+        rep.p("This run has no meta.json.")
+        return
+    if interp:
+        rep.p("Timer: **CPU wall-clock under the Triton interpreter** — kernels ran on the CPU.")
+    keys = [k for k in META_ORDER if k in meta] + sorted(
+        k for k in meta if k not in META_ORDER and k != "config_text")
+    rows = [{"key": k, "value": "" if meta[k] is None else
+             (json.dumps(meta[k]) if isinstance(meta[k], (dict, list)) else str(meta[k]))}
+            for k in keys]
+    rep.table(pd.DataFrame(rows), cls="env")
+    if meta.get("config_text"):
+        rep.pre(str(meta["config_text"]),
+                f"Config `{meta.get('config_name') or ''}` as run (verbatim)")
+
+
+# ---------------------------------------------------------------------------------------------
+# bandwidth-bound prediction
+
+def prediction_section(rep: Report, df: pd.DataFrame, meta: dict, interp: bool) -> None:
+    copy = meta.get("copy_ceiling_gbps")
+    copy = float(copy) if finite(copy) and float(copy) > 0 else None
+    peak = model.peak_tbps(str(meta.get("device_name") or ""),
+                           float(meta["peak_tbps"]) if finite(meta.get("peak_tbps")) else None)
+    seed = meta.get("config_name") == SEED_CONFIG
+    if not (seed or copy or finite(meta.get("peak_tbps"))):
+        return
+    rep.h(2, "Measured time against the bandwidth bound", "prediction")
+    if not (copy or peak):
+        rep.p("meta.json holds no copy ceiling and the device has no datasheet peak: "
+              "no prediction can be made.")
+        return
+    rep.p("The floor a pass cannot beat by much: bytes_moved (every input read once, every "
+          "output written once; workspace traffic excluded) divided by the bandwidth — "
+          + (f"the measured device-to-device copy ceiling {copy:.0f} GB/s" if copy else "")
+          + (" and " if copy and peak else "")
+          + (f"the datasheet peak {peak:g} TB/s" if peak else "") + ". "
+          "measured / floor is how many times slower than the floor (the copy-ceiling floor "
+          "when known) the record ran.")
+    if interp:
+        rep.warn("measured times are CPU wall-clock under the Triton interpreter: the ratio to "
+                 "a GPU bandwidth floor is meaningless here.")
+    timed = df[(df["status"] == "ok") & np.isfinite(df["time_ms"]) & np.isfinite(df["bytes_moved"])]
+    if timed.empty:
+        rep.p("No record has a measured time.")
+        return
+    rows = []
+    timed = timed.sort_values(list(SHAPE) + ["time_ms"])
+    for _, r in timed.iterrows():
+        nb = float(r["bytes_moved"])
+        fc = model.bandwidth_bound_ms(nb, copy / 1000) if copy else None
+        fp = model.bandwidth_bound_ms(nb, peak) if peak else None
+        rows.append({"implementation": impl_label(r["implementation"], r["groups"], r["groups_effective"]),
+                     "norm": r["norm"], "rows": fmt_int(r["rows"]), "d": fmt_int(r["d"]),
+                     "dtype": r["dtype"], "bytes moved": fmt_bytes(nb),
+                     "measured ms": fmt_ms(r["time_ms"]),
+                     "floor @ copy ceiling ms": fmt_ms(fc),
+                     "floor @ datasheet peak ms": fmt_ms(fp),
+                     "measured / floor": (f"{float(r['time_ms']) / (fc or fp):.2f}×"
+                                          if (fc or fp) else ""),
+                     "correct": "" if r["correct"] is None else str(r["correct"])})
+    rep.table(pd.DataFrame(rows), cls="prediction")
+
+
+# ---------------------------------------------------------------------------------------------
+# all records (HTML only, collapsed)
+
+def records_section(rep: Report, df: pd.DataFrame) -> None:
+    if df.empty:
+        return
+    rep.h(2, "All records", "records")
+    t = pd.DataFrame({
+        "implementation": df["implementation"], "norm": df["norm"], "rows": df["rows"].map(fmt_int),
+        "d": df["d"].map(fmt_int), "dtype": df["dtype"], "weight dtype": df["weight_dtype"],
+        "groups": df["groups"], "G eff": df["groups_effective"].map(fmt_int), "status": df["status"],
+        "median ms": df["time_ms"].map(fmt_ms), "p20 ms": df["time_p20_ms"].map(fmt_ms),
+        "p80 ms": df["time_p80_ms"].map(fmt_ms), "GB/s": df["gbps"].map(lambda v: fmt_ms(v)),
+        "% copy": df["pct_copy"].map(lambda v: f"{v:.1f}" if finite(v) else ""),
+        "correct": df["correct"].map(lambda v: "" if v is None else str(v)),
+        "max rel err": df["max_rel_err"].map(lambda v: f"{v:.2g}" if finite(v) else ""),
+        "deterministic": df["deterministic"].map(lambda v: "" if v is None else str(v)),
+        "distinct/R": [f"{fmt_int(a)}/{fmt_int(b)}" if finite(a) else "" for a, b in
+                       zip(df["distinct_results"], df["repeats"])],
+        "writers/slot": df["writers_per_slot"].map(fmt_int),
+        "workspace": df["workspace_bytes"].map(fmt_bytes),
+        "error": df["error"]})
+    rep.p(f"{len(df)} records; the markdown report leaves this table out (see records.csv).")
+    rep.table(t, cls="records", html_only=True, summary=f"Show all {len(df)} records")
