@@ -104,7 +104,8 @@ def run(config: Path = typer.Argument(..., help="sweep config (YAML); see harnes
         fail(f"run: the isolate worker could not start, so no case can run: {e}", 1)
     from normbench.harness.store import load_meta, load_records
     df = load_records(out_dir)
-    _print_tables(df, load_meta(out_dir))
+    from normbench.harness.report.terminal import print_tables
+    print_tables(df, load_meta(out_dir), out)
     if outcome.interrupted:
         fail(f"interrupted by {signal.Signals(outcome.interrupted).name}: {len(df)} records kept in "
              f"{out_dir}; finish with: run {config} --out {out_dir} --resume",
@@ -129,53 +130,6 @@ def _print_plan(cases, est, sweep):
     out.print(t)
 
 
-def _print_tables(df, meta):
-    """One table per (norm, dtype, weight dtype): shape × implementation median times,
-    the fastest marked ★ (green), the fastest bitwise-deterministic marked ◆ (cyan)."""
-    from normbench.harness.summary import best_groups, best_per_shape
-    if df.empty:
-        return
-    unit = "ms"
-    best = best_per_shape(df)
-    bg = best_groups(df)
-    impls = list(dict.fromkeys(df["implementation"]))
-    for (norm, dtype, wdt), part in df.groupby(["norm", "dtype", "weight_dtype"], sort=False):
-        title = f"{norm}, {dtype} (weight {wdt}) — median {unit}, best GROUPS per implementation"
-        caption = "★ fastest   ◆ fastest bitwise-deterministic   ✗ incorrect/error"
-        if meta.get("interpreted"):
-            caption += "\nCPU wall-clock under the Triton interpreter: not GPU performance"
-        t = Table(title=title, caption=caption)
-        t.add_column("rows × d")
-        for n in impls:
-            t.add_column(n, justify="right")
-        t.add_column("determinism costs", justify="right")
-        for (rows, d), shape in part.groupby(["rows", "d"], sort=True):
-            cells = []
-            sel = best[(best.norm == norm) & (best.dtype == dtype) & (best.weight_dtype == wdt)
-                       & (best.rows == rows) & (best.d == d)]
-            b = sel.iloc[0] if len(sel) else None
-            for n in impls:
-                rec = bg[(bg.norm == norm) & (bg.dtype == dtype) & (bg.weight_dtype == wdt)
-                         & (bg.rows == rows) & (bg.d == d) & (bg.implementation == n)]
-                if rec.empty:
-                    mine = shape[shape.implementation == n]
-                    cells.append("" if mine.empty else f"[red]✗ {mine.iloc[0]['status']}[/]")
-                    continue
-                r = rec.iloc[0]
-                txt = f"{r['time_ms']:.4f}"
-                if r["groups"] not in ("-", None):
-                    txt += f" G{r['groups_effective']}"
-                if b is not None and n == b["fastest"]:
-                    txt = f"[bold green]★ {txt}[/]"
-                if b is not None and n == b["fastest_deterministic"]:
-                    txt = f"[bold cyan]◆ {txt}[/]"
-                cells.append(txt)
-            cost = "" if b is None or b["determinism_cost_pct"] is None else \
-                f"{b['determinism_cost_pct']:+.1f}%"
-            t.add_row(f"{rows} × {d}", *cells, cost)
-        out.print(t)
-
-
 @app.command("list")
 def list_():
     """Implementations and their properties, and why any is unavailable."""
@@ -193,15 +147,21 @@ def list_():
 @app.command()
 def report(run_dir: Path = typer.Argument(..., help="a run directory"),
            baseline: str = typer.Option("torch", "--baseline", help="implementation the "
-                                        "speedup plot compares against")):
+                                        "speedup plot compares against (one of the run's)"),
+           markdown_table: bool = typer.Option(False, "--markdown-table", help="print the "
+                                               "README's results table from this run (and "
+                                               "write RUN_DIR/report-table.md)")):
     """Write RUN_DIR/report.html (self-contained), report.md and plots/ from a run."""
-    from normbench.harness.report import write_report
+    from normbench.harness.report import ReportError, write_report, write_table
     from normbench.harness.store import StoreError, is_run_dir
     if not is_run_dir(run_dir):
         fail(f"report: {run_dir} is not a run directory (no records.csv / meta.json)")
     try:
+        if markdown_table:
+            print(write_table(run_dir), end="")
+            return
         paths = write_report(run_dir, baseline=baseline)
-    except StoreError as e:
+    except (StoreError, ReportError) as e:
         fail(f"report: {e}")
     for k, v in paths.items():
         out.print(f"{k}: {v}")

@@ -397,6 +397,13 @@ def _atomic_write(path: Path, write: Callable[[Any], Any]) -> None:
         os.close(dfd)
 
 
+def write_file_atomic(path: str | os.PathLike, data: bytes | str) -> None:
+    """Write DATA (text as UTF-8) to PATH atomically: a reader sees the old file or the whole
+    new one, never a torn or empty file (temporary in the same directory, fsync, os.replace)."""
+    raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    _atomic_write(Path(path), lambda f: f.write(raw))
+
+
 def _empty_frame() -> pd.DataFrame:
     return pd.DataFrame({c: pd.array([], dtype=t) for c, t in COLUMNS.items()})
 

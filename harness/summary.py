@@ -82,3 +82,110 @@ def best_per_shape(df: pd.DataFrame) -> pd.DataFrame:
                        fastest_deterministic_ms=None, determinism_cost_pct=None)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# the answer: best deterministic, best nondeterministic, best peer
+
+ROLES = ("det", "nondet", "peer")
+ROLE_TEXT = {"det": "best deterministic", "nondet": "best nondeterministic", "peer": "best peer"}
+SPREAD_MARK = 1.15        # p80 / p20 above this: the samples spread widely (†)
+
+
+def role(row) -> str | None:
+    """det: a strategy deterministic by design and not measured otherwise; nondet: any other
+    strategy; peer: a baseline (kind), whatever its determinism."""
+    kind = row.get("kind")
+    if kind == "baseline":
+        return "peer"
+    if kind not in ("strategy", None) and not (isinstance(kind, float) and np.isnan(kind)):
+        return None
+    by_design, measured = row.get("deterministic_by_design"), row.get("deterministic")
+    if is_true(by_design) and not is_false(measured):
+        return "det"
+    if not is_true(by_design) and not is_false(by_design) and is_true(measured):
+        return "det"                     # an old record without the flag: as measured
+    return "nondet"
+
+
+def has_gpu_time(df: pd.DataFrame) -> bool:
+    """True when the run measured GPU time (the column exists and holds a number)."""
+    return "gpu_time_ms" in df.columns and bool(np.isfinite(times(competing(df),
+                                                                  "gpu_time_ms")).any())
+
+
+def answer(df: pd.DataFrame, order: str = "sorted") -> pd.DataFrame:
+    """One row per shape (sorted by SHAPE, or order="run": as first recorded).
+
+    For each role r in ROLES: r_impl, r_groups, r_groups_effective, r_us, r_p20_us, r_p80_us,
+    r_pct_copy, r_spread (p80/p20), and with GPU time r_gpu_us, r_host_us.  Then
+    det_over_nondet (t_det / t_nondet: what determinism costs, > 1 slower), peer_over_det
+    (t_peer / t_det, > 1: ours is faster), fastest (the role of the fastest of the three),
+    passing / recorded (implementations), and with GPU time gpu_fastest (the role fastest by GPU
+    time) and decided_on ("GPU" or "host", with why)."""
+    out = []
+    gpu = has_gpu_time(df)
+    if df.empty:
+        return pd.DataFrame(columns=list(SHAPE))
+    comp = competing(df)
+    roles = comp.apply(lambda r: role(r), axis=1) if len(comp) else pd.Series(dtype=object)
+    keys = [df[k] for k in SHAPE]
+    for shape, idx in df.groupby(keys, sort=(order == "sorted"), dropna=False).groups.items():
+        row = dict(zip(SHAPE, shape))
+        g = comp.loc[comp.index.intersection(idx)]
+        row["recorded"] = df.loc[idx, "implementation"].nunique()
+        row["passing"] = g["implementation"].nunique()
+        for r in ROLES:
+            best = _fastest(g[roles.loc[g.index] == r]) if len(g) else None
+            _fill(row, r, best, gpu)
+        row["det_over_nondet"] = _ratio(row["det_us"], row["nondet_us"])
+        row["peer_over_det"] = _ratio(row["peer_us"], row["det_us"])
+        row["fastest"] = _argmin({r: row[f"{r}_us"] for r in ROLES})
+        if gpu:
+            row["gpu_fastest"] = _argmin({r: row[f"{r}_gpu_us"] for r in ROLES})
+            row["decided_on"] = _decided_on(row)
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def _fill(row: dict, r: str, best, gpu: bool) -> None:
+    def us(col):
+        v = None if best is None else pd.to_numeric(pd.Series([best.get(col)]),
+                                                    errors="coerce").iloc[0]
+        return float(v) * 1000 if v is not None and np.isfinite(v) else np.nan
+    row[f"{r}_impl"] = None if best is None else best["implementation"]
+    row[f"{r}_groups"] = None if best is None else best.get("groups")
+    row[f"{r}_groups_effective"] = None if best is None else best.get("groups_effective")
+    row[f"{r}_us"], row[f"{r}_p20_us"], row[f"{r}_p80_us"] = (
+        us("time_ms"), us("time_p20_ms"), us("time_p80_ms"))
+    pct = None if best is None else pd.to_numeric(pd.Series([best.get("pct_copy")]),
+                                                  errors="coerce").iloc[0]
+    row[f"{r}_pct_copy"] = float(pct) if pct is not None and np.isfinite(pct) else np.nan
+    row[f"{r}_spread"] = _ratio(row[f"{r}_p80_us"], row[f"{r}_p20_us"])
+    if gpu:
+        row[f"{r}_gpu_us"] = us("gpu_time_ms")
+        host = us("host_overhead_ms")
+        row[f"{r}_host_us"] = host if np.isfinite(host) else (
+            row[f"{r}_us"] - row[f"{r}_gpu_us"])
+
+
+def _ratio(a, b) -> float:
+    return float(a) / float(b) if np.isfinite(a) and np.isfinite(b) and b > 0 else np.nan
+
+
+def _argmin(values: dict) -> str | None:
+    finite = {k: v for k, v in values.items() if np.isfinite(v)}
+    return min(finite, key=finite.get) if finite else None
+
+
+def _decided_on(row: dict) -> str:
+    """Where the ranking of this shape is decided: "GPU", or "host" and why; "" when unknown."""
+    call, gpu = row["fastest"], row["gpu_fastest"]
+    if call is None or gpu is None:
+        return ""
+    if call != gpu:
+        return (f"host: {ROLE_TEXT[call]} is fastest per call, {ROLE_TEXT[gpu]} on the GPU")
+    host, g = row[f"{call}_host_us"], row[f"{call}_gpu_us"]
+    if np.isfinite(host) and np.isfinite(g) and host > g:
+        return f"host: the winner's host overhead ({host:.1f} µs) exceeds its GPU time ({g:.1f} µs)"
+    return "GPU"

@@ -20,7 +20,7 @@ The answer itself (what competes, the best per shape) is harness/summary.py's.
 """
 from __future__ import annotations
 
-from .build import build_report, write_report
+from .build import ReportError, build_report, write_report, write_table
 from .document import PlotFigure, Report
 
-__all__ = ["PlotFigure", "Report", "build_report", "write_report"]
+__all__ = ["PlotFigure", "Report", "ReportError", "build_report", "write_report", "write_table"]

@@ -9,14 +9,38 @@ import pandas as pd
 from normbench.harness.schema import COLUMNS
 
 from .document import PlotFigure, Report  # noqa: F401  (PlotFigure re-exported for callers)
-from .fmt import PLOTS_DIR, interpreted, plain
+from .fmt import PLOTS_DIR, interpreted, plain, safe_name
 from .plots import plots_section
-from .sections import (SHAPE, answer_section, environment_section, failures_section,
-                       prediction_section, records_section)
+from .answer import answer_section, markdown_table
+from .fmt import SHAPE
+from .sections import (environment_section, failures_section, prediction_section,
+                       records_section)
 from .widget import widget_section
 
 
-def write_report(run_dir, baseline: str = "torch") -> dict[str, Path]:
+class ReportError(Exception):
+    """A run directory the report cannot be written into, or a bad argument: one line."""
+
+
+def _inside(folder: Path, name: str) -> Path:
+    """FOLDER/NAME, refusing any name that would leave FOLDER (names are sanitised before
+    they get here: this is the second lock on the door)."""
+    path = folder / name
+    if name != safe_name(name) or path.resolve().parent != folder.resolve():
+        raise ReportError(f"refusing to write {name!r} outside {folder}")
+    return path
+
+
+def write_table(run_dir) -> str:
+    """RUN_DIR/report-table.md: the README's results table from this run; returns its text."""
+    from normbench.harness import store
+    run_dir = Path(run_dir)
+    text = markdown_table(plain(store.load_records(run_dir)))
+    store.write_file_atomic(run_dir / "report-table.md", text)
+    return text
+
+
+def write_report(run_dir, baseline: str | None = None) -> dict[str, Path]:
     """Write report.html, report.md and plots/*.png into run_dir; return {relative name: path}
     of every file written.  Works on any run: only errors, one implementation, NaNs, no
     GROUPS, Triton-interpreter timings."""
@@ -41,26 +65,38 @@ def write_report(run_dir, baseline: str = "torch") -> dict[str, Path]:
                           load_error=load_error)
 
     plots_dir = run_dir / PLOTS_DIR
-    plots_dir.mkdir(parents=True, exist_ok=True)
+    if plots_dir.exists() and (plots_dir.is_symlink() or not plots_dir.is_dir()):
+        raise ReportError(f"{plots_dir} is not a directory")
+    for name in ("report.html", "report.md"):
+        if (run_dir / name).is_dir():
+            raise ReportError(f"{run_dir / name} is a directory")
+    plots_dir.mkdir(exist_ok=True)
     for old in plots_dir.glob("*.png"):          # plots of an earlier report of this run
-        old.unlink()
+        if old.is_file() and not old.is_symlink():
+            old.unlink()
     written: dict[str, Path] = {}
     for fig in report.figures:
-        path = plots_dir / f"{fig.name}.png"
-        path.write_bytes(fig.png)
+        path = _inside(plots_dir, f"{fig.name}.png")
+        store.write_file_atomic(path, fig.png)
         written[f"{PLOTS_DIR}/{fig.name}.png"] = path
-    html_path, md_path = run_dir / "report.html", run_dir / "report.md"
-    html_path.write_text(report.html(), encoding="utf-8")
-    md_path.write_text(report.markdown(), encoding="utf-8")
-    written["report.html"] = html_path
-    written["report.md"] = md_path
+    for name, text in (("report.html", report.html()), ("report.md", report.markdown())):
+        store.write_file_atomic(run_dir / name, text)
+        written[name] = run_dir / name
     return written
 
 
-def build_report(records: pd.DataFrame, meta: dict, baseline: str = "torch",
+def build_report(records: pd.DataFrame, meta: dict, baseline: str | None = None,
                  run_name: str = "", load_error: str | None = None) -> Report:
-    """The whole report (text blocks and figures) from loaded records and meta."""
+    """The whole report (text blocks and figures) from loaded records and meta.
+
+    baseline: the implementation the speedup plot compares against; None: `torch` where the
+    run has it.  A baseline named explicitly must be one of the run's implementations."""
     df = plain(records)
+    impls = set(df["implementation"].dropna())
+    if baseline is not None and len(df) and baseline not in impls:
+        raise ReportError(f"--baseline: {baseline!r} is not an implementation of this run "
+                          f"(it has: {', '.join(sorted(impls))})")
+    baseline = baseline or "torch"
     meta = dict(meta or {})
     interp = interpreted(meta, df)
     title = f"normbench report — {meta.get('config_name') or run_name or 'run'}"

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from .fmt import PLOTS_DIR, na
+from .fmt import PLOTS_DIR, na, safe_name
 
 
 @dataclass
@@ -46,6 +46,11 @@ class Report:
         self.blocks.append(("table", df, cls, html_only, summary))
 
     def figure(self, fig: PlotFigure) -> None:
+        """Add a figure; its name becomes a safe file stem, unique within the report."""
+        stem, taken, k = safe_name(fig.name), {f.name for f in self.figures}, 2
+        fig.name = stem
+        while fig.name in taken:
+            fig.name, k = f"{stem}-{k}", k + 1
         self.figures.append(fig)
         self.blocks.append(("fig", fig))
 

@@ -11,9 +11,6 @@ from normbench.harness.schema import COLUMNS
 from normbench.harness.summary import SHAPE, competing
 
 PLOTS_DIR = "plots"
-# Display order: strategies from most to least contended, then baselines; others after.
-ORDER = ("atomic", "grouped_atomic", "spin_lock", "disjoint_block", "disjoint_fused",
-         "torch", "liger", "quack")
 _NUMERIC = ("Int64", "Float64")
 
 
@@ -37,8 +34,26 @@ def fmt_int(v) -> str:
     return "" if not finite(v) else f"{int(round(float(v))):d}"
 
 
-def fmt_ms(v) -> str:
+def fmt_g(v) -> str:
+    """4 significant digits."""
     return "" if not finite(v) else f"{float(v):.4g}"
+
+
+def fmt_us(v_us) -> str:
+    """A time already in µs: 1 decimal from 10 µs (13.8, 117.5), 2 below, none from 10 ms."""
+    if not finite(v_us):
+        return ""
+    v = float(v_us)
+    return f"{v:.0f}" if abs(v) >= 10000 else f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}"
+
+
+def ms_to_us(v) -> str:
+    """A time in ms (as recorded) shown in µs."""
+    return fmt_us(float(v) * 1000) if finite(v) else ""
+
+
+def fmt_ratio(v) -> str:
+    return f"{float(v):.2f}" if finite(v) else ""
 
 
 def short(v) -> str:
@@ -78,10 +93,43 @@ def plain(records: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def impl_order(impls) -> list[str]:
-    impls = [x for x in dict.fromkeys(impls) if not na(x)]
-    known = [x for x in ORDER if x in impls]
-    return known + sorted(x for x in impls if x not in ORDER)
+def safe_name(text) -> str:
+    """A file-name stem from any text (an implementation name in records.csv may be anything):
+    only [A-Za-z0-9._-], never a path separator, never '.' or '..' or a hidden name."""
+    s = re.sub(r"[^A-Za-z0-9._-]", "_", str(text))
+    s = re.sub(r"^\.", "_", s)
+    return s[:120] or "_"
+
+
+def registry_index() -> dict[str, int]:
+    """Registration order of every implementation this installation knows (plugins last)."""
+    try:
+        from normbench import strategies
+        return {n: k for k, n in enumerate(strategies.known())}
+    except Exception:                       # a broken plugin must not cost the report
+        return {}
+
+
+def implementation_order(df: pd.DataFrame) -> list[str]:
+    """Every implementation in the records, in display order, from what they say of themselves:
+    strategies before baselines, strategies not deterministic by design first (the contended
+    ones), then registration order, then name."""
+    impls = [x for x in dict.fromkeys(df["implementation"]) if not na(x)] if len(df) else []
+    reg = registry_index()
+    first = df.drop_duplicates("implementation").set_index("implementation") if impls else None
+
+    def key(n):
+        kind = first.at[n, "kind"] if "kind" in first.columns else None
+        det = first.at[n, "deterministic_by_design"] if "deterministic_by_design" in first.columns else None
+        return ({"strategy": 0, "baseline": 1}.get(kind, 2), 1 if det is True else 0,
+                reg.get(n, len(reg)), str(n))
+    return sorted(impls, key=key)
+
+
+def impl_order(impls, order) -> list[str]:
+    """IMPLS in the display ORDER (implementation_order's list, or a palette dict)."""
+    impls = set(impls)
+    return [x for x in order if x in impls]
 
 
 def uses_groups(groups) -> bool:

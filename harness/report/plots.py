@@ -10,16 +10,18 @@ import pandas as pd
 
 from .document import PlotFigure, Report
 from .fmt import (SHAPE, best_per_impl, competing, finite, fmt_int, impl_label, impl_order,
+                  implementation_order,
                   shape_label, short, uses_groups)
 
 
 # ---------------------------------------------------------------------------------------------
 # plots
 
-def _palette(impls: list[str]) -> dict:
+def _palette(df: pd.DataFrame) -> dict:
+    """implementation -> colour, in display order: one colour per implementation in every plot."""
     import seaborn as sns
     colors = sns.color_palette("tab10", 10) + sns.color_palette("Dark2", 8)
-    return {impl: colors[i % len(colors)] for i, impl in enumerate(impl_order(impls))}
+    return {impl: colors[i % len(colors)] for i, impl in enumerate(implementation_order(df))}
 
 
 def _new_figure(w: float, h: float):
@@ -77,7 +79,7 @@ def _plots(rep: Report, df: pd.DataFrame, meta: dict, baseline: str, interp: boo
     comp = competing(df)
     if interp:
         rep.p("Timings below are CPU wall-clock under the Triton interpreter.")
-    palette = _palette(list(df["implementation"].dropna().unique()))
+    palette = _palette(df)
     for section in (_plot_bandwidth, _plot_group_heatmaps, _plot_determinism, _plot_speedup,
                     _plot_workspace):
         try:
@@ -111,7 +113,7 @@ def _plot_bandwidth(rep, df, comp, meta, palette, baseline, interp):
         ds, dts = sorted(sub["d"].unique()), sorted(sub["dtypes"].unique())
         fig = _new_figure(4.2 * len(ds) + 2.2, 3.3 * len(dts) + 0.6)
         axes = fig.subplots(len(dts), len(ds), squeeze=False, sharey="row")
-        impls = impl_order(sub["implementation"].unique())
+        impls = impl_order(sub["implementation"].unique(), palette)
         for i, dt in enumerate(dts):
             for j, d in enumerate(ds):
                 ax = axes[i][j]
@@ -151,7 +153,7 @@ def _plot_group_heatmaps(rep, df, comp, meta, palette, baseline, interp):
     rep.h(3, "Time over GROUPS × rows")
     grouped = comp[np.isfinite(comp["groups_effective"])]
     impls = impl_order(df.loc[df["groups"].map(uses_groups) | np.isfinite(df["groups_effective"]),
-                          "implementation"].unique())
+                          "implementation"].unique(), palette)
     if not impls:
         rep.p("Skipped: no implementation in this run uses GROUPS.")
         return
@@ -213,7 +215,7 @@ def _plot_determinism(rep, df, comp, meta, palette, baseline, interp):
              for r in df.itertuples()],
         col=[shape_label(r, many_w) for _, r in df.iterrows()])
     rows_order = []
-    for impl in impl_order(d2["implementation"].unique()):
+    for impl in impl_order(d2["implementation"].unique(), palette):
         labels = d2.loc[d2["implementation"] == impl, ["row", "groups_effective"]].drop_duplicates("row")
         rows_order += list(labels.sort_values("groups_effective", na_position="first")["row"])
     shape_order = (d2.sort_values(list(SHAPE), key=lambda s: s.map(str) if s.dtype == object else s)
@@ -259,7 +261,7 @@ def _plot_speedup(rep, df, comp, meta, palette, baseline, interp):
     impls = set(df["implementation"].dropna())
     if baseline not in impls:
         rep.p(f"Skipped: the baseline `{baseline}` is not in this run "
-              f"(implementations: {', '.join(impl_order(impls)) or 'none'}).")
+              f"(implementations: {', '.join(impl_order(impls, palette)) or 'none'}).")
         return
     best = best_per_impl(comp)
     base = best[best["implementation"] == baseline]
@@ -275,7 +277,7 @@ def _plot_speedup(rep, df, comp, meta, palette, baseline, interp):
     bt = {tuple(r[k] for k in SHAPE): float(r["time_ms"]) for _, r in base.iterrows()}
     cols = (best.sort_values(list(SHAPE)).apply(lambda r: shape_label(r, many_w), axis=1)
             .drop_duplicates().tolist())
-    rows_order = impl_order(others["implementation"].unique())
+    rows_order = impl_order(others["implementation"].unique(), palette)
     sp = pd.DataFrame(np.nan, index=rows_order, columns=cols)
     for _, r in others.iterrows():
         t0 = bt.get(tuple(r[k] for k in SHAPE))
@@ -294,7 +296,7 @@ def _plot_speedup(rep, df, comp, meta, palette, baseline, interp):
     ax.set_xlabel("shape")
     _slant_xticks(ax)
     fig.suptitle(f"Speedup = t({baseline}) / t(implementation), best GROUPS each; >1 is faster")
-    rep.figure(PlotFigure(f"speedup_vs_{re.sub(r'[^A-Za-z0-9_-]', '_', baseline)}",
+    rep.figure(PlotFigure(f"speedup_vs_{baseline}",
                           f"Speedup against {baseline}", _png(fig),
                           "Grey: no passing result for that implementation or for the baseline."))
 
@@ -319,7 +321,7 @@ def _plot_workspace(rep, df, comp, meta, palette, baseline, interp):
     fig = _new_figure(7.5, 5.0)
     ax = fig.subplots()
     sc = None
-    for k, impl in enumerate(impl_order(pts["implementation"].unique())):
+    for k, impl in enumerate(impl_order(pts["implementation"].unique(), palette)):
         s = pts[pts["implementation"] == impl]
         sc = ax.scatter(s["writers_per_slot"], s["workspace_bytes"], c=s["rel"], cmap="viridis",
                         norm=norm, marker=markers[k % len(markers)], s=60, edgecolors="0.2",

@@ -10,105 +10,13 @@ import pandas as pd
 from normbench.harness import model
 
 from .document import Report
-from .fmt import (SHAPE, competing, finite, fmt_bytes, fmt_int, fmt_ms, impl_label, na)
+from .fmt import SHAPE, finite, fmt_bytes, fmt_g, fmt_int, impl_label, ms_to_us, na
 
 META_ORDER = ("config_name", "config_path", "config_hash", "device_name", "sm_count",
               "peak_tbps", "copy_ceiling_gbps", "timer", "interpreted", "driver_version",
               "cuda_version", "torch_version", "triton_version", "python_version", "git_commit",
               "git_dirty", "hostname", "started_at", "ended_at")
 SEED_CONFIG = "seed-worked-example"
-
-
-# ---------------------------------------------------------------------------------------------
-# the answer
-
-def answer_section(rep: Report, df: pd.DataFrame) -> None:
-    rep.h(2, "The answer: fastest, and fastest bitwise-deterministic, per shape", "answer")
-    if df.empty:
-        rep.p("This run holds no records.")
-        return
-    comp = competing(df)
-    rows, costs, det_winners, fastest_is_det, lucky = [], [], {}, 0, 0
-    for shape, group in df.groupby(list(SHAPE), dropna=False, sort=True):
-        c = comp.loc[comp.index.intersection(group.index)]
-        norm, r, d, dt, wdt = shape
-        row = {"norm": norm, "rows": fmt_int(r), "d": fmt_int(d), "dtype": dt, "weight dtype": wdt}
-        n_impl = group["implementation"].nunique()
-        passing = c["implementation"].nunique()
-        if c.empty:
-            row.update({"fastest": "none passed", "fastest ms": "",
-                        "fastest deterministic": "none passed", "deterministic ms": "",
-                        "cost of determinism": "n/a"})
-        else:
-            f = c.loc[c["time_ms"].idxmin()]
-            row["fastest"] = impl_label(f["implementation"], f["groups"], f["groups_effective"])
-            row["fastest ms"] = fmt_ms(f["time_ms"])
-            det = c[c["deterministic"].map(lambda v: v is True)]
-            if det.empty:
-                row.update({"fastest deterministic": "none (no passing result was deterministic)",
-                            "deterministic ms": "",
-                            "cost of determinism": "n/a (no deterministic implementation passed)"})
-            else:
-                t = det.loc[det["time_ms"].idxmin()]
-                name = impl_label(t["implementation"], t["groups"], t["groups_effective"])
-                if t["deterministic_by_design"] is False:
-                    name += " (†)"
-                row["fastest deterministic"] = name
-                row["deterministic ms"] = fmt_ms(t["time_ms"])
-                cost = (float(t["time_ms"]) / float(f["time_ms"]) - 1) * 100
-                costs.append(cost)
-                fastest_is_det += cost == 0
-                det_winners[t["implementation"]] = det_winners.get(t["implementation"], 0) + 1
-                row["cost of determinism"] = ("0% (the fastest is deterministic)" if cost == 0
-                                              else f"+{cost:.1f}%")
-                if t["deterministic_by_design"] is False:
-                    lucky += 1
-                    guaranteed = det[det["deterministic_by_design"].map(lambda v: v is True)]
-                    if guaranteed.empty:
-                        row["deterministic by design"] = "none passed"
-                    else:
-                        u = guaranteed.loc[guaranteed["time_ms"].idxmin()]
-                        ucost = (float(u["time_ms"]) / float(f["time_ms"]) - 1) * 100
-                        row["deterministic by design"] = (
-                            f"{impl_label(u['implementation'], u['groups'], u['groups_effective'])}: "
-                            f"{fmt_ms(u['time_ms'])} ms, +{ucost:.1f}%")
-        row["passing"] = f"{passing}/{n_impl}"
-        rows.append(row)
-    table = pd.DataFrame(rows)
-    if "deterministic by design" in table.columns:     # only when a (†) winner needs it
-        table["deterministic by design"] = table["deterministic by design"].fillna("")
-        col = table.pop("deterministic by design")
-        table.insert(len(table.columns) - 1, "deterministic by design", col)
-    n = len(table)
-    lines = []
-    if comp.empty:
-        lines.append("**No implementation passed (status ok and correct) on any shape** — "
-                     "see the failures below.")
-    else:
-        if costs:
-            lines.append(f"Bitwise determinism costs a median **{np.median(costs):+.1f}%** over the "
-                         f"fastest implementation (range {min(costs):+.1f}% to {max(costs):+.1f}%, "
-                         f"{len(costs)} of {n} shapes with a deterministic winner); the fastest "
-                         f"is itself deterministic on {fastest_is_det} of them.")
-        else:
-            lines.append("No deterministic implementation passed on any shape.")
-        if det_winners:
-            best = max(det_winners, key=det_winners.get)
-            lines.append(f"Fastest deterministic implementation most often: `{best}` "
-                         f"({det_winners[best]} of {n} shapes).")
-        if lucky:
-            lines.append(f"On {lucky} shape(s) the fastest deterministic result (†) came from an "
-                         "implementation that is not deterministic by design: its repeats "
-                         "happened to agree. The column \"deterministic by design\" gives the "
-                         "fastest implementation that guarantees it, and its cost.")
-    rep.bullets(lines)
-    rep.table(table, cls="answer")
-    rep.p("Only records with status ok and a correct result compete; a grouped implementation "
-          "competes with its best GROUPS. \"Deterministic\" means measured: every repeat gave "
-          "bitwise-identical dx, dγ, dβ. (†) marks a winner that is not deterministic by design "
-          "(identical in the repeats measured, without a guarantee). Cost of determinism = "
-          "(t_deterministic / t_fastest − 1)·100. \"passing\" counts implementations that "
-          "passed out of those recorded for the shape.")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -217,9 +125,9 @@ def prediction_section(rep: Report, df: pd.DataFrame, meta: dict, interp: bool) 
         rows.append({"implementation": impl_label(r["implementation"], r["groups"], r["groups_effective"]),
                      "norm": r["norm"], "rows": fmt_int(r["rows"]), "d": fmt_int(r["d"]),
                      "dtype": r["dtype"], "bytes moved": fmt_bytes(nb),
-                     "measured ms": fmt_ms(r["time_ms"]),
-                     "floor @ copy ceiling ms": fmt_ms(fc),
-                     "floor @ datasheet peak ms": fmt_ms(fp),
+                     "measured µs": ms_to_us(r["time_ms"]),
+                     "floor @ copy ceiling µs": ms_to_us(fc),
+                     "floor @ datasheet peak µs": ms_to_us(fp),
                      "measured / floor": (f"{float(r['time_ms']) / (fc or fp):.2f}×"
                                           if (fc or fp) else ""),
                      "correct": "" if r["correct"] is None else str(r["correct"])})
@@ -237,8 +145,8 @@ def records_section(rep: Report, df: pd.DataFrame) -> None:
         "implementation": df["implementation"], "norm": df["norm"], "rows": df["rows"].map(fmt_int),
         "d": df["d"].map(fmt_int), "dtype": df["dtype"], "weight dtype": df["weight_dtype"],
         "groups": df["groups"], "G eff": df["groups_effective"].map(fmt_int), "status": df["status"],
-        "median ms": df["time_ms"].map(fmt_ms), "p20 ms": df["time_p20_ms"].map(fmt_ms),
-        "p80 ms": df["time_p80_ms"].map(fmt_ms), "GB/s": df["gbps"].map(lambda v: fmt_ms(v)),
+        "median µs": df["time_ms"].map(ms_to_us), "p20 µs": df["time_p20_ms"].map(ms_to_us),
+        "p80 µs": df["time_p80_ms"].map(ms_to_us), "GB/s": df["gbps"].map(fmt_g),
         "% copy": df["pct_copy"].map(lambda v: f"{v:.1f}" if finite(v) else ""),
         "correct": df["correct"].map(lambda v: "" if v is None else str(v)),
         "max rel err": df["max_rel_err"].map(lambda v: f"{v:.2g}" if finite(v) else ""),

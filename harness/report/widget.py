@@ -16,7 +16,7 @@ from .fmt import _NUMERIC, competing, finite, na
 # ---------------------------------------------------------------------------------------------
 # interactive widget (HTML only)
 
-_WIDGET_FIELDS = ("norm", "implementation", "rows", "d", "dtype", "weight_dtype", "groups",
+_WIDGET_FIELDS = ("norm", "implementation", "kind", "deterministic_by_design", "rows", "d", "dtype", "weight_dtype", "groups",
                   "groups_effective", "status", "correct", "deterministic", "distinct_results",
                   "repeats", "time_ms", "workspace_bytes", "writers_per_slot")
 
@@ -48,14 +48,75 @@ def _widget_defaults(df: pd.DataFrame) -> tuple[int, int, int, str]:
     return 16384, 4096, 64, "layernorm"
 
 
+# The grid the registry's contention model is evaluated over (plus every rows, d and GROUPS
+# this run measured): powers of two.
+GRID_ROWS = tuple(2 ** k for k in range(0, 21))
+GRID_D = tuple(2 ** k for k in range(4, 17))
+GRID_GROUPS = tuple(2 ** k for k in range(0, 11))
+
+
+def _grid(df: pd.DataFrame, defaults) -> dict[str, list[int]]:
+    def values(base, col, extra):
+        run = [int(v) for v in df[col] if finite(v) and float(v) >= 1] if len(df) else []
+        return sorted({*base, *run, extra})
+    rows, d, g, _ = defaults
+    return {"rows": values(GRID_ROWS, "rows", rows), "d": values(GRID_D, "d", d),
+            "groups": values(GRID_GROUPS, "groups_effective", g)}
+
+
+def _evaluate(entry, grid) -> dict:
+    """One registered entry's contention model over the grid, through its own functions:
+    writers[ri][di][gi], workspace (with dβ: LayerNorm / without: RMSNorm) and the GROUPS it
+    would use; gi runs over the GROUPS grid only for entries that use GROUPS."""
+    groups = grid["groups"] if entry.uses_groups else [None]
+    out = {"name": entry.name, "kind": entry.kind, "available": bool(entry.available),
+           "reason": entry.reason or "", "doc": entry.doc or "",
+           "deterministic_by_design": bool(entry.deterministic_by_design),
+           "uses_groups": bool(entry.uses_groups), "error": None}
+    if not entry.available:
+        out["error"] = f"not available here: {entry.reason}"
+        return out
+    try:
+        w, ln, rms, geff = [], [], [], []
+        for r in grid["rows"]:
+            w.append([]), ln.append([]), rms.append([]), geff.append([])
+            for d in grid["d"]:
+                w[-1].append([entry.writers_per_slot(r, d, g) for g in groups])
+                ln[-1].append([entry.workspace_bytes(r, d, g, True) for g in groups])
+                rms[-1].append([entry.workspace_bytes(r, d, g, False) for g in groups])
+                geff[-1].append([entry.effective_groups(r, d, g) for g in groups])
+        out.update(writers=w, workspace_ln=ln, workspace_rms=rms, groups_effective=geff)
+    except Exception as e:                  # a model that needs a GPU, say: shown as such
+        out["error"] = f"model not evaluable here: {type(e).__name__}: {e}"
+    return out
+
+
+def model_entries(grid) -> list[dict]:
+    """Every registered entry's model, in display order (strategies not deterministic by design
+    first, then the deterministic ones, then baselines; registration order within each)."""
+    from normbench import strategies
+    reg = strategies.entries()
+    rank = {e.name: k for k, e in enumerate(reg)}
+    reg.sort(key=lambda e: (e.kind != "strategy", bool(e.deterministic_by_design), rank[e.name]))
+    return [_evaluate(e, grid) for e in reg]
+
+
 def widget_section(rep: Report, df: pd.DataFrame) -> None:
     rep.h(2, "What-if: writers per slot, workspace, determinism", "widget")
-    rows, d, g, norm = _widget_defaults(df)
-    data = json.dumps(_widget_records(df), allow_nan=False).replace("<", "\\u003c")
-    sel = {n: " selected" if n == norm else "" for n in ("layernorm", "rmsnorm")}
+    defaults = _widget_defaults(df)
+    grid = _grid(df, defaults)
+    try:
+        entries, problem = model_entries(grid), ""
+    except Exception as e:                  # the registry itself failed (a broken plugin)
+        entries, problem = [], f"the registry could not be read: {type(e).__name__}: {e}"
+    payload = {"grid": grid, "entries": entries, "records": _widget_records(df),
+               "defaults": dict(zip(("rows", "d", "groups", "norm"), defaults)),
+               "problem": problem}
+    data = json.dumps(payload, allow_nan=False, separators=(",", ":"),
+                      default=lambda o: o.item() if hasattr(o, "item") else str(o)).replace("<", "\\u003c")
     from .assets import render_widget
     rep.raw_html(
-        render_widget(rows=rows, d=d, g=g, sel_ln=sel["layernorm"], sel_rms=sel["rmsnorm"],
-                      data=data),
-        md_alternative="The interactive model (writers per slot, workspace and determinism for "
-                       "any rows, d and GROUPS, beside the measured times) is in `report.html`.")
+        render_widget(data=data),
+        md_alternative="The interactive contention model (writers per slot, workspace and "
+                       "determinism of every registered implementation over rows × d × GROUPS, "
+                       "beside the measured times) is in `report.html`.")

@@ -1,103 +1,134 @@
 (function () {
   "use strict";
-  var records = JSON.parse(document.getElementById("w-data").textContent);
+  // Everything this script knows comes from the JSON below: the grid, one model per registered
+  // implementation (evaluated in Python by the registry) and the run's records. It names no
+  // implementation itself.
+  var data = JSON.parse(document.getElementById("w-data").textContent);
+  var grid = data.grid, entries = data.entries, records = data.records;
   function $(id) { return document.getElementById(id); }
-  function posInt(id) {
-    var v = Number($(id).value);
-    return (isFinite(v) && v >= 1) ? Math.floor(v) : null;
-  }
-  function fmtInt(n) { return n.toLocaleString("en-US"); }
+  function fmtInt(n) { return Number(n).toLocaleString("en-US"); }
   function fmtBytes(b) {
     var units = ["B", "KiB", "MiB", "GiB", "TiB"], i = 0;
     while (b >= 1024 && i < units.length - 1) { b /= 1024; i++; }
     return (i === 0 ? b.toFixed(0) : b.toPrecision(4)) + " " + units[i];
   }
-  function fmtMs(v) { return (v === null || v === undefined) ? "—" : Number(v).toPrecision(4) + " ms"; }
-  function setDet(id, cls, text) { var el = $(id); el.className = cls; el.textContent = text; }
-  function text(id, t) { $(id).textContent = t; }
-  var GROUPED = { grouped_atomic: true, spin_lock: true, disjoint_block: true, disjoint_fused: true };
-
-  function matches(r, norm, rows, d, g) {
-    if (r.norm !== norm || r.rows !== rows || r.d !== d) { return false; }
-    if (r.groups_effective !== null && r.groups_effective !== undefined) {
-      return r.groups_effective === Math.min(g, rows);
-    }
-    return true;
+  function fmtUs(ms) {
+    if (ms === null || ms === undefined) { return "—"; }
+    var v = Number(ms) * 1000;
+    return (v >= 10000 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2)) + " µs";
   }
-  function measuredCell(list, names) {
-    var hits = list.filter(function (r) { return names.indexOf(r.implementation) >= 0 &&
-                                                   r.status === "ok" && r.time_ms !== null; });
-    if (!hits.length) { return "not measured"; }
-    return hits.map(function (r) {
-      return r.implementation + " " + fmtMs(r.time_ms) + " (" + r.dtype + ")";
-    }).join("; ");
+  function text(el, t) { el.textContent = t; }
+  function cell(tr, t, cls) {
+    var td = document.createElement("td");
+    td.textContent = t;
+    if (cls) { td.className = cls; }
+    tr.appendChild(td);
+    return td;
+  }
+  function fill(id, values, chosen) {
+    var sel = $(id);
+    values.forEach(function (v) {
+      var o = document.createElement("option");
+      o.value = String(v); o.textContent = fmtInt(v);
+      if (v === chosen) { o.selected = true; }
+      sel.appendChild(o);
+    });
+  }
+  fill("w-rows", grid.rows, data.defaults.rows);
+  fill("w-d", grid.d, data.defaults.d);
+  fill("w-groups", grid.groups, data.defaults.groups);
+  $("w-norm").value = data.defaults.norm === "rmsnorm" ? "rmsnorm" : "layernorm";
+
+  // implementations of the records that no registered entry describes
+  var known = {};
+  entries.forEach(function (e) { known[e.name] = true; });
+  records.forEach(function (r) {
+    if (r.implementation !== null && !known[r.implementation]) {
+      known[r.implementation] = true;
+      entries.push({ name: r.implementation, kind: r.kind || "", uses_groups: r.groups_effective !== null,
+                     deterministic_by_design: r.deterministic_by_design === true,
+                     available: false, error: "not registered in this installation" });
+    }
+  });
+
+  var body = $("w-model-body"), rowsOf = {};
+  entries.forEach(function (e) {
+    var tr = document.createElement("tr");
+    tr.id = "w-row-" + e.name.replace(/[^A-Za-z0-9._-]/g, "_");
+    tr.setAttribute("data-implementation", e.name);
+    var code = document.createElement("code"); code.textContent = e.name;
+    var td = document.createElement("td"); td.appendChild(code); tr.appendChild(td);
+    cell(tr, e.kind);
+    rowsOf[e.name] = { geff: cell(tr, "", "w-geff"), writers: cell(tr, "", "w-writers"),
+                       workspace: cell(tr, "", "w-workspace"), det: cell(tr, "", "w-det"),
+                       meas: cell(tr, "", "w-meas") };
+    body.appendChild(tr);
+  });
+
+  function determinism(e, writers) {
+    if (e.deterministic_by_design) { return ["det-yes", "bitwise deterministic by design"]; }
+    if (writers === null || writers === undefined) {
+      return ["det-maybe", "not deterministic by design; no writers model"];
+    }
+    if (writers <= 1) {
+      return ["det-maybe", "one writer per slot here: order cannot vary (not deterministic by design)"];
+    }
+    return ["det-no", "nondeterministic: " + fmtInt(writers) +
+            " writers per slot land in run-dependent order"];
   }
 
   function update() {
-    var rows = posInt("w-rows"), d = posInt("w-d"), g = posInt("w-groups");
+    var ri = grid.rows.indexOf(Number($("w-rows").value));
+    var di = grid.d.indexOf(Number($("w-d").value));
+    var gi = grid.groups.indexOf(Number($("w-groups").value));
     var norm = $("w-norm").value;
-    var ids = ["w-atomic-writers", "w-grouped-writers", "w-spin-writers", "w-disjoint-writers",
-               "w-atomic-workspace", "w-grouped-workspace", "w-spin-workspace",
-               "w-disjoint-workspace", "w-workspace", "w-workspace-formula"];
-    if (rows === null || d === null || g === null) {
-      ids.forEach(function (id) { text(id, "—"); });
-      text("w-status", "Enter positive integers for rows, d and GROUPS.");
-      return;
-    }
-    text("w-status", "");
-    var params = norm === "layernorm" ? 2 : 1;
-    var gUsed = Math.min(g, rows);
-    var perGroup = Math.ceil(rows / gUsed);
-    var twoPass = gUsed * d * 4 * params;
-    text("w-atomic-writers", fmtInt(rows));
-    text("w-grouped-writers", fmtInt(perGroup));
-    text("w-spin-writers", fmtInt(perGroup));
-    text("w-disjoint-writers", "1");
-    text("w-atomic-workspace", fmtBytes(d * 4 * params));
-    text("w-grouped-workspace", fmtBytes(twoPass));
-    text("w-spin-workspace", fmtBytes(twoPass) + " + locks");
-    text("w-disjoint-workspace", fmtBytes(twoPass));
-    text("w-workspace", fmtBytes(twoPass));
-    text("w-workspace-formula", fmtInt(gUsed) + " GROUPS × " + fmtInt(d) + " × 4 B" +
-         (params === 2 ? " × 2 (dγ and dβ)" : " (dγ only)") + " = " + fmtInt(twoPass) + " B");
-    if (rows === 1) {
-      setDet("w-atomic-det", "det-maybe", "one writer: order cannot vary here (nondeterministic in general)");
-    } else {
-      setDet("w-atomic-det", "det-no", "nondeterministic: " + fmtInt(rows) +
-             " fp32 atomic adds per slot land in run-dependent order");
-    }
-    if (perGroup === 1) {
-      setDet("w-grouped-det", "det-maybe", "one writer per partial here (rows ≤ GROUPS): order cannot vary");
-      setDet("w-spin-det", "det-maybe", "one writer per partial here (rows ≤ GROUPS): order cannot vary");
-    } else {
-      setDet("w-grouped-det", "det-no", "nondeterministic: the order of the " + fmtInt(perGroup) +
-             " atomic adds within a group varies (the reduce over groups is fixed-order)");
-      setDet("w-spin-det", "det-no", "nondeterministic: the " + fmtInt(perGroup) +
-             " writers of a group accumulate in lock-arrival order");
-    }
-    setDet("w-disjoint-det", "det-yes", "bitwise deterministic: one writer per slot, fixed-order reduce");
-
-    var hits = records.filter(function (r) { return matches(r, norm, rows, d, g); });
-    text("w-meas-atomic", measuredCell(hits, ["atomic"]));
-    text("w-meas-grouped_atomic", measuredCell(hits, ["grouped_atomic"]));
-    text("w-meas-spin_lock", measuredCell(hits, ["spin_lock"]));
-    text("w-meas-disjoint", measuredCell(hits, ["disjoint_block", "disjoint_fused"]));
-    var body = $("w-measured");
-    while (body.firstChild) { body.removeChild(body.firstChild); }
-    hits.forEach(function (r) {
+    if (ri < 0 || di < 0 || gi < 0) { text($("w-status"), "Pick rows, d and GROUPS."); return; }
+    var rows = grid.rows[ri], d = grid.d[di];
+    text($("w-status"), data.problem || "");
+    var hits = records.filter(function (r) { return r.norm === norm && r.rows === rows && r.d === d; });
+    var shown = [];
+    entries.forEach(function (e) {
+      var c = rowsOf[e.name], k = e.uses_groups ? gi : 0, writers = null, geff = null;
+      if (e.writers) {
+        writers = e.writers[ri][di][k];
+        geff = e.groups_effective[ri][di][k];
+        var ws = (norm === "layernorm" ? e.workspace_ln : e.workspace_rms)[ri][di][k];
+        text(c.geff, geff === null ? "—" : fmtInt(geff));
+        text(c.writers, writers === null ? "—" : fmtInt(writers));
+        text(c.workspace, fmtBytes(ws));
+        var det = determinism(e, writers);
+        c.det.className = "w-det " + det[0];
+        text(c.det, det[1]);
+      } else {
+        [c.geff, c.writers, c.workspace].forEach(function (el) { text(el, "—"); });
+        c.det.className = "w-det det-maybe";
+        text(c.det, e.error || "no model");
+      }
+      var mine = hits.filter(function (r) {
+        if (r.implementation !== e.name) { return false; }
+        if (!e.uses_groups || r.groups_effective === null) { return true; }
+        return geff === null || r.groups_effective === geff;
+      });
+      shown = shown.concat(mine);
+      var ok = mine.filter(function (r) { return r.status === "ok" && r.time_ms !== null; });
+      text(c.meas, ok.length ? ok.map(function (r) {
+        return fmtUs(r.time_ms) + " (" + r.dtype + ")";
+      }).join("; ") : "not measured");
+    });
+    var mbody = $("w-measured");
+    while (mbody.firstChild) { mbody.removeChild(mbody.firstChild); }
+    shown.forEach(function (r) {
       var tr = document.createElement("tr");
       [r.implementation, r.norm, r.dtype + " / " + r.weight_dtype,
        (r.groups_effective === null ? "—" : String(r.groups_effective)), r.status,
-       (r.status === "ok" ? fmtMs(r.time_ms) : "—"),
+       (r.status === "ok" ? fmtUs(r.time_ms) : "—"),
        (r.deterministic === null ? "—" : (r.deterministic ? "yes" : "no") +
         (r.distinct_results !== null ? " (" + r.distinct_results + "/" + r.repeats + " distinct)" : ""))
-      ].forEach(function (v) {
-        var td = document.createElement("td"); td.textContent = v; tr.appendChild(td);
-      });
-      body.appendChild(tr);
+      ].forEach(function (v) { cell(tr, v); });
+      mbody.appendChild(tr);
     });
-    text("w-measured-count", hits.length ? String(hits.length) :
-         "none (this run measured no case with these rows, d" + " and GROUPS)");
+    text($("w-measured-count"), shown.length ? String(shown.length) :
+         "none (this run measured no case with these rows, d and GROUPS)");
   }
   ["w-rows", "w-d", "w-groups", "w-norm"].forEach(function (id) {
     $(id).addEventListener("input", update);

@@ -1,0 +1,167 @@
+"""The report's first section — per shape, the best deterministic strategy, the best
+nondeterministic one and the best peer, the ratios between them and each one's p20–p80
+spread, in µs — and the README's results table generated from a run.  The figures come from
+harness/summary.py; this module only lays them out."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from normbench.harness import summary
+from normbench.harness.summary import ROLE_TEXT, ROLES, SPREAD_MARK
+
+from .document import Report, md_table
+from .fmt import finite, fmt_int, fmt_ratio, fmt_us, impl_label
+
+NORM_SHORT = {"layernorm": "LN", "rmsnorm": "RMS"}
+
+
+def _shape_cols(a: pd.DataFrame, many_dtypes: bool) -> pd.DataFrame:
+    t = pd.DataFrame({"norm": a["norm"],
+                      "rows × d": [f"{fmt_int(r)} × {fmt_int(d)}" for r, d in zip(a["rows"], a["d"])]})
+    t["dtype"] = [f"{x}/{w}" if many_dtypes else str(x)
+                  for x, w in zip(a["dtype"], a["weight_dtype"])]
+    return t
+
+
+def _spread(lo, hi) -> str:
+    return f"{fmt_us(lo)}–{fmt_us(hi)}" if finite(lo) and finite(hi) else ""
+
+
+def answer_table(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the table as shown, summary.answer's figures behind it)."""
+    a = summary.answer(df)
+    if a.empty:
+        return pd.DataFrame(), a
+    t = _shape_cols(a, df["weight_dtype"].nunique() > 1)
+    gpu = "decided_on" in a.columns
+    for r in ROLES:
+        t[ROLE_TEXT[r]] = [impl_label(i, g, ge) if isinstance(i, str) else "none passed"
+                           for i, g, ge in zip(a[f"{r}_impl"], a[f"{r}_groups"],
+                                               a[f"{r}_groups_effective"])]
+        t[f"{r} µs"] = [fmt_us(v) + (" †" if finite(s) and s > SPREAD_MARK else "")
+                        for v, s in zip(a[f"{r}_us"], a[f"{r}_spread"])]
+        t[f"{r} p20–p80 µs"] = [_spread(lo, hi) for lo, hi in zip(a[f"{r}_p20_us"], a[f"{r}_p80_us"])]
+        if gpu:
+            t[f"{r} GPU µs"] = a[f"{r}_gpu_us"].map(fmt_us)
+    t["det ÷ nondet"] = a["det_over_nondet"].map(fmt_ratio)
+    t["peer ÷ det"] = a["peer_over_det"].map(fmt_ratio)
+    if gpu:
+        t["decided on"] = a["decided_on"]
+    t["passing"] = [f"{p}/{n}" for p, n in zip(a["passing"], a["recorded"])]
+    return t, a
+
+
+def _range(values) -> str:
+    v = np.asarray([x for x in values if finite(x)], dtype=float)
+    if not len(v):
+        return ""
+    return f"median **{np.median(v):.2f}** (range {v.min():.2f}–{v.max():.2f}, {len(v)} shapes)"
+
+
+def answer_section(rep: Report, df: pd.DataFrame) -> None:
+    rep.h(2, "The answer: best deterministic, best nondeterministic and best peer, per shape",
+          "answer")
+    if df.empty:
+        rep.p("This run holds no records.")
+        return
+    table, a = answer_table(df)
+    n = len(a)
+    lines = []
+    if not a["passing"].any():
+        lines.append("**No implementation passed (status ok and correct) on any shape** — "
+                     "see the failures below.")
+    else:
+        cost = _range(a["det_over_nondet"])
+        lines.append("What determinism costs — t(best deterministic) ÷ t(best nondeterministic): "
+                     + (cost + "; below 1 the deterministic strategy is the faster one."
+                        if cost else "not measurable here (no shape has both a deterministic "
+                        "and a nondeterministic strategy passing)."))
+        peer = _range(a["peer_over_det"])
+        if peer:
+            wins = int((a["peer_over_det"] > 1).sum())
+            lines.append(f"Against the best peer — t(best peer) ÷ t(best deterministic): {peer}; "
+                         f"the deterministic strategy is faster on {wins} of "
+                         f"{int(a['peer_over_det'].notna().sum())} shapes.")
+        else:
+            lines.append("No peer (baseline) passed on a shape where a deterministic strategy "
+                         "passed.")
+        if "decided_on" in a.columns:
+            host = a["decided_on"].astype(str).str.startswith("host")
+            lines.append(f"Both clocks: the ranking is decided on the host at {int(host.sum())} "
+                         f"of {n} shapes (column \"decided on\").")
+        else:
+            lines.append("GPU time not measured: every time here is the whole call as the host "
+                         "sees it.")
+    rep.bullets(lines)
+    rep.table(table, cls="answer")
+    rep.p("Only records with status ok and a correct result compete; a grouped implementation "
+          "competes with its best GROUPS. \"Deterministic\" = a strategy deterministic by design "
+          "whose repeats were also bitwise identical; \"nondeterministic\" = any other strategy; "
+          "a peer is a baseline (kind). Times are medians in µs with the p20–p80 interval of "
+          f"the samples; † marks p80/p20 > {SPREAD_MARK}. det ÷ nondet = t_det / t_nondet; "
+          "peer ÷ det = t_peer / t_det (> 1: the deterministic strategy is faster). "
+          "\"passing\" counts implementations that passed out of those recorded for the shape.")
+
+
+# ---------------------------------------------------------------------------------------------
+# the README's results table
+
+def _short_names(names) -> dict:
+    """Names without the leading `_`-separated words they all share ('disjoint_block',
+    'disjoint_fused' -> 'block', 'fused'); one name, or nothing shared, stays whole."""
+    names = sorted({n for n in names if isinstance(n, str)})
+    parts = [n.split("_") for n in names]
+    k = 0
+    while len(names) > 1 and all(len(p) > k + 1 for p in parts) and \
+            len({p[k] for p in parts}) == 1:
+        k += 1
+    return {n: "_".join(p[k:]) for n, p in zip(names, parts)}
+
+
+def _cell(us, spread, bold: bool) -> str:
+    if not finite(us):
+        return ""
+    s = fmt_us(us) + (" †" if finite(spread) and spread > SPREAD_MARK else "")
+    return f"**{s}**" if bold else s
+
+
+def markdown_table(df: pd.DataFrame) -> str:
+    """The README's results table from a run: shape, ours (the best deterministic strategy, and
+    which), its % of the copy ceiling, each peer's best time, and t(best peer) / t(ours).
+    Shapes in run order; µs; the row's fastest in bold; † a wide spread (p80/p20 > 1.15)."""
+    a = summary.answer(df, order="run")
+    if a.empty:
+        return "(no records)\n"
+    best = summary.best_groups(df)
+    peers = list(dict.fromkeys(df.loc[df["kind"] == "baseline", "implementation"].dropna()))
+    short = _short_names(a["det_impl"])
+    many = df[["dtype", "weight_dtype"]].drop_duplicates().shape[0] > 1
+    rows = []
+    for _, r in a.iterrows():
+        key = tuple(r[k] for k in summary.SHAPE)
+        mine = best[[tuple(x) == key for x in best[list(summary.SHAPE)].itertuples(index=False)]]
+        peer_t = {}
+        for p in peers:
+            hit = mine[mine["implementation"] == p]
+            if len(hit):
+                t = summary.times(hit).iloc[0] * 1000
+                lo, hi = summary.times(hit, "time_p20_ms").iloc[0], summary.times(hit, "time_p80_ms").iloc[0]
+                peer_t[p] = (t, hi / lo if finite(lo) and lo > 0 else np.nan)
+        fastest = min([r["det_us"]] + [v[0] for v in peer_t.values()],
+                      key=lambda v: v if finite(v) else np.inf)
+        row = {"norm": NORM_SHORT.get(r["norm"], r["norm"]),
+               "rows × d": f"{fmt_int(r['rows'])} × {fmt_int(r['d'])}"}
+        if many:
+            row["dtype"] = f"{r['dtype']}/{r['weight_dtype']}"
+        ours = _cell(r["det_us"], r["det_spread"], finite(r["det_us"]) and r["det_us"] == fastest)
+        row["ours"] = f"{ours} {short[r['det_impl']]}" if ours else ""
+        row["% copy"] = f"{r['det_pct_copy']:.0f} %" if finite(r["det_pct_copy"]) else ""
+        for p in peers:
+            t, s = peer_t.get(p, (np.nan, np.nan))
+            row[p] = _cell(t, s, finite(t) and t == fastest)
+        ratio = r["peer_over_det"]
+        row["vs best peer"] = ("" if not finite(ratio) else
+                               f"*{ratio:.2f}*" if ratio < 1 else f"{ratio:.2f}")
+        rows.append(row)
+    return "\n".join(md_table(pd.DataFrame(rows))) + "\n"

@@ -1,0 +1,68 @@
+"""The end-of-run tables in the terminal (rich): per (norm, dtype, weight dtype), shape ×
+implementation median µs of the best GROUPS, the best deterministic strategy marked ◆, the
+fastest of the shape ★, and the ratios of harness/summary.py's answer."""
+from __future__ import annotations
+
+import numpy as np
+from rich.markup import escape
+from rich.table import Table
+
+from normbench.harness import summary
+
+from .fmt import finite, fmt_us
+
+
+def print_tables(df, meta: dict, console) -> None:
+    if df.empty:
+        return
+    ans = summary.answer(df)
+    best = summary.best_groups(df)
+    gpu = "decided_on" in ans.columns
+    impls = list(dict.fromkeys(df["implementation"]))
+    clock = "call µs / GPU µs" if gpu else "median µs"
+    for (norm, dtype, wdt), part in df.groupby(["norm", "dtype", "weight_dtype"], sort=False):
+        caption = ("★ fastest   ◆ best deterministic   ✗ incorrect/error   "
+                   "det÷nondet: what determinism costs   peer÷det: > 1 ours is faster")
+        if not gpu:
+            caption += "\nGPU time not measured: call time as the host sees it"
+        if meta.get("interpreted"):
+            caption += "\nCPU wall-clock under the Triton interpreter: not GPU performance"
+        t = Table(title=escape(f"{norm}, {dtype} (weight {wdt}) — {clock}, best GROUPS per "
+                               "implementation"), caption=caption)
+        t.add_column("rows × d")
+        for n in impls:
+            t.add_column(escape(str(n)), justify="right")
+        t.add_column("det÷nondet", justify="right")
+        t.add_column("peer÷det", justify="right")
+        if gpu:
+            t.add_column("decided on")
+        for (rows, d), shape in part.groupby(["rows", "d"], sort=True):
+            sel = ans[(ans.norm == norm) & (ans.dtype == dtype) & (ans.weight_dtype == wdt)
+                      & (ans.rows == rows) & (ans.d == d)]
+            a = sel.iloc[0] if len(sel) else None
+            fastest = None if a is None or a["fastest"] is None else a[f"{a['fastest']}_impl"]
+            cells = []
+            for n in impls:
+                rec = best[(best.norm == norm) & (best.dtype == dtype) & (best.weight_dtype == wdt)
+                           & (best.rows == rows) & (best.d == d) & (best.implementation == n)]
+                if rec.empty:
+                    mine = shape[shape.implementation == n]
+                    cells.append("" if mine.empty else f"[red]✗ {escape(str(mine.iloc[0]['status']))}[/]")
+                    continue
+                r = rec.iloc[0]
+                txt = fmt_us(float(r["time_ms"]) * 1000)
+                if gpu:
+                    g = summary.times(rec, "gpu_time_ms").iloc[0]
+                    txt += " / " + (fmt_us(g * 1000) if np.isfinite(g) else "–")
+                if r["groups"] not in ("-", None) and finite(r["groups_effective"]):
+                    txt += f" G{int(r['groups_effective'])}"
+                if n == fastest:
+                    txt = f"[bold green]★ {txt}[/]"
+                if a is not None and n == a["det_impl"]:
+                    txt = f"[bold cyan]◆ {txt}[/]"
+                cells.append(txt)
+            ratios = ["" if a is None or not finite(a[c]) else f"{a[c]:.2f}"
+                      for c in ("det_over_nondet", "peer_over_det")]
+            extra = [escape(str(a["decided_on"])) if a is not None else ""] if gpu else []
+            t.add_row(f"{rows} × {d}", *cells, *ratios, *extra)
+        console.print(t)
