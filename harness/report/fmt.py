@@ -84,7 +84,9 @@ def plain(records: pd.DataFrame) -> pd.DataFrame:
     for col, dtype in COLUMNS.items():
         s = records[col].reset_index(drop=True) if col in records.columns else \
             pd.Series([None] * len(records), dtype="object")
-        if dtype in _NUMERIC:
+        if col == "time_samples_ms":         # JSON text or a list (parquet): kept as loaded
+            df[col] = pd.Series(list(s), dtype="object")
+        elif dtype in _NUMERIC:
             df[col] = pd.to_numeric(s, errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
         elif dtype == "boolean":
             df[col] = pd.Series([None if na(v) else bool(v) for v in s], dtype="object")

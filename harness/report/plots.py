@@ -3,7 +3,6 @@ determinism, speedup against a baseline, workspace against contention."""
 from __future__ import annotations
 
 import io
-import re
 
 import numpy as np
 import pandas as pd
@@ -80,8 +79,9 @@ def _plots(rep: Report, df: pd.DataFrame, meta: dict, baseline: str, interp: boo
     if interp:
         rep.p("Timings below are CPU wall-clock under the Triton interpreter.")
     palette = _palette(df)
-    for section in (_plot_bandwidth, _plot_group_heatmaps, _plot_determinism, _plot_speedup,
-                    _plot_workspace):
+    from .plots_answer import plot_roofline, plot_samples
+    for section in (plot_samples, plot_roofline, _plot_bandwidth, _plot_group_heatmaps,
+                    _plot_determinism, _plot_speedup, _plot_workspace):
         try:
             section(rep, df, comp, meta, palette, baseline, interp)
         except Exception as e:                # one bad plot must not cost the whole report
@@ -123,10 +123,14 @@ def _plot_bandwidth(rep, df, comp, meta, palette, baseline, interp):
                     sns.lineplot(data=cell, x="rows", y="gbps", hue="implementation",
                                  hue_order=present, palette={k: palette[k] for k in present},
                                  marker="o", ax=ax, legend=False, estimator=None)
-                if cell["rows"].nunique() > 1:
-                    ax.set_xscale("log", base=2)
-                    ax.set_xticks(sorted(cell["rows"].unique()))
-                    ax.set_xticklabels([fmt_int(v) for v in sorted(cell["rows"].unique())], rotation=30)
+                if len(cell):                # log2 rows; one value: a decade around it,
+                    ax.set_xscale("log", base=2)  # never a linear 1950-2150 axis
+                    ticks = sorted(cell["rows"].unique())
+                    if len(ticks) == 1:
+                        ax.set_xlim(ticks[0] / 2, ticks[0] * 2)
+                    ax.set_xticks(ticks)
+                    ax.set_xticklabels([fmt_int(v) for v in ticks], rotation=30)
+                    ax.minorticks_off()
                 if copy and not interp:
                     ax.axhline(copy, ls="--", color="0.4", lw=1)
                 if copy and j == len(ds) - 1:      # rows share y: one % axis per row
@@ -162,18 +166,22 @@ def _plot_group_heatmaps(rep, df, comp, meta, palette, baseline, interp):
     for impl in impls:
         sub = grouped[grouped["implementation"] == impl]
         gvals = sorted(sub["groups_effective"].unique())
-        if len(gvals) < 2:
+        # a shape measured at one GROUPS only would be a one-cell column at 1.000: left out
+        per_shape = sub.groupby(list(SHAPE), dropna=False)["groups_effective"].transform("nunique")
+        sub = sub[per_shape > 1]
+        if sub.empty:
             notes.append(f"`{impl}`: skipped — " + (
-                f"only one GROUPS value ({fmt_int(gvals[0])}) measured and passing" if gvals
-                else "no passing record with a GROUPS value"))
+                f"only one GROUPS value per shape measured and passing ({', '.join(fmt_int(g) for g in gvals)})"
+                if gvals else "no passing record with a GROUPS value"))
             continue
+        gvals = sorted(sub["groups_effective"].unique())
         # One axes: a row per GROUPS, a column per shape with rows varying fastest, so
         # neighbouring columns show how the best GROUPS moves with rows.
         sub = sub.sort_values(["norm", "dtype", "weight_dtype", "d", "rows"])
         sub = sub.assign(col=[shape_label(r, many_w) for _, r in sub.iterrows()])
         cols = sub["col"].drop_duplicates().tolist()
         piv = (sub.pivot_table(index="groups_effective", columns="col", values="time_ms",
-                               aggfunc="min").reindex(columns=cols))
+                               aggfunc="min").reindex(columns=cols)) * 1000      # µs
         rel = piv / piv.min(axis=0)
         annot = piv.map(short).to_numpy()
         rel.index = [fmt_int(v) for v in piv.index]
@@ -185,9 +193,9 @@ def _plot_group_heatmaps(rep, df, comp, meta, palette, baseline, interp):
         ax.set_xlabel("shape (norm rows×d dtype)")
         ax.set_ylabel("GROUPS (effective)")
         _slant_xticks(ax)
-        fig.suptitle(f"{impl}: median ms per GROUPS and shape")
+        fig.suptitle(f"{impl}: median µs per GROUPS and shape")
         rep.figure(PlotFigure(f"groups_{impl}", f"{impl}: time over GROUPS × rows", _png(fig),
-                              "Numbers are median ms; colour is the time relative to the best "
+                              "Numbers are median µs; colour is the time relative to the best "
                               "GROUPS for the same shape (1 = best; grey = not measured or not "
                               "passing). Passing records only."))
     rep.bullets(notes)
@@ -302,8 +310,6 @@ def _plot_speedup(rep, df, comp, meta, palette, baseline, interp):
 
 
 def _plot_workspace(rep, df, comp, meta, palette, baseline, interp):
-    import matplotlib.colors as mcolors
-    import matplotlib.ticker as mticker
     rep.h(3, "Workspace against writers per slot")
     pts = comp[np.isfinite(comp["workspace_bytes"]) & (comp["workspace_bytes"] > 0)
                & np.isfinite(comp["writers_per_slot"]) & (comp["writers_per_slot"] > 0)]
@@ -311,36 +317,22 @@ def _plot_workspace(rep, df, comp, meta, palette, baseline, interp):
     if pts.empty:
         rep.p("Skipped: no passing record has both a workspace and a writers-per-slot model.")
         return
-    fastest = comp.groupby(list(SHAPE), dropna=False)["time_ms"].min()
-    rel = [float(r["time_ms"]) / float(fastest.loc[tuple(r[k] for k in SHAPE)])
-           for _, r in pts.iterrows()]
-    pts = pts.assign(rel=rel)
-    lo, hi = float(pts["rel"].min()), float(pts["rel"].max())
-    norm = mcolors.LogNorm(vmin=lo, vmax=max(hi, lo * 1.01))
     markers = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">"]
     fig = _new_figure(7.5, 5.0)
     ax = fig.subplots()
-    sc = None
     for k, impl in enumerate(impl_order(pts["implementation"].unique(), palette)):
         s = pts[pts["implementation"] == impl]
-        sc = ax.scatter(s["writers_per_slot"], s["workspace_bytes"], c=s["rel"], cmap="viridis",
-                        norm=norm, marker=markers[k % len(markers)], s=60, edgecolors="0.2",
-                        linewidths=0.6, label=impl)
+        ax.scatter(s["writers_per_slot"], s["workspace_bytes"], color=palette[impl],
+                   marker=markers[k % len(markers)], s=60, edgecolors="0.2", linewidths=0.6,
+                   label=impl, alpha=0.85)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("writers per dγ slot (contention model)")
     ax.set_ylabel("fp32 workspace bytes")
-    cb = fig.colorbar(sc, ax=ax, label="time ÷ fastest passing time of the same shape")
-    times = mticker.FuncFormatter(lambda v, _: f"{v:.3g}×")
-    cb.ax.yaxis.set_major_formatter(times)
-    cb.ax.yaxis.set_minor_formatter(times)
-    leg = fig.legend(loc="outside right center", frameon=False)
-    for h in leg.legend_handles:
-        h.set_color("0.5")
-    fig.suptitle("Workspace against contention, time as colour")
+    fig.legend(loc="outside right center", frameon=False)
+    fig.suptitle("Workspace against contention (the model, per passing record)")
     rep.figure(PlotFigure("workspace_vs_writers", "Workspace against writers per slot", _png(fig),
-                          "Each point is one passing record; colour is its time relative to the "
-                          "fastest passing record of the same shape (1 = fastest), so shapes of "
-                          "different sizes share one scale."
+                          "Each point is one passing record; colour and marker are its "
+                          "implementation (times are in the plots above)."
                           + (f" Not drawn (no workspace or no writers model): "
                              f"{', '.join(left_out)}." if left_out else "")))

@@ -1,0 +1,105 @@
+"""harness/summary.py's answer against hand-computed figures, the README table it generates,
+and the terminal tables (CPU only, no kernels)."""
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from rich.console import Console
+
+import synthetic
+from normbench.harness import summary
+from normbench.harness.report.answer import markdown_table
+from normbench.harness.report.terminal import print_tables
+from normbench.harness.store import load_records
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _shape(**kw):
+    """One shape: a deterministic strategy (2 GROUPS), a nondeterministic one, two peers."""
+    common = dict(norm="layernorm", rows=4096, d=1024, **kw)
+    return [
+        synthetic.record(implementation="det_a", kind="strategy", deterministic_by_design=True,
+                         groups=8, groups_effective=8, time_ms=0.050, **common),
+        synthetic.record(implementation="det_a", kind="strategy", deterministic_by_design=True,
+                         groups=16, groups_effective=16, time_ms=0.040, seed=3, **common),
+        synthetic.record(implementation="nondet_b", kind="strategy", deterministic_by_design=False,
+                         deterministic=False, distinct_results=3, time_ms=0.030, **common),
+        synthetic.record(implementation="peer_c", kind="baseline", deterministic_by_design=True,
+                         time_ms=0.060, **common),
+        synthetic.record(implementation="peer_d", kind="baseline", deterministic_by_design=True,
+                         time_ms=0.100, spread=0.5, **common),
+        # faster, but incorrect: never competes
+        synthetic.record(implementation="peer_e", kind="baseline", time_ms=0.001, correct=False,
+                         **common),
+    ]
+
+
+def test_answer_by_hand():
+    a = summary.answer(pd.DataFrame(_shape()))
+    assert len(a) == 1
+    r = a.iloc[0]
+    assert (r.det_impl, r.det_groups, r.nondet_impl, r.peer_impl) == ("det_a", "16", "nondet_b", "peer_c")
+    assert r.det_us == pytest.approx(40.0) and r.nondet_us == pytest.approx(30.0)
+    assert r.peer_us == pytest.approx(60.0)
+    assert r.det_over_nondet == pytest.approx(40 / 30)
+    assert r.peer_over_det == pytest.approx(60 / 40)
+    # synthetic samples span ±1 %: p20/p80 from them, by hand
+    xs = sorted(synthetic.samples(0.040, 0.01, 10, 3))
+    p20 = xs[1] + (xs[2] - xs[1]) * 0.8
+    assert r.det_p20_us == pytest.approx(p20 * 1000)
+    assert r.fastest == "nondet"
+    assert (r.passing, r.recorded) == (4, 5)
+    assert "decided_on" not in a.columns            # no GPU time: nothing invented
+
+
+def test_answer_both_clocks():
+    recs = _shape()
+    gpu = {"det_a": 0.035, "nondet_b": 0.010, "peer_c": 0.050, "peer_d": 0.09, "peer_e": 0.001}
+    for r in recs:
+        r["gpu_time_ms"] = gpu[r["implementation"]]
+        r["host_overhead_ms"] = r["time_ms"] - r["gpu_time_ms"] if r["time_ms"] else None
+    a = summary.answer(pd.DataFrame(recs)).iloc[0]
+    assert a.det_gpu_us == pytest.approx(35.0) and a.gpu_fastest == "nondet"
+    # nondet wins on both clocks, but its host overhead (20 µs) exceeds its GPU time (10 µs)
+    assert a.decided_on.startswith("host: the winner's host overhead (20.0 µs)")
+    recs[2]["gpu_time_ms"] = 0.045                 # now the det strategy is fastest on the GPU
+    a = summary.answer(pd.DataFrame(recs)).iloc[0]
+    assert a.decided_on == ("host: best nondeterministic is fastest per call, "
+                            "best deterministic on the GPU")
+
+
+def _readme_table() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    sec = text[text.index("## Results on the H200"):]
+    return [line for line in sec.splitlines() if line.startswith("| ")][:15]
+
+
+def test_markdown_table_reproduces_the_readme():
+    """Every column of README's results table that one run holds (all but 'second run'),
+    from results/h200-peers; the README leaves % copy blank at the host-bound small shapes."""
+    ours = markdown_table(load_records(ROOT / "results" / "h200-peers")).splitlines()
+    readme = _readme_table()
+    assert [c.strip() for c in ours[0].strip("|").split("|")] == \
+        [c.strip() for c in readme[0].strip("|").split("|")][:-1]
+    assert len(ours) == len(readme) + 1            # + the |---| line, which README also has
+    mine = {tuple(c.strip() for c in line.strip("|").split("|")) for line in ours[2:]}
+    for theirs in readme[1:]:                      # README puts the large shapes first
+        t = [c.strip() for c in theirs.strip("|").split("|")][:-1]
+        m = next(list(x) for x in mine if x[:2] == tuple(t[:2]))
+        if t[3] == "":
+            m[3] = ""
+        assert m == t
+
+
+def test_terminal_tables_mark_winners_and_ratios():
+    buf = io.StringIO()
+    print_tables(pd.DataFrame(_shape()), {}, Console(file=buf, width=250, color_system=None))
+    text = buf.getvalue()
+    assert "★ 30.0" in text and "◆ 40.0 G16" in text
+    assert "1.33" in text and "1.50" in text and "GPU time not measured" in text
+    assert re.search(r"✗ ok|✗", text)
