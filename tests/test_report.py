@@ -3,14 +3,23 @@ from __future__ import annotations
 
 import base64
 import io
+import json
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
 
 import pytest
 from PIL import Image
 
 import synthetic
 from normbench.harness import model
-from normbench.harness.report import write_report
+from normbench.harness.report import build_report, write_report
+
+ROOT = Path(__file__).resolve().parent.parent
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -164,3 +173,75 @@ def test_odd_run_interpreter_single_impl_nans_no_groups(tmp_path):
     assert "correctness not checked" in md and "incorrect" in md
     assert "Measured time against the bandwidth bound" not in md   # no copy/peak, not seed
     assert "Warning:** " in md and "plot failed" not in md
+
+
+def test_crafted_names_stay_inside_plots(tmp_path):
+    recs = [synthetic.record(implementation=name, groups=g, groups_effective=g, rows=r,
+                             time_ms=0.01 * g + r / 1e5, writers_per_slot=1, workspace_bytes=64)
+            for name in ("../x", "a/b", "torch") for g in (2, 4) for r in (64, 128)]
+    run_dir = synthetic.write_run(tmp_path / "run", recs, synthetic.meta(config_name="crafted"))
+    written = write_report(run_dir, baseline="../x")
+    plots = (run_dir / "plots").resolve()
+    for key, path in written.items():
+        assert path.resolve().parent in (run_dir.resolve(), plots), key
+    assert not (tmp_path / "x.png").exists() and not list(tmp_path.glob("*.png"))
+    names = {p.name for p in plots.iterdir()}
+    assert {"groups_.._x.png", "groups_a_b.png", "speedup_vs_.._x.png"} <= names
+    assert all("/" not in n and not n.startswith(".") for n in names)
+
+
+def test_one_shape_one_groups_and_samples_as_lists(tmp_path):
+    recs = [synthetic.record(implementation=n, rows=2048, d=768, groups="auto", groups_effective=66,
+                             kind=k, deterministic_by_design=det, time_ms=t,
+                             writers_per_slot=1, workspace_bytes=100)
+            for n, k, det, t in (("s_det", "strategy", True, 0.02), ("s_nd", "strategy", False, 0.01),
+                                 ("torch", "baseline", True, 0.03))]
+    for r in recs:
+        r["time_samples_ms"] = json.loads(r["time_samples_ms"])     # the parquet form: a list
+    df = pd.DataFrame(recs)
+    rep = build_report(df, synthetic.meta(config_name="one"))
+    names = {f.name for f in rep.figures}
+    assert "samples" in names and "roofline" in names
+    assert not any(n.startswith("groups_") for n in names)          # no one-cell heatmaps
+    md = rep.markdown()
+    assert "only one GROUPS value per shape" in md
+    assert "| rmsnorm | 2048 × 768 | bf16 | s_det (G=auto→66) | 20.0 | 19.9–20.1 | s_nd" in md
+
+
+def test_baseline_not_in_run_is_one_line(tmp_path):
+    run_dir = synthetic.write_run(tmp_path / "run", [synthetic.record()], synthetic.meta())
+    r = subprocess.run([sys.executable, str(ROOT / "run_bench.py"), "report", str(run_dir),
+                        "--baseline", "nosuch"], capture_output=True, text=True, cwd=ROOT,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip().count("\n") == 0 and "'nosuch' is not an implementation" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_plugin_strategy_appears_everywhere(tmp_path):
+    """A strategy in one file under tests/, loaded as plugins are, runs in a tiny sweep and shows
+    up in the report's tables, plots and widget with no other edit."""
+    cfg = tmp_path / "p.yaml"
+    cfg.write_text(json.dumps({"name": "plugin", "norm": ["layernorm"], "rows": [6], "d": [16],
+                               "dtype": ["fp32"], "groups": [2, 3],
+                               "implementations": ["test_plugin_rows", "torch"],
+                               "timing": {"warmup_ms": 1, "rep_ms": 1},
+                               "determinism": {"repeats": 2}}))
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NORMBENCH_PLUGINS": "tests.plugin_strategy",
+           "NORMBENCH_QUIET": "1", "COLUMNS": "200"}
+    r = subprocess.run([sys.executable, str(ROOT / "run_bench.py"), "run", str(cfg), "--out",
+                        str(tmp_path / "run")], capture_output=True, text=True, cwd=ROOT, env=env,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "test_plugin_rows" in r.stdout                           # the terminal table
+    run_dir = tmp_path / "run"
+    md, html = (run_dir / "report.md").read_text(), (run_dir / "report.html").read_text()
+    assert "| test_plugin_rows (G=" in md.split("## Failures")[0]     # the answer table
+    assert (run_dir / "plots" / "groups_test_plugin_rows.png").exists()
+    data = json.loads(re.search(r'<script type="application/json" id="w-data">(.*?)</script>',
+                                html, re.S).group(1))
+    entry = next(e for e in data["entries"] if e["name"] == "test_plugin_rows")
+    gi = data["grid"]["groups"].index(2)
+    ri, di = data["grid"]["rows"].index(6), data["grid"]["d"].index(16)
+    assert entry["writers"][ri][di][gi] == 3                        # its own model: ceil(6 / 2)
+    assert entry["workspace_ln"][ri][di][gi] == 7 * 2 * 16 * 2

@@ -82,39 +82,69 @@ def test_page_loads_without_console_errors(page):
     assert n >= 8 and ok
 
 
+def _row(driver, impl: str) -> dict:
+    """The widget's cells for one implementation, by class."""
+    tr = driver.find_element("css selector", f'tr[data-implementation="{impl}"]')
+    return {c: tr.find_element("css selector", f"td.w-{c}").text.strip()
+            for c in ("geff", "writers", "workspace", "det", "meas")}
+
+
+def test_widget_rows_come_from_the_registry(page):
+    from normbench import strategies
+    shown = page.execute_script(
+        "return Array.from(document.querySelectorAll('#w-model-body tr'))"
+        ".map(t => t.getAttribute('data-implementation'));")
+    assert set(strategies.known()) <= set(shown)       # one row per registered entry
+    for e in strategies.entries():                     # strategies first, then baselines
+        if e.kind == "baseline":
+            assert shown.index(e.name) > max(shown.index(x.name) for x in strategies.entries()
+                                             if x.kind == "strategy")
+
+
 def test_widget_numbers_follow_the_inputs(page):
+    from normbench import strategies
     _set(page, "w-norm", "layernorm")
     _set(page, "w-rows", 8192)
     _set(page, "w-d", 4096)
     _set(page, "w-groups", 64)
-    assert _text(page, "w-atomic-writers") == "8,192"
-    assert _text(page, "w-grouped-writers") == "128"            # ceil(8192 / 64)
-    assert _text(page, "w-disjoint-writers") == "1"
-    assert _text(page, "w-workspace") == "2.000 MiB"            # 64 * 4096 * 4 B * 2 (dγ, dβ)
-    assert "nondeterministic" in _text(page, "w-grouped-det")
-    assert "deterministic" in _text(page, "w-disjoint-det")
+    assert _row(page, "atomic")["writers"] == "8,192"
+    assert _row(page, "grouped_atomic")["writers"] == "128"           # ceil(8192 / 64)
+    assert _row(page, "disjoint_block")["writers"] == "1"
+    ws = strategies.get("grouped_atomic").workspace_bytes(8192, 4096, 64, True)
+    assert ws == 64 * 4096 * 4 * 2 and _row(page, "grouped_atomic")["workspace"] == "2.000 MiB"
+    assert "nondeterministic" in _row(page, "grouped_atomic")["det"]
+    assert "deterministic by design" in _row(page, "disjoint_block")["det"]
     # the run measured this case (layernorm 8192 x 4096, GROUPS 64): times shown beside the model
-    assert "ms" in _text(page, "w-meas-grouped_atomic")
-    assert "ms" in _text(page, "w-meas-disjoint")
-    rows_measured = int(_text(page, "w-measured-count"))
-    assert rows_measured >= 4
+    assert "µs" in _row(page, "grouped_atomic")["meas"]
+    assert "µs" in _row(page, "disjoint_block")["meas"]
+    assert int(_text(page, "w-measured-count")) >= 4
 
-    _set(page, "w-groups", 100)                                 # never measured at GROUPS=100
-    assert _text(page, "w-grouped-writers") == "82"             # ceil(8192 / 100)
-    assert _text(page, "w-meas-grouped_atomic") == "not measured"
-    assert "ms" in _text(page, "w-meas-atomic")                 # atomic does not use GROUPS
+    _set(page, "w-groups", 128)                                 # never measured at GROUPS=128
+    assert _row(page, "grouped_atomic")["writers"] == "64"
+    assert _row(page, "grouped_atomic")["meas"] == "not measured"
+    assert "µs" in _row(page, "atomic")["meas"]                 # atomic does not use GROUPS
 
     _set(page, "w-norm", "rmsnorm")
     _set(page, "w-groups", 64)
-    assert _text(page, "w-workspace") == "1.000 MiB"            # dγ only
+    assert _row(page, "grouped_atomic")["workspace"] == "1.000 MiB"     # dγ only
 
-    page.find_element("id", "w-rows").clear()                   # typing, not only events
-    page.find_element("id", "w-rows").send_keys("1000")
-    assert _text(page, "w-atomic-writers") == "1,000"
-    assert _text(page, "w-grouped-writers") == "16"             # ceil(1000 / 64)
+    _set(page, "w-rows", 1024)
+    assert _row(page, "atomic")["writers"] == "1,024"
+    assert _row(page, "grouped_atomic")["writers"] == "16"             # ceil(1024 / 64)
+    _set(page, "w-rows", 2)                                            # rows < GROUPS: capped
+    assert _row(page, "grouped_atomic")["geff"] == "2"
     assert _text(page, "w-measured-count").startswith("none")
-
-    _set(page, "w-rows", "")                                    # bad input: no exception
-    assert _text(page, "w-atomic-writers") == "—"
     severe = [e for e in page.get_log("browser") if e.get("level") == "SEVERE"]
     assert not severe, severe
+
+
+def test_answer_and_sample_views_render(page):
+    headers = page.execute_script(
+        "return Array.from(document.querySelectorAll('table.answer th')).map(t => t.textContent);")
+    assert headers[3:6] == ["best deterministic", "det µs", "det p20–p80 µs"]
+    assert "det ÷ nondet" in headers and "peer ÷ det" in headers
+    for name in ("samples", "roofline"):
+        ok = page.execute_script(
+            f"const im = document.querySelector('#plot-{name} img');"
+            "return im !== null && im.complete && im.naturalWidth > 300;")
+        assert ok, name
