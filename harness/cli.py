@@ -9,7 +9,7 @@ from __future__ import annotations
 import signal
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 from rich.console import Console
@@ -168,32 +168,50 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory"),
 
 
 def _compare_help() -> str:
-    from normbench.harness.compare import METHOD
-    return ("Compare a candidate run against a baseline run, case by case. Exit 0: no "
-            "regression; 1: regression(s); 2: runs that cannot be compared. " + METHOD)
+    from normbench.harness.compare import method_text
+    return ("Compare a candidate run (the last directory) against one or several baseline runs "
+            "(or a directory of run directories), case by case. Exit 0: no regression; 1: "
+            "regression(s); 2: runs that cannot be compared. " + method_text())
 
 
 @app.command(help="(see below)")
-def compare(baseline_dir: Path = typer.Argument(..., help="baseline run directory"),
-            candidate_dir: Path = typer.Argument(..., help="candidate run directory"),
+def compare(dirs: List[Path] = typer.Argument(..., help="BASE_DIR... NEW_DIR: baseline run "
+                                              "directories (or directories of runs), then the "
+                                              "candidate"),
             threshold: str = typer.Option("5%", "--threshold", help="slowdown that counts, "
                                           "e.g. 5% or 0.05"),
-            fmt: str = typer.Option("table", "--format", help="table, markdown or json")):
-    from normbench.harness.compare import CompareError, compare as do_compare, exit_code, parse_threshold, render
-    from normbench.harness.store import StoreError
-    if fmt not in ("table", "markdown", "json"):
+            fmt: str = typer.Option("table", "--format", help="table, markdown or json"),
+            metric: str = typer.Option("call", "--metric", help="call (time_ms, host included) "
+                                       "or gpu (gpu_time_ms)"),
+            only: Optional[str] = typer.Option(None, "--only", help="gate only these "
+                                               "implementations (comma-separated; kind:strategy "
+                                               "or kind:baseline for a kind); the rest is reported"),
+            exclude: Optional[str] = typer.Option(None, "--exclude", help="do not gate these "
+                                                  "(same names as --only)"),
+            common: bool = typer.Option(False, "--common", help="two different configs: compare "
+                                        "the cases they share")):
+    from normbench.harness.compare import (FORMATS, CompareError, compare as do_compare,
+                                           exit_code, parse_threshold, render, render_error)
+    if fmt not in FORMATS:
         fail(f"compare: --format must be table, markdown or json, got {fmt!r}")
+
+    def refuse(msg: str):            # exit 2, explained on stdout (job summary) and stderr
+        print(render_error(msg, fmt), end="" if fmt != "json" else "\n")
+        fail(f"compare: {msg}")
+
+    if len(dirs) < 2:
+        refuse("give at least one baseline directory and the candidate directory")
     try:
         thr = parse_threshold(threshold)
     except ValueError as e:
-        fail(f"compare: --threshold: {e}")
+        refuse(f"--threshold: {e}")
     try:
-        result = do_compare(baseline_dir, candidate_dir, threshold=thr)
-    except (CompareError, StoreError) as e:
-        fail(f"compare: {e}")
+        result = do_compare([str(d) for d in dirs[:-1]], str(dirs[-1]), threshold=thr,
+                            metric=metric, only=only, exclude=exclude, common=common)
+    except CompareError as e:
+        refuse(f"cannot compare: {e}")
     text = render(result, fmt)
-    if text:
-        print(text)
+    print(text, end="" if text.endswith("\n") else "\n")
     raise typer.Exit(exit_code(result))
 
 

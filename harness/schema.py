@@ -1,57 +1,197 @@
-"""The record format: one row per (case, implementation), long format.
+"""The record format: one row per (case, implementation), long format, declared once.
 
-This module only names the columns and their types; `harness/store.py` is the only code that
-reads or writes them to disk.
+Every column is declared here, once, with what each reader needs to know about it:
+
+    Column(name, dtype, unit, label, fmt, gate, doc, ...)
+
+* `dtype`  the pandas dtype (nullable, so that an errored row can leave numbers empty);
+* `unit`, `label`, `fmt`  how a table shows it (`column_format(name, value)`);
+* `gate`   how `harness/compare.py` judges a change between two runs:
+    SLOWER        a time: larger is worse; judged by the threshold and the noise rules of
+                  harness/stats.py.  `metric` names the `compare --metric` choice it belongs to,
+                  `p20` / `p80` / `samples` its spread columns;
+    TRUE_TO_FALSE a property: True -> False is a regression, False -> True a flag.  With
+                  `only_if`, only where that boolean column is True; a flag elsewhere;
+    STATUS_OK     the record status: ok -> anything else is a regression;
+    None          not gated (reported only where a renderer chooses to show it).
+
+`COLUMNS` (name -> pandas dtype, in order) and `KEY` are derived from the declaration for the
+callers that only need those.  `harness/store.py` is the only code that reads or writes the
+columns to disk.  A new column is one `Column(...)` line in `DECLARATION`: the store writes it,
+`compare` reports and gates it (its JSON and METHOD text are generated from here).
 """
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 STATUSES = ("ok", "error", "skipped", "timeout")
 
-# Columns that identify a measurement: two runs are compared on these.
-KEY = ("norm", "implementation", "rows", "d", "dtype", "weight_dtype", "groups")
+# How compare judges a column (Column.gate).
+SLOWER = "slower-is-worse"
+TRUE_TO_FALSE = "true-to-false"
+STATUS_OK = "ok-to-not-ok"
+GATES = (SLOWER, TRUE_TO_FALSE, STATUS_OK)
 
-# name -> pandas dtype.  Nullable dtypes so that an errored row can leave numbers empty.
-COLUMNS: dict[str, str] = {
-    "case_id": "string",            # "|".join of KEY values: unique within a run
-    "norm": "string",               # layernorm | rmsnorm
-    "implementation": "string",
-    "kind": "string",               # strategy | baseline
-    "rows": "Int64",
-    "batch": "Int64",               # given when the config used batch/seq, else empty
-    "seq": "Int64",
-    "d": "Int64",
-    "dtype": "string",              # bf16 | fp16 | fp32
-    "weight_dtype": "string",
-    "groups": "string",             # as requested: an integer, "auto", or "-" (not used)
-    "groups_effective": "Int64",    # GROUPS actually used (empty when not used)
-    "status": "string",             # ok | error | skipped | timeout
-    "error": "string",              # one line; empty when ok
-    "time_ms": "Float64",           # median
-    "time_p20_ms": "Float64",
-    "time_p80_ms": "Float64",
-    "time_samples_ms": "string",    # JSON list of every timed sample, in order
-    "timer": "string",              # cuda_event (GPU) | cpu_wall (Triton interpreter)
-    "bytes_moved": "Int64",         # minimal model: harness.model.bytes_moved
-    "workspace_bytes": "Int64",     # fp32 workspace (partials, locks, counters)
-    "gbps": "Float64",              # bytes_moved / time
-    "pct_peak": "Float64",          # of the device's datasheet peak
-    "pct_copy": "Float64",          # of the device-to-device copy ceiling of this run
-    "correct": "boolean",
-    "max_rel_err": "Float64",       # max over dx, dw, db of max|out-ref| / max|ref|
-    "err_dx": "Float64",
-    "err_dw": "Float64",
-    "err_db": "Float64",
-    "tolerance": "Float64",
-    "deterministic": "boolean",     # all repeats bitwise identical
-    "distinct_results": "Int64",    # distinct (dx, dw, db) bit patterns among the repeats
-    "repeats": "Int64",
-    "writers_per_slot": "Int64",    # contention model: writers into one dγ slot
-    "deterministic_by_design": "boolean",
-    "device": "string",
-    "seed": "Int64",
-    "started_at": "string",         # ISO-8601 UTC
-    "duration_s": "Float64",        # wall time spent on this record
-}
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    dtype: str                      # pandas dtype: string | Int64 | Float64 | boolean
+    unit: str = ""                  # "ms", "B", "GB/s", "%" ...; "" when unitless
+    label: str = ""                 # short column heading; the name when empty
+    fmt: str = ""                   # format spec for a number (".4g"); str() when empty
+    gate: str | None = None         # SLOWER | TRUE_TO_FALSE | STATUS_OK | None
+    doc: str = ""
+    key: bool = False               # part of the case key
+    metric: str | None = None       # SLOWER: the `compare --metric` choice it is
+    p20: str | None = None          # SLOWER: the columns holding its spread ...
+    p80: str | None = None
+    samples: str | None = None      # ... and its samples (JSON list), when recorded
+    only_if: str | None = None      # TRUE_TO_FALSE: gated only where this column is True
+    context: tuple = ()             # columns quoted with a change (compare's flag texts)
+
+    @property
+    def heading(self) -> str:
+        """The label with its unit: "median (ms)"."""
+        text = self.label or self.name
+        return f"{text} ({self.unit})" if self.unit else text
+
+
+def _c(name, dtype, doc="", **kw) -> Column:
+    return Column(name, dtype, doc=doc, **kw)
+
+
+_T = dict(unit="ms", fmt=".4g")
+
+# In record order.  KEY columns are marked key=True, in KEY order.
+DECLARATION: list[Column] = [
+    _c("case_id", "string", '"|".join of KEY values: unique within a run', label="case"),
+    _c("norm", "string", "layernorm | rmsnorm", key=True),
+    _c("implementation", "string", key=True, label="impl"),
+    _c("kind", "string", "strategy | baseline"),
+    _c("rows", "Int64", key=True),
+    _c("batch", "Int64", "given when the config used batch/seq, else empty"),
+    _c("seq", "Int64"),
+    _c("d", "Int64", key=True),
+    _c("dtype", "string", "bf16 | fp16 | fp32", key=True),
+    _c("weight_dtype", "string", key=True, label="weight"),
+    _c("groups", "string", 'as requested: an integer, "auto", or "-" (not used)', key=True),
+    _c("groups_effective", "Int64", "GROUPS actually used (empty when not used)", label="GROUPS"),
+    _c("status", "string", "ok | error | skipped | timeout", gate=STATUS_OK,
+       context=("error",)),
+    _c("error", "string", "one line; empty when ok"),
+    _c("time_ms", "Float64", "median call time (host included)", label="median", gate=SLOWER,
+       metric="call", p20="time_p20_ms", p80="time_p80_ms", samples="time_samples_ms", **_T),
+    _c("time_p20_ms", "Float64", label="p20", **_T),
+    _c("time_p80_ms", "Float64", label="p80", **_T),
+    _c("time_samples_ms", "string", "JSON list of every timed sample, in order", label="samples"),
+    _c("timer", "string", "cuda_event (GPU) | cpu_wall (Triton interpreter)"),
+    _c("bytes_moved", "Int64", "minimal model: harness.model.bytes_moved", unit="B",
+       label="bytes"),
+    _c("workspace_bytes", "Int64", "fp32 workspace (partials, locks, counters)", unit="B",
+       label="workspace"),
+    _c("gbps", "Float64", "bytes_moved / time", unit="GB/s", label="bandwidth", fmt=".0f"),
+    _c("pct_peak", "Float64", "of the device's datasheet peak", unit="%", label="of peak",
+       fmt=".1f"),
+    _c("pct_copy", "Float64", "of the device-to-device copy ceiling of this run", unit="%",
+       label="of copy", fmt=".1f"),
+    _c("correct", "boolean", "within the dtype's tolerance of the fp64 reference",
+       gate=TRUE_TO_FALSE, context=("max_rel_err", "tolerance")),
+    _c("max_rel_err", "Float64", "max over dx, dw, db of max|out-ref| / max|ref|",
+       label="max rel err", fmt=".2g"),
+    _c("err_dx", "Float64", fmt=".2g"),
+    _c("err_dw", "Float64", fmt=".2g"),
+    _c("err_db", "Float64", fmt=".2g"),
+    _c("tolerance", "Float64", fmt=".2g"),
+    _c("deterministic", "boolean", "all repeats bitwise identical", gate=TRUE_TO_FALSE,
+       only_if="deterministic_by_design", context=("distinct_results", "repeats")),
+    _c("distinct_results", "Int64", "distinct (dx, dw, db) bit patterns among the repeats",
+       label="distinct"),
+    _c("repeats", "Int64"),
+    _c("writers_per_slot", "Int64", "contention model: writers into one dγ slot",
+       label="writers/slot"),
+    _c("deterministic_by_design", "boolean", label="det. by design"),
+    _c("device", "string"),
+    _c("seed", "Int64"),
+    _c("started_at", "string", "ISO-8601 UTC"),
+    _c("duration_s", "Float64", "wall time spent on this record", unit="s", fmt=".1f"),
+    # fair (CONTRACTS.md): the GPU clock apart from the call's clock.
+    _c("gpu_time_ms", "Float64", "median GPU busy time per call", label="GPU time",
+       gate=SLOWER, metric="gpu", p20="gpu_time_p20_ms", p80="gpu_time_p80_ms", **_T),
+    _c("gpu_time_p20_ms", "Float64", label="GPU p20", **_T),
+    _c("gpu_time_p80_ms", "Float64", label="GPU p80", **_T),
+    _c("host_overhead_ms", "Float64", "time_ms - gpu_time_ms", label="host overhead", **_T),
+    _c("gpu_time_note", "string", "how GPU time was measured, or why it is empty"),
+    _c("compile_s", "Float64", "wall time of the first, compiling call; never in a sample",
+       unit="s", label="compile", fmt=".2f"),
+    _c("notes", "string", "free text per record"),
+    # scaleout (CONTRACTS.md): where a record was measured.
+    _c("hostname", "string"),
+    _c("gpu_index", "Int64", label="GPU"),
+    _c("gpu_uuid", "string"),
+    _c("concurrent_cases", "Int64", "cases measured at once on this host", label="concurrent"),
+]
+
+# Derived (rebuild() refreshes them in place, so `from schema import COLUMNS` stays live).
+COLUMNS: dict[str, str] = {}
+KEY: tuple = ()
+BY_NAME: dict[str, Column] = {}
+
+
+def rebuild() -> None:
+    """Derive COLUMNS, KEY and BY_NAME from DECLARATION (in place)."""
+    global KEY
+    names = [c.name for c in DECLARATION]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise ValueError(f"columns declared twice: {sorted(dup)}")
+    COLUMNS.clear()
+    COLUMNS.update((c.name, c.dtype) for c in DECLARATION)
+    BY_NAME.clear()
+    BY_NAME.update((c.name, c) for c in DECLARATION)
+    KEY = tuple(c.name for c in DECLARATION if c.key)
+    for c in DECLARATION:
+        if c.gate is not None and c.gate not in GATES:
+            raise ValueError(f"column {c.name}: gate {c.gate!r} is not one of {GATES}")
+        if c.gate == SLOWER and not c.metric:
+            raise ValueError(f"column {c.name}: a {SLOWER} column needs a metric name")
+        for ref in (c.p20, c.p80, c.samples, c.only_if, *c.context):
+            if ref is not None and ref not in names:
+                raise ValueError(f"column {c.name}: refers to undeclared column {ref!r}")
+
+
+rebuild()
+
+
+def column(name: str) -> Column:
+    """The declaration of a column (KeyError when undeclared)."""
+    return BY_NAME[name]
+
+
+def gated(kind: str | None = None) -> list[Column]:
+    """Columns compare judges, in record order (only those of one gate kind when given)."""
+    return [c for c in DECLARATION if c.gate and (kind is None or c.gate == kind)]
+
+
+def metrics() -> dict[str, Column]:
+    """`compare --metric` choices: metric name -> its SLOWER column."""
+    return {c.metric: c for c in gated(SLOWER)}
+
+
+def column_format(name: str, value) -> str:
+    """A value of a column as a table shows it ("" for missing)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    try:
+        if value != value:           # pd.NA raises TypeError here; NaN-like is not equal
+            return ""
+    except TypeError:
+        return ""
+    col = BY_NAME.get(name)
+    if col is not None and col.fmt and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return format(value, col.fmt)
+    return str(value)
 
 
 def case_id(row: dict) -> str:

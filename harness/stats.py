@@ -1,7 +1,19 @@
 """Pure statistics for `harness/compare.py`: no I/O, no pandas, testable alone.
 
-A time difference between two runs counts only when it is larger than a threshold AND stands
-outside run-to-run noise.  Noise is judged, in order of preference, by
+Between-run noise (judge_case): a baseline may hold several runs of the same config.
+  * Several baseline runs with a time for the case: their medians span an envelope [lo, hi]
+    (the measured between-run spread).  The candidate regresses only when its median is above
+    hi by more than the threshold (cand > hi * (1 + threshold)), improves only when below lo
+    by more than it, and the two-sample test below must agree against the nearest run.
+  * One baseline run: between-run noise is unknown, and a conservative rule stands in for it:
+    - UNSTEADY: when either side's p20-p80 spans more than WIDE of its median, the samples
+      show the host or the GPU was not steady; a change is reported as noise, never gated;
+    - HOST-BOUND (the caller decides: host time dominates the call) the threshold is
+      multiplied by HOST_FACTOR, since host time moves between runs far more than GPU time;
+    - otherwise the threshold itself.
+
+Within the runs compared (judge), a time difference counts only when it is larger than the
+threshold AND stands outside the samples' noise.  Noise is judged, in order of preference, by
   1. a one-sided Mann-Whitney U test on the timed samples, when both sides have at least
      MIN_SAMPLES of them (rank-based: no normality assumption, robust to the long right tail
      that GPU timings have), rejecting at ALPHA;
@@ -20,6 +32,14 @@ from typing import Iterable, Sequence
 
 ALPHA = 0.01
 MIN_SAMPLES = 5
+WIDE = 0.10          # p20-p80 wider than this fraction of the median: unsteady
+HOST_FACTOR = 3.0    # one baseline run, host-bound case: threshold x HOST_FACTOR
+
+# Rules of judge_case (Judgement.rule).
+ENVELOPE = "between-run envelope"
+SINGLE = "one baseline run"
+SINGLE_HOST = "one baseline run, host-bound"
+SINGLE_UNSTEADY = "one baseline run, unsteady"
 
 MANN_WHITNEY = "mann-whitney"
 INTERVALS = "p20-p80"
@@ -95,6 +115,9 @@ class Judgement:
     method: str                  # how noise was judged (MANN_WHITNEY, INTERVALS, ...)
     p_value: float | None = None  # Mann-Whitney one-sided p, when that test ran
     detail: str = ""
+    rule: str = ""               # judge_case: how between-run noise was handled
+    threshold: float | None = None  # judge_case: the threshold applied
+    spread: float | None = None  # judge_case: between-run spread hi/lo - 1 (several runs)
 
 
 def judge(base_ms, cand_ms, threshold: float, *,
@@ -128,6 +151,66 @@ def judge(base_ms, cand_ms, threshold: float, *,
         return Judgement(ratio, good_verdict if significant else NOISE, INTERVALS, None, detail)
     return Judgement(ratio, good_verdict, THRESHOLD_ONLY, None,
                      "no samples or p20-p80 recorded: threshold alone decides")
+
+
+@dataclass(frozen=True)
+class Side:
+    """One run's measurement of one case."""
+    median: float | None
+    p20: float | None = None
+    p80: float | None = None
+    samples: tuple = ()
+
+    @property
+    def width(self) -> float | None:
+        """(p80 - p20) / median, None when unknown."""
+        if not all(finite(v) for v in (self.median, self.p20, self.p80)) or self.median <= 0:
+            return None
+        return (self.p80 - self.p20) / self.median
+
+
+def _two(base: Side, cand: Side, threshold: float, alpha: float) -> Judgement:
+    return judge(base.median, cand.median, threshold, base_samples=base.samples,
+                 cand_samples=cand.samples, base_interval=(base.p20, base.p80),
+                 cand_interval=(cand.p20, cand.p80), alpha=alpha)
+
+
+def judge_case(bases: Sequence[Side], cand: Side, threshold: float, *,
+               host_bound: bool = False, alpha: float = ALPHA) -> Judgement:
+    """The time verdict of one case against one or several baseline runs (module docstring)."""
+    bases = [b for b in bases if finite(b.median) and b.median > 0]
+    if not bases or not finite(cand.median):
+        return Judgement(None, NOT_COMPARED, "-", None, "no time on one side")
+    c = float(cand.median)
+    if len(bases) >= 2:
+        lo = min(bases, key=lambda b: b.median)
+        hi = max(bases, key=lambda b: b.median)
+        center = geomean(b.median for b in bases)
+        spread = hi.median / lo.median - 1
+        env = (f"{len(bases)} baseline runs span [{lo.median:.4g}, {hi.median:.4g}] ms "
+               f"(spread {spread:.1%})")
+        extra = dict(rule=ENVELOPE, threshold=threshold, spread=spread)
+        if lo.median * (1 - threshold) <= c <= hi.median * (1 + threshold):
+            return Judgement(c / center, UNCHANGED, WITHIN_THRESHOLD, None,
+                             f"inside the envelope +- threshold: {env}", **extra)
+        edge = hi if c > hi.median else lo
+        j = _two(edge, cand, threshold, alpha)
+        return Judgement(c / center, j.verdict, j.method, j.p_value,
+                         f"{env}; against the nearest run: {j.detail}", **extra)
+    (base,) = bases
+    widths = [w for w in (base.width, cand.width) if w is not None]
+    if widths and max(widths) > WIDE:
+        j = _two(base, cand, threshold, alpha)
+        if j.verdict in (REGRESSION, IMPROVEMENT):
+            detail = (f"p20-p80 spans {max(widths):.0%} of the median (> {WIDE:.0%}): "
+                      "unsteady, and between-run noise is unknown with one baseline run; "
+                      "not gated")
+            j = Judgement(j.ratio, NOISE, j.method, j.p_value, detail)
+        return Judgement(j.ratio, j.verdict, j.method, j.p_value, j.detail,
+                         rule=SINGLE_UNSTEADY, threshold=threshold)
+    thr, rule = (threshold * HOST_FACTOR, SINGLE_HOST) if host_bound else (threshold, SINGLE)
+    j = _two(base, cand, thr, alpha)
+    return Judgement(j.ratio, j.verdict, j.method, j.p_value, j.detail, rule=rule, threshold=thr)
 
 
 def parse_threshold(text) -> float:

@@ -1,0 +1,225 @@
+"""Rendering of a `harness/compare.py` result: "table" (rich, plain text), "markdown" (a PR
+comment / job summary) or "json"; and of the reason for exit code 2 in each of them.
+The JSON's per-case values are those of every gated column of harness/schema.py.
+"""
+from __future__ import annotations
+
+import io
+import json
+import math
+
+from normbench.harness import stats
+from normbench.harness.compare_rules import BOTH_NOT_OK, isna, method_text
+
+TIME_HEADER = ["case", "baseline ms", "candidate ms", "change", "noise test", "detail"]
+FLAG_HEADER = ["case", "kind", "what"]
+
+
+def _fmt(v, spec: str = ".4g") -> str:
+    if v is None or isna(v):
+        return "-"
+    return format(v, spec) if isinstance(v, float) else str(v)
+
+
+def _pct(ratio) -> str:
+    return "-" if ratio is None else f"{(ratio - 1) * 100:+.1f}%"
+
+
+def _time_rows(cases) -> list[list[str]]:
+    return [[c.label, _fmt(c.base_ms), _fmt(c.cand_ms), _pct(c.ratio),
+             f"{c.rule}: {c.method}" if c.rule else c.method, c.detail] for c in cases]
+
+
+def _flag_rows(result) -> list[list[str]]:
+    rows = []
+    for c in result.cases:
+        rows += [[c.label, "regression" if c.gated else "not gated", t] for t in c.regressions]
+        rows += [[c.label, "flag", t] for t in c.flags]
+    if not result.common_only:
+        rows += [[cid, "flag", "only in baseline"] for cid in result.only_baseline]
+        rows += [[cid, "flag", "only in candidate"] for cid in result.only_candidate]
+    return rows
+
+
+def render(result, fmt: str = "table") -> str:
+    """The result as "table", "markdown" or "json" (ValueError for another format)."""
+    if fmt == "json":
+        return _render_json(result)
+    if fmt == "markdown":
+        return _render_markdown(result)
+    if fmt == "table":
+        return _render_table(result)
+    raise ValueError(f"unknown format {fmt!r}; expected one of table, markdown, json")
+
+
+def render_error(message: str, fmt: str = "table", code: int = 2) -> str:
+    """The reason the runs were not compared (exit `code`), in the chosen format."""
+    if fmt == "json":
+        return json.dumps({"summary": message, "exit_code": code, "error": message,
+                           "method": method_text()}, indent=2)
+    if fmt == "markdown":
+        return f":warning: **normbench compare** — exit {code}: {_md_cell(message)}\n"
+    return f"{message}\n"
+
+
+def _md_cell(s) -> str:
+    return str(s).replace("|", "\\|").replace("\n", " ")
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return out + ["| " + " | ".join(_md_cell(x) for x in r) + " |" for r in rows]
+
+
+def _meta_line(meta: dict) -> str:
+    bits = [str(meta.get(k)) for k in ("device_name", "config_name") if meta.get(k)]
+    if meta.get("git_commit"):
+        bits.append(f"git {str(meta['git_commit'])[:10]}{'+dirty' if meta.get('git_dirty') else ''}")
+    return ", ".join(bits) or "no meta"
+
+
+def _bases_line(result) -> str:
+    return "; ".join(f"`{d}` ({_meta_line(m)})"
+                     for d, m in zip(result.baseline_dirs, result.baseline_metas))
+
+
+def _details(title: str, body: list[str]) -> list[str]:
+    return [f"<details><summary>{title}</summary>", "", *body, "", "</details>", ""]
+
+
+def _render_markdown(result) -> str:
+    icon = ":x:" if result.regressions else ":white_check_mark:"
+    lines = [f"{icon} **normbench compare** — {result.summary()}", "",
+             f"Baseline {_bases_line(result)} vs candidate `{result.candidate_dir}` "
+             f"({_meta_line(result.candidate_meta)}).", ""]
+    slow = [c for c in result.regressions if c.verdict == stats.REGRESSION]
+    lines += [f"### Regressions ({len(result.regressions)})", ""]
+    if slow:
+        lines += _md_table(TIME_HEADER, _time_rows(slow)) + [""]
+    other = [c for c in result.regressions if c.regressions]
+    if other:
+        lines += _md_table(FLAG_HEADER, [[c.label, "regression", "; ".join(c.regressions)]
+                                         for c in other]) + [""]
+    if not result.regressions:
+        lines += ["None.", ""]
+    lines += [f"### Improvements ({len(result.improvements)})", ""]
+    lines += (_md_table(TIME_HEADER, _time_rows(result.improvements)) if result.improvements
+              else ["None."]) + [""]
+    flag_rows = [r for r in _flag_rows(result) if r[1] != "regression"]
+    still_bad = [r for r in flag_rows if r[2].startswith(BOTH_NOT_OK)]
+    flag_rows = [r for r in flag_rows if not r[2].startswith(BOTH_NOT_OK)]
+    lines += [f"### Flags ({len(flag_rows)})", ""]
+    lines += (_md_table(FLAG_HEADER, flag_rows) if flag_rows else ["None."]) + [""]
+    if still_bad:
+        lines += _details(f"{len(still_bad)} case(s) not ok on both sides (unchanged failures, "
+                          "skips)", _md_table(FLAG_HEADER, still_bad))
+    noise = [c for c in result.cases if c.gated and c.verdict == stats.NOISE]
+    if noise:
+        lines += _details(f"{len(noise)} change(s) beyond the threshold but inside the noise",
+                          _md_table(TIME_HEADER, _time_rows(noise)))
+    ungated = [c for c in result.ungated if c.verdict not in (stats.UNCHANGED, stats.NOT_COMPARED)]
+    if ungated:
+        lines += _details(f"{len(ungated)} time change(s) of cases not gated "
+                          f"({result.selection})", _md_table(["verdict"] + TIME_HEADER, [
+                              [c.verdict] + r for c, r in zip(ungated, _time_rows(ungated))]))
+    lines += [f"> note: {n}" for n in result.notes] + ([""] if result.notes else [])
+    lines.append(f"<details><summary>Method</summary>\n\n{result.method}\n\n</details>")
+    return "\n".join(lines) + "\n"
+
+
+def _render_table(result) -> str:
+    from rich.console import Console
+    from rich.table import Table
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=160, color_system=None, force_terminal=False,
+                      highlight=False, soft_wrap=False)
+    console.print(result.summary())
+    for d, m in zip(result.baseline_dirs, result.baseline_metas):
+        console.print(f"baseline:  {d} ({_meta_line(m)})")
+    console.print(f"candidate: {result.candidate_dir} ({_meta_line(result.candidate_meta)})")
+    shown = [c for c in result.cases if c.verdict not in (stats.UNCHANGED, stats.NOT_COMPARED)]
+    if shown:
+        t = Table(title="Time changes beyond the threshold", show_lines=False)
+        for h in ["verdict"] + TIME_HEADER:
+            t.add_column(h, overflow="fold")
+        for c in shown:
+            t.add_row(c.verdict if c.gated else f"{c.verdict} (not gated)", *_time_rows([c])[0])
+        console.print(t)
+    flags = _flag_rows(result)
+    if flags:
+        t = Table(title="Status, correctness and determinism changes; one-sided cases")
+        for h in FLAG_HEADER:
+            t.add_column(h, overflow="fold")
+        for r in flags:
+            t.add_row(*r)
+        console.print(t)
+    console.print(f"{result.count(stats.UNCHANGED)} gated case(s) unchanged (not listed; use "
+                  "--format json for every case).")
+    for n in result.notes:
+        console.print(f"note: {n}")
+    return buf.getvalue()
+
+
+def _json_safe(v):
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, dict):
+        return {str(k): _json_safe(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_json_safe(x) for x in v]
+    if v is None or isinstance(v, (str, int, float, bool)):
+        return v
+    if isna(v):
+        return None
+    if hasattr(v, "item"):                  # numpy scalars
+        return _json_safe(v.item())
+    return str(v)
+
+
+def _case_doc(c) -> dict:
+    return {"case_id": c.case_id, **c.key, "gated": c.gated, "base_status": c.base_status,
+            "cand_status": c.cand_status, "baseline_runs": c.base_runs, "base_ms": c.base_ms,
+            "cand_ms": c.cand_ms, "ratio": c.ratio, "verdict": c.verdict, "rule": c.rule,
+            "threshold": c.threshold, "between_run_spread": c.spread, "method": c.method,
+            "p_value": c.p_value, "detail": c.detail, "regression": c.is_regression,
+            "regressions": c.regressions, "flags": c.flags, "values": c.values}
+
+
+def _meta_subset(meta: dict) -> dict:
+    keys = ("device_name", "config_name", "config_hash", "git_commit", "git_dirty", "timer",
+            "interpreted", "started_at", "triton_version", "torch_version")
+    return {k: meta.get(k) for k in keys if k in meta}
+
+
+def _render_json(result) -> str:
+    from normbench.harness.compare import exit_code
+    doc = {
+        "summary": result.summary(), "exit_code": exit_code(result),
+        "metric": result.metric, "threshold": result.threshold, "alpha": result.alpha,
+        "method": result.method,
+        "noise": {"baseline_runs": len(result.baseline_dirs),
+                  "rule": (stats.ENVELOPE if len(result.baseline_dirs) > 1 else
+                           "one baseline run: between-run noise unknown (conservative rule)")},
+        "gate": {"selection": result.selection or "all", "common_only": result.common_only},
+        "baseline": {"dir": result.baseline_dir, "meta": _meta_subset(result.baseline_meta)},
+        "baselines": [{"dir": d, "meta": _meta_subset(m)}
+                      for d, m in zip(result.baseline_dirs, result.baseline_metas)],
+        "candidate": {"dir": result.candidate_dir, "meta": _meta_subset(result.candidate_meta)},
+        "counts": {"regressions": len(result.regressions),
+                   "improvements": len(result.improvements),
+                   "noise": result.count(stats.NOISE),
+                   "unchanged": result.count(stats.UNCHANGED),
+                   "not_compared": result.count(stats.NOT_COMPARED),
+                   "gated": sum(c.gated for c in result.cases),
+                   "not_gated": len(result.ungated),
+                   "common": len(result.cases),
+                   "only_baseline": len(result.only_baseline),
+                   "only_candidate": len(result.only_candidate)},
+        "geomean_ratio": result.geomean_ratio(),
+        "cases": [_case_doc(c) for c in result.cases],
+        "only_baseline": result.only_baseline,
+        "only_candidate": result.only_candidate,
+        "notes": result.notes,
+    }
+    return json.dumps(_json_safe(doc), indent=2)

@@ -1,0 +1,236 @@
+"""The rules `harness/compare.py` applies, apart from the case loop: loading and checking runs,
+the gate's selection (--only / --exclude), the host-bound test, and the METHOD text generated
+from the column declaration in harness/schema.py.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from normbench.harness import schema, stats
+
+BOTH_NOT_OK = "not ok on both sides"
+# One baseline run, --metric call, no GPU time recorded: a case whose baseline median is below
+# this is taken as host-bound (do_bench's L2 flush hides about this much host time per sample;
+# below it the host's speed can decide a sample, and it moves between runs).
+HOST_BOUND_MS = 0.1
+HOST_FRACTION = 0.5      # with GPU time recorded: host-bound when host time >= this of the call
+
+
+class CompareError(Exception):
+    """The runs cannot be compared (CLI exit code 2).  The message is one line."""
+
+
+@dataclass
+class Run:
+    dir: str
+    records: object          # pandas DataFrame with harness.schema columns
+    meta: dict
+
+
+def _load(path: Path) -> Run:
+    from normbench.harness import store
+    unreadable = (OSError, ValueError, getattr(store, "StoreError", OSError))
+    try:
+        return Run(str(path), store.load_records(path), store.load_meta(path) or {})
+    except unreadable as e:
+        raise CompareError(" ".join(f"cannot read {path}: {e}".split())) from e
+
+
+def expand_dirs(path) -> list[Run]:
+    """A run directory -> [it]; a directory of run directories -> each of them, by name."""
+    from normbench.harness.store import is_run_dir
+    path = Path(path)
+    if not path.is_dir():
+        raise CompareError(f"not a run directory: {path}")
+    if is_run_dir(path):
+        return [_load(path)]
+    runs = sorted(p for p in path.iterdir() if p.is_dir() and is_run_dir(p))
+    if not runs:
+        raise CompareError(f"not a run directory, and holds none: {path}")
+    return [_load(p) for p in runs]
+
+
+def _timer_kind(meta: dict, records) -> str | None:
+    """"cpu_wall" (Triton interpreter) or "cuda_event"; None when unknown."""
+    if meta.get("timer"):
+        return str(meta["timer"])
+    if meta.get("interpreted") is not None:
+        return "cpu_wall" if bool(meta["interpreted"]) else "cuda_event"
+    return _only_value(records, "timer")
+
+
+def _only_value(records, col: str) -> str | None:
+    if col in records.columns:
+        values = {str(t) for t in records[col].dropna().unique()}
+        if len(values) == 1:
+            return values.pop()
+    return None
+
+
+def device_of(meta: dict, records=None) -> str | None:
+    if meta.get("device_name"):
+        return str(meta["device_name"])
+    return None if records is None else _only_value(records, "device")
+
+
+def _check_pair(base: Run, cand: Run, common: bool, notes: list[str]) -> None:
+    bd, cd = device_of(base.meta, base.records), device_of(cand.meta, cand.records)
+    if bd and cd and bd != cd:
+        raise CompareError(f"different devices: {base.dir} ran on {bd!r}, {cand.dir} on {cd!r}")
+    if not (bd and cd):
+        notes.append(f"device model unknown for {base.dir if not bd else cand.dir}: not checked")
+    bc, cc = base.meta.get("config_name"), cand.meta.get("config_name")
+    if bc and cc and bc != cc:
+        if not common:
+            raise CompareError(f"different configs: {base.dir} {bc!r}, {cand.dir} {cc!r} "
+                               "(--common compares the cases they share)")
+        notes.append(f"different configs ({bc!r} vs {cc!r}): compared on the cases they share")
+    else:
+        bh, ch = base.meta.get("config_hash"), cand.meta.get("config_hash")
+        if bh and ch and bh != ch:
+            notes.append(f"config {cc or bc!r} has the same name but different text in "
+                         f"{base.dir} (hash {str(bh)[:12]} vs {str(ch)[:12]})")
+    bt, ct = _timer_kind(base.meta, base.records), _timer_kind(cand.meta, cand.records)
+    if bt and ct and bt != ct:
+        raise CompareError(f"timer mismatch: {base.dir} timed with {bt}, {cand.dir} with {ct} "
+                           "(Triton-interpreter CPU wall-clock cannot be compared with GPU time)")
+
+
+def check_comparable(base_runs: list[Run], cand: Run, common: bool = False) -> list[str]:
+    """Raise CompareError when the runs cannot be compared; return run-level notes otherwise."""
+    notes: list[str] = []
+    for b in base_runs:
+        _check_pair(b, cand, common, notes)
+    if all(_timer_kind(r.meta, r.records) == "cpu_wall" for r in base_runs + [cand]):
+        notes.append("every run is CPU wall-clock timing under the Triton interpreter: "
+                     "it says nothing about GPU speed")
+    for r in base_runs + [cand]:
+        if r.meta.get("git_dirty"):
+            notes.append(f"{r.dir} was run from a dirty tree (git_commit {r.meta.get('git_commit')})")
+    if len(base_runs) == 1:
+        notes.append("one baseline run: between-run noise is unknown, so the conservative "
+                     "single-run rule applies (see the method); pass several baseline runs "
+                     "to measure it")
+    return list(dict.fromkeys(notes))
+
+
+def isna(v) -> bool:
+    if v is None:
+        return True
+    try:
+        return bool(v != v)        # NaN; pd.NA raises TypeError in bool()
+    except TypeError:
+        return True
+
+
+def num(v) -> float | None:
+    return float(v) if stats.finite(v) else None
+
+
+def key_tuple(row) -> tuple:
+    return tuple("" if isna(row[k]) else str(row[k]) for k in schema.KEY)
+
+
+def index(records) -> tuple[dict, int]:
+    out, dups = {}, 0
+    for row in records.to_dict("records"):
+        k = key_tuple(row)
+        dups += k in out
+        out[k] = row                  # last one wins (a resumed run re-measured it)
+    return out, dups
+
+
+def key_label(k: dict) -> str:
+    g = "" if k.get("groups") in ("-", "", None) else f" G={k['groups']}"
+    return (f"{k.get('implementation')}{g} {k.get('norm')} {k.get('rows')}x{k.get('d')} "
+            f"{k.get('dtype')}/{k.get('weight_dtype')}")
+
+
+def _names(arg) -> list[str]:
+    if arg is None:
+        return []
+    items = arg.split(",") if isinstance(arg, str) else [x for a in arg for x in str(a).split(",")]
+    return [x.strip() for x in items if x.strip()]
+
+
+def select(cand_idx: dict, bases: list[dict], only, exclude):
+    """(predicate key -> gated?, description).  A name is an implementation or kind:KIND
+    (strategy | baseline); a name no run holds is an error (a typo would gate nothing)."""
+    only_n, excl_n = _names(only), _names(exclude)
+    impl_at = schema.KEY.index("implementation")
+    records = {**{k: r for b in bases for k, r in b.items()}, **cand_idx}
+    impls = {k[impl_at] for k in records}
+    kinds = {str(r.get("kind")) for r in records.values()}
+    for opt, names in (("--only", only_n), ("--exclude", excl_n)):
+        for n in names:
+            ok = n[5:] in kinds if n.startswith("kind:") else n in impls
+            if not ok:
+                raise CompareError(f"{opt}: no case has {'kind' if n.startswith('kind:') else 'implementation'} "
+                                   f"{n.split(':', 1)[-1]!r}; the runs hold {', '.join(sorted(impls))} "
+                                   f"(kinds {', '.join(sorted(kinds))})")
+
+    def matches(k, names) -> bool:
+        kind = str(records[k].get("kind"))
+        return any(kind == n[5:] if n.startswith("kind:") else k[impl_at] == n for n in names)
+
+    def wanted(k) -> bool:
+        return (not only_n or matches(k, only_n)) and not matches(k, excl_n)
+
+    bits = ([f"--only {','.join(only_n)}"] if only_n else []) + \
+           ([f"--exclude {','.join(excl_n)}"] if excl_n else [])
+    return wanted, " ".join(bits)
+
+
+def host_bound(base_recs: list[dict], cand: dict) -> bool:
+    """Host time dominates the call: by the GPU time where both sides recorded it (host time
+    >= HOST_FRACTION of the call), else by the baseline median (below HOST_BOUND_MS)."""
+    metrics = schema.metrics()
+    call, gpu = metrics.get("call"), metrics.get("gpu")
+    recs = base_recs + [cand]
+    if gpu is not None and all(stats.finite(r.get(gpu.name)) and stats.finite(r.get(call.name))
+                               for r in recs):
+        return any(1 - float(r[gpu.name]) / float(r[call.name]) >= HOST_FRACTION
+                   for r in recs if float(r[call.name]) > 0)
+    times = [float(r[call.name]) for r in base_recs if stats.finite(r.get(call.name))]
+    return bool(times) and min(times) < HOST_BOUND_MS
+
+
+def method_text(metric: str = "call") -> str:
+    """The method, generated from the declaration (compare --help, the JSON, the markdown)."""
+    mcols = schema.metrics()
+    col = mcols.get(metric) or next(iter(mcols.values()))
+    others = ", ".join(f"{m} ({c.name})" for m, c in mcols.items())
+    status = schema.gated(schema.STATUS_OK)
+    bools = schema.gated(schema.TRUE_TO_FALSE)
+    bool_text = "; ".join(
+        f"{c.name} True -> False" + (f" (only where {c.only_if} is True; elsewhere a flag)"
+                                     if c.only_if else "") for c in bools)
+    return (
+        f"Records are joined on the case key ({', '.join(schema.KEY)}).  Time: --metric "
+        f"{metric} gates on {col.name} ({col.doc or col.label}); the choices are {others}.  "
+        "With several baseline runs (BASE_DIR... or a directory of run directories) the "
+        "baseline medians of a case span an envelope [lo, hi], its measured between-run spread; "
+        "the candidate is a REGRESSION only when its median exceeds hi by more than the "
+        "threshold (cand > hi x (1 + threshold)) and a one-sided Mann-Whitney U test "
+        f"(alpha {stats.ALPHA:g}, at least {stats.MIN_SAMPLES} samples a side; else non-overlap "
+        "of the p20-p80 intervals; else the threshold alone) finds it slower than the run at hi.  "
+        "With one baseline run between-run noise is unknown and a conservative rule applies: "
+        f"a case whose p20-p80 spans more than {stats.WIDE:.0%} of its median on either side is "
+        "UNSTEADY and never gated (reported as noise); a HOST-BOUND case (host time at least "
+        f"{HOST_FRACTION:.0%} of the call where GPU time is recorded; otherwise a baseline "
+        f"median under {HOST_BOUND_MS * 1000:.0f} us, where do_bench's L2 flush no longer "
+        f"hides the host) is judged at {stats.HOST_FACTOR:g} x the threshold (--metric gpu "
+        "takes the host out); any other case at the threshold, with the same test.  An "
+        "IMPROVEMENT is the mirror image.  A change beyond the threshold but inside the noise "
+        "is reported as 'noise', never as a verdict.  Independently of time, a case regresses "
+        f"on {', '.join(f'{c.name} ok -> not ok' for c in status)}; {bool_text} (True in every "
+        "baseline run; the reverse changes and mixed baselines are flags).  Only the "
+        "implementations chosen by --only/--exclude (names, or kind:strategy / kind:baseline) "
+        "are gated; the others are reported.  Cases on one side only are listed, not "
+        "regressions; --common compares two different configs on the cases they share.  "
+        "Exit code 0: no regression; 1: regression(s); 2: the runs cannot be compared "
+        "(different device model, different config without --common, interpreter CPU timings "
+        "against GPU timings, no common case, no GPU time for --metric gpu, a bad argument); "
+        "every exit code prints its explanation in the chosen --format."
+    )
