@@ -123,7 +123,16 @@ def test_deterministic_to_nondeterministic_is_a_regression(tmp_path):
     assert cmp.exit_code(result) == 1
     (reg,) = result.regressions
     assert reg.verdict == stats.UNCHANGED                  # same speed, still a regression
-    assert "deterministic True -> False (3 distinct results of 5 repeats)" in reg.regressions
+    assert "deterministic True -> False (distinct_results 3, repeats 5)" in reg.regressions
+
+
+def test_nondeterministic_by_design_flip_is_a_flag(tmp_path):
+    a, b = _runs(tmp_path, cand_over={"atomic": dict(deterministic=False, distinct_results=4)})
+    result = cmp.compare(a, b)
+    assert cmp.exit_code(result) == 0 and not result.regressions
+    atomic = next(c for c in result.cases if c.key["implementation"] == "atomic")
+    assert atomic.flags == ["deterministic True -> False (distinct_results 4, repeats 5): "
+                            "not deterministic_by_design, a flag"]
 
 
 def test_correctness_and_status_regressions_and_one_sided_cases(tmp_path):
@@ -137,7 +146,7 @@ def test_correctness_and_status_regressions_and_one_sided_cases(tmp_path):
     assert cmp.exit_code(result) == 1
     texts = {c.key["implementation"]: c.regressions for c in result.regressions}
     assert any(t.startswith("correct True -> False") for t in texts["torch"])
-    assert texts["atomic"] == ["status ok -> error: RuntimeError: illegal memory access"]
+    assert texts["atomic"] == ["status ok -> error (error RuntimeError: illegal memory access)"]
     assert len(result.only_baseline) == 1 and len(result.only_candidate) == 1
     md = cmp.render(result, "markdown")
     assert "only in baseline" in md and "only in candidate" in md
@@ -150,6 +159,7 @@ def test_json_format_parses(tmp_path):
     doc = json.loads(cmp.render(cmp.compare(a, b), "json"))
     assert doc["exit_code"] == 1 and doc["counts"]["regressions"] == 1
     assert doc["counts"]["common"] == 3 and doc["method"] == cmp.METHOD
+    assert doc["noise"]["baseline_runs"] == 1 and doc["metric"] == "call"
     case = next(c for c in doc["cases"] if c["implementation"] == "disjoint_block")
     assert case["verdict"] == "regression" and case["ratio"] == pytest.approx(1.2)
     with pytest.raises(ValueError):
@@ -182,3 +192,126 @@ def test_stats_judge_pure():
     assert stats.parse_samples("[1, 2, null, \"x\"]") == [1.0, 2.0]
     assert stats.parse_samples("not json") == [] and stats.parse_samples(None) == []
     assert stats.geomean([1.0, 4.0]) == pytest.approx(2.0)
+
+
+# --- several baseline runs, the single-run rule, the gate's selection, --common, --metric ---
+
+def _one(tmp_path, name, meta=None, **over):
+    return synthetic.write_run(tmp_path / name, _cases(**over), synthetic.meta(**(meta or {})))
+
+
+def test_several_baseline_runs_give_an_envelope(tmp_path):
+    b1 = _one(tmp_path, "b1", disjoint_block=dict(time_ms=0.200))
+    b2 = _one(tmp_path, "b2", disjoint_block=dict(time_ms=0.220))          # 10 % apart
+    inside = _one(tmp_path, "inside", disjoint_block=dict(time_ms=0.225))  # < 0.220 x 1.05
+    outside = _one(tmp_path, "outside", disjoint_block=dict(time_ms=0.240))
+    res = cmp.compare([b1, b2], inside)
+    case = next(c for c in res.cases if c.key["implementation"] == "disjoint_block")
+    assert case.verdict == stats.UNCHANGED and case.rule == stats.ENVELOPE
+    assert case.spread == pytest.approx(0.1, rel=1e-6) and case.base_runs == 2
+    assert cmp.exit_code(res) == 0
+    # one baseline run, the same candidate: 12.5 % slower, a regression
+    assert cmp.exit_code(cmp.compare(b1, inside)) == 1
+    res = cmp.compare([b1, b2], outside)
+    (reg,) = res.regressions
+    assert reg.rule == stats.ENVELOPE and "2 baseline runs span" in reg.detail
+    doc = json.loads(cmp.render(res, "json"))
+    assert doc["noise"]["baseline_runs"] == 2 and len(doc["baselines"]) == 2
+
+
+def test_a_directory_of_runs_is_a_baseline(tmp_path):
+    _one(tmp_path / "history", "r1")
+    _one(tmp_path / "history", "r2", disjoint_block=dict(time_ms=0.088))
+    cand = _one(tmp_path, "cand", disjoint_block=dict(time_ms=0.090))
+    res = cmp.compare(tmp_path / "history", cand)
+    assert len(res.baseline_dirs) == 2 and cmp.exit_code(res) == 0
+    with pytest.raises(cmp.CompareError, match="holds none"):
+        (tmp_path / "empty").mkdir()
+        cmp.compare(tmp_path / "empty", cand)
+
+
+def test_single_run_unsteady_is_not_gated_and_host_bound_is_wider(tmp_path):
+    # spread 0.30 -> p20-p80 spans ~36 % of the median: unsteady, a 30 % change is noise
+    a = _one(tmp_path, "a", torch=dict(spread=0.3))
+    b = _one(tmp_path, "b", torch=dict(spread=0.3, time_ms=0.130))
+    case = next(c for c in cmp.compare(a, b).cases if c.key["implementation"] == "torch")
+    assert case.verdict == stats.NOISE and case.rule == stats.SINGLE_UNSTEADY
+    # medians under 0.1 ms are host-bound: 10 % is inside 3 x 5 %, 20 % is not
+    a = _one(tmp_path, "a2", torch=dict(time_ms=0.090))
+    b = _one(tmp_path, "b10", torch=dict(time_ms=0.099))
+    case = next(c for c in cmp.compare(a, b).cases if c.key["implementation"] == "torch")
+    assert case.verdict == stats.UNCHANGED and case.rule == stats.SINGLE_HOST
+    assert case.threshold == pytest.approx(0.15)
+    b = _one(tmp_path, "b20", torch=dict(time_ms=0.108))
+    assert [c.key["implementation"] for c in cmp.compare(a, b).regressions] == ["torch"]
+
+
+def test_only_and_exclude_choose_what_is_gated(tmp_path):
+    a = _one(tmp_path, "a")
+    b = _one(tmp_path, "b", torch=dict(time_ms=0.200), atomic=dict(correct=False))
+    assert len(cmp.compare(a, b).regressions) == 2
+    res = cmp.compare(a, b, only="kind:strategy", exclude="atomic")
+    assert cmp.exit_code(res) == 0 and len(res.ungated) == 2
+    torch_case = next(c for c in res.cases if c.key["implementation"] == "torch")
+    assert not torch_case.gated and torch_case.verdict == stats.REGRESSION
+    assert torch_case.flags[0].startswith("not gated (outside --only/--exclude): time_ms")
+    assert "not gated" in cmp.render(res, "markdown") and "(not gated)" in cmp.render(res)
+    res = cmp.compare(a, b, only=["torch"])
+    assert [c.key["implementation"] for c in res.regressions] == ["torch"]
+    with pytest.raises(cmp.CompareError, match="--only: no case has implementation 'trch'"):
+        cmp.compare(a, b, only="trch")
+
+
+def test_common_compares_two_configs(tmp_path):
+    a = _one(tmp_path, "a")
+    b = synthetic.write_run(tmp_path / "b", _cases()[:2] + [synthetic.record(rows=64)],
+                            synthetic.meta(config_name="other"))
+    with pytest.raises(cmp.CompareError, match="--common"):
+        cmp.compare(a, b)
+    res = cmp.compare(a, b, common=True)
+    assert len(res.cases) == 2 and cmp.exit_code(res) == 0
+    assert any("--common: only the 2 case(s)" in n for n in res.notes)
+    assert "| flag | only in candidate |" not in cmp.render(res, "markdown")
+
+
+def test_metric_gpu(tmp_path):
+    a = _one(tmp_path, "a")
+    with pytest.raises(cmp.CompareError, match="--metric gpu: .* has no gpu_time_ms"):
+        cmp.compare(a, a, metric="gpu")
+
+    def gpu(t, spread=0.01):
+        return dict(gpu_time_ms=t, gpu_time_p20_ms=t * (1 - spread), gpu_time_p80_ms=t * (1 + spread))
+    g = {"torch": gpu(0.050), "disjoint_block": gpu(0.040), "atomic": gpu(0.085)}
+    a = _one(tmp_path, "ga", **g)
+    # call time 30 % slower (host), GPU time unchanged: gpu passes, call (host-bound) fails
+    b = _one(tmp_path, "gb", torch=dict(time_ms=0.130, **gpu(0.050)),
+             disjoint_block=g["disjoint_block"], atomic=g["atomic"])
+    assert cmp.exit_code(cmp.compare(a, b, metric="gpu")) == 0
+    assert cmp.exit_code(cmp.compare(a, b, metric="call")) == 1
+    b = _one(tmp_path, "gc", torch=gpu(0.056), disjoint_block=g["disjoint_block"],
+             atomic=g["atomic"])
+    res = cmp.compare(a, b, metric="gpu")
+    (reg,) = res.regressions
+    assert reg.key["implementation"] == "torch" and reg.method == stats.INTERVALS
+    assert "gpu_time_ms" in res.method and json.loads(cmp.render(res, "json"))["metric"] == "gpu"
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "json"])
+def test_every_exit_code_explains_itself_on_stdout(tmp_path, fmt):
+    from typer.testing import CliRunner
+    from normbench.harness.cli import app
+    a = _one(tmp_path, "a")
+    b = _one(tmp_path, "b", meta=dict(device_name="NVIDIA A100"))
+    c = _one(tmp_path, "c", torch=dict(time_ms=0.200))
+    runner = CliRunner()
+    for args, code in (([a, a], 0), ([a, c], 1), ([a, b], 2), ([a], 2),
+                       ([a, c, "--threshold", "x"], 2), ([a, a, "--metric", "gpu"], 2)):
+        r = runner.invoke(app, ["compare", *map(str, args), "--format", fmt])
+        assert r.exit_code == code, (args, r.output)
+        out = r.stdout
+        assert out.strip(), (args, fmt)
+        if fmt == "json":
+            assert json.loads(out)["exit_code"] == code
+        if code == 2:
+            assert "OK:" not in out and ("cannot compare" in out or "threshold" in out
+                                                or "baseline directory" in out)
