@@ -1,0 +1,78 @@
+"""harness/schema.py: a column declared once reaches the store, compare's JSON and its gate."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import synthetic
+from normbench.harness import compare as cmp
+from normbench.harness import schema, stats
+from normbench.harness.store import load_records
+
+
+@pytest.fixture
+def extra_columns(monkeypatch):
+    """Add columns through the declaration alone (undone after the test)."""
+    def add(*cols):
+        monkeypatch.setattr(schema, "DECLARATION", schema.DECLARATION + list(cols))
+        schema.rebuild()
+    yield add
+    monkeypatch.undo()
+    schema.rebuild()
+
+
+def test_derived_views_match_the_declaration():
+    assert list(schema.COLUMNS) == [c.name for c in schema.DECLARATION]
+    assert schema.KEY == ("norm", "implementation", "rows", "d", "dtype", "weight_dtype", "groups")
+    assert schema.metrics()["call"].name == "time_ms" and schema.metrics()["gpu"].name == "gpu_time_ms"
+    assert {c.name for c in schema.gated(schema.TRUE_TO_FALSE)} == {"correct", "deterministic"}
+    assert schema.column("time_ms").heading == "median (ms)"
+    assert schema.column_format("gbps", 1234.56) == "1235"
+    assert schema.column_format("time_ms", None) == ""
+
+
+def test_a_declaration_that_refers_to_nothing_is_refused(monkeypatch):
+    bad = schema.Column("x_ms", "Float64", gate=schema.SLOWER, metric="x", p20="nope")
+    monkeypatch.setattr(schema, "DECLARATION", schema.DECLARATION + [bad])
+    with pytest.raises(ValueError, match="undeclared column 'nope'"):
+        schema.rebuild()
+    monkeypatch.undo()
+    schema.rebuild()
+
+
+def test_a_column_added_through_the_schema_alone(tmp_path, extra_columns):
+    extra_columns(
+        schema.Column("fits_l2", "boolean", gate=schema.TRUE_TO_FALSE, label="fits L2",
+                      context=("reduce_ms",)),
+        schema.Column("reduce_ms", "Float64", unit="ms", gate=schema.SLOWER, metric="reduce",
+                      p20="reduce_p20_ms", p80="reduce_p80_ms"),
+        schema.Column("reduce_p20_ms", "Float64", unit="ms"),
+        schema.Column("reduce_p80_ms", "Float64", unit="ms"))
+
+    def run(name, fits, reduce_ms):
+        recs = [synthetic.record(implementation=impl, rows=8192, d=4096, time_ms=0.2, seed=i,
+                                 fits_l2=fits if impl == "torch" else True, reduce_ms=r,
+                                 reduce_p20_ms=r * 0.99, reduce_p80_ms=r * 1.01)
+                for i, (impl, r) in enumerate([("torch", 0.05), ("atomic", reduce_ms)])]
+        return synthetic.write_run(tmp_path / name, recs, synthetic.meta())
+
+    a, b = run("a", True, 0.05), run("b", False, 0.08)
+    df = load_records(b)
+    assert "fits_l2" in df.columns and "reduce_ms" in df.columns
+    assert df.set_index("implementation").loc["torch", "fits_l2"] == False   # noqa: E712
+    # the gate: True -> False is a regression, the time metric is unchanged
+    result = cmp.compare(a, b)
+    (reg,) = result.regressions
+    assert reg.key["implementation"] == "torch" and reg.verdict == stats.UNCHANGED
+    assert reg.regressions == ["fits_l2 True -> False (reduce_ms 0.05)"]
+    doc = json.loads(cmp.render(result, "json"))
+    case = next(c for c in doc["cases"] if c["implementation"] == "torch")
+    assert case["values"]["fits_l2"] == {"baseline": [True], "candidate": False}
+    assert case["values"]["reduce_ms"]["candidate"] == pytest.approx(0.05)
+    assert "fits_l2 True -> False" in doc["method"] and "reduce (reduce_ms)" in doc["method"]
+    # the new time column is a --metric choice of its own
+    result = cmp.compare(a, b, metric="reduce")
+    assert {c.key["implementation"] for c in result.regressions} == {"torch", "atomic"}
+    atomic = next(c for c in result.cases if c.key["implementation"] == "atomic")
+    assert atomic.verdict == stats.REGRESSION and atomic.ratio == pytest.approx(1.6)
