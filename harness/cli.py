@@ -215,6 +215,32 @@ def compare(dirs: List[Path] = typer.Argument(..., help="BASE_DIR... NEW_DIR: ba
     raise typer.Exit(exit_code(result))
 
 
+@app.command()
+def export(run_dir: Path = typer.Argument(..., help="a run directory"),
+           fmt: str = typer.Option(..., "--format", help="github-action-benchmark "
+                                   "(customSmallerIsBetter) or bencher (BMF)"),
+           metric: str = typer.Option("call", "--metric", help="call (time_ms) or gpu "
+                                      "(gpu_time_ms)"),
+           out_file: Optional[Path] = typer.Option(None, "--out", help="write here instead of "
+                                                   "stdout")):
+    """A run's records as JSON for a benchmark tracker: github-action-benchmark's
+    customSmallerIsBetter array (us, median, ± half the p20-p80) or Bencher's BMF (latency ns
+    with p20/p80 bounds, throughput calls/s, bandwidth GB/s). Records that are not ok are left
+    out (compare gates those)."""
+    from normbench.harness.export import ExportError, export as do_export
+    try:
+        text, skipped = do_export(run_dir, fmt, metric)
+    except ExportError as e:
+        fail(f"export: {e}")
+    if out_file is None:
+        print(text)
+    else:
+        from normbench.harness.store import write_file_atomic
+        write_file_atomic(out_file, text + "\n")
+    if skipped:
+        err.print(f"export: {skipped} record(s) not ok or without a time were left out")
+
+
 def main():
     from normbench.harness.interrupt import Interrupted, install, reraise_if_interrupted
     install()      # from the first moment: Ctrl-C or SIGTERM never leaves a traceback

@@ -1,0 +1,126 @@
+"""One run's records in the formats continuous-benchmarking trackers read.
+
+    text = export(run_dir, "github-action-benchmark")   # or "bencher"
+
+* github-action-benchmark, tool `customSmallerIsBetter`: a top-level JSON array of
+  {name, unit, value, range?, extra?} -- one entry per case key (the case label), unit "us",
+  value the median, range "± x" (x = half the p20-p80 width), extra a text with GB/s, % of the
+  copy ceiling and the determinism verdict (the action shows it in the chart's tooltip).
+* Bencher Metric Format (BMF): {benchmark: {measure: {value, lower_value?, upper_value?}}} --
+  one benchmark per case key with the built-in `latency` measure in nanoseconds (the median,
+  p20 and p80 as bounds), the built-in `throughput` measure in calls per second (its bounds
+  from p80 and p20), and a `bandwidth` measure in GB/s (harness.model's minimal bytes).
+
+Only records with status ok and a time are exported (a tracker has no place for a failure:
+`compare` gates those); `skipped_count` says how many were left out.  Which time is exported
+follows `compare --metric` (harness.schema.metrics()).
+"""
+from __future__ import annotations
+
+import json
+import math
+
+from normbench.harness import schema, stats
+from normbench.harness.compare_rules import isna, key_label
+
+FORMATS = ("github-action-benchmark", "bencher")
+
+
+class ExportError(Exception):
+    """The run cannot be exported (CLI exit code 2).  The message is one line."""
+
+
+def _rows(records, metric: str) -> tuple[list[tuple[str, dict, schema.Column]], int]:
+    metrics = schema.metrics()
+    if metric not in metrics:
+        raise ExportError(f"--metric must be one of {', '.join(metrics)}, got {metric!r}")
+    col = metrics[metric]
+    out, skipped = [], 0
+    for r in records.to_dict("records"):
+        if r.get("status") != "ok" or not stats.finite(r.get(col.name)):
+            skipped += 1
+            continue
+        key = {k: ("" if isna(r.get(k)) else str(r[k])) for k in schema.KEY}
+        out.append((key_label(key), r, col))
+    names = [n for n, _, _ in out]
+    if len(set(names)) != len(names):
+        raise ExportError("two records share a case key: the run holds duplicates")
+    return out, skipped
+
+
+def _num(v) -> float | None:
+    return float(v) if stats.finite(v) else None
+
+
+def _determinism(r: dict) -> str:
+    det, n, rep = r.get("deterministic"), r.get("distinct_results"), r.get("repeats")
+    if isna(det):
+        return "not measured"
+    how = f" ({n} distinct of {rep} repeats)" if not (isna(n) or isna(rep)) else ""
+    by_design = "" if isna(r.get("deterministic_by_design")) else (
+        ", deterministic by design" if r["deterministic_by_design"] else ", not by design")
+    return ("bitwise reproducible" if det else "not reproducible") + how + by_design
+
+
+def github_action_benchmark(records, metric: str = "call") -> tuple[list[dict], int]:
+    """The customSmallerIsBetter entries of a run, and how many records were left out."""
+    rows, skipped = _rows(records, metric)
+    entries = []
+    for name, r, col in rows:
+        e = {"name": name, "unit": "us", "value": float(r[col.name]) * 1e3}
+        p20, p80 = _num(r.get(col.p20)) if col.p20 else None, _num(r.get(col.p80)) if col.p80 else None
+        if p20 is not None and p80 is not None:
+            e["range"] = f"± {(p80 - p20) / 2 * 1e3:.3g}"
+        extra = [f"{metric} time, median" + (f"; p20-p80 {p20 * 1e3:.4g}-{p80 * 1e3:.4g} us"
+                                              if p20 is not None and p80 is not None else "")]
+        for c, text in (("gbps", "GB/s"), ("pct_copy", "% of copy")):
+            v = _num(r.get(c))
+            if v is not None:
+                extra.append(f"{text}: {schema.column_format(c, v)}")
+        extra.append(f"determinism: {_determinism(r)}")
+        e["extra"] = "\n".join(extra)
+        entries.append(e)
+    return entries, skipped
+
+
+def _metric(value: float, lower: float | None, upper: float | None) -> dict:
+    m = {"value": value}
+    if lower is not None and upper is not None and math.isfinite(lower) and math.isfinite(upper):
+        m["lower_value"], m["upper_value"] = lower, upper
+    return m
+
+
+def bencher(records, metric: str = "call") -> tuple[dict, int]:
+    """The BMF document of a run, and how many records were left out."""
+    rows, skipped = _rows(records, metric)
+    doc = {}
+    for name, r, col in rows:
+        med = float(r[col.name]) * 1e6                                   # ms -> ns
+        p20 = _num(r.get(col.p20)) if col.p20 else None
+        p80 = _num(r.get(col.p80)) if col.p80 else None
+        p20 = p20 * 1e6 if p20 is not None else None
+        p80 = p80 * 1e6 if p80 is not None else None
+        measures = {"latency": _metric(med, p20, p80),
+                    "throughput": _metric(1e9 / med, 1e9 / p80 if p80 else None,
+                                          1e9 / p20 if p20 else None)}
+        gbps = _num(r.get("gbps"))
+        if gbps is not None:
+            measures["bandwidth"] = {"value": gbps}
+        doc[name] = measures
+    return doc, skipped
+
+
+def export(run_dir, fmt: str, metric: str = "call") -> tuple[str, int]:
+    """(JSON text, records left out) of a run directory in `fmt` (one of FORMATS)."""
+    from normbench.harness import store
+    if fmt not in FORMATS:
+        raise ExportError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if not store.is_run_dir(run_dir):
+        raise ExportError(f"not a run directory: {run_dir}")
+    try:
+        records = store.load_records(run_dir)
+    except (OSError, ValueError, getattr(store, "StoreError", OSError)) as e:
+        raise ExportError(" ".join(f"cannot read {run_dir}: {e}".split())) from e
+    make = github_action_benchmark if fmt == "github-action-benchmark" else bencher
+    doc, skipped = make(records, metric)
+    return json.dumps(doc, indent=2, ensure_ascii=False), skipped

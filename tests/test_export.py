@@ -1,0 +1,127 @@
+"""harness/export.py against the formats' published shapes (schemas written from their docs).
+
+github-action-benchmark, `customSmallerIsBetter` (README "Examples" / src/extract.ts): a JSON
+array of objects {name: string, unit: string, value: number, range?: string, extra?: string}.
+Bencher Metric Format (bencher.dev/docs/reference/bencher-metric-format): the JSON Schema
+published there (draft-07), {benchmark: {measure: {value, lower_value?, upper_value?}}}; the
+built-in measures are `latency` (nanoseconds) and `throughput` (operations / second).
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+import synthetic
+from normbench.harness import export as ex
+from normbench.harness.store import load_records
+
+RESULTS = Path(__file__).resolve().parent.parent / "results"
+
+GITHUB_ACTION_BENCHMARK = {
+    "$schema": "http://json-schema.org/draft-07/schema",
+    "type": "array",
+    "items": {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "unit": {"type": "string"},
+                       "value": {"type": "number"}, "range": {"type": "string"},
+                       "extra": {"type": "string"}},
+        "required": ["name", "unit", "value"],
+        "additionalProperties": False,
+    },
+}
+
+# As published by Bencher (https://bencher.dev/bmf.json).
+BMF = {
+    "$id": "https://bencher.dev/bmf.json",
+    "$schema": "http://json-schema.org/draft-07/schema",
+    "type": "object",
+    "patternProperties": {".+": {
+        "type": "object",
+        "patternProperties": {".+": {
+            "type": "object",
+            "properties": {"value": {"type": "number"}, "lower_value": {"type": "number"},
+                           "upper_value": {"type": "number"}},
+            "required": ["value"],
+        }},
+    }},
+}
+
+
+def _run(tmp_path):
+    return synthetic.write_run(tmp_path / "run", synthetic.sweep_records(), synthetic.meta())
+
+
+@pytest.mark.parametrize("source", ["synthetic", "h200-peers"])
+def test_github_action_benchmark_shape(tmp_path, source):
+    run = _run(tmp_path) if source == "synthetic" else RESULTS / source
+    text, skipped = ex.export(run, "github-action-benchmark")
+    doc = json.loads(text)
+    jsonschema.validate(doc, GITHUB_ACTION_BENCHMARK)
+    df = load_records(run)
+    ok = df[df["status"] == "ok"]
+    assert len(doc) == len(ok) and skipped == len(df) - len(ok)
+    names = [e["name"] for e in doc]
+    assert len(set(names)) == len(names)                      # one entry per case key
+    by_name = {e["name"]: e for e in doc}
+    r = ok.iloc[0]
+    label = ex.key_label({k: str(r[k]) for k in ex.schema.KEY})
+    e = by_name[label]
+    assert e["unit"] == "us" and e["value"] == pytest.approx(r["time_ms"] * 1e3, rel=1e-6)
+    half = (r["time_p80_ms"] - r["time_p20_ms"]) / 2 * 1e3
+    assert e["range"].startswith("± ") and float(e["range"][2:]) == pytest.approx(half, rel=1e-2)
+    assert "GB/s: " in e["extra"] and "% of copy: " in e["extra"] and "determinism: " in e["extra"]
+
+
+@pytest.mark.parametrize("source", ["synthetic", "h200-quick"])
+def test_bencher_bmf_shape(tmp_path, source):
+    run = _run(tmp_path) if source == "synthetic" else RESULTS / source
+    text, _ = ex.export(run, "bencher")
+    doc = json.loads(text)
+    jsonschema.validate(doc, BMF)
+    ok = load_records(run).query("status == 'ok'")
+    assert len(doc) == len(ok)
+    r = ok.iloc[0]
+    m = doc[ex.key_label({k: str(r[k]) for k in ex.schema.KEY})]
+    lat, thr = m["latency"], m["throughput"]
+    assert lat["value"] == pytest.approx(r["time_ms"] * 1e6)                  # ns
+    assert lat["lower_value"] == pytest.approx(r["time_p20_ms"] * 1e6)
+    assert lat["upper_value"] == pytest.approx(r["time_p80_ms"] * 1e6)
+    assert lat["lower_value"] <= lat["value"] <= lat["upper_value"]
+    assert thr["value"] == pytest.approx(1e9 / lat["value"])                  # calls per second
+    assert thr["lower_value"] <= thr["value"] <= thr["upper_value"]
+    assert m["bandwidth"]["value"] == pytest.approx(r["gbps"])
+    assert all(math.isfinite(v) for ms in doc.values() for x in ms.values() for v in x.values())
+
+
+def test_schemas_reject_the_compare_document(tmp_path):
+    """The documents `compare --format json` writes are not what the trackers read: the
+    schemas in this file can tell the difference (so the tests above can fail)."""
+    from normbench.harness import compare as cmp
+    run = _run(tmp_path)
+    doc = json.loads(cmp.render(cmp.compare(run, run), "json"))
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(doc, GITHUB_ACTION_BENCHMARK)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"x": {"latency": {"lower_value": 1.0}}}, BMF)
+
+
+def test_export_errors_and_cli(tmp_path):
+    from typer.testing import CliRunner
+    from normbench.harness.cli import app
+    run = _run(tmp_path)
+    with pytest.raises(ex.ExportError, match="--format"):
+        ex.export(run, "csv")
+    with pytest.raises(ex.ExportError, match="not a run directory"):
+        ex.export(tmp_path, "bencher")
+    with pytest.raises(ex.ExportError, match="--metric"):
+        ex.export(run, "bencher", metric="wall")
+    r = CliRunner().invoke(app, ["export", str(run), "--format", "bencher", "--out",
+                                 str(tmp_path / "bmf.json")])
+    assert r.exit_code == 0
+    jsonschema.validate(json.loads((tmp_path / "bmf.json").read_text()), BMF)
+    r = CliRunner().invoke(app, ["export", str(run), "--format", "nope"])
+    assert r.exit_code == 2 and "export: --format" in r.output
