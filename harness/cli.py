@@ -247,7 +247,9 @@ def main():
     try:
         try:
             compare.__doc__ = _compare_help()
-            app.registered_commands[-1].help = compare.__doc__
+            for cmd in app.registered_commands:
+                if cmd.callback is compare:
+                    cmd.help = compare.__doc__
             app()      # typer's standalone mode: usage errors exit 2 with one message
         except Exception as e:   # a signal that surfaced wrapped (reraise_if_interrupted)
             reraise_if_interrupted(e)
