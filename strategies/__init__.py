@@ -14,6 +14,7 @@ from ._registry import Entry, entries, get, known, names, register, register_una
 from . import atomic, grouped_atomic, spin_lock, disjoint_block, disjoint_fused  # noqa: E402,F401
 from . import torch_native  # noqa: E402,F401
 from . import peers  # noqa: E402,F401  (liger, quack: registered only as far as importable)
+from . import torch_compile  # noqa: E402,F401  (Inductor; compiles nothing at import)
 
 
 def default_groups(name: str, rows: int, d: int, device=None) -> int | None:
