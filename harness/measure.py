@@ -9,7 +9,14 @@ Order of work, and why:
      with the distinct results seen so far (no hashes: an exact comparison);
   4. time: every call is timed whole — argument checks, output and workspace allocation, the
      zeroing of workspaces and locks, every kernel including the reduce — because a user pays
-     all of it on every call.
+     all of it on every call (`time_ms`, do_bench);
+  5. GPU time (harness.timing.gpu_time): the same call replayed from a CUDA graph, so that the
+     samples hold only the time its kernels keep the GPU busy (`gpu_time_ms`);
+     `host_overhead_ms` = time_ms − gpu_time_ms.  Empty without a GPU, with the reason.
+The first call (step 2) compiles whatever the implementation compiles; its wall time is
+`compile_s`, and it is never a timed sample.  An implementation may name the path it takes for
+the inputs (`entry.fn.notes(x, dy, w, mean, rstd)` → the `notes` column); one that raises
+NotImplementedError on the first call does not take this combination: `skipped`, with why.
 A failure at any step becomes the record's status and error text; nothing is raised.
 """
 from __future__ import annotations
@@ -62,8 +69,9 @@ def _stable_seed(key) -> int:
 def _bytes_needed(case: Case, ws: int) -> int:
     n = case.rows * case.d
     act = model.ITEMSIZE[case.dtype]
-    # x, dy, dx and a second dx while comparing repeats; the fp64 reference and its temporaries
-    return 4 * n * act + 4 * n * 8 + ws
+    # x, dy, dx, a second dx while comparing repeats and a third in the GPU timer's graph; the
+    # fp64 reference and its temporaries
+    return 5 * n * act + 4 * n * 8 + ws
 
 
 def memory_shortfall(case: Case, workspace_bytes: int, free_bytes: int) -> str | None:
@@ -159,10 +167,19 @@ def _measure(case, s, entry, groups, rec, device, nbytes, done):
     def call():
         return entry.backward(x, dy, w, mean, rstd, groups=groups)
 
-    # 1. correctness
-    first = call()
-    if on_gpu:
-        torch.cuda.synchronize()
+    # 1. correctness; the first call also compiles what it needs (its wall time: compile_s)
+    t0 = time.perf_counter()
+    try:
+        first = call()
+        if on_gpu:
+            torch.cuda.synchronize()
+    except NotImplementedError as e:     # the implementation does not take this combination
+        rec["notes"] = _one_line(e)
+        return done("skipped", _one_line(e))
+    rec["compile_s"] = time.perf_counter() - t0
+    notes = getattr(entry.fn, "notes", None)
+    if notes is not None:
+        rec["notes"] = notes(x, dy, w, mean, rstd)
     errs = {k: rel_error(o, r) for k, o, r in zip(("dx", "dw", "db"), first, ref)}
     rec.update(err_dx=errs["dx"], err_dw=errs["dw"], err_db=errs["db"])
     present = [v for v in errs.values() if v is not None]
@@ -180,7 +197,7 @@ def _measure(case, s, entry, groups, rec, device, nbytes, done):
         del out
     rec["distinct_results"] = len(distinct)
     rec["deterministic"] = len(distinct) == 1
-    del distinct, first
+    del distinct
 
     # 3. time
     samples = timing.bench(call, s.warmup_ms, s.rep_ms, on_gpu)
@@ -189,6 +206,12 @@ def _measure(case, s, entry, groups, rec, device, nbytes, done):
     rec["gbps"] = model.gbps(nbytes, rec["time_ms"])
     rec["pct_peak"] = model.pct(rec["gbps"], s.peak_tbps * 1e3 if s.peak_tbps else None)
     rec["pct_copy"] = model.pct(rec["gbps"], s.copy_gbps)
+    # 4. GPU time: what the call's kernels keep the GPU busy; the rest of time_ms is the host's
+    rec.update(timing.gpu_time(call, time_ms=rec["time_ms"], rep_ms=s.rep_ms, on_gpu=on_gpu,
+                               eager_out=first))
+    del first
+    if rec["gpu_time_ms"] is not None:
+        rec["host_overhead_ms"] = rec["time_ms"] - rec["gpu_time_ms"]
     if nonfinite:
         return done("error", f"non-finite values (NaN/Inf) in {', '.join(nonfinite)}")
     return done("ok")

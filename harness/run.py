@@ -58,6 +58,7 @@ def _new_meta(sweep: Sweep, console: Console) -> dict:
         copy_ceiling_gbps=timing.copy_ceiling_gbps(strategies.default_device(), on_gpu),
         peak_tbps=model.peak_tbps(meta["device_name"], sweep.peak_tbps) if on_gpu else sweep.peak_tbps,
         started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        gpu_timer=timing.GPU_TIMER if on_gpu else timing.NO_GPU_NOTE,
         ended_at=None, completed=False)
     return meta
 

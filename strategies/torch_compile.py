@@ -105,8 +105,9 @@ def backward(x, dy, weight, mean, rstd, *, groups=None):
 def notes(x, dy, weight, mean, rstd) -> str:
     text = what(mean is None)
     if mean is None and _RMS_OP is not None and weight.dtype != x.dtype:
-        text += (f"; its decomposition returns dγ in x's dtype ({str(x.dtype)[6:]}), cast to the "
-                 f"weight's ({str(weight.dtype)[6:]}) as autograd does")
+        short = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
+        text += (f"; its decomposition returns dγ in x's dtype ({short[x.dtype]}), cast to the "
+                 f"weight's ({short[weight.dtype]}) as autograd does")
     return text
 
 

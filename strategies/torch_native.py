@@ -1,70 +1,132 @@
-"""torch — PyTorch's own native backward kernels for layer norm and RMS norm (a baseline).
+"""torch — what PyTorch itself runs for a layer-norm / RMS-norm backward (a baseline).
 
 LayerNorm: aten.native_layer_norm_backward; RMSNorm: aten._fused_rms_norm_backward (PyTorch
-≥ 2.8).  Where a build lacks the native op, or the op refuses the argument mix (mixed dtypes on
-CPU), it falls back to autograd through the same formula in fp32 and says so once.  Inputs with
-a row stride larger than d are made contiguous first, as the native ops require: that copy is
-part of what a PyTorch user pays, so it is timed.
+≥ 2.8, CUDA).  Which path a call takes is decided once per (norm, device type, x dtype, weight
+dtype) by asking the native op itself on a tiny input of those dtypes, and is named in the
+record's `notes` (`backward.notes`):
+
+  native     the op takes the inputs as they are;
+  upcast     the op refuses the dtype mix (on CUDA: bf16 x with an fp32 weight, "expected
+             scalar type BFloat16 but found Float"; on CPU: 16-bit x with fp32 statistics).
+             A user gets there through autocast, which runs layer_norm / rms_norm in fp32:
+             x, dy and the weight are upcast to fp32, the native fp32 kernel runs, and dx is
+             cast back to x's dtype, dγ/dβ to the weight's — those copies are timed, since
+             the user pays them;
+  composite  the op has no kernel here (RMSNorm on CPU, or a PyTorch without the op):
+             F.rms_norm then runs its composite implementation, whose backward is autograd
+             through its ops (fp32 upcast, rsqrt(mean(x²) + eps), scale) — done here the same
+             way, with eps recovered from the saved rstd.
+
+Inputs with a row stride larger than d are made contiguous first, as the native ops require:
+that copy is part of what a PyTorch user pays, so it is timed.
 """
 from __future__ import annotations
 
-import sys
 import warnings
 
 import torch
 
 from ._registry import register
 
-_warned: set[str] = set()
+_F32 = torch.float32
+_paths: dict[tuple, tuple[str, str]] = {}      # (rms, device type, x dtype, w dtype) -> (path, why)
 
 
-def _note(msg: str) -> None:
-    if msg not in _warned:
-        _warned.add(msg)
-        print(f"normbench: torch baseline: {msg}", file=sys.stderr)
+def _name(dt: torch.dtype) -> str:
+    return {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}.get(dt, str(dt))
 
 
-def _autograd(x, dy, weight, mean, rstd):
-    """dx, dγ, dβ by autograd through y = x̂·γ (+β), x̂ built from the saved statistics."""
-    xf = x.detach().float().requires_grad_(True)
-    w = weight.detach().float().requires_grad_(True)
-    r = rstd.float()[:, None]
+def _native(dy, x, weight, mean, rstd):
+    rows, d = x.shape
     if mean is None:
-        # rstd = 1/sqrt(mean(x²)+eps): keep its dependence on x so that dx is complete
+        op = getattr(torch.ops.aten, "_fused_rms_norm_backward", None)
+        if op is None:
+            raise NotImplementedError("this PyTorch has no aten._fused_rms_norm_backward")
+        dx, dw = op(dy, x, [d], rstd.view(rows, 1), weight, [True, True])
+        return dx, dw, None
+    # The op wants a bias tensor to size dβ; its values are never read, so pass the weight
+    # rather than allocate (and memset) a zero bias on every call.
+    return torch.ops.aten.native_layer_norm_backward(
+        dy, x, [d], mean.view(rows, 1), rstd.view(rows, 1), weight, weight, [True, True, True])
+
+
+def _upcast(dy, x, weight, mean, rstd):
+    dx, dw, db = _native(dy.to(_F32), x.to(_F32), weight.to(_F32), mean, rstd)
+    wd = weight.dtype
+    return dx.to(x.dtype), dw.to(wd), (db.to(wd) if db is not None else None)
+
+
+def _composite(dy, x, weight, mean, rstd):
+    """dx, dγ (RMSNorm) by autograd through F.rms_norm's composite ops, from the saved rstd."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        xf = x.detach().to(_F32).requires_grad_(True)
+        w = weight.detach().requires_grad_(True)
+        r = rstd.to(_F32)[:, None]
         ms = (xf * xf).mean(dim=1, keepdim=True)
-        eps = (1.0 / (r * r) - ms).detach()
-        xhat = xf * torch.rsqrt(ms + eps)
-        y = xhat * w
-        dx, dw = torch.autograd.grad(y, (xf, w), dy.float())
-        return dx.to(x.dtype), dw.to(weight.dtype), None
-    b = torch.zeros_like(w, requires_grad=True)
-    mu = xf.mean(dim=1, keepdim=True)
-    var = ((xf - mu) ** 2).mean(dim=1, keepdim=True)
-    eps = (1.0 / (r * r) - var).detach()
-    y = (xf - mu) * torch.rsqrt(var + eps) * w + b
-    dx, dw, db = torch.autograd.grad(y, (xf, w, b), dy.float())
-    return dx.to(x.dtype), dw.to(weight.dtype), db.to(weight.dtype)
+        eps = (1.0 / (r * r) - ms).detach()      # rstd = 1/sqrt(mean(x²) + eps), per row
+        y = (xf * torch.rsqrt(ms + eps)) * w
+        dx, dw = torch.autograd.grad(y, (xf, w), dy.to(_F32))
+    return dx.to(x.dtype), dw.to(weight.dtype), None
+
+
+_RUN = {"native": _native, "upcast": _upcast, "composite": _composite}
+
+
+def _first_line(e: BaseException) -> str:
+    lines = str(e).strip().splitlines()
+    return (lines[0][:160] if lines else type(e).__name__).rstrip(".")
+
+
+def _decide(rms: bool, device: torch.device, xdt: torch.dtype, wdt: torch.dtype) -> tuple[str, str]:
+    """(path, why): ask the native op on a 2 × 8 input of these dtypes (refusals depend on dtypes
+    and device, not on sizes)."""
+    g = torch.Generator(device="cpu").manual_seed(0)
+    xs = torch.randn(2, 8, generator=g)
+    x = xs.to(device=device, dtype=xdt)
+    dy = torch.randn(2, 8, generator=g).to(device=device, dtype=xdt)
+    w = torch.ones(8, device=device, dtype=wdt)
+    mean = None if rms else xs.mean(1).to(device)
+    var = (xs * xs).mean(1) if rms else xs.var(1, unbiased=False)
+    rstd = torch.rsqrt(var + 1e-5).to(device)
+    op = "aten._fused_rms_norm_backward" if rms else "aten.native_layer_norm_backward"
+    try:
+        _native(dy, x, w, mean, rstd)
+        return "native", f"{op} (native kernel)"
+    except (NotImplementedError, RuntimeError) as e:
+        refused = _first_line(e)
+        missing = isinstance(e, NotImplementedError) or "Could not run" in refused
+        if missing and not rms:
+            raise
+    if missing:                                    # no op, or no kernel for this backend
+        why = (refused if "no aten." in refused else f"{op} has no {device.type} kernel")
+        return "composite", f"{why}; F.rms_norm's composite path: autograd through its fp32 ops"
+    _native(dy.to(_F32), x.to(_F32), w.to(_F32), mean, rstd)   # the fp32 kernel must take it
+    ups = "x, dy" + (", weight" if wdt != _F32 else "")
+    back = f"dx cast back to {_name(xdt)}" + (f", dγ to {_name(wdt)}" if wdt != _F32 else "")
+    return "upcast", (f"{op} refuses {_name(xdt)} x with {_name(wdt)} weight on {device.type} "
+                      f"({refused}); autocast's path: {ups} upcast to fp32 through the native "
+                      f"fp32 kernel, {back}")
+
+
+def _path(x, weight, mean) -> tuple[str, str]:
+    key = (mean is None, x.device.type, x.dtype, weight.dtype)
+    p = _paths.get(key)
+    if p is None:
+        p = _paths[key] = _decide(mean is None, x.device, x.dtype, weight.dtype)
+    return p
 
 
 @register("torch", kind="baseline", deterministic_by_design=True, uses_groups=False)
 def backward(x, dy, weight, mean, rstd, *, groups=None):
-    """PyTorch's native layer-norm / RMS-norm backward kernels."""
-    rows, d = x.shape
-    x, dy = x.contiguous(), dy.contiguous()
-    try:
-        if mean is None:
-            op = getattr(torch.ops.aten, "_fused_rms_norm_backward", None)
-            if op is None:
-                raise NotImplementedError("this PyTorch has no _fused_rms_norm_backward")
-            dx, dw = op(dy, x, [d], rstd.view(rows, 1), weight, [True, True])
-            return dx, dw, None
-        # The op wants a bias tensor to size dβ; its values are never read, so pass the weight
-        # rather than allocate (and memset) a zero bias on every call.
-        dx, dw, db = torch.ops.aten.native_layer_norm_backward(
-            dy, x, [d], mean.view(rows, 1), rstd.view(rows, 1), weight, weight, [True, True, True])
-        return dx, dw, db
-    except (NotImplementedError, RuntimeError) as e:
-        _note(f"native op unavailable here ({str(e).splitlines()[0][:120]}); using autograd")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return _autograd(x, dy, weight, mean, rstd)
+    """PyTorch's native layer-norm / RMS-norm backward kernels (autocast's fp32 path where they refuse a dtype mix)."""
+    path = _path(x, weight, mean)[0]
+    return _RUN[path](dy.contiguous(), x.contiguous(), weight, mean, rstd)
+
+
+def notes(x, dy, weight, mean, rstd) -> str:
+    """The path this call takes, in words (the record's `notes`)."""
+    return _path(x, weight, mean)[1]
+
+
+backward.notes = notes
