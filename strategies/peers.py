@@ -187,6 +187,22 @@ def liger_backward(x, dy, weight, mean, rstd, *, groups=None):
     return dx, dw, None
 
 
+def _liger_notes(x, dy, weight, mean, rstd) -> str:
+    if mean is not None:
+        text = "liger_kernel.ops.layer_norm.layer_norm_backward"
+    else:
+        text = "liger_kernel.ops.rms_norm.rms_norm_backward, casting mode llama, in_place=False"
+    if weight.dtype != x.dtype:
+        text += f"; {_short(weight.dtype)} weight loaded and upcast in-kernel, dγ cast to it"
+    return text
+
+
+def _short(dt: torch.dtype) -> str:
+    return {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}.get(dt, str(dt))
+
+
+liger_backward.notes = _liger_notes
+
 _add("liger", liger_backward, _liger_probe, deterministic_by_design=True,
      workspace=lambda rows, d, g, has_bias: _liger_partial_rows() * d * 4 * (2 if has_bias else 1),
      unavailable=_not_installed("liger-kernel", "liger_kernel"))
@@ -248,6 +264,18 @@ def quack_backward(x, dy, weight, mean, rstd, *, groups=None):
         raise NotImplementedError("quack has no LayerNorm backward")
     return q.layernorm_bwd(x, weight, dy, rstd, mean, has_bias=True)
 
+
+def _quack_notes(x, dy, weight, mean, rstd) -> str:
+    text = "quack.rmsnorm." + ("rmsnorm_bwd" if mean is None else "layernorm_bwd (has_bias=True)")
+    if weight.dtype != x.dtype:
+        text += f"; {_short(weight.dtype)} weight with {_short(x.dtype)} x"
+    copied = [n for n, t in (("x", x), ("dy", dy)) if _quack_rows(t) is not t]
+    if copied:
+        text += f"; {', '.join(copied)} copied contiguous first (row stride off quack's alignment)"
+    return text
+
+
+quack_backward.notes = _quack_notes
 
 _add("quack", quack_backward, _quack_probe, deterministic_by_design=True,
      workspace=lambda rows, d, g, has_bias: _quack_partial_rows(d) * d * 4 * (2 if has_bias else 1),

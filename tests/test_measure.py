@@ -1,5 +1,8 @@
 """measure.py: the memory pre-check, the bytes model, and an interruption never recorded as a failure."""
+import dataclasses
 import signal
+
+import pytest
 
 from normbench.harness import model
 from normbench.harness.measure import memory_shortfall
@@ -68,3 +71,158 @@ def test_a_wrapped_interruption_stops_measure_instead_of_becoming_a_record(monke
         measure(case(8, 16), s)
     monkeypatch.setattr(e, "effective_groups", lambda *a, **k: 1 / 0)
     assert measure(case(8, 16), s)["status"] == "error"     # an ordinary failure: a record
+
+
+# ------------------------------------------------- compile_s, notes, the GPU-time columns (fair)
+def _settings():
+    from normbench.harness.measure import Settings
+    return Settings(warmup_ms=1, rep_ms=5, repeats=2, seed=0, peak_tbps=None, copy_gbps=None,
+                    device_name="cpu")
+
+
+def _fake(monkeypatch, name, fn):
+    """Register `fn` as implementation `name` for this test only."""
+    from normbench.strategies import _registry
+    e = _registry.Entry(name=name, kind="baseline", deterministic_by_design=True,
+                        uses_groups=False, fn=fn, doc="test")
+    monkeypatch.setitem(_registry._REGISTRY, name, e)
+    return e
+
+
+def _case(impl, norm="layernorm"):
+    return Case(norm=norm, implementation=impl, rows=4, d=8, dtype="fp32", weight_dtype="fp32",
+                groups="-")
+
+
+def test_the_first_call_is_compile_s_and_never_a_sample(monkeypatch):
+    import json
+    import time as _time
+    from normbench import strategies
+    from normbench.harness.measure import measure
+    torch_fn = strategies.get("torch").fn
+    calls = []
+
+    def slow_first(x, dy, w, mean, rstd, *, groups=None):
+        calls.append(1)
+        if len(calls) == 1:
+            _time.sleep(0.3)                       # "compiling"
+        return torch_fn(x, dy, w, mean, rstd)
+    _fake(monkeypatch, "test_slow_first", slow_first)
+    rec = measure(_case("test_slow_first"), _settings())
+    assert rec["status"] == "ok" and rec["compile_s"] >= 0.3
+    samples = json.loads(rec["time_samples_ms"])
+    assert samples and max(samples) < 300 and rec["time_ms"] < 300
+
+
+def test_notes_come_from_the_implementation_and_a_refusal_is_skipped(monkeypatch):
+    from normbench import strategies
+    from normbench.harness.measure import measure
+    torch_fn = strategies.get("torch").fn
+
+    def noted(x, dy, w, mean, rstd, *, groups=None):
+        return torch_fn(x, dy, w, mean, rstd)
+    noted.notes = lambda x, dy, w, mean, rstd: f"path for {x.dtype} x, {w.dtype} weight"
+    _fake(monkeypatch, "test_noted", noted)
+    rec = measure(_case("test_noted"), _settings())
+    assert rec["status"] == "ok" and rec["notes"] == "path for torch.float32 x, torch.float32 weight"
+
+    def refuses(x, dy, w, mean, rstd, *, groups=None):
+        raise NotImplementedError("no fp32 weight with fp32 x here")
+    _fake(monkeypatch, "test_refuses", refuses)
+    rec = measure(_case("test_refuses"), _settings())
+    assert rec["status"] == "skipped" and "no fp32 weight" in rec["error"]
+    assert "no fp32 weight" in rec["notes"] and rec.get("time_ms") is None
+
+
+def test_without_a_gpu_the_gpu_columns_are_empty_with_the_reason():
+    from normbench.harness import timing
+    from normbench.harness.measure import measure
+    rec = measure(_case("torch"), _settings())
+    assert rec["status"] == "ok" and rec["time_ms"] > 0
+    assert rec["gpu_time_ms"] is None and rec["gpu_time_p20_ms"] is None
+    assert rec.get("host_overhead_ms") is None
+    assert rec["gpu_time_note"] == timing.NO_GPU_NOTE and "not measured" in rec["gpu_time_note"]
+
+
+def test_gpu_columns_from_a_stand_in_timer(monkeypatch, tmp_path):
+    """measure → record → store → records: the GPU clock's median/p20/p80 and the host overhead
+    are what the timer measured, and survive the store."""
+    from normbench.harness import measure as m, timing
+    from normbench.harness.store import RunStore, load_records
+    seen = {}
+
+    def stand_in(fn, *, time_ms, rep_ms, on_gpu, eager_out=None):
+        seen.update(time_ms=time_ms, out=eager_out)
+        fn()                                       # the call itself is what would be timed
+        return timing.gpu_columns([0.001, 0.002, 0.003, 0.004, 0.005], "stand-in, 5 replays")
+    monkeypatch.setattr(timing, "gpu_time", stand_in)
+    rec = m.measure(_case("torch"), _settings())
+    assert rec["status"] == "ok" and seen["time_ms"] == rec["time_ms"] and seen["out"] is not None
+    assert rec["gpu_time_ms"] == 0.003 and rec["gpu_time_note"] == "stand-in, 5 replays"
+    assert abs(rec["gpu_time_p20_ms"] - 0.0018) < 1e-12 and abs(rec["gpu_time_p80_ms"] - 0.0042) < 1e-12
+    assert rec["host_overhead_ms"] == rec["time_ms"] - 0.003
+    store = RunStore(tmp_path / "run")
+    store.append(rec)
+    store.close()
+    df = load_records(tmp_path / "run")
+    assert float(df["gpu_time_ms"].iloc[0]) == 0.003
+    assert float(df["host_overhead_ms"].iloc[0]) == rec["host_overhead_ms"]
+    assert df["gpu_time_note"].iloc[0] == "stand-in, 5 replays"
+
+
+def test_gpu_time_falls_back_and_says_why(monkeypatch):
+    from normbench.harness import timing
+    monkeypatch.setattr(timing, "_graph_samples", lambda fn, n, out: ([2.0, 1.0, 3.0], "cuda_graph_replay"))
+    got = timing.gpu_time(lambda: None, time_ms=1.0, rep_ms=10, on_gpu=True)
+    assert got["gpu_time_ms"] == 2.0 and got["gpu_time_note"] == "cuda_graph_replay, 3 replays"
+
+    def no_capture(fn, n, out):
+        raise RuntimeError("operation not permitted when stream is capturing")
+    monkeypatch.setattr(timing, "_graph_samples", no_capture)
+    monkeypatch.setattr(timing, "_reset_after_capture_failure", lambda: None)
+    monkeypatch.setattr(timing, "_queued_samples", lambda fn, n, host_ms: ([5.0] * 4, "queued_events"))
+    got = timing.gpu_time(lambda: None, time_ms=1.0, rep_ms=10, on_gpu=True)
+    assert got["gpu_time_ms"] == 5.0
+    assert got["gpu_time_note"].startswith("queued_events, 4 calls (CUDA graph not used: RuntimeError: "
+                                           "operation not permitted")
+
+    def behind(fn, n, host_ms):
+        raise RuntimeError("the host could not queue the calls ahead of the GPU")
+    monkeypatch.setattr(timing, "_queued_samples", behind)
+    got = timing.gpu_time(lambda: None, time_ms=1.0, rep_ms=10, on_gpu=True)
+    assert got["gpu_time_ms"] is None and got["gpu_time_note"].startswith("not measured: ")
+    assert "host could not queue" in got["gpu_time_note"]
+
+
+# ----------------------------------------------------------------------------------- on a GPU
+def _gpu_case(monkeypatch, name, fn):
+    import torch
+    _fake(monkeypatch, name, fn)
+    return Case(norm="layernorm", implementation=name, rows=4096, d=1024, dtype="bf16",
+                weight_dtype="bf16", groups="-"), torch
+
+
+@pytest.mark.gpu
+def test_gpu_time_leaves_out_the_hosts_time(monkeypatch):
+    """A call that spends 2 ms on the host before its kernels: the call clock sees it, the GPU
+    clock does not (within the kernels' own time)."""
+    import time as _time
+    from normbench import strategies
+    from normbench.harness.measure import Settings, measure
+    torch_fn = strategies.get("torch").fn
+
+    def host_heavy(x, dy, w, mean, rstd, *, groups=None):
+        t = _time.perf_counter() + 0.002
+        while _time.perf_counter() < t:
+            pass
+        return torch_fn(x, dy, w, mean, rstd)
+    case, torch = _gpu_case(monkeypatch, "test_host_heavy", host_heavy)
+    s = Settings(warmup_ms=5, rep_ms=50, repeats=2, seed=0, peak_tbps=None, copy_gbps=None,
+                 device_name=torch.cuda.get_device_name())
+    heavy = measure(case, s)
+    plain = measure(dataclasses.replace(case, implementation="torch"), s)
+    assert heavy["status"] == plain["status"] == "ok"
+    assert heavy["time_ms"] > 1.9 and heavy["host_overhead_ms"] > 1.5
+    assert heavy["gpu_time_note"].startswith("cuda_graph_replay")
+    assert heavy["gpu_time_ms"] < 0.5 * heavy["time_ms"]
+    assert abs(heavy["gpu_time_ms"] - plain["gpu_time_ms"]) < 0.2 * plain["gpu_time_ms"] + 0.01
