@@ -226,3 +226,30 @@ def test_gpu_time_leaves_out_the_hosts_time(monkeypatch):
     assert heavy["gpu_time_note"].startswith("cuda_graph_replay")
     assert heavy["gpu_time_ms"] < 0.5 * heavy["time_ms"]
     assert abs(heavy["gpu_time_ms"] - plain["gpu_time_ms"]) < 0.2 * plain["gpu_time_ms"] + 0.01
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("wdt", ["bf16", "fp32"])
+def test_gpu_every_implementation_gets_both_clocks(wdt):
+    import torch
+    from normbench import strategies
+    from normbench.harness.measure import Settings, measure
+    s = Settings(warmup_ms=5, rep_ms=30, repeats=2, seed=0, peak_tbps=None, copy_gbps=None,
+                 device_name=torch.cuda.get_device_name())
+    for name in strategies.names():
+        if name.startswith("test_"):
+            continue
+        e = strategies.get(name)
+        case = Case(norm="rmsnorm", implementation=name, rows=8192, d=1024, dtype="bf16",
+                    weight_dtype=wdt, groups="auto" if e.uses_groups else "-")
+        rec = measure(case, s)
+        print(f"\n{name} bf16/{wdt}: {rec['status']} call {rec.get('time_ms')} gpu "
+              f"{rec.get('gpu_time_ms')} compile_s {rec.get('compile_s')} | "
+              f"{rec.get('gpu_time_note')} | {rec.get('notes')} | {rec.get('error')}")
+        if rec["status"] == "skipped":
+            continue
+        assert rec["status"] == "ok" and rec["correct"], rec["error"]
+        assert rec["gpu_time_ms"] is not None and 0 < rec["gpu_time_ms"], rec["gpu_time_note"]
+        # the same kernels on both clocks: the GPU's share can't exceed the call by much
+        assert rec["gpu_time_ms"] < 1.2 * rec["time_ms"] + 0.005
+        assert rec["compile_s"] > 0

@@ -198,3 +198,36 @@ def test_gpu_peers_mixed_weight_dtype_and_bits(poisoned, name, norm):
             assert (a is None) == (b is None)
             if a is not None:
                 assert torch.equal(a.view(torch.uint8), b.view(torch.uint8))
+
+
+# ---------------------------------------------------------------------------------- notes
+def test_peers_name_their_path_and_the_weight_dtype_in_notes():
+    x, dy, w, mean, rstd = make_inputs("rmsnorm", 4, 64, "bf16", "fp32", seed=0, device="cpu")
+    assert peers._liger_notes(x, dy, w, None, rstd) == (
+        "liger_kernel.ops.rms_norm.rms_norm_backward, casting mode llama, in_place=False; "
+        "fp32 weight loaded and upcast in-kernel, dγ cast to it")
+    assert peers._liger_notes(x, dy, w.bfloat16(), rstd, rstd) == \
+        "liger_kernel.ops.layer_norm.layer_norm_backward"
+    assert peers._quack_notes(x, dy, w, None, rstd) == "quack.rmsnorm.rmsnorm_bwd; fp32 weight with bf16 x"
+    xs, dys, ws, _, rs = make_inputs("layernorm", 4, 64, "bf16", "bf16", seed=0, device="cpu", row_stride=68)
+    assert peers._quack_notes(xs, dys, ws, rs, rs) == (
+        "quack.rmsnorm.layernorm_bwd (has_bias=True); x, dy copied contiguous first "
+        "(row stride off quack's alignment)")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])
+def test_gpu_torch_baseline_takes_pytorchs_path_for_a_dtype_mix(poisoned, norm):
+    """bf16 x with an fp32 weight: the native CUDA kernel refuses it (PyTorch 2.x), and the
+    baseline takes autocast's fp32 path; same dtypes take the native kernel.  Either way the
+    notes name the path and the answer matches the fp64 reference."""
+    from normbench.strategies import torch_native as tn
+    dev = torch.device("cuda")
+    for wdt in ("bf16", "fp32"):
+        check("torch", norm, 4096, 2048, "bf16", weight_dtype=wdt, device=dev)
+        x, dy, w, mean, rstd = make_inputs(norm, 8, 64, "bf16", wdt, seed=0, device=dev)
+        path, why = tn._path(x, w, mean)
+        print(f"\ntorch {norm} bf16/{wdt}: {path}: {why}")
+        assert path in ("native", "upcast") and why
+        if path == "upcast":
+            assert "autocast's path" in why

@@ -213,3 +213,42 @@ def test_the_fast_argument_check_is_never_looser_than_the_itemised_one(
     except ValueError as e:
         fast = str(e)
     assert fast == itemised
+
+
+# ------------------------------------------------------- the torch baseline follows PyTorch's path
+def test_torch_takes_autocasts_fp32_path_where_the_native_kernel_refuses(poisoned, monkeypatch):
+    """As the CUDA kernel does, a stand-in native op refuses bf16 x with an fp32 weight: the
+    baseline then upcasts x, dy to fp32 through the native fp32 kernel (autocast's path), says
+    so in its notes, and is still right against the fp64 reference."""
+    from normbench.strategies import torch_native as tn
+    real = tn._native
+    seen = []
+
+    def refusing(dy, x, weight, mean, rstd):
+        seen.append((x.dtype, weight.dtype))
+        if x.dtype != weight.dtype:
+            raise RuntimeError("expected scalar type BFloat16 but found Float")
+        return real(dy, x, weight, mean, rstd)
+    monkeypatch.setattr(tn, "_native", refusing)
+    monkeypatch.setattr(tn, "_paths", {})
+    check("torch", "layernorm", 9, 130, "bf16", weight_dtype="fp32")
+    x, dy, w, mean, rstd = make_inputs("layernorm", 3, 8, "bf16", "fp32", seed=0, device="cpu")
+    note = tn.notes(x, dy, w, mean, rstd)
+    assert note.startswith("aten.native_layer_norm_backward refuses bf16 x with fp32 weight")
+    assert "expected scalar type BFloat16 but found Float" in note and "autocast's path" in note
+    assert (torch.float32, torch.float32) in seen          # the fp32 kernel did the work
+    assert strategies.get("torch").fn(x, dy, w, mean, rstd)[0].dtype == torch.bfloat16
+
+
+def test_torch_uses_the_native_kernel_where_it_takes_the_inputs(monkeypatch):
+    from normbench.strategies import torch_native as tn
+    monkeypatch.setattr(tn, "_paths", {})
+    x, dy, w, mean, rstd = make_inputs("layernorm", 3, 8, "fp32", "fp32", seed=0, device="cpu")
+    assert tn._path(x, w, mean) == ("native", "aten.native_layer_norm_backward (native kernel)")
+    for norm in NORMS:
+        for dt in DTYPES:
+            x, dy, w, mean, rstd = make_inputs(norm, 3, 8, dt, "fp32", seed=0, device="cpu")
+            path, why = tn._path(x, w, mean)
+            # never a hand-written path for LayerNorm; RMSNorm's composite only where no kernel is
+            assert path in (("native", "upcast") if norm == "layernorm" else ("native", "upcast", "composite"))
+            assert (path == "composite") == ("no " in why and "kernel" in why)
