@@ -249,6 +249,11 @@ def test_gpu_every_implementation_gets_both_clocks(wdt):
         if rec["status"] == "skipped":
             continue
         assert rec["status"] == "ok" and rec["correct"], rec["error"]
+        if e.kind == "baseline" and name not in ("torch", "torch_compile") \
+                and rec["gpu_time_ms"] is None:
+            # a peer whose call can be neither captured nor queued ahead: empty, and why
+            assert rec["gpu_time_note"].startswith("not measured: "), rec["gpu_time_note"]
+            continue
         assert rec["gpu_time_ms"] is not None and 0 < rec["gpu_time_ms"], rec["gpu_time_note"]
         # the same kernels on both clocks: the GPU's share can't exceed the call by much
         assert rec["gpu_time_ms"] < 1.2 * rec["time_ms"] + 0.005
