@@ -44,7 +44,7 @@ def default(ctx: typer.Context):
     err.print(f"no command given: running {config.relative_to(ROOT)} "
               f"({'no GPU: Triton interpreter on CPU' if s.interpreted() else 'on the GPU'})")
     run(config=config, out_dir=None, resume=False, dry_run=False, only=None, isolate=False,
-        no_report=False)
+        no_report=False, shard=None, gpus=None, scheduler=None, exclusive_below_us=None)
 
 
 @app.command()
@@ -61,7 +61,23 @@ def run(config: Path = typer.Argument(..., help="sweep config (YAML); see harnes
                                      "process killed after the config's timeout_s (a hung "
                                      "kernel becomes a 'timeout' record)"),
         no_report: bool = typer.Option(False, "--no-report", help="do not write the report at "
-                                       "the end")):
+                                       "the end"),
+        shard: Optional[str] = typer.Option(None, "--shard", metavar="I/N", help="run only part "
+                                            "I of N of the plan (balanced by estimated cost; "
+                                            "the same I/N always the same cases); join the "
+                                            "parts with merge"),
+        gpus: Optional[str] = typer.Option(None, "--gpus", metavar="all|N", help="one Dask "
+                                           "worker per GPU of this host (dask-cuda; the "
+                                           "'cluster' extra); without a GPU, N stand-in "
+                                           "workers under the interpreter"),
+        scheduler: Optional[str] = typer.Option(None, "--scheduler", metavar="ADDRESS",
+                                                help="run on the Dask cluster of this "
+                                                "scheduler (tcp://host:8786 or a scheduler "
+                                                "file); workers need normbench installed"),
+        exclusive_below_us: Optional[float] = typer.Option(
+            None, "--exclusive-below-us", metavar="X", help="with --gpus/--scheduler: cases "
+            "whose estimated or measured call time is below X µs, or whose measured call is "
+            "host-bound, are measured with nothing else running on their host")):
     """Run a sweep: every case and implementation, measured and stored as it goes.
 
     Every call is timed whole (argument checks, allocations, workspace and lock zeroing, every
@@ -78,6 +94,13 @@ def run(config: Path = typer.Argument(..., help="sweep config (YAML); see harnes
         fail(str(e))
     if resume and out_dir is None:
         fail("run: --resume needs --out DIR (the run directory to finish)")
+    if gpus is not None and scheduler is not None:
+        fail("run: --gpus and --scheduler exclude each other (--gpus starts a cluster on this host)")
+    if exclusive_below_us is not None and not (exclusive_below_us >= 0):
+        fail(f"run: --exclusive-below-us: expected a number of µs >= 0, got {exclusive_below_us}")
+    if exclusive_below_us is not None and gpus is None and scheduler is None:
+        fail("run: --exclusive-below-us needs --gpus or --scheduler (a plain run measures one "
+             "case at a time)")
     cases = expand(sweep, uses_groups=lambda n: s.get(n).uses_groups, available=s.known()
                    if sweep.implementations else s.names())
     if only:
@@ -86,7 +109,27 @@ def run(config: Path = typer.Argument(..., help="sweep config (YAML); see harnes
         if unknown:
             fail(f"run: --only: unknown implementation {unknown[0]!r}; known: {', '.join(s.known())}")
         cases = [c for c in cases if c.implementation in wanted]
+    shard_meta = None
+    if shard is not None:
+        from normbench.harness import shard as shards
+        try:
+            index, count = shards.parse(shard)
+        except shards.ShardError as e:
+            fail(f"run: {e}")
+        mine = shards.select(cases, sweep, index, count)
+        shard_meta = shards.meta_entry(cases, mine, index, count)
+        cases = mine
+    executor = None
+    if gpus is not None or scheduler is not None:
+        from normbench.harness.distributed import ClusterError, make_executor
+        try:
+            executor = make_executor(gpus=gpus, scheduler=scheduler, sweep=sweep,
+                                     exclusive_below_us=exclusive_below_us, dry_run=dry_run)
+        except ClusterError as e:
+            fail(f"run: {e}")
     est = estimate_seconds(cases, sweep, s.interpreted())
+    if executor is not None:
+        est = executor.estimate(est)
     if dry_run:
         _print_plan(cases, est, sweep)
         return
@@ -97,9 +140,15 @@ def run(config: Path = typer.Argument(..., help="sweep config (YAML); see harnes
     err.print(f"{sweep.name}: {len(cases)} records, about {_fmt_s(est)}; writing {out_dir}"
               + ("  [CPU wall-clock times: Triton interpreter]" if s.interpreted() else ""))
     try:
-        outcome = execute(sweep, cases, out_dir, resume=resume, isolate=isolate, console=err)
+        outcome = execute(sweep, cases, out_dir, resume=resume, isolate=isolate, console=err,
+                          shard=shard_meta, executor=executor)
     except StoreError as e:
         fail(f"run: {e}")
+    except Exception as e:
+        from normbench.harness.distributed import ClusterError
+        if isinstance(e, ClusterError):
+            fail(f"run: {e}", 1)
+        raise
     except WorkerStartError as e:
         fail(f"run: the isolate worker could not start, so no case can run: {e}", 1)
     from normbench.harness.store import load_meta, load_records
@@ -128,6 +177,33 @@ def _print_plan(cases, est, sweep):
     for c in cases:
         t.add_row(c.norm, str(c.rows), str(c.d), c.dtype, c.weight_dtype, c.implementation, c.groups)
     out.print(t)
+
+
+@app.command()
+def merge(out_dir: Path = typer.Argument(..., help="the run directory to write (new)"),
+          shard_dirs: List[Path] = typer.Argument(..., help="the shard run directories"),
+          allow_partial: bool = typer.Option(False, "--allow-partial", help="merge even when "
+                                             "cases are missing (meta.json says which)"),
+          no_report: bool = typer.Option(False, "--no-report", help="do not write the report")):
+    """Join the shards of one plan (run --shard I/N) into one complete run directory.
+
+    Refused (exit 2, one line) when they come from different configs, GPU models, package
+    versions or commits, when two hold the same case, or when a case is missing.
+    """
+    from normbench.harness.merge import MergeError, merge as do_merge
+    from normbench.harness.store import StoreError
+    try:
+        meta = do_merge(out_dir, shard_dirs, allow_partial=allow_partial)
+    except (MergeError, StoreError) as e:
+        fail(f"merge: {e}")
+    info = meta["merge"]
+    err.print(f"merged {info['shards']} shard(s) of {info['count']}: "
+              f"{info['plan_size'] - info['missing']} of {info['plan_size']} cases into {out_dir}"
+              + (f" (partial: {info['missing']} missing, listed in meta.json)" if info["partial"] else ""))
+    if not no_report:
+        from normbench.harness.report import write_report
+        paths = write_report(out_dir)
+        err.print(f"report: {out_dir / paths['report.html']}")
 
 
 @app.command("list")

@@ -19,13 +19,13 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                            TimeElapsedColumn, TimeRemainingColumn)
 
 from normbench import strategies
-from normbench.harness import env, model, timing
+from normbench.harness import env, hostload, model, placement, timing
 from normbench.harness.config import Sweep
 from normbench.harness.interrupt import install, interruption
 from normbench.harness.isolate import Worker, WorkerCrashed, WorkerStartError, WorkerTimeout
 from normbench.harness.measure import Settings, failed_record, measure
 from normbench.harness.plan import Case
-from normbench.harness.store import RunStore
+from normbench.harness.store import RunStore, StoreError
 
 
 @dataclass
@@ -48,14 +48,18 @@ def _settings(sweep: Sweep, meta: dict) -> Settings:
                     device_name=meta["device_name"])
 
 
-def _new_meta(sweep: Sweep, console: Console) -> dict:
-    meta = env.describe()
+def _new_meta(sweep: Sweep, console: Console, facts: dict | None = None) -> dict:
+    """`facts`: what a distributed executor learnt from its workers (env.describe() of one
+    of them, their GPUs and copy ceilings); else this machine's, its ceiling measured here."""
+    meta = dict(facts) if facts else env.describe()
     on_gpu = not meta["interpreted"]
-    console.print("measuring the device-to-device copy ceiling …")
+    if not facts:
+        console.print("measuring the device-to-device copy ceiling …")
     meta.update(
         config_name=sweep.name, config_path=sweep.source_path, config_text=sweep.source_text,
         config_hash=sweep.config_hash,
-        copy_ceiling_gbps=timing.copy_ceiling_gbps(strategies.default_device(), on_gpu),
+        copy_ceiling_gbps=meta.get("copy_ceiling_gbps") if facts else
+        timing.copy_ceiling_gbps(strategies.default_device(), on_gpu),
         peak_tbps=model.peak_tbps(meta["device_name"], sweep.peak_tbps) if on_gpu else sweep.peak_tbps,
         started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         gpu_timer=timing.GPU_TIMER if on_gpu else timing.NO_GPU_NOTE,
@@ -64,8 +68,13 @@ def _new_meta(sweep: Sweep, console: Console) -> dict:
 
 
 def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = False,
-            isolate: bool = False, console: Console | None = None) -> Outcome:
-    """Measure `cases` into `out_dir`.  StoreError propagates (the CLI turns it into exit 2)."""
+            isolate: bool = False, console: Console | None = None, shard: dict | None = None,
+            executor=None) -> Outcome:
+    """Measure `cases` into `out_dir`.  StoreError propagates (the CLI turns it into exit 2).
+
+    shard: harness.shard.meta_entry of a --shard run (recorded in meta.json, checked on resume).
+    executor: a harness.distributed executor (start(console) -> facts, records(todo, settings,
+    timeout_s) -> an iterator of records, close()); None measures here, one case at a time."""
     console = console or Console(stderr=True)
     outcome = Outcome(out_dir=Path(out_dir))
     store = RunStore(out_dir, resume=resume)
@@ -73,9 +82,16 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
     previous = install()
     try:
         meta = store.meta if resume else {}
+        _check_shard(meta, shard, out_dir)
+        facts = executor.start(console) if executor is not None else None
         if not meta.get("device_name"):      # new, or stopped before its meta was complete
-            meta = _new_meta(sweep, console)
+            meta = _new_meta(sweep, console, facts)
+            if shard:
+                meta["shard"] = shard
             store.write_meta(meta)
+        elif facts:                          # resumed on a cluster: add its GPUs
+            known = meta.get("gpus") or []
+            store.update_meta(gpus=known + [g for g in facts.get("gpus", []) if g not in known])
         elif meta.get("config_hash") != sweep.config_hash:
             console.print(f"[yellow]note:[/] {out_dir} was started from a different config "
                           f"(hash {meta.get('config_hash')}); resuming with this one")
@@ -99,15 +115,26 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
         with Progress(*columns, console=console, transient=False,
                       auto_refresh=False) as progress:
             task = progress.add_task("sweep", total=len(todo))
-            for case in todo:
-                progress.update(task, description=_label(case), refresh=True)
-                rec = _measure_one(case, settings, worker, sweep.timeout_s)
+
+            def keep(rec: dict, label: str) -> None:
                 store.append(rec)
                 outcome.measured += 1
                 if rec["status"] != "ok":
-                    progress.console.print(f"[red]{rec['status']}[/] {_label(case)}: {rec['error']}")
+                    progress.console.print(f"[red]{rec['status']}[/] {label}: {rec['error']}")
                 progress.advance(task)
                 progress.refresh()
+
+            if executor is not None:
+                for case, rec in executor.records(todo, settings, sweep.timeout_s):
+                    keep(rec, _label(case))
+                    progress.update(task, description=_label(case), refresh=True)
+            else:
+                where = placement.local_gpu_fields()
+                for case in todo:
+                    progress.update(task, description=_label(case), refresh=True)
+                    with hostload.track() as load:
+                        rec = _measure_one(case, settings, worker, sweep.timeout_s)
+                    keep(hostload.annotate(rec, where, load.count), _label(case))
         store.update_meta(ended_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                           completed=True)
     except BaseException as e:       # Interrupted, KeyboardInterrupt, or one wrapping them
@@ -120,10 +147,26 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
     finally:
         if worker is not None:
             worker.close()
+        if executor is not None:
+            executor.close()
         store.close()
         for s, h in previous.items():
             signal.signal(s, h)
     return outcome
+
+
+def _check_shard(meta: dict, shard: dict | None, out_dir: Path) -> None:
+    """A shard directory is resumed as the same shard, and only as a shard."""
+    old = meta.get("shard") if meta.get("device_name") else None
+    if shard is None and old:
+        raise StoreError(f"{out_dir} holds shard {old.get('spec')}: resume it with --shard "
+                         f"{old.get('spec')}")
+    if shard is not None and meta.get("device_name") and not old:
+        raise StoreError(f"{out_dir} holds a run that is not a shard; resume it without --shard")
+    if shard is not None and old and (old.get("spec"), old.get("plan_digest")) != \
+            (shard["spec"], shard["plan_digest"]):
+        raise StoreError(f"{out_dir} holds shard {old.get('spec')} of plan "
+                         f"{old.get('plan_digest')}, not {shard['spec']} of {shard['plan_digest']}")
 
 
 def _label(case: Case) -> str:

@@ -1,0 +1,315 @@
+"""One sweep over every GPU of a host (`--gpus`) or over a Dask cluster (`--scheduler`).
+
+The engine is Dask (`dask.distributed`; dask-cuda's LocalCUDACluster on one host: one worker
+per GPU, CUDA_VISIBLE_DEVICES and CPU affinity set per worker).  This module is the driver:
+
+* it starts the cluster (`--gpus`) or connects to one (`--scheduler`), and asks every worker
+  for its GPU's facts (harness.gpuworker.facts) for meta.json;
+* it schedules dynamically: a free worker gets the largest case left (the plan's estimated
+  cost, harness.shard.case_costs); it keeps at most one case per worker in flight, each
+  restricted to its host, so it knows what runs where (`Queue`, pure, tested with stand-in
+  hosts);
+* records stream back as they finish and `execute` (harness/run.py) alone writes them through
+  the store: atomic records, the lock and resume hold unchanged;
+* `--exclusive-below-us X`: a case whose estimated call time is below X µs waits until the
+  shared cases are handed out and then runs with nothing else on its host; so does a case
+  measured next to others whose measured call took under X µs or was host-bound (the
+  concurrent measurement is dropped for the exclusive one);
+* a worker that dies while measuring (the Dask worker itself: kill -9) costs that case, an
+  `error` record (the scheduler's allowed-failures is 0 on a cluster we start); the nanny
+  replaces the worker.  Crashes and hangs inside a worker's measuring child are records of
+  harness.gpuworker.  Ctrl-C stops the cluster we started; the run directory resumes.
+
+Without a GPU, `--gpus N` starts N stand-in workers (a LocalCluster of processes, a GPU
+resource each) that run under the Triton interpreter — how the tests run it.
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import time
+import uuid
+from collections import Counter, deque
+from dataclasses import asdict
+from pathlib import Path
+
+from normbench.harness import hostload, placement
+from normbench.harness import plan as _plan
+from normbench.harness.shard import case_costs
+
+START_TIMEOUT_S = 300.0        # for the first worker (and its facts) to appear
+NO_WORKER_TIMEOUT_S = 300.0    # with work left and no worker at all: give up
+POLL_S = 0.02
+REFRESH_S = 1.0
+
+
+class ClusterError(Exception):
+    """The cluster cannot be used (extra missing, no worker, bad --gpus); one line."""
+
+
+def call_us(case) -> float:
+    """A rough estimate of one call's time (µs) by the plan's GPU model: launch + bytes."""
+    nbytes = _plan.bytes_moved(case.norm, case.rows, case.d, case.dtype, case.weight_dtype)
+    return 1e6 * (_plan.GPU_LAUNCH_S + nbytes / _plan.GPU_COMPARE_BPS)
+
+
+class Queue:
+    """Which case a free slot of a host starts next.  Pure: hosts are names, cases opaque.
+
+    Shared cases go largest cost first to any host with a free slot.  An exclusive case starts
+    on a host only when nothing of ours runs there, and while it runs nothing else starts
+    there; exclusive cases start once every shared case is handed out."""
+
+    def __init__(self, cases, costs, call_us_of=None, exclusive_below_us=None):
+        order = sorted(range(len(cases)), key=lambda k: (-costs[k], k))
+        self.x = exclusive_below_us
+        alone = (lambda c: call_us_of(c) < self.x) if self.x is not None else (lambda c: False)
+        self.shared = deque(cases[k] for k in order if not alone(cases[k]))
+        self.exclusive = deque(cases[k] for k in order if alone(cases[k]))
+        self.running: Counter = Counter()
+        self.alone_on: set = set()
+        self.rerun: set = set()
+
+    def take(self, host, capacity: int):
+        """(case, exclusive) for a free slot on `host` (capacity: its workers), or None."""
+        if host in self.alone_on or self.running[host] >= capacity:
+            return None
+        if self.shared:
+            self.running[host] += 1
+            return self.shared.popleft(), False
+        if self.exclusive and self.running[host] == 0:
+            self.running[host] += 1
+            self.alone_on.add(host)
+            return self.exclusive.popleft(), True
+        return None
+
+    def finished(self, host, case, exclusive: bool, rec: dict | None) -> bool:
+        """Book the end of a case; False when its record is to be replaced by an exclusive
+        re-measurement (queued here)."""
+        self.running[host] -= 1
+        if exclusive:
+            self.alone_on.discard(host)
+        if exclusive or self.x is None or rec is None or rec.get("status") != "ok":
+            return True
+        n = rec.get("concurrent_cases")
+        t = rec.get("time_ms")
+        if n is None or n <= 1 or t is None:
+            return True
+        if t * 1e3 < self.x or hostload.host_dominated(rec):
+            self.exclusive.append(case)
+            self.rerun.add(case)
+            return False
+        return True
+
+    def give_back(self, host, case, exclusive: bool) -> None:
+        """A case whose task was lost without a result (its host vanished): start it again."""
+        self.running[host] -= 1
+        if exclusive:
+            self.alone_on.discard(host)
+            self.exclusive.appendleft(case)
+        else:
+            self.shared.appendleft(case)
+
+    def __bool__(self) -> bool:
+        return bool(self.shared or self.exclusive)
+
+
+def make_executor(*, gpus, scheduler, sweep, exclusive_below_us, dry_run=False):
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        raise ClusterError("--gpus / --scheduler need Dask: pip install -e '.[cluster]' "
+                           "(dask, distributed, dask-cuda)") from None
+    try:
+        spec = placement.parse_gpus(gpus) if gpus is not None else None
+    except placement.PlacementError as e:
+        raise ClusterError(str(e)) from None
+    ex = Executor(spec, scheduler, sweep, exclusive_below_us)
+    if spec is not None:
+        ex.choose()
+    return ex
+
+
+class Executor:
+    def __init__(self, gpus, scheduler, sweep, exclusive_below_us):
+        self.gpus, self.scheduler, self.sweep = gpus, scheduler, sweep
+        self.x = exclusive_below_us
+        self.client = self.cluster = None
+        self.devices: list[str] | None = None
+        self.standin = False
+
+    def choose(self) -> None:
+        """The GPUs of --gpus (stand-ins under the interpreter)."""
+        from normbench import strategies
+        if strategies.interpreted():
+            if self.gpus == "all":
+                raise ClusterError("--gpus all: no GPU here (under the interpreter, --gpus N "
+                                   "runs N stand-in workers)")
+            self.standin, self.devices = True, [str(i) for i in range(self.gpus)]
+            return
+        import torch
+        visible = placement.visible_gpus(os.environ.get("CUDA_VISIBLE_DEVICES"),
+                                         torch.cuda.device_count())
+        try:
+            self.devices = placement.choose(self.gpus, visible)
+        except placement.PlacementError as e:
+            raise ClusterError(str(e)) from None
+
+    def estimate(self, serial_s: float) -> float:
+        n = len(self.devices) if self.devices else 1
+        return _plan.STARTUP_S + (serial_s - _plan.STARTUP_S) / n
+
+    # -- start
+
+    def start(self, console) -> dict:
+        import dask
+        from distributed import Client
+        if self.devices is not None:
+            dask.config.set({"distributed.scheduler.allowed-failures": 0,
+                             "distributed.scheduler.worker-saturation": 1.0})
+            common = dict(threads_per_worker=1, resources={"GPU": 1}, memory_limit=0,
+                          dashboard_address=":0", silence_logs=40)
+            if self.standin:
+                from distributed import LocalCluster
+                self.cluster = LocalCluster(n_workers=len(self.devices), processes=True, **common)
+            else:
+                from dask_cuda import LocalCUDACluster
+                self.cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=",".join(self.devices),
+                                                n_workers=len(self.devices), **common)
+            self.client = Client(self.cluster)
+            where = f"{len(self.devices)} {'stand-in ' if self.standin else ''}worker(s) on " \
+                    f"{'this host' if self.standin else 'GPUs ' + ','.join(self.devices)}"
+        else:
+            target = self.scheduler
+            kw = {"scheduler_file": target} if Path(target).is_file() else {"address": target}
+            try:
+                self.client = Client(timeout="30s", **kw)
+            except OSError as e:
+                raise ClusterError(f"--scheduler {target}: cannot connect: {e}") from None
+            where = f"the cluster at {target}"
+        console.print(f"Dask: {where}; dashboard {self.client.dashboard_link}")
+        try:
+            self.client.wait_for_workers(1, timeout=START_TIMEOUT_S)
+        except TimeoutError:
+            raise ClusterError(f"no Dask worker joined within {START_TIMEOUT_S:g} s") from None
+        if self.devices is not None:
+            self.client.wait_for_workers(len(self.devices), timeout=START_TIMEOUT_S)
+        console.print("measuring every worker's GPU (facts, copy ceiling) …")
+        from normbench.harness import gpuworker
+        got = self.client.run(gpuworker.facts_async)
+        return summarize_facts(list(got.values()))
+
+    # -- run
+
+    def _hosts(self) -> dict[str, int]:
+        workers = self.client.scheduler_info(n_workers=-1)["workers"].values()
+        gpu = [w for w in workers if (w.get("resources") or {}).get("GPU")]
+        self.resources = {"GPU": 1} if gpu else None
+        return Counter(w["host"] for w in (gpu or workers))
+
+    def records(self, todo, settings, timeout_s):
+        """(case, record) as each case finishes."""
+        from normbench.harness import gpuworker
+        from normbench.harness.measure import failed_record
+        queue = Queue(todo, case_costs(todo, self.sweep), call_us, self.x)
+        s = asdict(settings)
+        in_flight: dict = {}
+        held: dict = {}                # concurrent records waiting for their exclusive re-run
+        hosts, refreshed, lonely = self._hosts(), time.monotonic(), None
+        try:
+            while queue or in_flight:
+                if time.monotonic() - refreshed > REFRESH_S:
+                    hosts, refreshed = self._hosts(), time.monotonic()
+                    self._reclaim(in_flight, hosts, queue)
+                for host, n in hosts.items():
+                    while (got := queue.take(host, n)) is not None:
+                        case, alone = got
+                        fut = self.client.submit(
+                            gpuworker.measure_task, asdict(case), s, timeout_s,
+                            key=f"normbench-{uuid.uuid4().hex}", pure=False, workers=[host],
+                            allow_other_workers=False, resources=self.resources)
+                        in_flight[fut] = (case, host, alone, time.monotonic())
+                if not hosts and queue and not in_flight:
+                    lonely = lonely or time.monotonic()
+                    if time.monotonic() - lonely > NO_WORKER_TIMEOUT_S:
+                        raise ClusterError(f"no Dask worker for {NO_WORKER_TIMEOUT_S:g} s "
+                                           f"with {len(todo)} cases to measure")
+                else:
+                    lonely = None
+                time.sleep(POLL_S)
+                for fut in [f for f in in_flight if f.done()]:
+                    case, host, alone, _ = in_flight.pop(fut)
+                    rec = _record(fut, case, settings, failed_record)
+                    if not queue.finished(host, case, alone, rec):
+                        held[case.key] = rec
+                        continue
+                    held.pop(case.key, None)
+                    yield case, rec
+        except GeneratorExit:
+            for fut in in_flight:
+                fut.cancel()
+            raise
+        except BaseException:
+            for fut in in_flight:
+                fut.cancel()
+            for key, rec in held.items():        # measured: never lost
+                yield next(c for c in todo if c.key == key), rec
+            raise
+
+    def _reclaim(self, in_flight, hosts, queue) -> None:
+        """Tasks pinned to a host with no worker left for a minute: start them elsewhere."""
+        now = time.monotonic()
+        for fut, (case, host, alone, since) in list(in_flight.items()):
+            if host not in hosts and fut.status == "pending" and now - since > 60:
+                fut.cancel()
+                del in_flight[fut]
+                queue.give_back(host, case, alone)
+
+    def close(self) -> None:
+        try:
+            if self.client is not None:
+                self.client.close(timeout=10)
+        except Exception:
+            pass
+        try:
+            if self.cluster is not None:
+                self.cluster.close(timeout=30)
+        except Exception:
+            pass
+        self.client = self.cluster = None
+
+
+def _record(fut, case, settings, failed_record) -> dict:
+    """The record of a finished task, or the failure it stands for."""
+    from normbench.harness.measure import Settings
+    try:
+        out = fut.result()
+    except Exception as e:
+        name = type(e).__name__
+        why = ("the Dask worker died while measuring it (killed, a segfault or out of memory)"
+               if name == "KilledWorker" else f"the task failed: {name}")
+        return failed_record(case, settings, "error",
+                             f"{why}: {' '.join(str(e).split())}"[:500], None)
+    if "record" in out:
+        rec = out["record"]
+    else:
+        status, error = out["failed"]
+        rec = failed_record(case, Settings(**out["settings"]), status, error, out["duration_s"])
+    return hostload.annotate(rec, out["where"], out["concurrent_cases"])
+
+
+def summarize_facts(facts: list[dict]) -> dict:
+    """meta.json facts from every worker's: one describe(), the GPUs, the median ceiling."""
+    if not facts:
+        raise ClusterError("no Dask worker reported its GPU")
+    facts = sorted(facts, key=lambda f: (f["where"]["hostname"], f["where"]["gpu_index"] or 0))
+    meta = {k: v for k, v in facts[0].items() if k not in ("where", "peak_tbps")}
+    models = list(dict.fromkeys(f["device_name"] for f in facts))
+    meta["device_name"] = models[0] if len(models) == 1 else "mixed: " + ", ".join(models)
+    meta["gpus"] = [dict(f["where"], device_name=f["device_name"],
+                         copy_ceiling_gbps=f["copy_ceiling_gbps"]) for f in facts]
+    ceilings = [f["copy_ceiling_gbps"] for f in facts if f["copy_ceiling_gbps"]]
+    meta["copy_ceiling_gbps"] = statistics.median(ceilings) if ceilings else None
+    meta["hostname"] = ", ".join(dict.fromkeys(f["where"]["hostname"] for f in facts))
+    meta["workers"] = len(facts)
+    return meta

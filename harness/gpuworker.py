@@ -1,0 +1,109 @@
+"""The worker side of a distributed run: what a Dask worker does with one case.
+
+A Dask worker owns one GPU (dask-cuda puts it first in the worker's CUDA_VISIBLE_DEVICES).  It
+does not measure in its own process: it keeps one harness.isolate.Worker child, started on its
+first case and reused for every later one (compiled kernels and the peers' JIT caches stay
+warm), and hands each case to it with the config's timeout_s.  So a case that segfaults, runs
+out of memory or is killed costs that case (an `error` record with the exit signal) and a case
+that hangs costs a `timeout` record and a fresh child; the Dask worker itself lives on.  The
+first call also measures the child's GPU: its facts for meta.json and its own copy ceiling,
+which every record it measures uses for `pct_copy`.
+
+The Dask worker process does not import torch: records of cases that produced none (timeout,
+crash) are completed on the driver from what `measure_task` returns.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+from normbench.harness import hostload
+
+FACTS_TIMEOUT_S = 600.0
+_lock = threading.Lock()
+_state: dict = {}
+
+
+def _child():
+    from normbench.harness.isolate import Worker
+    w = _state.get("worker")
+    if w is None:
+        w = Worker("normbench.harness.gpuworker:child",
+                   env={"TRITON_INTERPRET": os.environ.get("TRITON_INTERPRET", "0"),
+                        "NORMBENCH_QUIET": "1"})
+        _state["worker"] = w
+    return w
+
+
+def facts() -> dict:
+    """This worker's GPU: env.describe(), hostname / gpu_index / gpu_uuid, copy ceiling, peak
+    (measured once per worker process, in its child)."""
+    with _lock:
+        if "facts" not in _state:
+            _state["facts"] = _child().call(("facts", None), timeout_s=FACTS_TIMEOUT_S)
+        return _state["facts"]
+
+
+async def facts_async() -> dict:
+    """facts() for Client.run, off the worker's event loop (its heartbeats go on)."""
+    import asyncio
+    return await asyncio.to_thread(facts)
+
+
+def measure_task(case: dict, settings: dict, timeout_s: float) -> dict:
+    """One case on this worker's GPU -> {"record": ...} or {"failed": (status, error), ...}."""
+    from normbench.harness.isolate import WorkerCrashed, WorkerStartError, WorkerTimeout
+    f = facts()
+    s = dict(settings, device_name=f["device_name"], copy_gbps=f["copy_ceiling_gbps"])
+    if f["device_name"] != settings["device_name"] and not f["interpreted"]:
+        s["peak_tbps"] = f["peak_tbps"]
+    with _lock:
+        w = _child()
+        t0 = time.perf_counter()
+        with hostload.track() as load:
+            try:
+                out = {"record": w.call(("measure", (case, s)), timeout_s=timeout_s)}
+            except WorkerStartError:
+                raise
+            except WorkerTimeout as e:
+                out = {"failed": ("timeout", str(e))}
+            except WorkerCrashed as e:
+                out = {"failed": ("error", f"worker crashed: {e}")}
+            except RuntimeError as e:       # measure() itself raised: a bug, still a record
+                out = {"failed": ("error", " ".join(str(e).split())[:500])}
+        out.update(duration_s=time.perf_counter() - t0, where=f["where"],
+                   concurrent_cases=load.count, settings=s)
+    return out
+
+
+def close() -> None:
+    """Stop the child (registered as a Dask worker teardown by the driver, best effort)."""
+    w = _state.pop("worker", None)
+    if w is not None:
+        w.close()
+
+
+# --------------------------------------------------------------------------- in the child
+
+def child(payload):
+    kind, arg = payload
+    if kind == "facts":
+        return _describe()
+    if kind == "measure":
+        from normbench.harness.measure import Settings, measure
+        from normbench.harness.plan import Case
+        case, settings = arg
+        return measure(Case(**case), Settings(**settings))
+    raise ValueError(f"unknown request {kind!r}")
+
+
+def _describe() -> dict:
+    from normbench import strategies
+    from normbench.harness import env, model, placement, timing
+    info = env.describe()
+    on_gpu = not info["interpreted"]
+    info["where"] = placement.local_gpu_fields()
+    info["copy_ceiling_gbps"] = timing.copy_ceiling_gbps(strategies.default_device(), on_gpu)
+    info["peak_tbps"] = model.peak_tbps(info["device_name"], None) if on_gpu else None
+    return info

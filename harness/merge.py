@@ -1,0 +1,138 @@
+"""`merge OUT DIR1 DIR2 …`: one run directory from the shard directories of one plan.
+
+Refused (MergeError, one line) when the shards cannot make one honest run: not shards, of
+different plans or shard counts, from different configs (hash), GPU models, package versions
+or commits, a case held by two shards, or cases that no shard holds (named; `allow_partial`
+merges what exists and says so in meta.json).  The records are written through the store, in
+plan order; meta.json is the first shard's, with `merged_from` (one entry per shard: where,
+when, on which host and GPUs, its copy ceiling) and `merge` (shards, partial, missing cases)
+in place of `shard`.  Each record keeps the `pct_copy` of the GPU that measured it.
+"""
+from __future__ import annotations
+
+import os
+import statistics
+from pathlib import Path
+
+from normbench.harness.schema import COLUMNS
+from normbench.harness.store import RunStore, StoreError, is_run_dir, load_meta, load_records
+
+# meta keys that must agree between shards, besides every "*_version" key
+SAME = (("config_hash", "config"), ("device_name", "GPU model"), ("git_commit", "commit"),
+        ("interpreted", "timer"))
+NAMED = 5                     # cases named in a message before "… and N more"
+
+
+class MergeError(Exception):
+    """The shards cannot be merged; one-line message."""
+
+
+def _names(keys: list[str]) -> str:
+    shown = ", ".join(keys[:NAMED])
+    return shown + (f" … and {len(keys) - NAMED} more" if len(keys) > NAMED else "")
+
+
+def _version_keys(metas: list[dict]) -> list[str]:
+    keys = {k for m in metas for k in m if k.endswith("_version") and k != "format_version"}
+    return sorted(keys)
+
+
+def check(dirs: list[Path], metas: list[dict]) -> None:
+    """Raise MergeError unless the shards come from one plan, config, GPU model and stack."""
+    for d, m in zip(dirs, metas):
+        if not m.get("shard"):
+            raise MergeError(f"{d} is not a shard (no 'shard' in its meta.json; "
+                             "shards come from run --shard I/N)")
+    first = metas[0]["shard"]
+    for d, m in zip(dirs[1:], metas[1:]):
+        s = m["shard"]
+        if s.get("count") != first.get("count"):
+            raise MergeError(f"different shard counts: {dirs[0]} is {first.get('spec')}, "
+                             f"{d} is {s.get('spec')}")
+        if s.get("plan_digest") != first.get("plan_digest"):
+            raise MergeError(f"different plans: {dirs[0]} ({first.get('plan_size')} cases, "
+                             f"plan {first.get('plan_digest')}) and {d} ({s.get('plan_size')} "
+                             f"cases, plan {s.get('plan_digest')})")
+    checks = list(SAME) + [(k, k.replace("_version", "") + " version") for k in _version_keys(metas)]
+    for key, what in checks:
+        values = {repr(m.get(key)): (d, m.get(key)) for d, m in zip(dirs, metas)}
+        if len(values) > 1:
+            (d1, v1), (d2, v2) = list(values.values())[:2]
+            raise MergeError(f"different {what}: {d1} has {key}={v1!r}, {d2} has {key}={v2!r}")
+
+
+def merge(out: str | os.PathLike, dirs: list[str | os.PathLike], *,
+          allow_partial: bool = False) -> dict:
+    """Merge `dirs` into the new run directory `out`; returns its meta."""
+    out, dirs = Path(out), [Path(d) for d in dirs]
+    if not dirs:
+        raise MergeError("no shard directories given")
+    for d in dirs:
+        if not is_run_dir(d):
+            raise MergeError(f"{d} is not a run directory (no records.csv / meta.json)")
+        if d.resolve() == out.resolve():
+            raise MergeError(f"the output {out} is one of the shards")
+    metas = [load_meta(d) for d in dirs]
+    check(dirs, metas)
+    frames = [load_records(d) for d in dirs]
+    plan = metas[0]["shard"]["plan_keys"]
+    in_plan = set(plan)
+    owner: dict[str, Path] = {}
+    rows: dict[str, dict] = {}
+    for d, f in zip(dirs, frames):
+        extra = [c for c in f.columns if c not in COLUMNS]
+        if extra:
+            raise MergeError(f"{d} has columns this version does not know ({', '.join(extra)})")
+        for rec in f.to_dict("records"):
+            cid = rec["case_id"]
+            if cid in owner:
+                raise MergeError(f"case {cid} is in two shards: {owner[cid]} and {d}")
+            if cid not in in_plan:
+                raise MergeError(f"{d} holds case {cid}, which is not in the plan")
+            owner[cid] = d
+            rows[cid] = rec
+    missing = [k for k in plan if k not in rows]
+    if missing and not allow_partial:
+        have = sorted({m["shard"]["spec"] for m in metas})
+        raise MergeError(f"{len(missing)} of {len(plan)} cases are in no shard (shards given: "
+                         f"{', '.join(have)}): {_names(missing)}; --allow-partial merges "
+                         "what exists")
+    meta = _merged_meta(dirs, metas, plan, missing)
+    with RunStore(out) as store:
+        store.write_meta(meta)
+        for k in plan:
+            if k in rows:
+                store.append(rows[k])
+        return store.meta
+
+
+def _merged_meta(dirs, metas, plan, missing) -> dict:
+    meta = {k: v for k, v in metas[0].items() if k != "shard"}
+    order = sorted(range(len(dirs)), key=lambda i: metas[i]["shard"]["index"])
+    sources = []
+    for i in order:
+        m = metas[i]
+        sources.append({"dir": str(dirs[i]), "shard": m["shard"]["spec"],
+                        "cases": len(m["shard"].get("keys") or []),
+                        "hostname": m.get("hostname"), "gpus": m.get("gpus"),
+                        "copy_ceiling_gbps": m.get("copy_ceiling_gbps"),
+                        "started_at": m.get("started_at"), "ended_at": m.get("ended_at"),
+                        "completed": m.get("completed"), "git_dirty": m.get("git_dirty")})
+    ceilings = [s["copy_ceiling_gbps"] for s in sources if s["copy_ceiling_gbps"]]
+    started = [m["started_at"] for m in metas if m.get("started_at")]
+    ended = [m["ended_at"] for m in metas if m.get("ended_at")]
+    meta.update(
+        merged_from=sources,
+        merge={"shards": len(dirs), "count": metas[0]["shard"]["count"],
+               "plan_size": len(plan), "partial": bool(missing), "missing": len(missing),
+               "missing_keys": missing},
+        copy_ceiling_gbps=statistics.median(ceilings) if ceilings else None,
+        started_at=min(started) if started else None, ended_at=max(ended) if ended else None,
+        completed=not missing and all(m.get("completed") for m in metas),
+        git_dirty=any(m.get("git_dirty") for m in metas))
+    if len({s["hostname"] for s in sources}) > 1:
+        meta["hostname"] = ", ".join(dict.fromkeys(str(s["hostname"]) for s in sources))
+    return meta
+
+
+__all__ = ["MergeError", "StoreError", "check", "merge"]
