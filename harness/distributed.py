@@ -165,8 +165,10 @@ class Executor:
         import dask
         from distributed import Client
         if self.devices is not None:
+            # a worker's measuring child is a process of its own: workers must not be daemons
             dask.config.set({"distributed.scheduler.allowed-failures": 0,
-                             "distributed.scheduler.worker-saturation": 1.0})
+                             "distributed.scheduler.worker-saturation": 1.0,
+                             "distributed.worker.daemon": False})
             common = dict(threads_per_worker=1, resources={"GPU": 1}, memory_limit=0,
                           dashboard_address=":0", silence_logs=40)
             if self.standin:
@@ -196,7 +198,11 @@ class Executor:
             self.client.wait_for_workers(len(self.devices), timeout=START_TIMEOUT_S)
         console.print("measuring every worker's GPU (facts, copy ceiling) …")
         from normbench.harness import gpuworker
-        got = self.client.run(gpuworker.facts_async)
+        try:
+            got = self.client.run(gpuworker.facts_async)
+        except Exception as e:
+            raise ClusterError(f"a worker could not measure its GPU: {type(e).__name__}: "
+                               f"{' '.join(str(e).split())}"[:400]) from None
         return summarize_facts(list(got.values()))
 
     # -- run

@@ -26,7 +26,12 @@ _state: dict = {}
 
 
 def _child():
+    import multiprocessing
     from normbench.harness.isolate import Worker
+    if multiprocessing.current_process().daemon:
+        raise RuntimeError("this Dask worker is a daemon process, which may not start the "
+                           "child that measures: start workers with "
+                           "DASK_DISTRIBUTED__WORKER__DAEMON=False")
     w = _state.get("worker")
     if w is None:
         w = Worker("normbench.harness.gpuworker:child",

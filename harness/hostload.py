@@ -3,7 +3,8 @@
 Two runs on two GPUs of one host inflate host-bound records (quack RMSNorm 16384 × 4096 on an
 H200 host: 298 µs next to another run, 128 µs alone): the CPU, its caches and the PCIe root are
 shared.  So every record says how many cases ran on its host while it was measured
-(`concurrent_cases`, itself included), counted exactly, across processes and across runs:
+(`concurrent_cases`: the most cases that ran at one moment of its measurement, itself
+included), counted exactly, across processes and across runs:
 
 * a case being measured holds a file `busy/<token>` (its start time and pid) in a host-local
   directory (`$NORMBENCH_HOSTLOAD_DIR`, default `<tmp>/normbench-hostload`);
@@ -111,8 +112,9 @@ def _parse(line: str):
 
 
 def _overlapping(root: Path, start: float, end: float, own: str) -> int:
-    """How many other cases overlapped [start, end]: busy ones first, then the log."""
-    others: set[str] = set()
+    """The most other cases that ran at one moment of [start, end]: the busy ones first, then
+    the finished ones from the log."""
+    others: dict[str, tuple[float, float]] = {}
     for p in (root / "busy").iterdir():        # 1. still running
         if p.name == own:
             continue
@@ -128,14 +130,28 @@ def _overlapping(root: Path, start: float, end: float, own: str) -> int:
                 pass
             continue
         if s <= end:
-            others.add(p.name)
+            others[p.name] = (s, end)
     with open(root / "log", encoding="utf-8") as f:   # 2. finished
         fcntl.flock(f, fcntl.LOCK_SH)
         for line in f:
             e = _parse(line)
             if e and e[2] != own and e[0] <= end and e[1] >= start:
-                others.add(e[2])
-    return len(others)
+                others[e[2]] = (e[0], e[1])
+    return most_at_once(list(others.values()), start, end)
+
+
+def most_at_once(intervals: list[tuple[float, float]], start: float, end: float) -> int:
+    """The largest number of `intervals` that overlap one moment of [start, end]."""
+    events = []
+    for s, e in intervals:
+        s, e = max(s, start), min(e, end)
+        if s <= e:
+            events += [(s, 0), (e, 1)]          # at one instant a start counts before an end
+    most = active = 0
+    for _, kind in sorted(events):
+        active += 1 if kind == 0 else -1
+        most = max(most, active)
+    return most
 
 
 # --------------------------------------------------------------------------- the flag

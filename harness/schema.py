@@ -130,7 +130,8 @@ DECLARATION: list[Column] = [
     _c("hostname", "string"),
     _c("gpu_index", "Int64", label="GPU"),
     _c("gpu_uuid", "string"),
-    _c("concurrent_cases", "Int64", "cases measured at once on this host", label="concurrent"),
+    _c("concurrent_cases", "Int64", "most cases measured at once on its host during it "
+       "(itself included; harness/hostload.py)", label="concurrent"),
 ]
 
 # Derived (rebuild() refreshes them in place, so `from schema import COLUMNS` stays live).

@@ -1,0 +1,168 @@
+"""Shards and merge (harness/shard.py, harness/merge.py): the partition, shards 0/3-2/3 +
+merge equal to the serial run, each refusal of merge (exit 2, one line), --resume per shard."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from normbench.harness.config import load_config
+from normbench.harness.plan import expand
+from normbench.harness.shard import ShardError, parse, partition, select
+from normbench.harness.store import load_records
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV = {**os.environ, "NORMBENCH_PLUGINS": "tests.fake_impls", "NORMBENCH_QUIET": "1",
+       "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+SAME = ["case_id", "status", "correct", "deterministic", "distinct_results", "max_rel_err",
+        "groups_effective", "workspace_bytes", "writers_per_slot"]
+
+
+def cli(*args, timeout=300):
+    return subprocess.run([sys.executable, str(ROOT / "run_bench.py"), *map(str, args)],
+                          cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=timeout)
+
+
+def write_config(path, **fields):
+    base = {"name": "shards", "norm": ["layernorm", "rmsnorm"], "rows": [5, 9], "d": [16],
+            "dtype": ["fp32"], "groups": [2],
+            "implementations": ["disjoint_block", "torch", "test_nondeterministic"],
+            "timing": {"warmup_ms": 1, "rep_ms": 1}, "determinism": {"repeats": 3}}
+    base.update(fields)
+    path.write_text(json.dumps(base))
+    return path
+
+
+def same_records(a, b):
+    """Equal record sets: keys, statuses, correctness, determinism verdicts, errors, model."""
+    a = a.set_index("case_id").sort_index()
+    b = b.set_index("case_id").sort_index()
+    assert list(a.index) == list(b.index)
+    cols = [c for c in SAME if c != "case_id"]
+    assert a[cols].astype(str).equals(b[cols].astype(str)), (a[cols], b[cols])
+
+
+def test_parse():
+    assert parse("0/3") == (0, 3) and parse(" 2 / 3 ") == (2, 3)
+    for bad in ("3/3", "1", "a/b", "-1/2", "0/0", "1/2/3"):
+        with pytest.raises(ShardError):
+            parse(bad)
+
+
+def test_partition_is_balanced_deterministic_and_complete():
+    costs = [5.0, 1.0, 1.0, 4.0, 2.0, 2.0, 3.0, 3.0]
+    part = partition(costs, 3)
+    assert part == partition(list(costs), 3)                 # the same every time
+    loads = [sum(c for c, p in zip(costs, part) if p == j) for j in range(3)]
+    assert sorted(loads) == [7.0, 7.0, 7.0]
+    assert partition(costs, 1) == [0] * len(costs)
+    assert sorted(set(partition([1.0] * 4, 8))) == [0, 1, 2, 3]   # more parts than cases
+
+
+def test_shards_cover_the_plan_once(tmp_path):
+    from normbench import strategies
+    cfg = write_config(tmp_path / "c.yaml", rows=[5, 9, 300, 4096], d=[16, 1024],
+                       dtype=["fp32", "bf16"], implementations=["disjoint_block", "torch"])
+    sweep = load_config(cfg, known_implementations=strategies.known())
+    cases = expand(sweep, uses_groups=lambda n: strategies.get(n).uses_groups, available=[])
+    parts = [select(cases, sweep, i, 3) for i in range(3)]
+    keys = [c.key for p in parts for c in p]
+    assert sorted(keys) == sorted(c.key for c in cases) and len(set(keys)) == len(keys)
+    assert [c.key for c in parts[1]] == [c.key for c in select(cases, sweep, 1, 3)]
+    assert all(abs(len(p) - len(cases) / 3) <= len(cases) / 6 for p in parts)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """The serial run and its three shards."""
+    tmp = tmp_path_factory.mktemp("shards")
+    cfg = write_config(tmp / "c.yaml")
+    r = cli("run", cfg, "--out", tmp / "serial", "--no-report")
+    assert r.returncode == 0, r.stderr
+    for i in range(3):
+        r = cli("run", cfg, "--shard", f"{i}/3", "--out", tmp / f"s{i}", "--no-report")
+        assert r.returncode == 0, r.stderr
+    return tmp, cfg
+
+
+def test_shards_and_merge_equal_the_serial_run(runs, tmp_path):
+    tmp, _ = runs
+    sizes = [len(load_records(tmp / f"s{i}")) for i in range(3)]
+    assert sum(sizes) == 12 and min(sizes) >= 1
+    meta = json.loads((tmp / "s1" / "meta.json").read_text())
+    assert meta["shard"]["spec"] == "1/3" and meta["shard"]["plan_size"] == 12
+    assert len(meta["shard"]["keys"]) == sizes[1]
+    r = cli("merge", tmp_path / "m", tmp / "s2", tmp / "s0", tmp / "s1")
+    assert r.returncode == 0, r.stderr
+    merged = load_records(tmp_path / "m")
+    same_records(merged, load_records(tmp / "serial"))
+    assert list(merged["case_id"]) == list(load_records(tmp / "serial")["case_id"])  # plan order
+    m = json.loads((tmp_path / "m" / "meta.json").read_text())
+    assert m["completed"] and not m["merge"]["partial"] and "shard" not in m
+    assert [s["shard"] for s in m["merged_from"]] == ["0/3", "1/3", "2/3"]
+    assert (tmp_path / "m" / "report.html").exists()
+    r = cli("compare", tmp / "serial", tmp_path / "m", "--threshold", "100000%")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def _edit_meta(d, **fields):
+    p = d / "meta.json"
+    p.write_text(json.dumps({**json.loads(p.read_text()), **fields}))
+
+
+def _refusal(r, *needles):
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("merge: ") and "Traceback" not in r.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("field,value,needle", [
+    ("config_hash", "0123abcd", "different config"),
+    ("device_name", "NVIDIA B200", "different GPU model"),
+    ("torch_version", "9.9.9", "different torch version"),
+    ("triton_version", "0.0.1", "different triton version"),
+])
+def test_merge_refuses_shards_of_different_runs(runs, tmp_path, field, value, needle):
+    tmp, _ = runs
+    shutil.copytree(tmp / "s1", tmp_path / "s1")
+    _edit_meta(tmp_path / "s1", **{field: value})
+    _refusal(cli("merge", tmp_path / "m", tmp / "s0", tmp_path / "s1", tmp / "s2"), needle)
+    assert not (tmp_path / "m" / "records.csv").exists()
+
+
+def test_merge_refuses_duplicates_missing_cases_and_non_shards(runs, tmp_path):
+    tmp, _ = runs
+    _refusal(cli("merge", tmp_path / "m", tmp / "s0", tmp / "s1", tmp / "s1", tmp / "s2"),
+             "in two shards")
+    r = cli("merge", tmp_path / "m", tmp / "s0", tmp / "s2")
+    first = load_records(tmp / "s1")["case_id"].iloc[0]
+    _refusal(r, "in no shard", "0/3, 2/3", first, "--allow-partial")
+    _refusal(cli("merge", tmp_path / "m", tmp / "serial", tmp / "s0"), "is not a shard")
+    _refusal(cli("merge", tmp_path / "m", tmp / "s0", tmp_path / "nothing"),
+             "not a run directory")
+    r = cli("merge", tmp_path / "p", tmp / "s0", tmp / "s2", "--allow-partial", "--no-report")
+    assert r.returncode == 0 and "partial" in r.stderr, r.stderr
+    m = json.loads((tmp_path / "p" / "meta.json").read_text())
+    assert m["merge"]["partial"] and not m["completed"]
+    assert first in m["merge"]["missing_keys"]
+    assert len(load_records(tmp_path / "p")) == 12 - len(load_records(tmp / "s1"))
+
+
+def test_resume_works_per_shard(runs, tmp_path):
+    tmp, cfg = runs
+    shutil.copytree(tmp / "s0", tmp_path / "s0")
+    rec = (tmp_path / "s0" / "records.csv").read_text().splitlines()
+    (tmp_path / "s0" / "records.csv").write_text("\n".join(rec[:-1]) + "\n")   # lost its last
+    (tmp_path / "s0" / "records.parquet").unlink()
+    r = cli("run", cfg, "--shard", "1/3", "--out", tmp_path / "s0", "--resume", "--no-report")
+    assert r.returncode == 2 and "holds shard 0/3" in r.stderr, r.stderr
+    r = cli("run", cfg, "--out", tmp_path / "s0", "--resume", "--no-report")
+    assert r.returncode == 2 and "--shard 0/3" in r.stderr, r.stderr
+    r = cli("run", cfg, "--shard", "0/3", "--out", tmp_path / "s0", "--resume", "--no-report")
+    assert r.returncode == 0, r.stderr
+    same_records(load_records(tmp_path / "s0"), load_records(tmp / "s0"))
