@@ -34,7 +34,7 @@ def _child():
                            "DASK_DISTRIBUTED__WORKER__DAEMON=False")
     w = _state.get("worker")
     if w is None:
-        w = Worker("normbench.harness.gpuworker:child",
+        w = Worker("normbench.harness.gpuchild:child",
                    env={"TRITON_INTERPRET": os.environ.get("TRITON_INTERPRET", "0"),
                         "NORMBENCH_QUIET": "1"})
         _state["worker"] = w
@@ -87,28 +87,3 @@ def close() -> None:
     w = _state.pop("worker", None)
     if w is not None:
         w.close()
-
-
-# --------------------------------------------------------------------------- in the child
-
-def child(payload):
-    kind, arg = payload
-    if kind == "facts":
-        return _describe()
-    if kind == "measure":
-        from normbench.harness.measure import Settings, measure
-        from normbench.harness.plan import Case
-        case, settings = arg
-        return measure(Case(**case), Settings(**settings))
-    raise ValueError(f"unknown request {kind!r}")
-
-
-def _describe() -> dict:
-    from normbench import strategies
-    from normbench.harness import env, model, placement, timing
-    info = env.describe()
-    on_gpu = not info["interpreted"]
-    info["where"] = placement.local_gpu_fields()
-    info["copy_ceiling_gbps"] = timing.copy_ceiling_gbps(strategies.default_device(), on_gpu)
-    info["peak_tbps"] = model.peak_tbps(info["device_name"], None) if on_gpu else None
-    return info

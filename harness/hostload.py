@@ -62,7 +62,8 @@ class track:
 
     def __enter__(self) -> "track":
         try:
-            self.root = self.root or directory()
+            self.root = Path(self.root) if self.root else directory()
+            (self.root / "busy").mkdir(parents=True, exist_ok=True)
             self.start = time.monotonic()
             self.token = f"{os.getpid()}-{time.monotonic_ns()}"
             self._busy = self.root / "busy" / self.token

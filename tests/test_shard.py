@@ -36,12 +36,16 @@ def write_config(path, **fields):
     return path
 
 
-def same_records(a, b):
-    """Equal record sets: keys, statuses, correctness, determinism verdicts, errors, model."""
+def same_records(a, b, exact_errors=True):
+    """Equal record sets: keys, statuses, correctness, determinism verdicts, errors, model.
+
+    exact_errors=False leaves out max_rel_err: a Dask worker runs torch's CPU ops on one
+    thread (dask sets OMP_NUM_THREADS=1), which sums the CPU reference's rows in another
+    order than the serial run's threads do."""
     a = a.set_index("case_id").sort_index()
     b = b.set_index("case_id").sort_index()
     assert list(a.index) == list(b.index)
-    cols = [c for c in SAME if c != "case_id"]
+    cols = [c for c in SAME if c != "case_id" and (exact_errors or c != "max_rel_err")]
     assert a[cols].astype(str).equals(b[cols].astype(str)), (a[cols], b[cols])
 
 

@@ -1,0 +1,29 @@
+"""The measuring child of a distributed run's worker (harness/gpuworker.py starts it through
+harness/isolate.py).  torch, Triton and the strategies are imported when this module loads,
+so a fresh child's start-up never counts against the first case's timeout_s."""
+from __future__ import annotations
+
+from normbench import strategies
+from normbench.harness import env, model, placement, timing
+from normbench.harness.measure import Settings, measure
+from normbench.harness.plan import Case
+
+
+def child(payload):
+    """("facts", None) -> this GPU's facts; ("measure", (case, settings)) -> its record."""
+    kind, arg = payload
+    if kind == "facts":
+        return _describe()
+    if kind == "measure":
+        case, settings = arg
+        return measure(Case(**case), Settings(**settings))
+    raise ValueError(f"unknown request {kind!r}")
+
+
+def _describe() -> dict:
+    info = env.describe()
+    on_gpu = not info["interpreted"]
+    info["where"] = placement.local_gpu_fields()
+    info["copy_ceiling_gbps"] = timing.copy_ceiling_gbps(strategies.default_device(), on_gpu)
+    info["peak_tbps"] = model.peak_tbps(info["device_name"], None) if on_gpu else None
+    return info

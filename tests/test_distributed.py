@@ -1,0 +1,228 @@
+"""The Dask executor (harness/distributed.py, harness/gpuworker.py) on a real local cluster of
+two stand-in worker processes under the Triton interpreter, the GPU placement and the
+exclusive scheduling with stand-in devices and hosts, and the host-load count
+(harness/hostload.py)."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from normbench.harness import hostload
+from normbench.harness.placement import PlacementError, choose, parse_gpus, physical_index, visible_gpus
+from normbench.harness.store import load_records
+
+from tests.test_shard import ROOT, same_records, write_config
+
+ENV = {**os.environ, "NORMBENCH_PLUGINS": "tests.fake_impls,tests.scaleout_impls",
+       "NORMBENCH_QUIET": "1", "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+needs_dask = pytest.mark.skipif(
+    __import__("importlib").util.find_spec("distributed") is None,
+    reason="Dask is not installed (pip install -e '.[cluster]')")
+
+
+@pytest.fixture(autouse=True)
+def own_hostload_dir(tmp_path, monkeypatch):
+    """Each test counts only its own cases' overlaps (not another test run's on this host)."""
+    monkeypatch.setitem(ENV, "NORMBENCH_HOSTLOAD_DIR", str(tmp_path / "hostload"))
+
+
+def cli(*args, timeout=300, env=ENV):
+    return subprocess.run([sys.executable, str(ROOT / "run_bench.py"), *map(str, args)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def popen(*args, env=ENV):
+    return subprocess.Popen([sys.executable, str(ROOT / "run_bench.py"), *map(str, args)],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def wait_for_records(out, n, p, limit_s=240):
+    deadline = time.time() + limit_s
+    while time.time() < deadline and p.poll() is None:
+        try:
+            if len(load_records(out)) >= n:
+                return True
+        except Exception:
+            pass
+        time.sleep(0.3)
+    return False
+
+
+# --------------------------------------------------------------------------- pure parts
+
+def test_gpu_placement_with_stand_in_devices():
+    assert visible_gpus(None, 4) == ["0", "1", "2", "3"]
+    assert visible_gpus("2,3", 2) == ["2", "3"]
+    assert visible_gpus("1,,3", 3) == ["1"]                  # CUDA stops at an empty entry
+    assert visible_gpus("GPU-aa,GPU-bb", 2) == ["GPU-aa", "GPU-bb"]
+    assert choose("all", ["2", "3"]) == ["2", "3"]
+    assert choose(1, ["2", "3"]) == ["2"]
+    with pytest.raises(PlacementError, match="only 2 GPU"):
+        choose(3, ["2", "3"])
+    with pytest.raises(PlacementError, match="no GPU"):
+        choose("all", [])
+    assert parse_gpus("all") == "all" and parse_gpus("2") == 2
+    for bad in ("0", "-1", "two"):
+        with pytest.raises(PlacementError):
+            parse_gpus(bad)
+    assert physical_index("3") == 3 and physical_index("GPU-aa") is None
+
+
+def test_queue_largest_first_and_exclusive_cases_alone():
+    from normbench.harness.distributed import Queue
+    cases = ["a", "b", "c", "d", "e"]
+    costs = [1, 5, 3, 2, 4]
+    call = {"a": 10, "b": 500, "c": 20, "d": 900, "e": 800}
+    q = Queue(cases, costs, call.get, exclusive_below_us=100)
+    # shared cases, largest cost first, to whichever host has a free slot
+    assert q.take("h1", 2) == ("b", False)
+    assert q.take("h1", 2) == ("e", False)
+    assert q.take("h1", 2) is None                            # both slots busy
+    assert q.take("h2", 2) == ("d", False)
+    # only exclusive cases left (c, a): not on a host where something runs
+    assert q.take("h2", 2) is None
+    assert q.finished("h2", "d", False, {"status": "ok", "concurrent_cases": 3, "time_ms": 0.9})
+    assert q.take("h2", 2) == ("c", True)
+    assert q.take("h2", 2) is None                            # alone while c runs
+    assert q.take("h1", 2) is None                            # h1 still busy
+    q.finished("h1", "b", False, {"status": "ok", "concurrent_cases": 2, "time_ms": 0.5})
+    # measured concurrently and faster than the threshold: re-measured alone, not kept
+    assert not q.finished("h1", "e", False, {"status": "ok", "concurrent_cases": 2,
+                                              "time_ms": 0.05})
+    assert q.take("h1", 2) == ("a", True)
+    q.finished("h1", "a", True, {"status": "ok", "concurrent_cases": 1, "time_ms": 0.01})
+    assert q.take("h1", 2) == ("e", True)
+    assert q.finished("h1", "e", True, {"status": "ok", "concurrent_cases": 1, "time_ms": 0.05})
+    q.finished("h2", "c", True, None)
+    assert not q and q.take("h1", 2) is None
+    # without a threshold nothing waits and nothing is re-measured
+    q = Queue(cases, costs, call.get)
+    assert [q.take("h", 9)[0] for _ in cases] == ["b", "e", "c", "d", "a"]
+    assert q.finished("h", "a", False, {"status": "ok", "concurrent_cases": 5, "time_ms": 1e-6})
+
+
+def test_hostload_counts_overlapping_cases(tmp_path):
+    assert hostload.most_at_once([(0, 10), (2, 3), (4, 5)], 0, 10) == 2
+    assert hostload.most_at_once([(0, 1), (2, 3)], 1.5, 1.8) == 0
+    assert hostload.most_at_once([(0, 4), (1, 5), (2, 6)], 3, 3.5) == 3
+    with hostload.track(tmp_path) as outer:
+        with hostload.track(tmp_path) as a:
+            pass
+        with hostload.track(tmp_path) as b:
+            pass
+    assert (a.count, b.count, outer.count) == (2, 2, 2)
+    with hostload.track(tmp_path) as alone:
+        (tmp_path / "busy" / "999999-1").write_text("0.0 999999\n")     # a dead process's
+    assert alone.count == 1 and not (tmp_path / "busy" / "999999-1").exists()
+    assert list((tmp_path / "busy").iterdir()) == []
+
+
+def test_contention_note():
+    rec = {"status": "ok", "concurrent_cases": 2, "time_ms": 0.05, "hostname": "h"}
+    assert "2 cases ran on h" in hostload.contention_note(rec)
+    assert hostload.contention_note({**rec, "concurrent_cases": 1}) is None
+    assert hostload.contention_note({**rec, "time_ms": 5.0}) is None
+    assert hostload.contention_note({**rec, "time_ms": 5.0, "gpu_time_ms": 1.0})   # host-bound
+    assert hostload.contention_note({**rec, "time_ms": 0.1, "gpu_time_ms": 0.09}) is None
+
+
+# --------------------------------------------------------------------------- a real cluster
+
+@pytest.fixture(scope="module")
+def serial(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("serial")
+    cfg = write_config(tmp / "c.yaml")
+    r = cli("run", cfg, "--out", tmp / "serial", "--no-report")
+    assert r.returncode == 0, r.stderr
+    return cfg, load_records(tmp / "serial")
+
+
+@needs_dask
+def test_two_workers_give_the_serial_record_set(serial, tmp_path):
+    cfg, base = serial
+    r = cli("run", cfg, "--gpus", "2", "--out", tmp_path / "d", "--no-report")
+    assert r.returncode == 0, r.stderr
+    df = load_records(tmp_path / "d")
+    same_records(df, base, exact_errors=False)
+    assert (df["hostname"] == base["hostname"].iloc[0]).all()
+    assert df["concurrent_cases"].between(1, 2).all() and (df["concurrent_cases"] == 2).any()
+    meta = json.loads((tmp_path / "d" / "meta.json").read_text())
+    assert meta["workers"] == 2 and len(meta["gpus"]) == 2 and meta["completed"]
+    ceilings = {g["copy_ceiling_gbps"] for g in meta["gpus"]}
+    # pct_copy from the measuring worker's own ceiling: gbps / pct_copy is one of them
+    implied = {round(g / p * 100, 6) for g, p in zip(df["gbps"], df["pct_copy"])}
+    assert implied <= {round(c, 6) for c in ceilings}
+
+
+@needs_dask
+def test_a_killed_worker_a_segfault_and_a_hang_cost_one_case_each(tmp_path):
+    # timeout_s: a loaded 2-core machine takes up to ~4 s for a first interpreted call
+    cfg = write_config(tmp_path / "c.yaml", rows=[5, 9], norm=["layernorm"], timeout_s=12,
+                       implementations=["torch", "disjoint_block", "test_segfault", "test_hang"])
+    out = tmp_path / "d"
+    import psutil
+    p = popen("run", cfg, "--gpus", "2", "--out", out, "--no-report")
+    try:
+        assert wait_for_records(out, 2, p), p.communicate()[1] if p.poll() is not None else ""
+        workers = [c for c in psutil.Process(p.pid).children() if c.children()]
+        assert workers, "no Dask worker process with a measuring child"
+        workers[0].send_signal(signal.SIGKILL)
+        _, err = p.communicate(timeout=300)
+    finally:
+        p.kill()
+    assert p.returncode == 0, err
+    df = load_records(out)
+    assert len(df) == 8 and df["case_id"].is_unique                  # none lost or duplicated
+    by = df.set_index("case_id")
+    killed = df[df["error"].fillna("").str.contains("Dask worker died")]
+    assert len(killed) <= 2
+    for rows in (5, 9):
+        seg = by.loc[f"layernorm|test_segfault|{rows}|16|fp32|fp32|-"]
+        hang = by.loc[f"layernorm|test_hang|{rows}|16|fp32|fp32|-"]
+        assert seg["status"] == "error" and ("SIGSEGV" in seg["error"] or "Dask worker died" in seg["error"])
+        assert hang["status"] in ("timeout", "error")
+        assert hang["status"] == "timeout" or "Dask worker died" in hang["error"]
+    fine = df[df["implementation"].isin(["torch", "disjoint_block"])]
+    assert ((fine["status"] == "ok") | fine["error"].fillna("").str.contains("Dask worker died")).all()
+    assert (fine["status"] == "ok").sum() >= 2
+
+
+@needs_dask
+def test_an_interrupted_distributed_run_resumes(serial, tmp_path):
+    cfg, base = serial
+    out = tmp_path / "d"
+    p = popen("run", cfg, "--gpus", "2", "--out", out, "--no-report", "--exclusive-below-us", "1e9")
+    try:
+        assert wait_for_records(out, 3, p)
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=120)
+    finally:
+        p.kill()
+    assert p.returncode == 130, err
+    assert "--resume" in err and "Traceback" not in err
+    kept = load_records(out)
+    assert 3 <= len(kept) < 12
+    r = cli("run", cfg, "--gpus", "2", "--out", out, "--no-report", "--resume",
+            "--exclusive-below-us", "1e9")
+    assert r.returncode == 0, r.stderr
+    df = load_records(out)
+    same_records(df, base, exact_errors=False)
+    assert (df["concurrent_cases"] == 1).all()          # every case measured alone
+
+
+def test_bad_cluster_options_are_one_line_and_exit_2(tmp_path):
+    cfg = write_config(tmp_path / "c.yaml")
+    for args, needle in ((["--gpus", "0"], "at least 1"), (["--gpus", "all"], "no GPU"),
+                         (["--gpus", "2", "--scheduler", "tcp://x:1"], "exclude each other"),
+                         (["--exclusive-below-us", "5"], "needs --gpus"),
+                         (["--shard", "3/3"], "0 <= I < N")):
+        r = cli("run", cfg, *args, "--out", tmp_path / "x", "--dry-run")
+        assert r.returncode == 2, (args, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and needle in lines[0] and lines[0].startswith("run: "), r.stderr
