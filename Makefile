@@ -15,7 +15,7 @@ install:
 	$(PIP) -r requirements.txt
 
 install-test:
-	$(PIP) -r requirements.txt -e '.[test]'
+	$(PIP) -r requirements.txt -e '.[test,cluster]'
 	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
 	  echo "installing Debian's chromium and chromium-driver for the report's browser test"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \

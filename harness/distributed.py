@@ -175,9 +175,16 @@ class Executor:
                 from distributed import LocalCluster
                 self.cluster = LocalCluster(n_workers=len(self.devices), processes=True, **common)
             else:
-                from dask_cuda import LocalCUDACluster
-                self.cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=",".join(self.devices),
-                                                n_workers=len(self.devices), **common)
+                try:
+                    from dask_cuda import LocalCUDACluster
+                except Exception as e:      # dask-cuda, or the cuda.core it imports, missing
+                    console.print(f"[yellow]note:[/] dask-cuda does not import ({type(e).__name__}: "
+                                  f"{e}); one worker per GPU with CUDA_VISIBLE_DEVICES set, "
+                                  "without dask-cuda's CPU affinity")
+                    self.cluster = _per_gpu_cluster(self.devices, common)
+                else:
+                    self.cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=",".join(self.devices),
+                                                    n_workers=len(self.devices), **common)
             self.client = Client(self.cluster)
             where = f"{len(self.devices)} {'stand-in ' if self.standin else ''}worker(s) on " \
                     f"{'this host' if self.standin else 'GPUs ' + ','.join(self.devices)}"
@@ -283,6 +290,20 @@ class Executor:
         except Exception:
             pass
         self.client = self.cluster = None
+
+
+def _per_gpu_cluster(devices: list[str], common: dict):
+    """dask-cuda's layout without it: one nanny per GPU, that GPU first in its worker's
+    CUDA_VISIBLE_DEVICES (no CPU affinity)."""
+    from distributed import Nanny, Scheduler, SpecCluster
+    opts = {"nthreads": common["threads_per_worker"], "resources": common["resources"],
+            "memory_limit": common["memory_limit"], "silence_logs": common["silence_logs"]}
+    workers = {f"gpu-{dev}": {"cls": Nanny, "options": {
+        **opts, "name": f"gpu-{dev}",
+        "env": {"CUDA_VISIBLE_DEVICES": ",".join(devices[i:] + devices[:i])}}}
+        for i, dev in enumerate(devices)}
+    return SpecCluster(workers=workers, scheduler={"cls": Scheduler, "options": {
+        "dashboard_address": common["dashboard_address"]}}, silence_logs=common["silence_logs"])
 
 
 def _record(fut, case, settings, failed_record) -> dict:
