@@ -1,0 +1,33 @@
+"""One sweep over a SLURM cluster through dask-jobqueue, one Dask worker per GPU.
+
+    pip install dask-jobqueue          # where this runs (a login node); normbench on the nodes
+    python configs/cluster/slurm_dask.py CONFIG OUT [JOBS]
+
+Each job asks for one GPU and starts one worker with a GPU resource, as a non-daemon process
+(its measuring child needs that); the scheduler's allowed-failures is 0, so a case that kills
+its worker is recorded once as an error instead of killing three more.  Adjust queue, cores,
+memory and walltime to the site.
+"""
+import subprocess
+import sys
+
+from dask_jobqueue import SLURMCluster
+
+config, out = sys.argv[1], sys.argv[2]
+jobs = int(sys.argv[3]) if len(sys.argv) > 3 else 8
+cluster = SLURMCluster(
+    queue="gpu", cores=8, processes=1, memory="64GB", walltime="04:00:00",
+    job_extra_directives=["--gres=gpu:1"],
+    worker_extra_args=["--resources", "GPU=1", "--nthreads", "1"],
+    job_script_prologue=["export DASK_DISTRIBUTED__WORKER__DAEMON=False"],
+    scheduler_options={"dashboard_address": ":8787"},
+)
+import dask  # noqa: E402  the scheduler runs here, in this process
+dask.config.set({"distributed.scheduler.allowed-failures": 0})
+cluster.scale(jobs=jobs)
+try:
+    rc = subprocess.run([sys.executable, "run_bench.py", "run", config, "--out", out,
+                         "--scheduler", cluster.scheduler_address]).returncode
+finally:
+    cluster.close()
+sys.exit(rc)
