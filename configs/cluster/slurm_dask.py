@@ -11,8 +11,11 @@ memory and walltime to the site.
 import subprocess
 import sys
 
+import dask
 from dask_jobqueue import SLURMCluster
 
+# the scheduler runs in this process: a case that kills its worker is recorded once
+dask.config.set({"distributed.scheduler.allowed-failures": 0})
 config, out = sys.argv[1], sys.argv[2]
 jobs = int(sys.argv[3]) if len(sys.argv) > 3 else 8
 cluster = SLURMCluster(
@@ -22,8 +25,6 @@ cluster = SLURMCluster(
     job_script_prologue=["export DASK_DISTRIBUTED__WORKER__DAEMON=False"],
     scheduler_options={"dashboard_address": ":8787"},
 )
-import dask  # noqa: E402  the scheduler runs here, in this process
-dask.config.set({"distributed.scheduler.allowed-failures": 0})
 cluster.scale(jobs=jobs)
 try:
     rc = subprocess.run([sys.executable, "run_bench.py", "run", config, "--out", out,
