@@ -1,17 +1,22 @@
-"""Registers and spills of the row-loop kernel, compiled for the H200 (sm_90) on any machine.
+"""Registers, spills and code of a strategy's kernel, compiled for the H200 (sm_90) on any machine.
 
-    python bench/regs.py [--d 16384] [--norm layernorm] [--dtype bf16] [--override JSON]
+    python bench/regs.py [--name disjoint_block] [--d 16384] [--norm layernorm] [--dtype bf16]
+                         [--weight-dtype same] [--override JSON] [--fused GROUPS] [--asm DIR]
+    python bench/regs.py --table [--names a,b] [--ds 3072,12288,16384] [--dtypes bf16,fp32]
 
 Triton's wheel ships ptxas, so `triton.compile(..., target=GPUTarget("cuda", 90, 32))` works
 without a GPU; `cuobjdump -res-usage` then reads the registers, stack (spills) and shared
-memory of `disjoint_block`'s kernel at the launch parameters the rules pick for d (or with
---override, the same keys as strategies._tuning.OVERRIDE).  A spill shows as stack > 0: the
-first thing to check before spending device time on a kernel change (docs/PERF_NOTES.md,
-version 4).  A probe: the device decides what is fast.
+memory of a strategy's kernel (the `*_kernel` jit function of its module) at the launch
+parameters its rule picks for d (or with --override, the same keys as
+strategies._tuning.OVERRIDE).  A spill shows as stack > 0: the first thing to check before
+spending device time on a kernel change (docs/PERF_NOTES.md, version 4).  --asm DIR writes the
+PTX and SASS too, to compare a refactor's code before and after.  --table prints one line per
+(name, norm, d, dtype, weight dtype).  A probe: the device decides what is fast.
 """
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import re
@@ -31,71 +36,136 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
+from triton.runtime.jit import JITFunction  # noqa: E402
 
+from normbench import strategies  # noqa: E402
 from normbench.strategies import _tuning  # noqa: E402
-from normbench.strategies.disjoint_block import _disjoint_kernel  # noqa: E402
-from normbench.strategies.disjoint_fused import _fused_kernel, reduce_tile  # noqa: E402
+from normbench.strategies.disjoint_fused import reduce_tile  # noqa: E402
 
 TYPES = {"bf16": "*bf16", "fp16": "*fp16", "fp32": "*fp32"}
+# kernel argument -> which dtype it carries: the activations', the weight's, fp32, int32
+ACT, WEIGHT = ("X", "DY", "DX"), ("W", "DW", "DB")
+F32 = ("Mean", "Rstd", "PW", "PB", "AW", "AB")
+I32_PTR = ("Locks", "Counter")
+ALIGNED = ACT + WEIGHT + F32 + I32_PTR + ("stride_x", "stride_dy", "stride_dx")
+TOOLS = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
 
 
-def resources(d: int, norm: str, dtype: str, override: dict | None = None,
-              fused_groups: int = 0) -> dict:
-    """{'regs', 'stack', 'shared', 'local'} of _disjoint_kernel for one configuration, or of
-    disjoint_fused's kernel with its grid-synchronised reduce over `fused_groups` programs."""
-    kernel = _fused_kernel if fused_groups else _disjoint_kernel
-    p = dict(_tuning.params("disjoint_block", d))
+def kernel_of(name: str) -> JITFunction:
+    """The kernel a strategy launches: the `*_kernel` jit function defined in its module."""
+    mod = sys.modules[strategies.get(name).fn.__module__]
+    found = [v for k, v in vars(mod).items() if isinstance(v, JITFunction) and k.endswith("_kernel")
+             and v.fn.__module__ == mod.__name__]
+    if len(found) != 1:
+        raise SystemExit(f"regs.py: {name}: expected one *_kernel in {mod.__name__}, found {len(found)}")
+    return found[0]
+
+
+def compile_kernel(name: str, d: int, norm: str, dtype: str, weight_dtype: str = "same",
+                   override: dict | None = None, fused_groups: int = 0):
+    """The compiled kernel of strategy `name` and the launch parameters it was compiled at."""
+    kernel = kernel_of(name)
+    p = dict(strategies.get(name).params(d))
     p.update(override or {})
     if "block_d" in (override or {}):
         p["one_chunk"] = p["block_d"] >= d
-    ptr = TYPES[dtype]
-    sig = dict(X=ptr, DY=ptr, DX=ptr, W=ptr, Mean="*fp32", Rstd="*fp32", PW="*fp32", PB="*fp32",
-               ROWS="i32", N="i32", ROWS_PER_PROG="i32", stride_x="i32", stride_dy="i32",
-               stride_dx="i32", DW=ptr, DB=ptr, Counter="*i32")
+    act = TYPES[dtype]
+    wt = act if weight_dtype == "same" else TYPES[weight_dtype]
+    names = kernel.arg_names
     consts = dict(HAS_MEAN=norm == "layernorm", BLOCK_R=p["block_r"], BLOCK_D=p["block_d"],
                   ONE_CHUNK=p["one_chunk"], NUM_STAGES=p["num_stages"], PREFETCH=p["prefetch"],
                   RELOAD=p["reload"])
-    if fused_groups:
-        red_g, red_n = reduce_tile(fused_groups, d)
-        consts.update(GRID_SYNC=True, RED_G=red_g, RED_N=red_n)
-    names = kernel.arg_names
-    sig.update({k: "constexpr" for k in consts})
-    sig = {n: sig[n] for n in names}
+    if "GRID_SYNC" in names:
+        sync = bool(fused_groups)
+        red_g, red_n = reduce_tile(fused_groups, d) if sync else (1, 1)
+        consts.update(GRID_SYNC=sync, RED_G=red_g, RED_N=red_n)
+    consts = {k: v for k, v in consts.items() if k in names}
+    sig = {}
+    for n in names:
+        sig[n] = ("constexpr" if n in consts else act if n in ACT else wt if n in WEIGHT
+                  else "*fp32" if n in F32 else "*i32" if n in I32_PTR else "i32")
     # what Triton assumes of aligned tensors and of sizes divisible by 16 (d a multiple of 16)
     attrs = {(names.index(n),): [["tt.divisibility", 16]]
-             for n in ("X", "DY", "DX", "W", "Mean", "Rstd", "PW", "PB", "stride_x", "stride_dy",
-                       "stride_dx") + (("N",) if d % 16 == 0 else ()) if n in names}
+             for n in ALIGNED + (("N",) if d % 16 == 0 else ()) if n in names}
     src = ASTSource(kernel, sig, attrs=attrs,
                     constexprs={(names.index(k),): v for k, v in consts.items()})
-    # the options launch_partials passes: num_warps only (the loop's stages are NUM_STAGES;
-    # a loop without them gets Triton's default, as at launch)
-    k = triton.compile(src, target=GPUTarget("cuda", 90, 32),
-                       options={"num_warps": p["num_warps"]})
-    tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
+    # the options the strategies' launches pass: num_warps only (the row loop's stages are
+    # NUM_STAGES; a loop without them gets Triton's default, as at launch)
+    k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": p["num_warps"]})
+    return k, p
+
+
+def _cuobjdump(cubin: bytes, flag: str) -> str:
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(k.asm["cubin"])
+        f.write(cubin)
         f.flush()
-        out = subprocess.run([tool, "-res-usage", f.name], capture_output=True, text=True,
-                             check=True).stdout
+        return subprocess.run([os.path.join(TOOLS, "cuobjdump"), flag, f.name], capture_output=True,
+                              text=True, check=True).stdout
+
+
+def resources(d: int, norm: str, dtype: str, override: dict | None = None,
+              fused_groups: int = 0, name: str | None = None, weight_dtype: str = "same",
+              asm_dir: str | None = None) -> dict:
+    """{'regs', 'stack', 'shared', 'local', 'dynamic', ...} of strategy `name`'s kernel
+    (default disjoint_block's, or disjoint_fused's with its grid-synchronised reduce over
+    `fused_groups` programs) for one configuration."""
+    name = name or ("disjoint_fused" if fused_groups else "disjoint_block")
+    k, p = compile_kernel(name, d, norm, dtype, weight_dtype, override, fused_groups)
+    out = _cuobjdump(k.asm["cubin"], "-res-usage")
     m = re.search(r"REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)", out)
+    sass = _cuobjdump(k.asm["cubin"], "-sass")
+    if asm_dir:
+        os.makedirs(asm_dir, exist_ok=True)
+        stem = os.path.join(asm_dir, f"{name}-{norm}-{d}-{dtype}-{weight_dtype}")
+        with open(stem + ".ptx", "w") as f:
+            f.write(k.asm["ptx"])
+        with open(stem + ".sass", "w") as f:
+            # the SASS without addresses and the cubin's name: comparable between two builds
+            f.write("\n".join(re.sub(r"/\*[0-9a-f]{4,}\*/", "", ln) for ln in sass.splitlines()
+                              if "Function" in ln or "/*" in ln))
     # `shared` is the static shared memory (reductions); `dynamic` what Triton adds at launch
-    # (the pipelined loop's stages)
-    return dict(regs=int(m[1]), stack=int(m[2]), shared=int(m[3]), local=int(m[4]),
-                dynamic=k.metadata.shared,
-                **{k: p[k] for k in ("block_r", "num_warps", "num_stages", "prefetch", "reload")})
+    # (the pipelined loop's stages); `ldg`/`ldgsts`/`stl`: global loads, cp.async, spill stores
+    return dict(name=name, regs=int(m[1]), stack=int(m[2]), shared=int(m[3]), local=int(m[4]),
+                dynamic=k.metadata.shared, ldg=len(re.findall(r"\bLDG\.", sass)),
+                ldgsts=len(re.findall(r"\bLDGSTS\b", sass)), stl=len(re.findall(r"\bSTL\b", sass)),
+                bar=len(re.findall(r"\bBAR\.", sass)),
+                **{k: p[k] for k in ("block_d", "block_r", "num_warps", "num_stages", "prefetch",
+                                     "reload")})
+
+
+def table(names, ds, norms, dtypes, weight_dtypes, override, asm_dir=None) -> None:
+    """One JSON line per configuration (what docs/PERF_NOTES.md's register tables are made of)."""
+    for name, d, norm, dt, wd in itertools.product(names, ds, norms, dtypes, weight_dtypes):
+        if dt == "fp32" and wd != "same":
+            continue
+        r = resources(d, norm, dt, override, name=name, weight_dtype=wd,
+                      fused_groups=132, asm_dir=asm_dir)   # a grid sync, where the kernel has one
+        print(json.dumps(dict(norm=norm, d=d, dtype=dt, weight_dtype=wd, **r)), flush=True)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--name", default=None, help="strategy (default disjoint_block)")
     ap.add_argument("--d", type=int, default=16384)
     ap.add_argument("--norm", default="layernorm", choices=["layernorm", "rmsnorm"])
     ap.add_argument("--dtype", default="bf16", choices=list(TYPES))
+    ap.add_argument("--weight-dtype", default="same", choices=["same", *TYPES])
     ap.add_argument("--override", default="", help='e.g. \'{"reload": false}\'')
     ap.add_argument("--fused", type=int, default=0, metavar="GROUPS",
                     help="disjoint_fused's kernel (grid sync over GROUPS programs) instead")
+    ap.add_argument("--asm", default=None, metavar="DIR", help="also write PTX and SASS there")
+    ap.add_argument("--table", action="store_true", help="every combination of the lists below")
+    ap.add_argument("--names", default="disjoint_block")
+    ap.add_argument("--ds", default="3072,4096,7168,8192,12288,16384")
+    ap.add_argument("--norms", default="layernorm,rmsnorm")
+    ap.add_argument("--dtypes", default="bf16,fp32")
+    ap.add_argument("--weight-dtypes", default="same,fp32")
     a = ap.parse_args()
-    print(json.dumps(resources(a.d, a.norm, a.dtype, json.loads(a.override) if a.override else None,
-                               a.fused)))
+    ov = json.loads(a.override) if a.override else None
+    if a.table:
+        return table(a.names.split(","), [int(x) for x in a.ds.split(",")], a.norms.split(","),
+                     a.dtypes.split(","), a.weight_dtypes.split(","), ov, a.asm)
+    print(json.dumps(resources(a.d, a.norm, a.dtype, ov, a.fused, a.name, a.weight_dtype, a.asm)))
 
 
 if __name__ == "__main__":

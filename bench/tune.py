@@ -36,7 +36,6 @@ SHAPES = [(16384, 4096), (16384, 8192), (65536, 1024), (8192, 16384),
           (2048, 768), (4096, 1024), (4096, 4096)]
 DEFAULT = "default"          # marks the configuration the shipped rules pick
 REPEAT = "default-again"     # the same, timed once more after the others
-ROW_LOOP = ("disjoint_block", "disjoint_fused")     # the kernels whose programs loop over rows
 NEW_ONLY = False             # --new-only: the defaults and round 8's candidates, nothing else
 
 
@@ -53,20 +52,27 @@ def grid(name: str, d: int, sms: int):
     per SM (--new-only: these and the defaults alone).  Rounds 1–6 searched other grids (git
     history of this file)."""
     yield {}, None, False
-    if name not in ROW_LOOP:
+    if not row_loop(name):
         return
-    if name == "disjoint_fused" and d <= 2048:
-        # round 8: the grid sync over more than one program per SM (as many as the driver
-        # says fit; beyond that the fused kernel takes its ticket path)
+    if d <= 2048:
+        # round 8: more than one program per SM (disjoint_fused's grid sync spans as many as
+        # the driver says fit; beyond that the fused kernel takes its ticket path)
         for k in (2, 3):
             yield {}, k * sms, False
     if not NEW_ONLY:
-        yield from _round7(name == "disjoint_block", d, sms)
+        yield from _round7(d, sms)
     yield {}, None, True
 
 
-def _round7(block: bool, d: int, sms: int):
-    """Round 7's candidates (the pipelined row loop's stages, tiles, warps and GROUPS)."""
+def row_loop(name: str) -> bool:
+    """Whether `name`'s programs loop over rows: its registered launch rule says so."""
+    launch = strategies.get(name).launch
+    return launch is not None and launch.row_loop
+
+
+def _round7(d: int, sms: int):
+    """Round 7's candidates (the pipelined row loop's stages, tiles, warps and GROUPS; round 7
+    timed the GROUPS candidates for disjoint_block alone)."""
     pipe = dict(prefetch=False)
     if d >= 16384:
         yield {"num_stages": 2}, None, False
@@ -74,18 +80,16 @@ def _round7(block: bool, d: int, sms: int):
         yield {**pipe, "num_stages": 3}, None, False
         yield {**pipe, "num_stages": 4}, None, False
         yield {**pipe, "num_stages": 3, "block_r": 8, "num_warps": 8}, None, False
-        if block:
-            yield {**pipe, "num_stages": 3}, 3 * sms, False
-            for st, g in ((3, 4 * sms), (3, 5 * sms), (4, 5 * sms)):
-                yield {**pipe, "num_stages": st, "block_r": 2}, g, False
-            yield {**pipe, "num_stages": 4, "block_r": 1}, 8 * sms, False
+        yield {**pipe, "num_stages": 3}, 3 * sms, False
+        for st, g in ((3, 4 * sms), (3, 5 * sms), (4, 5 * sms)):
+            yield {**pipe, "num_stages": st, "block_r": 2}, g, False
+        yield {**pipe, "num_stages": 4, "block_r": 1}, 8 * sms, False
     elif d <= 4096:
         for st in (3, 4):
             yield {**pipe, "num_stages": st}, None, False
         yield {**pipe, "num_stages": 3, "num_warps": 16}, None, False
-        if block:
-            for st in (3, 4):
-                yield {**pipe, "num_stages": st, "block_r": 1, "num_warps": 8}, 2 * sms, False
+        for st in (3, 4):
+            yield {**pipe, "num_stages": st, "block_r": 1, "num_warps": 8}, 2 * sms, False
     else:
         for st in (2, 3, 4):
             yield {**pipe, "num_stages": st}, None, False
@@ -178,8 +182,7 @@ def main():
             e = strategies.get(name)
             for ov, g, again in (grid(name, d, sms) if name in names else [({}, None, False)]):
                 _tuning.OVERRIDE[name] = ov
-                p = (_tuning.params(name, d, rows_per_tile=None if name in ROW_LOOP else 1)
-                     if name in names else {})
+                p = e.params(d) if name in names else {}
                 try:
                     res = e.backward(x, dy, wt, mean, rstd, groups=g)
                     err = max(v for v in (rel_error(o, r) for o, r in zip(res, ref)) if v is not None)

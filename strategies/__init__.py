@@ -2,13 +2,15 @@
 
     from normbench import strategies
     strategies.names()
-    dx, dw, db = strategies.get("disjoint_block").backward(x, dy, weight, mean, rstd, groups=G)
+    dx, dw, db = strategies.get(name).backward(x, dy, weight, mean, rstd, groups=G)
 
 `mean=None` means RMSNorm (then db is None).  See docs/DESIGN.md for the whole contract.
 """
 from . import _device  # noqa: F401  (first: decides TRITON_INTERPRET before any kernel exists)
 from ._device import default_device, interpreted, sm_count
+from ._contention import Contention
 from ._registry import Entry, entries, get, known, names, register, register_unavailable
+from ._tuning import ONE_ROW, ROW_LOOP, Rule
 
 # One module per implementation; importing registers it.
 from . import atomic, grouped_atomic, spin_lock, disjoint_block, disjoint_fused  # noqa: E402,F401
@@ -22,5 +24,6 @@ def default_groups(name: str, rows: int, d: int, device=None) -> int | None:
     return get(name).effective_groups(rows, d, None, device)
 
 
-__all__ = ["Entry", "default_device", "default_groups", "entries", "get", "interpreted", "known",
-           "names", "register", "register_unavailable", "sm_count"]
+__all__ = ["Contention", "Entry", "ONE_ROW", "ROW_LOOP", "Rule", "default_device", "default_groups",
+           "entries", "get", "interpreted", "known", "names", "register", "register_unavailable",
+           "sm_count"]

@@ -79,11 +79,6 @@ def scratch(groups: int, d: int, has_bias: bool, device: torch.device, zero: boo
     return hit[0], hit[1]
 
 
-def partial_workspace(groups: int, d: int, has_bias: bool) -> int:
-    """Bytes of the fp32 [GROUPS, d] partial rows of the two-pass schemes (×2 with dβ)."""
-    return groups * d * 4 * (2 if has_bias else 1)
-
-
 # --- launching ------------------------------------------------------------------------------
 # `kernel[grid](*args, **meta)` binds and specialises every argument, builds a cache key and
 # reads several Triton settings on every call: host time that a small shape pays in full (the

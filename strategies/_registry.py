@@ -1,24 +1,34 @@
-"""The registry: a strategy or baseline is one decorated function.
+"""The registry: a strategy or baseline is one decorated function, with its rules beside it.
 
-    @register("disjoint_block", kind="strategy", deterministic_by_design=True, uses_groups=True)
+    @register("mine", kind="strategy", deterministic_by_design=True, uses_groups=True,
+              launch=_tuning.ROW_LOOP, auto_groups=_groups.row_loop_programs,
+              contention=Contention(writers=1, partial_rows="groups"))
     def backward(x, dy, weight, mean, rstd, *, groups): ...
 
-The harness discovers implementations through this registry only.
+The name is written once, there: the launch rule is declared under it (`_tuning.params(name,
+d)`, and `backward.params(d)` inside the strategy), the GROUPS=auto rule and the contention
+model (`_contention.Contention`, data) live on its Entry.  The harness discovers
+implementations through this registry only.
 """
 from __future__ import annotations
 
+import functools
 import importlib
+import inspect
 import math
 import os
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Callable
 
 import torch
 
 from . import _device, _tuning
 from ._args import check_args
+from ._contention import Contention
 
 KINDS = ("strategy", "baseline")
+_NO_PARAMS = MappingProxyType({})
 
 
 def _no_workspace(rows: int, d: int, groups: int | None, has_bias: bool) -> int:
@@ -35,14 +45,22 @@ class Entry:
     available: bool = True
     reason: str = ""
     doc: str = ""
-    # (rows, d, sm_count) -> GROUPS used when groups=None
-    auto_groups: Callable[[int, int, int], int] | None = None
+    # (rows, d, sm_count, launch params at d) -> GROUPS used when groups=None
+    auto_groups: Callable[[int, int, int, dict], int] | None = None
     # (rows, d, groups_effective, has_bias) -> fp32 workspace bytes
     workspace: Callable[[int, int, int | None, bool], int] = field(default=_no_workspace)
     # (rows, groups_effective) -> writers into one dγ slot
     writers: Callable[[int, int | None], int] | None = None
+    # the launch rule (strategies with Triton kernels) and the contention model, as declared
+    launch: _tuning.Rule | None = None
+    contention: Contention | None = None
     # (rows, d, groups, device) -> effective GROUPS, cached for the hot path of backward()
     _groups: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def params(self, d: int):
+        """The launch parameters this entry's rule picks at d (tuning overrides applied);
+        empty for an entry that declared no launch rule."""
+        return _tuning.params(self.name, d) if self.launch is not None else _NO_PARAMS
 
     def effective_groups(self, rows: int, d: int, groups: int | None,
                          device: torch.device | str | None = None) -> int | None:
@@ -53,7 +71,8 @@ class Entry:
         if not self.uses_groups:
             return None
         if groups is None:
-            groups = self.auto_groups(rows, d, _device.sm_count(device)) if self.auto_groups else 1
+            groups = (self.auto_groups(rows, d, _device.sm_count(device), self.params(d))
+                      if self.auto_groups else 1)
         per = math.ceil(rows / groups)
         return math.ceil(rows / per)
 
@@ -73,7 +92,7 @@ class Entry:
         if not self.uses_groups:
             return self.fn(x, dy, weight, mean, rstd, groups=None)
         # every call asks: a dict hit, nothing more — except while launch parameters are
-        # overridden (bench/tune.py), since the auto GROUPS of disjoint_block follows the warps
+        # overridden (bench/tune.py), since the auto GROUPS of the row loop follows the warps
         key = (*x.shape, groups, x.device)
         g = None if _tuning.OVERRIDE else self._groups.get(key)
         if g is None:
@@ -81,6 +100,19 @@ class Entry:
             if not _tuning.OVERRIDE:
                 self._groups[key] = g
         return self.fn(x, dy, weight, mean, rstd, groups=g)
+
+
+def _four_args(auto_groups):
+    """An auto-GROUPS rule of the older form (rows, d, sms), as (rows, d, sms, launch)."""
+    if auto_groups is None:
+        return None
+    try:
+        n = len(inspect.signature(auto_groups).parameters)
+    except (TypeError, ValueError):
+        return auto_groups
+    if n == 3:
+        return lambda rows, d, sms, launch: auto_groups(rows, d, sms)
+    return auto_groups
 
 
 def _first_line(text: str | None) -> str:
@@ -93,18 +125,32 @@ _plugins_loaded = False
 
 
 def register(name: str, *, kind: str, deterministic_by_design: bool, uses_groups: bool,
-             auto_groups=None, workspace=None, writers=None, doc: str = ""):
-    """Decorator registering `fn(x, dy, weight, mean, rstd, *, groups)` under `name`."""
+             launch: _tuning.Rule | None = None, auto_groups=None, contention: Contention | None = None,
+             workspace=None, writers=None, doc: str = ""):
+    """Decorator registering `fn(x, dy, weight, mean, rstd, *, groups)` under `name`.
+
+    launch: the launch rule (`_tuning.Rule`); the decorated function gets `fn.params(d)`, its
+    parameters at d (overrides applied), so its body never repeats the name.  auto_groups:
+    (rows, d, sms, launch params) -> GROUPS for groups=None.  contention: the contention model
+    as data (`Contention`); `workspace` / `writers` callables instead, for a model that is not
+    of that form (they win over it)."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    if contention is not None:
+        workspace = workspace or contention.workspace
+        writers = writers or contention.writers_per_slot
 
     def deco(fn):
         if name in _REGISTRY and _REGISTRY[name].fn is fn:
             return fn                      # the same module imported twice
         add(Entry(
             name=name, kind=kind, deterministic_by_design=deterministic_by_design,
-            uses_groups=uses_groups, fn=fn, doc=doc or _first_line(fn.__doc__), auto_groups=auto_groups,
-            workspace=workspace or _no_workspace, writers=writers))
+            uses_groups=uses_groups, fn=fn, doc=doc or _first_line(fn.__doc__),
+            auto_groups=_four_args(auto_groups), workspace=workspace or _no_workspace,
+            writers=writers, launch=launch, contention=contention))
+        if launch is not None:
+            _tuning.declare(name, launch)
+            fn.params = functools.partial(_tuning.params, name)
         return fn
     return deco
 

@@ -10,6 +10,7 @@ import triton
 import triton.language as tl
 
 from . import _tuning
+from ._contention import Contention
 from ._launch import launch, prepare
 from ._registry import register
 from .rowgrad import row_coeffs, rowgrad_chunk, rowgrad_rows
@@ -42,16 +43,14 @@ def _atomic_kernel(X, DY, DX, W, Mean, Rstd, AW, AB, ROWS, N, stride_x, stride_d
                 tl.atomic_add(AB + cols, tl.sum(gb, axis=0), mask=col_mask, sem="relaxed")
 
 
-def _workspace(rows, d, groups, has_bias):
-    return d * 4 * (2 if has_bias else 1)
-
-
 @register("atomic", kind="strategy", deterministic_by_design=False, uses_groups=False,
-          workspace=_workspace, writers=lambda rows, g: rows)
+          launch=_tuning.ONE_ROW,
+          # every row adds into the one fp32 [d] buffer (×2 with dβ)
+          contention=Contention(writers="rows", partial_rows=1))
 def backward(x, dy, weight, mean, rstd, *, groups=None):
     """Every row atomic_adds into one fp32 [d] buffer (contended, nondeterministic)."""
     c = prepare(x, dy, weight, mean, rstd)
-    p = _tuning.params("atomic", c.d, rows_per_tile=1)
+    p = backward.params(c.d)
     aw = torch.zeros(c.d, dtype=torch.float32, device=x.device)
     ab = torch.zeros(c.d, dtype=torch.float32, device=x.device) if c.has_mean else aw
     launch(_atomic_kernel, c.sig, (c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, aw, ab),

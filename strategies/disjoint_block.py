@@ -11,7 +11,8 @@ import triton
 import triton.language as tl
 
 from . import _device, _groups, _tuning
-from ._launch import launch, partial_workspace, prepare, scratch
+from ._contention import Contention
+from ._launch import launch, prepare, scratch
 from ._registry import register
 from .reduce import reduce_partials
 from .rowgrad import (load_rows, row_coeffs, rowgrad_chunk, rowgrad_loaded, rowgrad_reload,
@@ -117,9 +118,10 @@ def _disjoint_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
                       NUM_STAGES, PREFETCH, RELOAD)
 
 
-def launch_partials(kernel, c, groups: int, name: str, extra: tuple = (), extra_meta=None):
+def launch_partials(kernel, c, groups: int, params, extra: tuple = (), extra_meta=None):
     """Take the [GROUPS, d] partials (`_launch.scratch`: kept between calls) and launch
-    `kernel` with GROUPS programs at `name`'s launch parameters; `extra` tensors follow the
+    `kernel` with GROUPS programs at the launch parameters `params(d)` (the calling strategy's
+    `backward.params`); `extra` tensors follow the
     partials.  `extra_meta(compile)` adds constexprs and launch options (they must depend on
     what the launch key fixes: GROUPS, the call's signature, the device); `compile(**meta)`
     compiles the kernel with those added, without launching it, for a caller that must look
@@ -129,7 +131,7 @@ def launch_partials(kernel, c, groups: int, name: str, extra: tuple = (), extra_
                *extra)
 
     def setup():
-        p = _tuning.params(name, c.d)
+        p = params(c.d)
         stages = _tuning.fit_stages(p, c.x.element_size(), _device.smem_per_program(c.x.device))
         meta = dict(HAS_MEAN=c.has_mean, BLOCK_R=p["block_r"], BLOCK_D=p["block_d"],
                     ONE_CHUNK=p["one_chunk"], NUM_STAGES=stages,
@@ -145,10 +147,10 @@ def launch_partials(kernel, c, groups: int, name: str, extra: tuple = (), extra_
 
 
 @register("disjoint_block", kind="strategy", deterministic_by_design=True, uses_groups=True,
-          auto_groups=_groups.auto_blocks, writers=lambda rows, g: 1,
-          workspace=lambda rows, d, g, has_bias: partial_workspace(g, d, has_bias))
+          launch=_tuning.ROW_LOOP, auto_groups=_groups.row_loop_programs,
+          contention=Contention(writers=1, partial_rows="groups"))
 def backward(x, dy, weight, mean, rstd, *, groups):
     """Each program owns a contiguous block of rows, stores one partial row; fixed-order reduce."""
     c = prepare(x, dy, weight, mean, rstd)
-    pw, pb = launch_partials(_disjoint_kernel, c, groups, "disjoint_block")
+    pw, pb = launch_partials(_disjoint_kernel, c, groups, backward.params)
     return c.outputs(*reduce_partials(pw, pb, c.weight))

@@ -25,7 +25,8 @@ import triton
 import triton.language as tl
 
 from . import _device, _groups, _tuning
-from ._launch import partial_workspace, prepare
+from ._contention import Contention
+from ._launch import prepare
 from ._registry import register
 from .disjoint_block import disjoint_partials, launch_partials
 from .reduce import outputs, reduce_rows
@@ -86,8 +87,9 @@ def reduce_tile(groups: int, d: int) -> tuple[int, int]:
 
 
 @register("disjoint_fused", kind="strategy", deterministic_by_design=True, uses_groups=True,
-          auto_groups=_groups.auto_fused, writers=lambda rows, g: 1,
-          workspace=lambda rows, d, g, has_bias: partial_workspace(g, d, has_bias) + 8)
+          launch=_tuning.ROW_LOOP, auto_groups=_groups.row_loop_programs,
+          # the partial rows and two int32 grid counters
+          contention=Contention(writers=1, partial_rows="groups", fixed_bytes=8))
 def backward(x, dy, weight, mean, rstd, *, groups):
     """disjoint_block in a single launch: one grid-wide sync, then every program reduces a slice."""
     c = prepare(x, dy, weight, mean, rstd)
@@ -104,6 +106,6 @@ def backward(x, dy, weight, mean, rstd, *, groups):
             return sync
         return ticket
 
-    launch_partials(_fused_kernel, c, groups, "disjoint_fused",
+    launch_partials(_fused_kernel, c, groups, backward.params,
                     (dw, db if db is not None else dw, _counter(x.device)), meta)
     return c.outputs(dw, db)

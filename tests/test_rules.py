@@ -1,14 +1,25 @@
-"""The launch and GROUPS rules (strategies/_tuning.py, _groups.py, disjoint_fused.reduce_tile):
-the measured rules of docs/PERF_NOTES.md, and the invariants the GPU-only code relies on."""
+"""The launch and GROUPS rules (declared with each strategy's registration; the shared ones in
+strategies/_tuning.py, _groups.py; disjoint_fused.reduce_tile): the measured rules of
+docs/PERF_NOTES.md, and the invariants the GPU-only code relies on."""
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import torch
 
-from normbench.strategies import _device, _groups, _tuning
-from normbench.strategies._groups import auto_fused as fused_auto
+from normbench import strategies
+from normbench.strategies import _device, _tuning
 from normbench.strategies.disjoint_fused import reduce_tile
+
+
+def auto(name, rows, d, sms=132):
+    """The GROUPS=auto rule `name` registered with, at `sms` SMs."""
+    e = strategies.get(name)
+    return e.auto_groups(rows, d, sms, e.params(d))
+
+
+def fused_auto(rows, d, sms):
+    return auto("disjoint_fused", rows, d, sms)
 
 
 @pytest.mark.parametrize("d,block_r,warps,stages", [
@@ -37,7 +48,7 @@ def test_stages_fit_the_shared_memory():
 
 @pytest.mark.parametrize("d,groups", [(1024, 264), (4096, 132), (8192, 132), (16384, 132)])
 def test_auto_blocks_on_an_h200(d, groups):
-    assert _groups.auto_blocks(65536, d, 132) == groups
+    assert auto("disjoint_block", 65536, d) == groups
 
 
 def test_params_are_cached_and_read_only_but_overrides_apply(monkeypatch):
@@ -80,14 +91,14 @@ def test_fused_auto_follows_the_row_loop_rule():
 
 def test_nondeterministic_rules_from_tune_4():
     """grouped_atomic: SMs/2 partial rows, 2·SMs at d ≤ 1024; spin_lock: 8 warps at d ≤ 1024."""
-    from normbench.strategies import _groups
-    assert _groups.auto_grouped_atomic(65536, 4096, 132) == 66
-    assert _groups.auto_grouped_atomic(65536, 1024, 132) == 264
-    assert _groups.auto_grouped_atomic(100, 1024, 132) == 100       # never more than rows
-    assert _tuning.params("spin_lock", 1024, rows_per_tile=1)["num_warps"] == 8
-    assert _tuning.params("spin_lock", 4096, rows_per_tile=1)["num_warps"] == 8
-    assert _tuning.params("grouped_atomic", 1024, rows_per_tile=1)["num_warps"] == 4
-    assert _tuning.params("spin_lock", 16384, rows_per_tile=1)["num_warps"] == 16
+    assert auto("grouped_atomic", 65536, 4096) == 66
+    assert auto("grouped_atomic", 65536, 1024) == 264
+    assert auto("grouped_atomic", 100, 1024) == 100       # never more than rows
+    assert auto("spin_lock", 65536, 4096) == 528 and auto("spin_lock", 65536, 8192) == 132
+    assert _tuning.params("spin_lock", 1024)["num_warps"] == 8
+    assert _tuning.params("spin_lock", 4096)["num_warps"] == 8
+    assert _tuning.params("grouped_atomic", 1024)["num_warps"] == 4
+    assert _tuning.params("spin_lock", 16384)["num_warps"] == 16
 
 
 def test_cached_auto_groups_follow_overrides(monkeypatch):
@@ -108,3 +119,87 @@ def test_cached_auto_groups_follow_overrides(monkeypatch):
     e.backward(*args)
     e._groups.clear()
     assert seen == [256, 128, 256], seen     # 4 warps: 2·SMs (capped: 16 rows each); 8: SMs
+
+
+# ---------------------------------------------------------------- rules declared with the entry
+SHIPPED = ("atomic", "grouped_atomic", "spin_lock", "disjoint_block", "disjoint_fused")
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_a_strategy_name_is_written_once(name):
+    """The registration is the only place a strategy's own name appears in the package: its
+    launch rule, GROUPS=auto rule and contention model are declared there."""
+    import pathlib
+    import re
+    pkg = pathlib.Path(strategies.__file__).parent
+    hits = {p.name: len(re.findall(rf"""["']{name}["']""", p.read_text()))
+            for p in pkg.glob("*.py")}
+    assert {k: v for k, v in hits.items() if v} == {f"{name}.py": 1}, hits
+    e = strategies.get(name)
+    assert e.launch is _tuning.rule(name) and e.contention is not None
+
+
+def test_a_registration_carries_its_rules(monkeypatch):
+    """A strategy declared in one place: its launch rule is what _tuning.params and
+    `fn.params` answer (overrides applied), its auto rule sees those parameters, and its
+    contention model is what workspace_bytes / writers_per_slot evaluate."""
+    from normbench.strategies import _registry
+    monkeypatch.setattr(_registry, "_REGISTRY", dict(_registry._REGISTRY))
+    monkeypatch.setattr(_tuning, "RULES", dict(_tuning.RULES))
+    rule = _tuning.Rule(lambda d: {**_tuning.ONE_ROW.params(d), "num_warps": 2}, row_loop=True)
+
+    @strategies.register("test_declared", kind="strategy", deterministic_by_design=True,
+                         uses_groups=True, launch=rule,
+                         auto_groups=lambda rows, d, sms, launch: sms * launch["num_warps"],
+                         contention=strategies.Contention(writers="rows/groups",
+                                                          partial_rows="groups",
+                                                          counters_per_chunk=2, fixed_bytes=8))
+    def fn(x, dy, weight, mean, rstd, *, groups):
+        return groups
+
+    e = strategies.get("test_declared")
+    assert fn.params(512)["num_warps"] == 2 == _tuning.params("test_declared", 512)["num_warps"]
+    assert e.effective_groups(10_000, 512, None, "cpu") == 8           # 4 SMs × 2 warps
+    monkeypatch.setitem(_tuning.OVERRIDE, "test_declared", {"num_warps": 3})
+    assert fn.params(512)["num_warps"] == 3 and e.effective_groups(10_000, 512, None, "cpu") == 12
+    monkeypatch.delitem(_tuning.OVERRIDE, "test_declared")
+    assert e.writers_per_slot(1000, 512, 64) == 16                     # ⌈1000 / 63⌉ → G 63
+    g = e.effective_groups(1000, 512, 64)
+    assert e.workspace_bytes(1000, 512, 64, has_bias=True) == g * 512 * 4 * 2 + 2 * g * 4 + 8
+    assert e.workspace_bytes(1000, 20000, 64, has_bias=False) == g * 20000 * 4 + 2 * g * 3 * 4 + 8
+    assert e.contention.describe()["workspace_formula"] == (
+        "GROUPS·d·4 B (×2 with dβ) + 2·GROUPS·chunks·4 B + 8 B")
+
+
+def test_an_older_three_argument_auto_rule_still_works(monkeypatch):
+    from normbench.strategies import _registry
+    monkeypatch.setattr(_registry, "_REGISTRY", dict(_registry._REGISTRY))
+    strategies.register("test_old_auto", kind="strategy", deterministic_by_design=True,
+                        uses_groups=True, auto_groups=lambda rows, d, sms: 5)(
+        lambda x, dy, weight, mean, rstd, *, groups: None)
+    e = strategies.get("test_old_auto")
+    assert e.effective_groups(100, 64, None, "cpu") == 5 and dict(e.params(64)) == {}
+
+
+@pytest.mark.parametrize("bad", [dict(writers="all"), dict(writers=0), dict(writers=True),
+                                 dict(writers=1, partial_rows="rows"),
+                                 dict(writers=1, partial_rows=-1)])
+def test_a_contention_model_is_checked_when_declared(bad):
+    with pytest.raises(ValueError):
+        strategies.Contention(**bad)
+
+
+def test_the_shipped_contention_models():
+    """Writers per slot and workspace of each strategy, as README's table states them."""
+    rows, d, g = 8192, 4096, 64
+    ws = g * d * 4 * 2
+    assert strategies.get("atomic").writers_per_slot(rows, d, g) == rows
+    assert strategies.get("atomic").workspace_bytes(rows, d, g) == d * 4 * 2
+    for name in ("grouped_atomic", "spin_lock"):
+        assert strategies.get(name).writers_per_slot(rows, d, g) == 128
+    assert strategies.get("grouped_atomic").workspace_bytes(rows, d, g) == ws
+    assert strategies.get("spin_lock").workspace_bytes(rows, d, g) == ws + 2 * g * 4
+    assert strategies.get("disjoint_block").workspace_bytes(rows, d, g) == ws
+    assert strategies.get("disjoint_fused").workspace_bytes(rows, d, g, has_bias=False) == ws // 2 + 8
+    for name in ("disjoint_block", "disjoint_fused"):
+        assert strategies.get(name).writers_per_slot(rows, d, g) == 1

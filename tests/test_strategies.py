@@ -176,10 +176,10 @@ def test_reload_rule():
     """Row-loop programs at d = 16384 read their tile twice (no spills); one-row programs and
     narrower rows keep it in registers (tune-4)."""
     assert _tuning.params("disjoint_block", 16384)["reload"]
-    assert not _tuning.params("grouped_atomic", 16384, rows_per_tile=1)["reload"]
+    assert not _tuning.params("grouped_atomic", 16384)["reload"]
     for d in (768, 4096, 8192, 20000):
         assert not _tuning.params("disjoint_block", d)["reload"]
-        assert not _tuning.params("atomic", d, rows_per_tile=1)["reload"]
+        assert not _tuning.params("atomic", d)["reload"]
 
 
 _DT = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int32]

@@ -1,0 +1,67 @@
+"""The contention model of a strategy, declared as data with its registration.
+
+    @register("mine", ..., contention=Contention(writers="rows/groups", partial_rows="groups"))
+
+How many writers add into one fp32 dγ slot, and the workspace a call allocates: fp32 partial
+rows of d (×2 with dβ), int32 counters per partial row and column chunk (locks), and a fixed
+number of bytes.  `Entry.writers_per_slot` / `workspace_bytes` evaluate it (the report draws
+its widget from those); `describe()` is the same model as JSON-ready text.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+from . import _tuning
+
+WRITERS = ("rows", "rows/groups")
+
+
+@dataclass(frozen=True)
+class Contention:
+    # "rows": every row adds into the slot; "rows/groups": row r into partial row r mod GROUPS,
+    # ⌈rows/GROUPS⌉ writers; an int: that many (1: one writer, no contention)
+    writers: str | int
+    # fp32 partial rows of d columns: "groups" (GROUPS of them) or a number (1: one [d] buffer)
+    partial_rows: str | int = 0
+    # int32 counters per partial row and column chunk (spin_lock: a lock and a first-writer count)
+    counters_per_chunk: int = 0
+    # bytes beyond those (disjoint_fused: two int32 grid counters)
+    fixed_bytes: int = 0
+
+    def __post_init__(self):
+        if not (self.writers in WRITERS or (type(self.writers) is int and self.writers >= 1)):
+            raise ValueError(f"writers must be one of {WRITERS} or an int >= 1, got {self.writers!r}")
+        if not (self.partial_rows == "groups"
+                or (type(self.partial_rows) is int and self.partial_rows >= 0)):
+            raise ValueError(f"partial_rows must be 'groups' or an int >= 0, got {self.partial_rows!r}")
+
+    def writers_per_slot(self, rows: int, groups: int | None) -> int:
+        """Writers into one dγ slot at `groups` partial rows (the effective GROUPS)."""
+        if self.writers == "rows":
+            return rows
+        if self.writers == "rows/groups":
+            return math.ceil(rows / groups)
+        return self.writers
+
+    def workspace(self, rows: int, d: int, groups: int | None, has_bias: bool) -> int:
+        """Bytes of workspace one call allocates at `groups` (the effective GROUPS)."""
+        partial = groups if self.partial_rows == "groups" else self.partial_rows
+        nbytes = partial * d * 4 * (2 if has_bias else 1)
+        if self.counters_per_chunk:
+            nbytes += self.counters_per_chunk * groups * _tuning.cdiv(d, _tuning.block_d(d)[0]) * 4
+        return nbytes + self.fixed_bytes
+
+    def describe(self) -> dict:
+        """The model as JSON-ready data, with its formulas spelled out."""
+        w = {"rows": "rows", "rows/groups": "⌈rows/GROUPS⌉"}.get(self.writers, str(self.writers))
+        parts = []
+        if self.partial_rows:
+            n = "GROUPS·" if self.partial_rows == "groups" else (
+                f"{self.partial_rows}·" if self.partial_rows != 1 else "")
+            parts.append(f"{n}d·4 B (×2 with dβ)")
+        if self.counters_per_chunk:
+            parts.append(f"{self.counters_per_chunk}·GROUPS·chunks·4 B")
+        if self.fixed_bytes:
+            parts.append(f"{self.fixed_bytes} B")
+        return {**asdict(self), "writers_formula": w, "workspace_formula": " + ".join(parts) or "0"}
