@@ -74,7 +74,7 @@ def compile_kernel(name: str, d: int, norm: str, dtype: str, weight_dtype: str =
     names = kernel.arg_names
     consts = dict(HAS_MEAN=norm == "layernorm", BLOCK_R=p["block_r"], BLOCK_D=p["block_d"],
                   ONE_CHUNK=p["one_chunk"], NUM_STAGES=p["num_stages"], PREFETCH=p["prefetch"],
-                  RELOAD=p["reload"])
+                  RELOAD=p["reload"], W_TILE=p["w_tile"])
     if "GRID_SYNC" in names:
         sync = bool(fused_groups)
         red_g, red_n = reduce_tile(fused_groups, d) if sync else (1, 1)
@@ -130,7 +130,7 @@ def resources(d: int, norm: str, dtype: str, override: dict | None = None,
                 ldgsts=len(re.findall(r"\bLDGSTS\b", sass)), stl=len(re.findall(r"\bSTL\b", sass)),
                 bar=len(re.findall(r"\bBAR\.", sass)),
                 **{k: p[k] for k in ("block_d", "block_r", "num_warps", "num_stages", "prefetch",
-                                     "reload")})
+                                     "reload", "w_tile")})
 
 
 def table(names, ds, norms, dtypes, weight_dtypes, override, asm_dir=None) -> None:

@@ -1,7 +1,8 @@
 """Tuning sweep on the GPU: launch parameters and GROUPS per strategy and shape.
 
     python bench/tune.py [--names a,b] [--shapes 16384x4096,...] [--norms layernorm] [--dtype bf16]
-                         [--rep MS] [--out DIR] [--warm-jobs N] [--budget-s S]
+                         [--weight-dtype same] [--rep MS] [--out DIR] [--warm-jobs N] [--budget-s S]
+                         [--new-only | --round9]
 
 For each shape it times each strategy under several launch parameters (through
 `strategies._tuning.OVERRIDE`, the same hook the kernels read) and GROUPS values with do_bench
@@ -37,6 +38,7 @@ SHAPES = [(16384, 4096), (16384, 8192), (65536, 1024), (8192, 16384),
 DEFAULT = "default"          # marks the configuration the shipped rules pick
 REPEAT = "default-again"     # the same, timed once more after the others
 NEW_ONLY = False             # --new-only: the defaults and round 8's candidates, nothing else
+ROUND9 = False               # --round9: the defaults and round 9's candidates (issue 16), nothing else
 
 
 def grid(name: str, d: int, sms: int):
@@ -50,9 +52,13 @@ def grid(name: str, d: int, sms: int):
     compile: at d = 1024 three programs of 4 warps per SM at 4 rows a tile and 3 stages, five
     at 2 rows, eight at 1 row.  Round 8: disjoint_fused's grid sync over 2 and 3 programs
     per SM (--new-only: these and the defaults alone).  Rounds 1–6 searched other grids (git
-    history of this file)."""
+    history of this file).  Round 9 (--round9, issue 16): see _round9."""
     yield {}, None, False
     if not row_loop(name):
+        return
+    if ROUND9:
+        yield from _round9(d)
+        yield {}, None, True
         return
     if d <= 2048:
         # round 8: more than one program per SM (disjoint_fused's grid sync spans as many as
@@ -68,6 +74,21 @@ def row_loop(name: str) -> bool:
     """Whether `name`'s programs loop over rows: its registered launch rule says so."""
     launch = strategies.get(name).launch
     return launch is not None and launch.row_loop
+
+
+def _round9(d: int):
+    """Round 9's candidates (docs/PERF_NOTES.md, "Round 9"): rows read twice (d > 8192) with
+    the weight loaded as a tile in x's layout (`w_tile`: no shared-memory round trip of an
+    fp32 weight); rows that are not a power of two wide — whose tiles are partly masked, so
+    fewer bytes are in flight — with a fourth stage, and at 1024 < d < 4096 with twice the
+    rows a tile (bench/regs.py: no spill at 3072 for LayerNorm)."""
+    bd, one = _tuning.block_d(d)
+    if one and bd > 8192:
+        yield {"w_tile": True}, None, False
+    elif one and bd != d and bd >= 2048:
+        yield {"num_stages": 4}, None, False
+        if bd <= 4096:
+            yield {"block_r": 2 * _tuning.ROW_LOOP.params(d)["block_r"]}, None, False
 
 
 def _round7(d: int, sms: int):
@@ -107,7 +128,7 @@ def warm(args, shapes, sms, part: int, nparts: int) -> None:
                 if k % nparts != part:
                     continue
                 if inputs is None:
-                    inputs = make_inputs(norm, rows, d, args.dtype, args.dtype, seed=0,
+                    inputs = make_inputs(norm, rows, d, args.dtype, wdtype(args), seed=0,
                                          device=args.device)
                 _tuning.OVERRIDE[name] = ov
                 try:
@@ -117,6 +138,11 @@ def warm(args, shapes, sms, part: int, nparts: int) -> None:
             _tuning.OVERRIDE.pop(name, None)
 
 
+def wdtype(args) -> str:
+    """The weight's dtype: --weight-dtype, or the activations' for `same`."""
+    return args.dtype if args.weight_dtype == "same" else args.weight_dtype
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.environ.get("OUT", "."), help="folder for tune.csv ($OUT)")
@@ -124,7 +150,9 @@ def main():
                     help="strategies to tune (torch, liger, quack are timed too when present)")
     ap.add_argument("--shapes", default="", help="ROWSxD,... (default: the seven of issue 5)")
     ap.add_argument("--norms", default="layernorm,rmsnorm", help="layernorm,rmsnorm or one")
-    ap.add_argument("--dtype", default="bf16", help="bf16, fp16 or fp32 (x, dy and the weight)")
+    ap.add_argument("--dtype", default="bf16", help="bf16, fp16 or fp32 (x, dy; the weight too with "
+                                                    "--weight-dtype same)")
+    ap.add_argument("--weight-dtype", default="same", help="same, bf16, fp16 or fp32")
     ap.add_argument("--rep", type=float, default=20, help="do_bench repetition time per configuration, ms")
     ap.add_argument("--budget-s", type=float, default=1e9, help="stop starting new shapes after this")
     ap.add_argument("--device", default="cuda", help="cpu: a smoke test under the interpreter")
@@ -134,10 +162,12 @@ def main():
                          "of a tuning run's time)")
     ap.add_argument("--new-only", action="store_true",
                     help="time the shipped defaults and only the newest round's candidates")
+    ap.add_argument("--round9", action="store_true",
+                    help="time the shipped defaults and only round 9's candidates (issue 16)")
     ap.add_argument("--warm-part", default="", help=argparse.SUPPRESS)   # "i/n": one warm process
     args = ap.parse_args()
-    global NEW_ONLY
-    NEW_ONLY = args.new_only
+    global NEW_ONLY, ROUND9
+    NEW_ONLY, ROUND9 = args.new_only, args.round9
     shapes = SHAPES if not args.shapes else [tuple(map(int, s.split("x"))) for s in args.shapes.split(",")]
     gpu = args.device == "cuda"
     sms = strategies.sm_count(args.device)
@@ -162,9 +192,9 @@ def main():
     peers = [n for n in ("torch", "liger", "quack") if n in strategies.names()]
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "tune.csv")
-    fields = ["norm", "rows", "d", "dtype", "name", "config", "override", "groups", "geff",
-              "block_d", "block_r", "num_warps", "num_stages", "prefetch", "reload", "us", "pct_copy", "err",
-              "status"]
+    fields = ["norm", "rows", "d", "dtype", "weight_dtype", "name", "config", "override", "groups",
+              "geff", "block_d", "block_r", "num_warps", "num_stages", "prefetch", "reload", "w_tile",
+              "us", "pct_copy", "err", "status"]
     out = open(path, "w", newline="")
     w = csv.DictWriter(out, fieldnames=fields)
     w.writeheader()
@@ -173,10 +203,11 @@ def main():
         if time.time() - t0 > args.budget_s:
             print(f"budget spent: skipping {norm} {rows}x{d}", flush=True)
             continue
-        x, dy, wt, mean, rstd = make_inputs(norm, rows, d, args.dtype, args.dtype, seed=rows ^ d,
+        wd = wdtype(args)
+        x, dy, wt, mean, rstd = make_inputs(norm, rows, d, args.dtype, wd, seed=rows ^ d,
                                             device=args.device)
         ref = reference(x, dy, wt, mean, rstd)
-        nbytes = model.bytes_moved(norm, rows, d, args.dtype, args.dtype)
+        nbytes = model.bytes_moved(norm, rows, d, args.dtype, wd)
         recs = []
         for name in names + peers:
             e = strategies.get(name)
@@ -188,17 +219,17 @@ def main():
                     err = max(v for v in (rel_error(o, r) for o, r in zip(res, ref)) if v is not None)
                     ms = timing.summarize(timing.bench(
                         lambda: e.backward(x, dy, wt, mean, rstd, groups=g), 5, args.rep, gpu))["time_ms"]
-                    status = "ok" if err <= tolerance(args.dtype, args.dtype) else "WRONG"
+                    status = "ok" if err <= tolerance(args.dtype, wd) else "WRONG"
                 except Exception as ex:  # record and go on
                     err, ms, status = float("nan"), float("nan"), f"{type(ex).__name__}: {str(ex)[:80]}"
-                rec = dict(norm=norm, rows=rows, d=d, dtype=args.dtype, name=name,
+                rec = dict(norm=norm, rows=rows, d=d, dtype=args.dtype, weight_dtype=wd, name=name,
                            config=(REPEAT if again else DEFAULT) if not ov and g is None else "",
                            override=json.dumps(ov, sort_keys=True) if ov else "",
                            groups=g, geff=e.effective_groups(rows, d, g),
                            block_d=p.get("block_d"), block_r=p.get("block_r"),
                            num_warps=p.get("num_warps"), num_stages=p.get("num_stages"),
-                           prefetch=p.get("prefetch"),
-                           reload=p.get("reload"), us=round(ms * 1e3, 2),
+                           prefetch=p.get("prefetch"), reload=p.get("reload"),
+                           w_tile=p.get("w_tile"), us=round(ms * 1e3, 2),
                            pct_copy=round(model.pct(model.gbps(nbytes, ms), copy), 1) if ms == ms else None,
                            err=err, status=status)
                 w.writerow(rec)
@@ -214,7 +245,7 @@ def main():
         best["default_vs_best"] = (dflt / best["us"]).round(3)
         # issue 5.3: groups=auto against the best GROUPS at the default launch parameters
         best["auto_vs_best_g"] = (dflt / ok[ok.override == ""].groupby("name")["us"].min()).round(3)
-        print(f"\n== {norm} {rows}x{d} {args.dtype}  ({time.time() - t0:.0f}s)", flush=True)
+        print(f"\n== {norm} {rows}x{d} {args.dtype} (weight {wd})  ({time.time() - t0:.0f}s)", flush=True)
         cols = ["geff", "override", "us", "pct_copy", "default_us", "default_vs_best",
                 "auto_vs_best_g"]
         print(best.sort_values("us")[cols].to_string(), flush=True)

@@ -19,7 +19,7 @@ MAX_BLOCK_D = 16384
 CHUNK_D = 8192
 
 # strategy name -> dict of forced parameters (block_r, num_warps, block_d, prefetch, reload,
-# num_stages), for tuning.
+# num_stages, w_tile), for tuning.
 OVERRIDE: dict[str, dict] = {}
 
 
@@ -43,7 +43,7 @@ def block_d(d: int) -> tuple[int, bool]:
 @dataclass(frozen=True)
 class Rule:
     """A strategy's launch rule: `params(d)` -> dict(block_d, one_chunk, block_r, num_warps,
-    num_stages, prefetch, reload).  `row_loop`: its programs loop over a block of rows each
+    num_stages, prefetch, reload, w_tile).  `row_loop`: its programs loop over a block of rows each
     (GROUPS programs), so the row-loop tuning candidates of bench/tune.py apply to it."""
     params: Callable[[int], dict]
     row_loop: bool = False
@@ -57,7 +57,7 @@ def _one_row(d: int) -> dict:
     bd, one = block_d(d)
     warps = 16 if bd >= 16384 else max(4, min(16, bd // 512))
     return dict(block_d=bd, one_chunk=one, block_r=1, num_warps=warps, num_stages=1,
-                prefetch=False, reload=False)
+                prefetch=False, reload=False, w_tile=False)
 
 
 def _row_loop(d: int) -> dict:
@@ -74,7 +74,7 @@ def _row_loop(d: int) -> dict:
         br = max(1, min(16, tile // bd))
         warps = max(4, min(16, br * bd // (32 if bd <= 2048 else 16) // 32))
         return dict(block_d=bd, one_chunk=True, block_r=br, num_warps=warps, num_stages=3,
-                    prefetch=False, reload=False)
+                    prefetch=False, reload=False, w_tile=False)
     # Rows of 16384 read each tile twice rather than spill (rowgrad_reload; tune-4: LN
     # 8192 × 16384 458 -> 342 µs, RMS 320 -> 233); wider rows go in chunks, one row a tile.
     return {**_one_row(d), "reload": one and bd >= 16384}

@@ -13,7 +13,7 @@ from . import _tuning
 from ._contention import Contention
 from ._launch import launch, prepare
 from ._registry import register
-from .rowgrad import row_coeffs, rowgrad_chunk, rowgrad_rows
+from .rowgrad import accumulate_rows, atomic_combine
 
 
 @triton.jit
@@ -23,24 +23,9 @@ def _atomic_kernel(X, DY, DX, W, Mean, Rstd, AW, AB, ROWS, N, stride_x, stride_d
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     row_mask = rows < ROWS
     rows = rows.to(tl.int64)
-    if ONE_CHUNK:
-        gw, gb, cols, col_mask = rowgrad_rows(X, DY, DX, W, Mean, Rstd, rows, row_mask,
-                                              stride_x, stride_dy, stride_dx, N, HAS_MEAN,
-                                              BLOCK_D, RELOAD)
-        # relaxed: the adds only need atomicity, not ordering with other memory operations
-        tl.atomic_add(AW + cols, tl.sum(gw, axis=0), mask=col_mask, sem="relaxed")
-        if HAS_MEAN:
-            tl.atomic_add(AB + cols, tl.sum(gb, axis=0), mask=col_mask, sem="relaxed")
-    else:
-        c1, c2 = row_coeffs(X, DY, W, Mean, Rstd, rows, row_mask, stride_x, stride_dy, N,
-                            HAS_MEAN, BLOCK_R, BLOCK_D)
-        for c0 in range(0, N, BLOCK_D):
-            gw, gb, cols, col_mask = rowgrad_chunk(X, DY, DX, W, Mean, Rstd, rows, row_mask, c0,
-                                                   c1, c2, stride_x, stride_dy, stride_dx, N,
-                                                   HAS_MEAN, BLOCK_D)
-            tl.atomic_add(AW + cols, tl.sum(gw, axis=0), mask=col_mask, sem="relaxed")
-            if HAS_MEAN:
-                tl.atomic_add(AB + cols, tl.sum(gb, axis=0), mask=col_mask, sem="relaxed")
+    accumulate_rows(X, DY, DX, W, Mean, Rstd, rows, row_mask, stride_x, stride_dy, stride_dx, N,
+                    AW, AB, AW, AW, 0, HAS_MEAN, BLOCK_R, BLOCK_D, ONE_CHUNK, RELOAD,
+                    atomic_combine)
 
 
 @register("atomic", kind="strategy", deterministic_by_design=False, uses_groups=False,

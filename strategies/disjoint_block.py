@@ -23,7 +23,8 @@ from .rowgrad import (load_rows, row_coeffs, rowgrad_chunk, rowgrad_loaded, rowg
 def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
                       stride_x, stride_dy, stride_dx, HAS_MEAN: tl.constexpr,
                       BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr,
-                      NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr, RELOAD: tl.constexpr):
+                      NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr, RELOAD: tl.constexpr,
+                      W_TILE: tl.constexpr):
     """Program p: dx for rows [p·R, (p+1)·R) and its partial rows PW[p], PB[p].
 
     Keeping bytes in flight is the whole game (the kernel is bandwidth-bound).  NUM_STAGES > 1
@@ -31,7 +32,7 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
     memory (cp.async) while this one is computed, which costs no registers; PREFETCH instead
     holds the next tile in registers (tune-2's rule, slower than 3 stages everywhere in
     tune-7; kept as a tuning option).  RELOAD (rows of 16384) reads each tile twice rather
-    than spill registers (rowgrad_reload)."""
+    than spill registers (rowgrad_reload; W_TILE: its weight loaded as a tile, see there)."""
     pid = tl.program_id(0)
     r0 = pid * ROWS_PER_PROG
     r_end = tl.minimum(r0 + ROWS_PER_PROG, ROWS)
@@ -72,7 +73,7 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
                 if RELOAD:
                     gw, gb = rowgrad_reload(X, DY, DX, W, Mean, Rstd, rows.to(tl.int64),
                                             row_mask, cols, col_mask, stride_x, stride_dy,
-                                            stride_dx, N, HAS_MEAN)
+                                            stride_dx, N, HAS_MEAN, W_TILE)
                 else:
                     gw, gb = rowgrad_tile(X, DY, DX, w, Mean, Rstd, rows.to(tl.int64), row_mask,
                                           cols, col_mask, stride_x, stride_dy, stride_dx, N,
@@ -112,10 +113,11 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
 def _disjoint_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
                      stride_x, stride_dy, stride_dx, HAS_MEAN: tl.constexpr,
                      BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr,
-                     NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr, RELOAD: tl.constexpr):
+                     NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr, RELOAD: tl.constexpr,
+                     W_TILE: tl.constexpr):
     disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
                       stride_x, stride_dy, stride_dx, HAS_MEAN, BLOCK_R, BLOCK_D, ONE_CHUNK,
-                      NUM_STAGES, PREFETCH, RELOAD)
+                      NUM_STAGES, PREFETCH, RELOAD, W_TILE)
 
 
 def launch_partials(kernel, c, groups: int, params, extra: tuple = (), extra_meta=None):
@@ -135,7 +137,8 @@ def launch_partials(kernel, c, groups: int, params, extra: tuple = (), extra_met
         stages = _tuning.fit_stages(p, c.x.element_size(), _device.smem_per_program(c.x.device))
         meta = dict(HAS_MEAN=c.has_mean, BLOCK_R=p["block_r"], BLOCK_D=p["block_d"],
                     ONE_CHUNK=p["one_chunk"], NUM_STAGES=stages,
-                    PREFETCH=p["prefetch"], RELOAD=p["reload"], num_warps=p["num_warps"])
+                    PREFETCH=p["prefetch"], RELOAD=p["reload"], W_TILE=p["w_tile"],
+                    num_warps=p["num_warps"])
         scalars = (c.rows, c.d, _tuning.cdiv(c.rows, groups), *c.strides)
         if extra_meta is not None:
             meta.update(extra_meta(

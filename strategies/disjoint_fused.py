@@ -39,11 +39,11 @@ def _fused_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, DW, DB, Counter, ROWS, N, RO
                   stride_x, stride_dy, stride_dx, HAS_MEAN: tl.constexpr,
                   BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr,
                   NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr, RELOAD: tl.constexpr,
-                  GRID_SYNC: tl.constexpr,
+                  W_TILE: tl.constexpr, GRID_SYNC: tl.constexpr,
                   RED_G: tl.constexpr, RED_N: tl.constexpr):
     disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
                       stride_x, stride_dy, stride_dx, HAS_MEAN, BLOCK_R, BLOCK_D, ONE_CHUNK,
-                      NUM_STAGES, PREFETCH, RELOAD)
+                      NUM_STAGES, PREFETCH, RELOAD, W_TILE)
     # all of this program's partial stores precede its arrival (barrier, then release)
     tl.debug_barrier()
     G = tl.num_programs(0)

@@ -13,7 +13,7 @@ from ._contention import Contention
 from ._launch import launch, prepare, scratch
 from ._registry import register
 from .reduce import reduce_partials
-from .rowgrad import row_coeffs, rowgrad_chunk, rowgrad_rows
+from .rowgrad import accumulate_rows, atomic_combine
 
 
 @triton.jit
@@ -23,23 +23,8 @@ def _grouped_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, G, stride_x, stri
     rows = (row + tl.arange(0, 1)).to(tl.int64)
     row_mask = rows < ROWS
     base = (row % G).to(tl.int64) * N
-    if ONE_CHUNK:
-        gw, gb, cols, col_mask = rowgrad_rows(X, DY, DX, W, Mean, Rstd, rows, row_mask,
-                                              stride_x, stride_dy, stride_dx, N, HAS_MEAN,
-                                              BLOCK_D, RELOAD)
-        tl.atomic_add(PW + base + cols, tl.sum(gw, axis=0), mask=col_mask, sem="relaxed")
-        if HAS_MEAN:
-            tl.atomic_add(PB + base + cols, tl.sum(gb, axis=0), mask=col_mask, sem="relaxed")
-    else:
-        c1, c2 = row_coeffs(X, DY, W, Mean, Rstd, rows, row_mask, stride_x, stride_dy, N,
-                            HAS_MEAN, 1, BLOCK_D)
-        for c0 in range(0, N, BLOCK_D):
-            gw, gb, cols, col_mask = rowgrad_chunk(X, DY, DX, W, Mean, Rstd, rows, row_mask, c0,
-                                                   c1, c2, stride_x, stride_dy, stride_dx, N,
-                                                   HAS_MEAN, BLOCK_D)
-            tl.atomic_add(PW + base + cols, tl.sum(gw, axis=0), mask=col_mask, sem="relaxed")
-            if HAS_MEAN:
-                tl.atomic_add(PB + base + cols, tl.sum(gb, axis=0), mask=col_mask, sem="relaxed")
+    accumulate_rows(X, DY, DX, W, Mean, Rstd, rows, row_mask, stride_x, stride_dy, stride_dx, N,
+                    PW, PB, PW, PW, base, HAS_MEAN, 1, BLOCK_D, ONE_CHUNK, RELOAD, atomic_combine)
 
 
 def auto_groups(rows: int, d: int, sms: int, launch) -> int:

@@ -49,13 +49,19 @@ def load_rows(X, DY, Mean, Rstd, rows, row_mask, cols, mask, stride_x, stride_dy
 @triton.jit
 def xhat_g(x, dy, mean, rstd, w, mask, HAS_MEAN: tl.constexpr):
     """(x̂, g = γ·dy, dy) in fp32 from a loaded tile; masked elements stay exact zeros."""
+    return xhat_g_tile(x, dy, mean, rstd, w[None, :], mask, HAS_MEAN)
+
+
+@triton.jit
+def xhat_g_tile(x, dy, mean, rstd, w, mask, HAS_MEAN: tl.constexpr):
+    """xhat_g for a weight given as a tile: [BLOCK_R, BLOCK_D], or [1, BLOCK_D] broadcast."""
     x = x.to(tl.float32)
     dy = dy.to(tl.float32)
     if HAS_MEAN:
         xhat = tl.where(mask, (x - mean[:, None]) * rstd[:, None], 0.0)
     else:
         xhat = x * rstd[:, None]
-    return xhat, w[None, :] * dy, dy
+    return xhat, w * dy, dy
 
 
 @triton.jit
@@ -127,7 +133,8 @@ def rowgrad_loaded(x, dy, mean, rstd, w, rows, mask, cols, DX, stride_dx, N,
 
 @triton.jit
 def rowgrad_reload(X, DY, DX, W, Mean, Rstd, rows, row_mask, cols, col_mask,
-                   stride_x, stride_dy, stride_dx, N, HAS_MEAN: tl.constexpr):
+                   stride_x, stride_dy, stride_dx, N, HAS_MEAN: tl.constexpr,
+                   W_TILE: tl.constexpr):
     """rowgrad_tile for rows too wide to keep x̂ and g in registers across the row sums.
 
     At d = 16384 one row is 32 fp32 values of each of x̂, g, dγ's and dβ's accumulators per
@@ -141,16 +148,33 @@ def rowgrad_reload(X, DY, DX, W, Mean, Rstd, rows, row_mask, cols, col_mask,
     dx is stored here, before the caller adds the contributions to its accumulators.  The
     other order needs fewer registers (ptxas: 24 bytes of stack for LayerNorm instead of 80)
     but measured slower on the H200 (tune-4, 8192 × 16384: LayerNorm 350 against 337 µs,
-    RMSNorm 330 against 233), so it is not used."""
+    RMSNorm 330 against 233), so it is not used.
+
+    W_TILE loads the weight as a [BLOCK_R, BLOCK_D] tile of row stride 0 instead of a [BLOCK_D]
+    vector.  Triton lays a load out by its own shape and element size: an fp32 vector gets 4
+    elements a thread, x's bf16 tile 8, and the vector then crosses shared memory (a
+    convert_layout with barriers) twice a row to meet x̂ — 64 KB a row at d = 16384, where a
+    bf16 weight needs none (sm_90 compile: 35 barriers a row against 19).  As a tile of x's
+    shape it takes x's layout.  The same values in the same arithmetic: the same bits."""
     mask = row_mask[:, None] & col_mask[None, :]
     x, dy, mean, rstd = load_rows(X, DY, Mean, Rstd, rows, row_mask, cols, mask, stride_x,
                                   stride_dy, HAS_MEAN, "evict_last")
-    w = tl.load(W + cols, mask=col_mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
-    xhat, g, dy = xhat_g(x, dy, mean, rstd, w, mask, HAS_MEAN)
+    if W_TILE:
+        w = tl.load(W + (rows * 0)[:, None] + cols[None, :], mask=mask, other=0.0,
+                    eviction_policy="evict_last").to(tl.float32)
+        xhat, g, dy = xhat_g_tile(x, dy, mean, rstd, w, mask, HAS_MEAN)
+    else:
+        w = tl.load(W + cols, mask=col_mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        xhat, g, dy = xhat_g(x, dy, mean, rstd, w, mask, HAS_MEAN)
     c1, c2 = row_sums(xhat, g, N, HAS_MEAN)
     x, dy = reread_rows(X, DY, rows, cols, mask, stride_x, stride_dy)
-    w = tl.load(W + cols, mask=col_mask, other=0.0, cache_modifier=".ca").to(tl.float32)
-    xhat, g, dy = xhat_g(x, dy, mean, rstd, w, mask, HAS_MEAN)
+    if W_TILE:
+        w = tl.load(W + (rows * 0)[:, None] + cols[None, :], mask=mask, other=0.0,
+                    cache_modifier=".ca").to(tl.float32)
+        xhat, g, dy = xhat_g_tile(x, dy, mean, rstd, w, mask, HAS_MEAN)
+    else:
+        w = tl.load(W + cols, mask=col_mask, other=0.0, cache_modifier=".ca").to(tl.float32)
+        xhat, g, dy = xhat_g(x, dy, mean, rstd, w, mask, HAS_MEAN)
     dx = _dx(xhat, g, c1, c2, rstd, HAS_MEAN)
     tl.store(DX + rows[:, None] * stride_dx + cols[None, :], dx.to(DX.dtype.element_ty), mask=mask)
     return dy * xhat, dy
@@ -178,7 +202,7 @@ def rowgrad_rows(X, DY, DX, W, Mean, Rstd, rows, row_mask, stride_x, stride_dy, 
     col_mask = cols < N
     if RELOAD:
         gw, gb = rowgrad_reload(X, DY, DX, W, Mean, Rstd, rows, row_mask, cols, col_mask,
-                                stride_x, stride_dy, stride_dx, N, HAS_MEAN)
+                                stride_x, stride_dy, stride_dx, N, HAS_MEAN, False)
     else:
         w = tl.load(W + cols, mask=col_mask, other=0.0).to(tl.float32)
         gw, gb = rowgrad_tile(X, DY, DX, w, Mean, Rstd, rows, row_mask, cols, col_mask,
@@ -218,3 +242,44 @@ def rowgrad_chunk(X, DY, DX, W, Mean, Rstd, rows, row_mask, c0, c1, c2,
     dx = _dx(xhat, g, c1, c2, rstd, HAS_MEAN)
     tl.store(DX + rows[:, None] * stride_dx + cols[None, :], dx.to(DX.dtype.element_ty), mask=mask)
     return dy * xhat, dy, cols, col_mask
+
+
+@triton.jit
+def accumulate_rows(X, DY, DX, W, Mean, Rstd, rows, row_mask, stride_x, stride_dy, stride_dx, N,
+                    PW, PB, Lock, Count, base, HAS_MEAN: tl.constexpr, BLOCK_R: tl.constexpr,
+                    BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr, RELOAD: tl.constexpr,
+                    COMBINE: tl.constexpr):
+    """A program's tile of BLOCK_R whole rows: store dx and hand the rows' contributions to
+    `COMBINE` — the one thing the one-row strategies (atomic, grouped_atomic, spin_lock) do
+    differently — one column chunk at a time.
+
+    A row that fits one block (ONE_CHUNK) is one call of rowgrad_rows; a wider one takes the
+    two passes (row_coeffs, then rowgrad_chunk per chunk).  COMBINE(PW, PB, Lock, Count,
+    base, cols, col_mask, gw, gb, HAS_MEAN) gets the chunk's slots — `base + cols` of the
+    partial rows PW / PB, left for it to add (the address arithmetic is the strategy's) — and
+    the chunk's lock and count (`Lock + k`, `Count + k` for chunk k; unused by the lock-free
+    strategies)."""
+    if ONE_CHUNK:
+        gw, gb, cols, col_mask = rowgrad_rows(X, DY, DX, W, Mean, Rstd, rows, row_mask,
+                                              stride_x, stride_dy, stride_dx, N, HAS_MEAN,
+                                              BLOCK_D, RELOAD)
+        COMBINE(PW, PB, Lock, Count, base, cols, col_mask, gw, gb, HAS_MEAN)
+    else:
+        c1, c2 = row_coeffs(X, DY, W, Mean, Rstd, rows, row_mask, stride_x, stride_dy, N,
+                            HAS_MEAN, BLOCK_R, BLOCK_D)
+        for c0 in range(0, N, BLOCK_D):
+            gw, gb, cols, col_mask = rowgrad_chunk(X, DY, DX, W, Mean, Rstd, rows, row_mask, c0,
+                                                   c1, c2, stride_x, stride_dy, stride_dx, N,
+                                                   HAS_MEAN, BLOCK_D)
+            k = c0 // BLOCK_D
+            COMBINE(PW, PB, Lock + k, Count + k, base, cols, col_mask, gw, gb, HAS_MEAN)
+
+
+@triton.jit
+def atomic_combine(PW, PB, Lock, Count, base, cols, col_mask, gw, gb, HAS_MEAN: tl.constexpr):
+    """COMBINE of accumulate_rows for the atomic strategies: add the tile's column sums into
+    the fp32 slots.  Relaxed: the adds only need atomicity, not ordering with other memory
+    operations."""
+    tl.atomic_add(PW + base + cols, tl.sum(gw, axis=0), mask=col_mask, sem="relaxed")
+    if HAS_MEAN:
+        tl.atomic_add(PB + base + cols, tl.sum(gb, axis=0), mask=col_mask, sem="relaxed")

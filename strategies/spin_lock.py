@@ -17,11 +17,13 @@ from ._contention import Contention
 from ._launch import launch, prepare, scratch
 from ._registry import register
 from .reduce import reduce_partials
-from .rowgrad import row_coeffs, rowgrad_chunk, rowgrad_rows
+from .rowgrad import accumulate_rows
 
 
 @triton.jit
-def _locked_update(PW, PB, Lock, Count, offs, col_mask, gw, gb, HAS_MEAN: tl.constexpr):
+def _locked_update(PW, PB, Lock, Count, base, cols, col_mask, gw, gb, HAS_MEAN: tl.constexpr):
+    # COMBINE of rowgrad.accumulate_rows: one chunk's read-modify-write under its lock
+    offs = base + cols
     while tl.atomic_cas(Lock, 0, 1) == 1:
         pass
     count = tl.load(Count, cache_modifier=".cg")
@@ -53,20 +55,9 @@ def _spin_lock_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, Locks, ROWS, N, G, NCHUN
     base = group.to(tl.int64) * N
     Lock = Locks + group * NCHUNK
     Count = Locks + G * NCHUNK + group * NCHUNK
-    if ONE_CHUNK:
-        gw, gb, cols, col_mask = rowgrad_rows(X, DY, DX, W, Mean, Rstd, rows, row_mask,
-                                              stride_x, stride_dy, stride_dx, N, HAS_MEAN,
-                                              BLOCK_D, RELOAD)
-        _locked_update(PW, PB, Lock, Count, base + cols, col_mask, gw, gb, HAS_MEAN)
-    else:
-        c1, c2 = row_coeffs(X, DY, W, Mean, Rstd, rows, row_mask, stride_x, stride_dy, N,
-                            HAS_MEAN, 1, BLOCK_D)
-        for k in range(0, NCHUNK):
-            gw, gb, cols, col_mask = rowgrad_chunk(X, DY, DX, W, Mean, Rstd, rows, row_mask,
-                                                   k * BLOCK_D, c1, c2,
-                                                   stride_x, stride_dy, stride_dx, N,
-                                                   HAS_MEAN, BLOCK_D)
-            _locked_update(PW, PB, Lock + k, Count + k, base + cols, col_mask, gw, gb, HAS_MEAN)
+    accumulate_rows(X, DY, DX, W, Mean, Rstd, rows, row_mask, stride_x, stride_dy, stride_dx, N,
+                    PW, PB, Lock, Count, base, HAS_MEAN, 1, BLOCK_D, ONE_CHUNK, RELOAD,
+                    _locked_update)
 
 
 def _launch_rule(d: int) -> dict:

@@ -172,6 +172,27 @@ def test_reloading_rows(poisoned, monkeypatch, name, norm):
             assert torch.equal(got[0].view(torch.int16), plain[0].view(torch.int16))
 
 
+@pytest.mark.parametrize("norm", NORMS)
+@pytest.mark.parametrize("name", ["disjoint_block", "disjoint_fused"])
+def test_weight_loaded_as_a_tile(poisoned, monkeypatch, name, norm):
+    """rowgrad_reload's W_TILE (the weight loaded in x's shape): right answers with bf16 and
+    fp32 weights, and the same bits as the weight vector — the same values, the same
+    arithmetic."""
+    ov = {"reload": True, "block_r": 2}
+    monkeypatch.setitem(_tuning.OVERRIDE, name, {**ov, "w_tile": True})
+    check(name, norm, 13, 40, "bf16", weight_dtype="fp32", groups=3)
+    check(name, norm, 5, 33, "fp16", groups=5)
+    for wdt in ("fp32", "bf16"):
+        x, dy, w, mean, rstd = make_inputs(norm, 11, 48, "bf16", wdt, seed=5, device="cpu")
+        monkeypatch.setitem(_tuning.OVERRIDE, name, {**ov, "w_tile": True})
+        tiled = strategies.get(name).backward(x, dy, w, mean, rstd, groups=2)
+        monkeypatch.setitem(_tuning.OVERRIDE, name, {**ov, "w_tile": False})
+        plain = strategies.get(name).backward(x, dy, w, mean, rstd, groups=2)
+        for u, v in zip(tiled, plain):
+            if u is not None:
+                assert torch.equal(u, v) and torch.equal(u.view(torch.uint8), v.view(torch.uint8))
+
+
 def test_reload_rule():
     """Row-loop programs at d = 16384 read their tile twice (no spills); one-row programs and
     narrower rows keep it in registers (tune-4)."""
