@@ -75,12 +75,12 @@ def test_fused_syncs_exactly_when_every_program_fits(rows, d, monkeypatch):
     real_cap, real_launch = _device.resident_programs, f.launch_partials
     monkeypatch.setattr(_device, "resident_programs", lambda k: caps.append(real_cap(k)) or caps[-1])
 
-    def spy(kernel, c, groups, name, extra=(), extra_meta=None):
+    def spy(kernel, c, groups, params, extra=(), extra_meta=None):
         def meta(compile):
             m = extra_meta(compile)
             paths.append((groups, m["GRID_SYNC"], caps[-1]))
             return m
-        return real_launch(kernel, c, groups, name, extra, meta)
+        return real_launch(kernel, c, groups, params, extra, meta)
     monkeypatch.setattr(f, "launch_partials", spy)
     e, sms = strategies.get("disjoint_fused"), strategies.sm_count("cuda")
     x, dy, w, mean, rstd = make_inputs("layernorm", rows, d, "bf16", "bf16", seed=3, device="cuda")
