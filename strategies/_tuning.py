@@ -77,7 +77,12 @@ def _row_loop(d: int) -> dict:
                     prefetch=False, reload=False, w_tile=False)
     # Rows of 16384 read each tile twice rather than spill (rowgrad_reload; tune-4: LN
     # 8192 × 16384 458 -> 342 µs, RMS 320 -> 233); wider rows go in chunks, one row a tile.
-    return {**_one_row(d), "reload": one and bd >= 16384}
+    # Read twice, the weight is loaded as a tile in x's layout (W_TILE; tune-9, H200, bf16 x
+    # with an fp32 weight: disjoint_block 7.5-9 % faster at 8192 × 16384, 4096 × 16384 and
+    # 8192 × 12288, LN and RMS; disjoint_fused 7-8 % at four of them and 6 % slower at RMS
+    # 4096 × 16384; with a bf16 weight within 0.2 % either way).
+    reload = one and bd >= 16384
+    return {**_one_row(d), "reload": reload, "w_tile": reload}
 
 
 ONE_ROW = Rule(_one_row)
