@@ -9,6 +9,7 @@ import json
 import math
 
 from normbench.harness import stats
+from normbench.harness.cells import md_cell as _md_cell, md_table as _md_table
 from normbench.harness.compare_rules import BOTH_NOT_OK, isna, method_text
 
 TIME_HEADER = ["case", "baseline ms", "candidate ms", "change", "noise test", "detail"]
@@ -60,15 +61,6 @@ def render_error(message: str, fmt: str = "table", code: int = 2) -> str:
     if fmt == "markdown":
         return f":warning: **normbench compare** — exit {code}: {_md_cell(message)}\n"
     return f"{message}\n"
-
-
-def _md_cell(s) -> str:
-    return str(s).replace("|", "\\|").replace("\n", " ")
-
-
-def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return out + ["| " + " | ".join(_md_cell(x) for x in r) + " |" for r in rows]
 
 
 def _meta_line(meta: dict) -> str:

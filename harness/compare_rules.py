@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from normbench.harness import schema, stats
+from normbench.harness.cells import is_missing, num  # noqa: F401 (num re-exported)
 
 BOTH_NOT_OK = "not ok on both sides"
 # One baseline run, --metric call, no GPU time recorded: a case whose baseline median is below
@@ -115,17 +116,7 @@ def check_comparable(base_runs: list[Run], cand: Run, common: bool = False) -> l
     return list(dict.fromkeys(notes))
 
 
-def isna(v) -> bool:
-    if v is None:
-        return True
-    try:
-        return bool(v != v)        # NaN; pd.NA raises TypeError in bool()
-    except TypeError:
-        return True
-
-
-def num(v) -> float | None:
-    return float(v) if stats.finite(v) else None
+isna = is_missing           # harness/cells.py (compare.py and export.py import it from here)
 
 
 def key_tuple(row) -> tuple:
@@ -141,10 +132,7 @@ def index(records) -> tuple[dict, int]:
     return out, dups
 
 
-def key_label(k: dict) -> str:
-    g = "" if k.get("groups") in ("-", "", None) else f" G={k['groups']}"
-    return (f"{k.get('implementation')}{g} {k.get('norm')} {k.get('rows')}x{k.get('d')} "
-            f"{k.get('dtype')}/{k.get('weight_dtype')}")
+key_label = schema.case_label
 
 
 def _names(arg) -> list[str]:

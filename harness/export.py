@@ -21,6 +21,7 @@ import json
 import math
 
 from normbench.harness import schema, stats
+from normbench.harness.cells import num as _num
 from normbench.harness.compare_rules import isna, key_label
 
 FORMATS = ("github-action-benchmark", "bencher")
@@ -46,10 +47,6 @@ def _rows(records, metric: str) -> tuple[list[tuple[str, dict, schema.Column]], 
     if len(set(names)) != len(names):
         raise ExportError("two records share a case key: the run holds duplicates")
     return out, skipped
-
-
-def _num(v) -> float | None:
-    return float(v) if stats.finite(v) else None
 
 
 def _determinism(r: dict) -> str:

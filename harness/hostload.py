@@ -20,11 +20,12 @@ processes (kill -9) are ignored and removed.  The log keeps the last hour.
 from __future__ import annotations
 
 import fcntl
-import math
 import os
 import tempfile
 import time
 from pathlib import Path
+
+from normbench.harness.cells import num as _num
 
 KEEP_S = 3600.0               # log entries older than this cannot overlap a live case
 PRUNE_BYTES = 1 << 20
@@ -198,10 +199,3 @@ def annotate(rec: dict, where: dict, count: int | None) -> dict:
         rec["notes"] = "; ".join(n for n in (rec.get("notes") or None, note) if n)
     return rec
 
-
-def _num(v) -> float | None:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(f) else f

@@ -19,7 +19,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                            TimeElapsedColumn, TimeRemainingColumn)
 
 from normbench import strategies
-from normbench.harness import env, hostload, model, placement, timing
+from normbench.harness import env, hostload, model, placement, schema, timing
 from normbench.harness.config import Sweep
 from normbench.harness.interrupt import install, interruption
 from normbench.harness.isolate import Worker, WorkerCrashed, WorkerStartError, WorkerTimeout
@@ -170,8 +170,7 @@ def _check_shard(meta: dict, shard: dict | None, out_dir: Path) -> None:
 
 
 def _label(case: Case) -> str:
-    g = "" if case.groups == "-" else f" G={case.groups}"
-    return f"{case.norm} {case.rows}×{case.d} {case.dtype} {case.implementation}{g}"
+    return schema.case_label(asdict(case))
 
 
 def _measure_one(case: Case, settings: Settings, worker: Worker | None, timeout_s: float) -> dict:

@@ -22,8 +22,9 @@ columns to disk.  A new column is one `Column(...)` line in `DECLARATION`: the s
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+
+from normbench.harness.cells import is_missing
 
 STATUSES = ("ok", "error", "skipped", "timeout")
 
@@ -182,17 +183,21 @@ def metrics() -> dict[str, Column]:
 
 def column_format(name: str, value) -> str:
     """A value of a column as a table shows it ("" for missing)."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    try:
-        if value != value:           # pd.NA raises TypeError here; NaN-like is not equal
-            return ""
-    except TypeError:
+    if is_missing(value):
         return ""
     col = BY_NAME.get(name)
     if col is not None and col.fmt and isinstance(value, (int, float)) and not isinstance(value, bool):
         return format(value, col.fmt)
     return str(value)
+
+
+def case_label(row: dict) -> str:
+    """A case as people read it, the one label every message uses:
+    'grouped_atomic G=64 layernorm 8192x4096 bf16/fp32' (no G= where GROUPS is not used)."""
+    g = row.get("groups")
+    g = "" if g in ("-", "", None) or is_missing(g) else f" G={g}"
+    return (f"{row.get('implementation')}{g} {row.get('norm')} {row.get('rows')}x{row.get('d')} "
+            f"{row.get('dtype')}/{row.get('weight_dtype')}")
 
 
 def case_id(row: dict) -> str:

@@ -29,6 +29,8 @@ import math
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from normbench.harness.cells import is_finite
+
 
 ALPHA = 0.01
 MIN_SAMPLES = 5
@@ -54,12 +56,7 @@ UNCHANGED = "unchanged"        # within threshold
 NOT_COMPARED = "n/a"           # a side has no usable time
 
 
-def finite(x) -> bool:
-    """True for a real, finite number (not None, NaN, pd.NA or inf)."""
-    try:
-        return x is not None and math.isfinite(float(x))
-    except (TypeError, ValueError):
-        return False
+finite = is_finite      # a real, finite number (not None, NaN, pd.NA or inf): harness/cells.py
 
 
 def parse_samples(text) -> list[float]:

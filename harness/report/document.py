@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from normbench.harness import cells
+
 from .fmt import PLOTS_DIR, na, safe_name
 
 
@@ -133,15 +135,7 @@ def _inline(text: str) -> str:
 def md_table(df: pd.DataFrame) -> list[str]:
     if df is None or df.empty:
         return ["(none)"]
-
-    def cell(v) -> str:
-        return ("" if na(v) else str(v)).replace("|", "\\|").replace("\n", " ")
-
-    out = ["| " + " | ".join(cell(c) for c in df.columns) + " |",
-           "|" + "---|" * len(df.columns)]
-    for row in df.itertuples(index=False):
-        out.append("| " + " | ".join(cell(v) for v in row) + " |")
-    return out
+    return cells.md_table(list(df.columns), df.itertuples(index=False))
 
 
 def html_table(df: pd.DataFrame, cls: str = "") -> str:

@@ -1,12 +1,12 @@
 """Small formatting and selection helpers shared by the report modules (pure, no I/O)."""
 from __future__ import annotations
 
-import math
 import re
 
 import numpy as np
 import pandas as pd
 
+from normbench.harness.cells import is_finite, is_missing, sig
 from normbench.harness.schema import COLUMNS
 from normbench.harness.summary import SHAPE, competing
 
@@ -14,20 +14,7 @@ PLOTS_DIR = "plots"
 _NUMERIC = ("Int64", "Float64")
 
 
-def na(v) -> bool:
-    if v is None:
-        return True
-    try:
-        return bool(pd.isna(v))
-    except (TypeError, ValueError):
-        return False
-
-
-def finite(v) -> bool:
-    try:
-        return not na(v) and math.isfinite(float(v))
-    except (TypeError, ValueError):
-        return False
+na, finite = is_missing, is_finite       # harness/cells.py, under the report's short names
 
 
 def fmt_int(v) -> str:
@@ -53,7 +40,8 @@ def ms_to_us(v) -> str:
 
 
 def fmt_ratio(v) -> str:
-    return f"{float(v):.2f}" if finite(v) else ""
+    """A ratio with 3 significant digits: 1.29, 0.853, 0.00123 (a tiny ratio never reads 0.00)."""
+    return sig(v, 3)
 
 
 def short(v) -> str:

@@ -9,13 +9,13 @@ import numpy as np
 import pandas as pd
 
 from .document import PlotFigure
-from .fmt import SHAPE, best_per_impl, finite, impl_order, shape_label
+from .fmt import SHAPE, best_per_impl, finite, impl_order, na, shape_label
 from .plots import _new_figure, _png
 
 
 def samples_us(v) -> list[float]:
     """time_samples_ms of one record, in µs: a JSON string or a list/array (either loader)."""
-    if v is None or (isinstance(v, float) and math.isnan(v)):
+    if not isinstance(v, (list, tuple)) and na(v):
         return []
     if isinstance(v, (bytes, str)):
         try:
