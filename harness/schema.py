@@ -6,6 +6,7 @@ Every column is declared here, once, with what each reader needs to know about i
 
 * `dtype`  the pandas dtype (nullable, so that an errored row can leave numbers empty);
 * `unit`, `label`, `fmt`  how a table shows it (`column_format(name, value)`);
+* `table`  whether the report's table of all records shows it (a new column does by default);
 * `gate`   how `harness/compare.py` judges a change between two runs:
     SLOWER        a time: larger is worse; judged by the threshold and the noise rules of
                   harness/stats.py.  `metric` names the `compare --metric` choice it belongs to,
@@ -51,6 +52,7 @@ class Column:
     samples: str | None = None      # ... and its samples (JSON list), when recorded
     only_if: str | None = None      # TRUE_TO_FALSE: gated only where this column is True
     context: tuple = ()             # columns quoted with a change (compare's flag texts)
+    table: bool = True              # a column of the report's records table (when it holds a value)
 
     @property
     def heading(self) -> str:
@@ -67,13 +69,14 @@ _T = dict(unit="ms", fmt=".4g")
 
 # In record order.  KEY columns are marked key=True, in KEY order.
 DECLARATION: list[Column] = [
-    _c("case_id", "string", '"|".join of KEY values: unique within a run', label="case"),
+    _c("case_id", "string", '"|".join of KEY values: unique within a run', label="case",
+       table=False),
     _c("norm", "string", "layernorm | rmsnorm", key=True),
     _c("implementation", "string", key=True, label="impl"),
-    _c("kind", "string", "strategy | baseline"),
+    _c("kind", "string", "strategy | baseline", table=False),
     _c("rows", "Int64", key=True),
-    _c("batch", "Int64", "given when the config used batch/seq, else empty"),
-    _c("seq", "Int64"),
+    _c("batch", "Int64", "given when the config used batch/seq, else empty", table=False),
+    _c("seq", "Int64", table=False),
     _c("d", "Int64", key=True),
     _c("dtype", "string", "bf16 | fp16 | fp32", key=True),
     _c("weight_dtype", "string", key=True, label="weight"),
@@ -86,8 +89,9 @@ DECLARATION: list[Column] = [
        metric="call", p20="time_p20_ms", p80="time_p80_ms", samples="time_samples_ms", **_T),
     _c("time_p20_ms", "Float64", label="p20", **_T),
     _c("time_p80_ms", "Float64", label="p80", **_T),
-    _c("time_samples_ms", "string", "JSON list of every timed sample, in order", label="samples"),
-    _c("timer", "string", "cuda_event (GPU) | cpu_wall (Triton interpreter)"),
+    _c("time_samples_ms", "string", "JSON list of every timed sample, in order", label="samples",
+       table=False),
+    _c("timer", "string", "cuda_event (GPU) | cpu_wall (Triton interpreter)", table=False),
     _c("bytes_moved", "Int64", "minimal model: harness.model.bytes_moved", unit="B",
        label="bytes"),
     _c("workspace_bytes", "Int64", "fp32 workspace (partials, locks, counters)", unit="B",
@@ -101,9 +105,9 @@ DECLARATION: list[Column] = [
        gate=TRUE_TO_FALSE, context=("max_rel_err", "tolerance")),
     _c("max_rel_err", "Float64", "max over dx, dw, db of max|out-ref| / max|ref|",
        label="max rel err", fmt=".2g"),
-    _c("err_dx", "Float64", fmt=".2g"),
-    _c("err_dw", "Float64", fmt=".2g"),
-    _c("err_db", "Float64", fmt=".2g"),
+    _c("err_dx", "Float64", fmt=".2g", table=False),
+    _c("err_dw", "Float64", fmt=".2g", table=False),
+    _c("err_db", "Float64", fmt=".2g", table=False),
     _c("tolerance", "Float64", fmt=".2g"),
     _c("deterministic", "boolean", "all repeats bitwise identical", gate=TRUE_TO_FALSE,
        only_if="deterministic_by_design", context=("distinct_results", "repeats")),
@@ -112,10 +116,10 @@ DECLARATION: list[Column] = [
     _c("repeats", "Int64"),
     _c("writers_per_slot", "Int64", "contention model: writers into one dγ slot",
        label="writers/slot"),
-    _c("deterministic_by_design", "boolean", label="det. by design"),
-    _c("device", "string"),
-    _c("seed", "Int64"),
-    _c("started_at", "string", "ISO-8601 UTC"),
+    _c("deterministic_by_design", "boolean", label="det. by design", table=False),
+    _c("device", "string", table=False),
+    _c("seed", "Int64", table=False),
+    _c("started_at", "string", "ISO-8601 UTC", table=False),
     _c("duration_s", "Float64", "wall time spent on this record", unit="s", fmt=".1f"),
     # fair (CONTRACTS.md): the GPU clock apart from the call's clock.
     _c("gpu_time_ms", "Float64", "median GPU busy time per call", label="GPU time",
@@ -123,14 +127,14 @@ DECLARATION: list[Column] = [
     _c("gpu_time_p20_ms", "Float64", label="GPU p20", **_T),
     _c("gpu_time_p80_ms", "Float64", label="GPU p80", **_T),
     _c("host_overhead_ms", "Float64", "time_ms - gpu_time_ms", label="host overhead", **_T),
-    _c("gpu_time_note", "string", "how GPU time was measured, or why it is empty"),
+    _c("gpu_time_note", "string", "how GPU time was measured, or why it is empty", table=False),
     _c("compile_s", "Float64", "wall time of the first, compiling call; never in a sample",
        unit="s", label="compile", fmt=".2f"),
     _c("notes", "string", "free text per record"),
     # scaleout (CONTRACTS.md): where a record was measured.
     _c("hostname", "string"),
     _c("gpu_index", "Int64", label="GPU"),
-    _c("gpu_uuid", "string"),
+    _c("gpu_uuid", "string", table=False),
     _c("concurrent_cases", "Int64", "most cases measured at once on its host during it "
        "(itself included; harness/hostload.py)", label="concurrent"),
 ]
@@ -174,6 +178,11 @@ def column(name: str) -> Column:
 def gated(kind: str | None = None) -> list[Column]:
     """Columns compare judges, in record order (only those of one gate kind when given)."""
     return [c for c in DECLARATION if c.gate and (kind is None or c.gate == kind)]
+
+
+def table_columns() -> list[Column]:
+    """The columns of the report's table of all records, in record order."""
+    return [c for c in DECLARATION if c.table]
 
 
 def metrics() -> dict[str, Column]:

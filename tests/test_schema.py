@@ -8,6 +8,7 @@ import pytest
 import synthetic
 from normbench.harness import compare as cmp
 from normbench.harness import schema, stats
+from normbench.harness.report import build_report
 from normbench.harness.store import load_records
 
 
@@ -71,6 +72,12 @@ def test_a_column_added_through_the_schema_alone(tmp_path, extra_columns):
     assert case["values"]["fits_l2"] == {"baseline": [True], "candidate": False}
     assert case["values"]["reduce_ms"]["candidate"] == pytest.approx(0.05)
     assert "fits_l2 True -> False" in doc["method"] and "reduce (reduce_ms)" in doc["method"]
+    # the report's table of all records shows both, headed from the declaration
+    rep = build_report(df, synthetic.meta())
+    (table,) = [b[1] for b in rep.blocks if b[0] == "table" and b[2] == "records"]
+    torch_row = table[table["impl"] == "torch"].iloc[0]
+    assert torch_row["fits L2"] == "False" and torch_row["reduce_ms (µs)"] == "50.0"
+    assert "median (µs)" in table.columns and "samples" not in table.columns
     # the new time column is a --metric choice of its own
     result = cmp.compare(a, b, metric="reduce")
     assert {c.key["implementation"] for c in result.regressions} == {"torch", "atomic"}

@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pandas as pd
 
-from normbench.harness import model
+from normbench.harness import model, schema
 
 from .document import Report
-from .fmt import SHAPE, finite, fmt_bytes, fmt_g, fmt_int, impl_label, ms_to_us, na
+from .fmt import SHAPE, finite, fmt_bytes, fmt_int, impl_label, ms_to_us, na
 
 META_ORDER = ("config_name", "config_path", "config_hash", "device_name", "sm_count",
               "peak_tbps", "copy_ceiling_gbps", "timer", "interpreted", "driver_version",
@@ -138,23 +138,36 @@ def prediction_section(rep: Report, df: pd.DataFrame, meta: dict, interp: bool) 
 # all records (HTML only, collapsed)
 
 def records_section(rep: Report, df: pd.DataFrame) -> None:
+    """Every column declared with table=True in harness/schema.py that holds a value in this
+    run, headed by its label and unit; times (unit ms) in µs like the rest of the report,
+    bytes in KiB/MiB, other numbers in the declared format."""
     if df.empty:
         return
     rep.h(2, "All records", "records")
-    t = pd.DataFrame({
-        "implementation": df["implementation"], "norm": df["norm"], "rows": df["rows"].map(fmt_int),
-        "d": df["d"].map(fmt_int), "dtype": df["dtype"], "weight dtype": df["weight_dtype"],
-        "groups": df["groups"], "G eff": df["groups_effective"].map(fmt_int), "status": df["status"],
-        "median µs": df["time_ms"].map(ms_to_us), "p20 µs": df["time_p20_ms"].map(ms_to_us),
-        "p80 µs": df["time_p80_ms"].map(ms_to_us), "GB/s": df["gbps"].map(fmt_g),
-        "% copy": df["pct_copy"].map(lambda v: f"{v:.1f}" if finite(v) else ""),
-        "correct": df["correct"].map(lambda v: "" if v is None else str(v)),
-        "max rel err": df["max_rel_err"].map(lambda v: f"{v:.2g}" if finite(v) else ""),
-        "deterministic": df["deterministic"].map(lambda v: "" if v is None else str(v)),
-        "distinct/R": [f"{fmt_int(a)}/{fmt_int(b)}" if finite(a) else "" for a, b in
-                       zip(df["distinct_results"], df["repeats"])],
-        "writers/slot": df["writers_per_slot"].map(fmt_int),
-        "workspace": df["workspace_bytes"].map(fmt_bytes),
-        "error": df["error"]})
-    rep.p(f"{len(df)} records; the markdown report leaves this table out (see records.csv).")
-    rep.table(t, cls="records", html_only=True, summary=f"Show all {len(df)} records")
+    t = pd.DataFrame(index=df.index)
+    for col in schema.table_columns():
+        if col.name not in df.columns or (not col.key and df[col.name].map(na).all()):
+            continue
+        t[_heading(col)] = df[col.name].map(lambda v, c=col: _cell(c, v))
+    rep.p(f"{len(df)} records; the markdown report leaves this table out (see records.csv). "
+          "Columns as declared in harness/schema.py; a column no record fills is left out.")
+    rep.table(t.reset_index(drop=True), cls="records", html_only=True,
+              summary=f"Show all {len(df)} records")
+
+
+def _heading(col: schema.Column) -> str:
+    if col.unit == "ms":
+        return f"{col.label or col.name} (µs)"
+    return col.label or col.name if col.unit == "B" else col.heading
+
+
+def _cell(col: schema.Column, v) -> str:
+    if na(v):
+        return ""
+    if col.unit == "ms":
+        return ms_to_us(v)
+    if col.unit == "B":
+        return fmt_bytes(v)
+    if col.dtype == "Int64":
+        return fmt_int(v)
+    return schema.column_format(col.name, v)
