@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from normbench.harness.cells import num as _num
+from normbench.harness.cells import is_missing, num as _num
 
 KEEP_S = 3600.0               # log entries older than this cannot overlap a live case
 PRUNE_BYTES = 1 << 20
@@ -177,7 +177,9 @@ def contention_note(rec: dict) -> str | None:
     n = _num(rec.get("concurrent_cases"))
     if n is None or n <= 1 or rec.get("status") != "ok" or not host_dominated(rec):
         return None
-    return (f"host-bound call measured while {int(n)} cases ran on {rec.get('hostname') or 'its host'}"
+    host = rec.get("hostname")
+    host = "its host" if is_missing(host) or not str(host) else str(host)
+    return (f"host-bound call measured while {int(n)} cases ran on {host}"
             f": the time may be inflated by host contention (--exclusive-below-us runs such "
             f"cases alone)")
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from normbench.harness import hostload
+
 # What identifies a shape, in the order tables sort by.
 SHAPE = ("norm", "rows", "d", "dtype", "weight_dtype")
 
@@ -90,6 +92,7 @@ def best_per_shape(df: pd.DataFrame) -> pd.DataFrame:
 ROLES = ("det", "nondet", "peer")
 ROLE_TEXT = {"det": "best deterministic", "nondet": "best nondeterministic", "peer": "best peer"}
 SPREAD_MARK = 1.15        # p80 / p20 above this: the samples spread widely (†)
+CONTENDED_MARK = "‡"      # host-bound and measured next to other cases (harness/hostload.py)
 
 
 def role(row) -> str | None:
@@ -118,7 +121,8 @@ def answer(df: pd.DataFrame, order: str = "sorted") -> pd.DataFrame:
     """One row per shape (sorted by SHAPE, or order="run": as first recorded).
 
     For each role r in ROLES: r_impl, r_groups, r_groups_effective, r_us, r_p20_us, r_p80_us,
-    r_pct_copy, r_spread (p80/p20), and with GPU time r_gpu_us, r_host_us.  Then
+    r_pct_copy, r_spread (p80/p20), r_contended (harness/hostload.py flags it: host-bound and
+    measured next to other cases), and with GPU time r_gpu_us, r_host_us.  Then
     det_over_nondet (t_det / t_nondet: what determinism costs, > 1 slower), peer_over_det
     (t_peer / t_det, > 1: ours is faster), fastest (the role of the fastest of the three),
     passing / recorded (implementations), and with GPU time gpu_fastest (the role fastest by GPU
@@ -162,6 +166,7 @@ def _fill(row: dict, r: str, best, gpu: bool) -> None:
                                                   errors="coerce").iloc[0]
     row[f"{r}_pct_copy"] = float(pct) if pct is not None and np.isfinite(pct) else np.nan
     row[f"{r}_spread"] = _ratio(row[f"{r}_p80_us"], row[f"{r}_p20_us"])
+    row[f"{r}_contended"] = best is not None and hostload.contention_note(best) is not None
     if gpu:
         row[f"{r}_gpu_us"] = us("gpu_time_ms")
         host = us("host_overhead_ms")

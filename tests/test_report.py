@@ -245,3 +245,40 @@ def test_plugin_strategy_appears_everywhere(tmp_path):
     ri, di = data["grid"]["rows"].index(6), data["grid"]["d"].index(16)
     assert entry["writers"][ri][di][gi] == 3                        # its own model: ceil(6 / 2)
     assert entry["workspace_ln"][ri][di][gi] == 7 * 2 * 16 * 2
+
+
+def test_host_bound_records_measured_next_to_others_are_flagged():
+    """issue 18 §2: a host-bound call measured while other cases ran on the host is marked ‡
+    in the answer (and counted in its bullets) and listed in its own section; the same run
+    measured alone has neither."""
+    def run(concurrent):
+        recs = [synthetic.record(implementation="disjoint_block", kind="strategy",
+                                 deterministic_by_design=True, groups="64", groups_effective=64,
+                                 time_ms=0.05, seed=1),            # 50 µs: host-bound
+                synthetic.record(implementation="atomic", kind="strategy",
+                                 deterministic_by_design=False, time_ms=2.0, seed=2),
+                synthetic.record(implementation="torch", kind="baseline", time_ms=0.08, seed=3)]
+        for r in recs:
+            r.update(concurrent_cases=concurrent, hostname="node7", gpu_index=0)
+        return build_report(pd.DataFrame(recs), synthetic.meta())
+
+    alone, together = run(1), run(3)
+    table = next(b[1] for b in together.blocks if b[0] == "table" and b[2] == "answer")
+    assert table.iloc[0]["det µs"].endswith("‡") and table.iloc[0]["peer µs"].endswith("‡")
+    assert not table.iloc[0]["nondet µs"].endswith("‡")             # 2 ms: not host-bound
+    md = together.markdown()
+    assert "## Measured next to other cases" in md and "2 of them are host-bound" in md
+    assert "2 of the times in this table are marked ‡" in md
+    (flagged,) = [b[1] for b in together.blocks if b[0] == "table" and b[2] == "contention"]
+    assert set(flagged["implementation"]) == {"disjoint_block (G=64)", "torch"}
+    assert set(flagged["host"]) == {"node7"} and set(flagged["concurrent"]) == {"3"}
+    md = alone.markdown()
+    assert "‡" not in md.split("## Failures")[0].replace("‡ a host-bound", "")
+    assert "Measured next to other cases" not in md
+
+
+def test_tiny_ratios_keep_significant_digits():
+    from normbench.harness.report.fmt import fmt_ratio
+    assert [fmt_ratio(v) for v in (0.0012345, 0.853, 1.0, 1.2949, 12.34, 1234.5)] == \
+        ["0.00123", "0.853", "1.00", "1.29", "12.3", "1234"]
+    assert fmt_ratio(float("nan")) == "" and fmt_ratio(None) == ""

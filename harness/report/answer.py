@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from normbench.harness import summary
-from normbench.harness.summary import ROLE_TEXT, ROLES, SPREAD_MARK
+from normbench.harness.summary import CONTENDED_MARK, ROLE_TEXT, ROLES, SPREAD_MARK
 
 from .document import Report, md_table
 from .fmt import finite, fmt_int, fmt_ratio, fmt_us, impl_label
@@ -40,7 +40,8 @@ def answer_table(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
                            for i, g, ge in zip(a[f"{r}_impl"], a[f"{r}_groups"],
                                                a[f"{r}_groups_effective"])]
         t[f"{r} µs"] = [fmt_us(v) + (" †" if finite(s) and s > SPREAD_MARK else "")
-                        for v, s in zip(a[f"{r}_us"], a[f"{r}_spread"])]
+                        + (f" {CONTENDED_MARK}" if c else "")
+                        for v, s, c in zip(a[f"{r}_us"], a[f"{r}_spread"], a[f"{r}_contended"])]
         t[f"{r} p20–p80 µs"] = [_spread(lo, hi) for lo, hi in zip(a[f"{r}_p20_us"], a[f"{r}_p80_us"])]
         if gpu:
             t[f"{r} GPU µs"] = a[f"{r}_gpu_us"].map(fmt_us)
@@ -56,7 +57,8 @@ def _range(values) -> str:
     v = np.asarray([x for x in values if finite(x)], dtype=float)
     if not len(v):
         return ""
-    return f"median **{np.median(v):.2f}** (range {v.min():.2f}–{v.max():.2f}, {len(v)} shapes)"
+    return (f"median **{fmt_ratio(np.median(v))}** (range {fmt_ratio(v.min())}–"
+            f"{fmt_ratio(v.max())}, {len(v)} shapes)")
 
 
 def answer_section(rep: Report, df: pd.DataFrame) -> None:
@@ -86,6 +88,12 @@ def answer_section(rep: Report, df: pd.DataFrame) -> None:
         else:
             lines.append("No peer (baseline) passed on a shape where a deterministic strategy "
                          "passed.")
+        contended = sum(int(a[f"{r}_contended"].sum()) for r in ROLES)
+        if contended:
+            lines.append(f"{contended} of the times in this table are marked {CONTENDED_MARK}: "
+                         "host-bound calls measured while other cases ran on the same host; "
+                         "they may be inflated by host contention (see \"Measured next to "
+                         "other cases\").")
         if "decided_on" in a.columns:
             host = a["decided_on"].astype(str).str.startswith("host")
             lines.append(f"Both clocks: the ranking is decided on the host at {int(host.sum())} "
@@ -99,7 +107,8 @@ def answer_section(rep: Report, df: pd.DataFrame) -> None:
           "competes with its best GROUPS. \"Deterministic\" = a strategy deterministic by design "
           "whose repeats were also bitwise identical; \"nondeterministic\" = any other strategy; "
           "a peer is a baseline (kind). Times are medians in µs with the p20–p80 interval of "
-          f"the samples; † marks p80/p20 > {SPREAD_MARK}. det ÷ nondet = t_det / t_nondet; "
+          f"the samples; † marks p80/p20 > {SPREAD_MARK}; {CONTENDED_MARK} a host-bound time "
+          "measured next to other cases. det ÷ nondet = t_det / t_nondet; "
           "peer ÷ det = t_peer / t_det (> 1: the deterministic strategy is faster). "
           "\"passing\" counts implementations that passed out of those recorded for the shape.")
 
@@ -162,6 +171,6 @@ def markdown_table(df: pd.DataFrame) -> str:
             row[p] = _cell(t, s, finite(t) and t == fastest)
         ratio = r["peer_over_det"]
         row["vs best peer"] = ("" if not finite(ratio) else
-                               f"*{ratio:.2f}*" if ratio < 1 else f"{ratio:.2f}")
+                               f"*{fmt_ratio(ratio)}*" if ratio < 1 else fmt_ratio(ratio))
         rows.append(row)
     return "\n".join(md_table(pd.DataFrame(rows))) + "\n"

@@ -13,8 +13,8 @@ from .fmt import PLOTS_DIR, interpreted, plain, safe_name
 from .plots import plots_section
 from .answer import answer_section, markdown_table
 from .fmt import SHAPE
-from .sections import (environment_section, failures_section, prediction_section,
-                       records_section)
+from .sections import (contention_section, environment_section, failures_section,
+                       prediction_section, records_section)
 from .widget import widget_section
 
 
@@ -120,6 +120,7 @@ def build_report(records: pd.DataFrame, meta: dict, baseline: str | None = None,
 
     answer_section(rep, df)
     failures_section(rep, df)
+    contention_section(rep, df)
     environment_section(rep, meta, interp)
     prediction_section(rep, df, meta, interp)
     plots_section(rep, df, meta, baseline, interp)

@@ -1,5 +1,5 @@
-"""The report's text sections: the answer, failures, environment, the bandwidth-bound
-prediction and the table of all records."""
+"""The report's text sections: failures, host contention, environment, the bandwidth-bound
+prediction and the table of all records (the answer is answer.py's)."""
 from __future__ import annotations
 
 import json
@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from normbench.harness import model, schema
+from normbench.harness import hostload, model, schema, summary
 
 from .document import Report
 from .fmt import SHAPE, finite, fmt_bytes, fmt_int, impl_label, ms_to_us, na
@@ -132,6 +132,34 @@ def prediction_section(rep: Report, df: pd.DataFrame, meta: dict, interp: bool) 
                                           if (fc or fp) else ""),
                      "correct": "" if r["correct"] is None else str(r["correct"])})
     rep.table(pd.DataFrame(rows), cls="prediction")
+
+
+# ---------------------------------------------------------------------------------------------
+# host contention (harness/hostload.py)
+
+def contention_section(rep: Report, df: pd.DataFrame) -> None:
+    """Only for runs that measured cases side by side: which records host contention may
+    have inflated (host-bound calls measured while other cases ran on their host)."""
+    if "concurrent_cases" not in df.columns or not (df["concurrent_cases"] > 1).any():
+        return
+    rep.h(2, "Measured next to other cases", "contention")
+    flagged = df[hostload.flag_contended(df).to_numpy(dtype=bool)]
+    together = int((df["concurrent_cases"] > 1).sum())
+    rep.p(f"{together} of {len(df)} records were measured while other cases ran on the same "
+          f"host (concurrent_cases > 1); {len(flagged)} of them are host-bound — more than half "
+          "of the call is host overhead, or, without a GPU time, the call is shorter than "
+          f"{hostload.HOST_BOUND_MS * 1000:.0f} µs — so their time may be inflated by the "
+          f"neighbours (marked {summary.CONTENDED_MARK} in the answer). `run --exclusive-below-us "
+          "X` measures such cases while nothing else runs on the host.")
+    if flagged.empty:
+        return
+    rows = [{"implementation": impl_label(r["implementation"], r["groups"], r["groups_effective"]),
+             "norm": r["norm"], "rows": fmt_int(r["rows"]), "d": fmt_int(r["d"]),
+             "dtype": f"{r['dtype']}/{r['weight_dtype']}", "median µs": ms_to_us(r["time_ms"]),
+             "GPU µs": ms_to_us(r["gpu_time_ms"]), "concurrent": fmt_int(r["concurrent_cases"]),
+             "host": r["hostname"] or "", "GPU": fmt_int(r["gpu_index"])}
+            for _, r in flagged.iterrows()]
+    rep.table(pd.DataFrame(rows), cls="contention")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,9 +7,9 @@ import numpy as np
 from rich.markup import escape
 from rich.table import Table
 
-from normbench.harness import summary
+from normbench.harness import hostload, summary
 
-from .fmt import finite, fmt_us
+from .fmt import finite, fmt_ratio, fmt_us
 
 
 def print_tables(df, meta: dict, console) -> None:
@@ -23,6 +23,10 @@ def print_tables(df, meta: dict, console) -> None:
     for (norm, dtype, wdt), part in df.groupby(["norm", "dtype", "weight_dtype"], sort=False):
         caption = ("★ fastest   ◆ best deterministic   ✗ incorrect/error   "
                    "det÷nondet: what determinism costs   peer÷det: > 1 ours is faster")
+        together = summary.times(part, "concurrent_cases") > 1
+        if together.any():
+            caption += (f"\n{summary.CONTENDED_MARK} host-bound and measured next to other cases "
+                        "on its host: may be inflated by host contention")
         if not gpu:
             caption += "\nGPU time not measured: call time as the host sees it"
         if meta.get("interpreted"):
@@ -56,12 +60,14 @@ def print_tables(df, meta: dict, console) -> None:
                     txt += " / " + (fmt_us(g * 1000) if np.isfinite(g) else "–")
                 if r["groups"] not in ("-", None) and finite(r["groups_effective"]):
                     txt += f" G{int(r['groups_effective'])}"
+                if hostload.contention_note(r) is not None:
+                    txt += f" {summary.CONTENDED_MARK}"
                 if n == fastest:
                     txt = f"[bold green]★ {txt}[/]"
                 if a is not None and n == a["det_impl"]:
                     txt = f"[bold cyan]◆ {txt}[/]"
                 cells.append(txt)
-            ratios = ["" if a is None or not finite(a[c]) else f"{a[c]:.2f}"
+            ratios = ["" if a is None else fmt_ratio(a[c])
                       for c in ("det_over_nondet", "peer_over_det")]
             extra = [escape(str(a["decided_on"])) if a is not None else ""] if gpu else []
             t.add_row(f"{rows} × {d}", *cells, *ratios, *extra)
