@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import signal
 import sys
+from enum import Enum
 from pathlib import Path
 from typing import List, Optional
 
@@ -16,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 app = typer.Typer(add_completion=False, no_args_is_help=False, rich_markup_mode=None,
+                  context_settings={"help_option_names": ["-h", "--help"]},
                   help="normbench: benchmark the dγ/dβ reduction strategies of LayerNorm/RMSNorm "
                        "backward. With no command, runs configs/default.yaml on a GPU, or "
                        "configs/cpu.yaml under the Triton interpreter when there is none.")
@@ -35,20 +37,41 @@ def _strategies():
     return strategies
 
 
+def _version(value: bool):
+    if value:
+        from normbench import __version__
+        print(f"normbench {__version__}")
+        raise typer.Exit()
+
+
 @app.callback(invoke_without_command=True)
-def default(ctx: typer.Context):
+def default(ctx: typer.Context,
+            version: bool = typer.Option(False, "--version", "-V", callback=_version,
+                                         is_eager=True, help="print the version and exit")):
     if ctx.invoked_subcommand is not None:
         return
     s = _strategies()
-    config = ROOT / "configs" / ("cpu.yaml" if s.interpreted() else "default.yaml")
-    err.print(f"no command given: running {config.relative_to(ROOT)} "
-              f"({'no GPU: Triton interpreter on CPU' if s.interpreted() else 'on the GPU'})")
-    run(config=config, out_dir=None, resume=False, dry_run=False, only=None, isolate=False,
-        no_report=False, shard=None, gpus=None, scheduler=None, exclusive_below_us=None)
+    config = "cpu" if s.interpreted() else "default"
+    err.print(f"no command given: running the shipped config {config} (configs/{config}.yaml; "
+              f"{'no GPU: Triton interpreter on CPU' if s.interpreted() else 'on the GPU'})")
+    run(config=config, overrides=None, shape=None, out_dir=None, resume=False, dry_run=False,
+        only=None, isolate=False, no_report=False, shard=None, gpus=None, scheduler=None,
+        exclusive_below_us=None, strict=False)
 
 
 @app.command()
-def run(config: Path = typer.Argument(..., help="sweep config (YAML); see harness/config.py"),
+def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: a YAML file, "
+                                     "the name of a shipped one (quick, default, cpu, peers, "
+                                     "small, ...) or - for standard input; fields in "
+                                     "harness/config.py"),
+        overrides: Optional[List[str]] = typer.Argument(None, metavar="KEY=VALUE",
+                                                         help="change the config: d=[5120] "
+                                                         "dtype=fp16 timing.rep_ms=50 (VALUE "
+                                                         "is YAML; validated like the file)"),
+        shape: Optional[List[str]] = typer.Option(None, "--shape", metavar="ROWSxD",
+                                                  help="run this shape instead of the "
+                                                  "config's rows and d (repeatable), e.g. "
+                                                  "--shape 16384x5120"),
         out_dir: Optional[Path] = typer.Option(None, "--out", help="run directory "
                                                "[default: runs/NAME-TIMESTAMP]"),
         resume: bool = typer.Option(False, "--resume", help="finish the run in --out: skip "
@@ -77,19 +100,22 @@ def run(config: Path = typer.Argument(..., help="sweep config (YAML); see harnes
         exclusive_below_us: Optional[float] = typer.Option(
             None, "--exclusive-below-us", metavar="X", help="with --gpus/--scheduler: cases "
             "whose estimated or measured call time is below X µs, or whose measured call is "
-            "host-bound, are measured with nothing else running on their host")):
+            "host-bound, are measured with nothing else running on their host"),
+        strict: bool = typer.Option(False, "--strict", help="exit 1 when any record is not ok "
+                                    "(error, skipped, timeout)")):
     """Run a sweep: every case and implementation, measured and stored as it goes.
 
     Every call is timed whole (argument checks, allocations, workspace and lock zeroing, every
     kernel including the reduce). On a machine without a GPU the kernels run under the Triton
     interpreter and times are CPU wall-clock times.
     """
-    from normbench.harness.config import ConfigError, load_config
+    from normbench.harness.config import ConfigError
+    from normbench.harness.overrides import load as load_sweep
     from normbench.harness.plan import estimate_seconds, expand
 
     s = _strategies()
     try:
-        sweep = load_config(config, known_implementations=s.known())
+        sweep = load_sweep(config, overrides or (), shape or (), known_implementations=s.known())
     except ConfigError as e:
         fail(str(e))
     if resume and out_dir is None:
@@ -156,14 +182,19 @@ def run(config: Path = typer.Argument(..., help="sweep config (YAML); see harnes
     from normbench.harness.report.terminal import print_tables
     print_tables(df, load_meta(out_dir), out)
     if outcome.interrupted:
+        again = " ".join([config, *(overrides or ()), *(f"--shape {x}" for x in shape or ())])
         fail(f"interrupted by {signal.Signals(outcome.interrupted).name}: {len(df)} records kept in "
-             f"{out_dir}; finish with: run {config} --out {out_dir} --resume",
+             f"{out_dir}; finish with: run {again} --out {out_dir} --resume",
              128 + outcome.interrupted)
     if not no_report:
         from normbench.harness.report import write_report
         paths = write_report(out_dir)
         err.print(f"report: {out_dir / paths['report.html']}")
     err.print(f"records: {out_dir / 'records.csv'}")
+    bad = df[df["status"] != "ok"] if len(df) else df
+    if strict and len(bad):
+        fail(f"run --strict: {len(bad)} of {len(df)} records are not ok "
+             f"({', '.join(f'{n} {k}' for k, n in bad['status'].value_counts().items())})", 1)
 
 
 def _fmt_s(sec: float) -> str:
@@ -213,10 +244,11 @@ def list_():
     t = Table(title="implementations" + (" (Triton interpreter on CPU)" if s.interpreted() else ""))
     for col in ("name", "kind", "deterministic by design", "uses GROUPS", "available", "about"):
         t.add_column(col)
-    for e in s.entries():
-        t.add_row(e.name, e.kind, "yes" if e.deterministic_by_design else "no",
+    from rich.markup import escape
+    for e in s.entries():     # escaped: a doc's "[d]" is text, not rich markup
+        t.add_row(escape(e.name), e.kind, "yes" if e.deterministic_by_design else "no",
                   "yes" if e.uses_groups else "no",
-                  "yes" if e.available else f"no: {e.reason}", e.doc)
+                  "yes" if e.available else escape(f"no: {e.reason}"), escape(e.doc))
     out.print(t)
 
 
@@ -243,6 +275,17 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory"),
         out.print(f"{k}: {v}")
 
 
+class Format(str, Enum):
+    table = "table"
+    markdown = "markdown"
+    json = "json"
+
+
+class Metric(str, Enum):
+    call = "call"
+    gpu = "gpu"
+
+
 def _compare_help() -> str:
     from normbench.harness.compare import method_text
     return ("Compare a candidate run (the last directory) against one or several baseline runs "
@@ -256,9 +299,9 @@ def compare(dirs: List[Path] = typer.Argument(..., help="BASE_DIR... NEW_DIR: ba
                                               "candidate"),
             threshold: str = typer.Option("5%", "--threshold", help="slowdown that counts, "
                                           "e.g. 5% or 0.05"),
-            fmt: str = typer.Option("table", "--format", help="table, markdown or json"),
-            metric: str = typer.Option("call", "--metric", help="call (time_ms, host included) "
-                                       "or gpu (gpu_time_ms)"),
+            fmt: Format = typer.Option("table", "--format", help="output format"),
+            metric: Metric = typer.Option("call", "--metric", help="call (time_ms, host "
+                                          "included) or gpu (gpu_time_ms)"),
             only: Optional[str] = typer.Option(None, "--only", help="gate only these "
                                                "implementations (comma-separated; kind:strategy "
                                                "or kind:baseline for a kind); the rest is reported"),
@@ -268,6 +311,7 @@ def compare(dirs: List[Path] = typer.Argument(..., help="BASE_DIR... NEW_DIR: ba
                                         "the cases they share")):
     from normbench.harness.compare import (FORMATS, CompareError, compare as do_compare,
                                            exit_code, parse_threshold, render, render_error)
+    fmt, metric = Format(fmt).value, Metric(metric).value      # the choices, listed in -h
     if fmt not in FORMATS:
         fail(f"compare: --format must be table, markdown or json, got {fmt!r}")
 

@@ -1,0 +1,164 @@
+"""Where a sweep comes from on the command line, and what the command line changes in it.
+
+    normbench run quick                        a shipped config, by name (normbench.configs)
+    normbench run path/to/sweep.yaml           a file (a path always wins over a name)
+    normbench run - < sweep.yaml               the config on standard input
+    normbench run quick d=[5120] dtype=fp16    overrides: KEY=VALUE, VALUE read as YAML
+    normbench run quick --shape 16384x5120     shapes: [[16384, 5120]] instead of rows and d
+
+An override sets one top-level key (``d=[5120]``) or one key of a nested mapping
+(``timing.rep_ms=50``); a later override of the same key wins.  Setting one way of giving the
+shapes drops the others from the config: ``rows=`` drops ``batch``, ``seq`` and ``shapes``;
+``batch=`` / ``seq=`` drop ``rows`` and ``shapes``; ``shapes=`` and ``--shape`` drop ``rows``,
+``batch``, ``seq`` and ``d``.  The result is validated exactly like a file (harness/config.py),
+and its text, the config with the overrides applied, is what the run records as
+``config_text`` (so its hash tells an overridden run from the plain one).  An error names the
+override that caused it::
+
+    config error: override 'd=[x]': d[0]: must be an integer, got string 'x'
+"""
+from __future__ import annotations
+
+import re
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Iterable, TextIO
+
+import yaml
+
+from normbench.harness.config import (KEYS, MAX_FILE_BYTES, ConfigError, Sweep, _load_yaml,
+                                      _unknown_key, load_config, parse_config)
+
+STDIN = "-"
+_SHAPE_KEYS = ("rows", "batch", "seq", "d", "shapes")
+# what setting a key removes from the base config (the other ways of giving the shapes)
+_DROPS = {"rows": ("batch", "seq", "shapes"), "batch": ("rows", "shapes"),
+          "seq": ("rows", "shapes"), "shapes": ("rows", "batch", "seq", "d")}
+_NESTED = {"timing", "determinism"}
+_SHAPE_RE = re.compile(r"\s*(\d{1,10})\s*[xX×]\s*(\d{1,10})\s*")
+
+
+def shipped() -> dict[str, Path]:
+    """The configs this package ships: name -> file."""
+    root = resources.files("normbench.configs")
+    return {Path(p.name).stem: Path(str(p)) for p in root.iterdir()
+            if p.name.endswith(".yaml") and p.is_file()}
+
+
+def locate(config: str) -> Path:
+    """The file `config` names: a path that exists, else a shipped config's name (with or
+    without .yaml).  A name that is neither is returned as a path (load_config then says it
+    does not exist)."""
+    p = Path(config)
+    if p.exists() or "/" in config or "\\" in config:
+        return p
+    found = shipped().get(config.removesuffix(".yaml"))
+    return found if found is not None else p
+
+
+def _split(raw: str) -> tuple[str, str]:
+    where = f"override {raw!r}"
+    key, sep, value = raw.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ConfigError(where, "(override)", "expected KEY=VALUE, e.g. d=[5120] or "
+                                               "timing.rep_ms=50")
+    return key, value
+
+
+def _parse_shape(raw: str) -> list[int]:
+    m = _SHAPE_RE.fullmatch(raw)
+    if not m:
+        raise ConfigError(f"--shape {raw!r}", "shapes", "expected ROWSxD, e.g. 16384x5120")
+    return [int(m.group(1)), int(m.group(2))]
+
+
+def apply(text: str, file: str, overrides: Iterable[str] = (), shapes: Iterable[str] = (),
+          known_implementations: Iterable[str] | None = None) -> Sweep:
+    """The config `text` (from `file`) with `overrides` and `shapes` (--shape) applied,
+    validated.  ConfigError names the file for the config's own faults, the override (or
+    --shape) for the ones it introduced."""
+    overrides, shapes = list(overrides), list(shapes)
+    known = None if known_implementations is None else list(known_implementations)
+    base = parse_config(text, file, known)          # the config's own faults name the file
+    if not overrides and not shapes:
+        return base
+    data = dict(_load_yaml(text, file))
+    data.setdefault("name", base.name)
+    origin: dict[str, str] = {}                     # top-level key -> what set it
+    for raw in overrides:
+        key, value_text = _split(raw)
+        where = f"override {raw!r}"
+        top, _, sub = key.partition(".")
+        if top not in KEYS:
+            raise ConfigError(where, top, _unknown_key(top, KEYS))
+        if sub and (top not in _NESTED or "." in sub):
+            raise ConfigError(where, key, f"{top!r} has no keys to set"
+                              if top not in _NESTED else "nested too deeply")
+        try:
+            value = _load_yaml(value_text, where) if value_text.strip() else None
+        except ConfigError as e:
+            raise ConfigError(where, key, e.problem) from None
+        if sub:
+            current = data.get(top)
+            data[top] = {**(current if isinstance(current, dict) else {}), sub: value}
+        else:
+            data[top] = value
+        for other in _DROPS.get(top, ()):
+            if origin.get(other) is None:           # the base's, not another override's
+                data.pop(other, None)
+        origin[top] = where
+    if "d" in origin and "shapes" in data and "shapes" not in origin:
+        raise ConfigError(origin["d"], "d", "the config gives shapes (rows and d together); "
+                                            "set rows=[...] as well, or use --shape ROWSxD")
+    if shapes:
+        for key in _SHAPE_KEYS:
+            if key in origin:
+                raise ConfigError(f"--shape {shapes[0]!r}", "shapes",
+                                  f"not allowed together with {origin[key]}")
+            data.pop(key, None)
+        data["shapes"] = [_parse_shape(s) for s in shapes]
+    said = " ".join(overrides + [f"--shape {s}" for s in shapes])
+    merged = f"# {file} with {said}\n" + yaml.safe_dump(data, sort_keys=False,
+                                                        allow_unicode=True)
+    try:
+        return parse_config(merged, file, known)
+    except ConfigError as e:
+        top = re.split(r"[.\[]", e.field, maxsplit=1)[0]
+        if top == "shapes" and shapes and "shapes" not in origin:
+            m = re.match(r"shapes\[(\d+)\]", e.field)
+            i = int(m.group(1)) if m else 0
+            raise ConfigError(f"--shape {shapes[min(i, len(shapes) - 1)]!r}", e.field,
+                              e.problem) from None
+        if top in origin:
+            raise ConfigError(origin[top], e.field, e.problem) from None
+        raise
+
+
+def load(config: str, overrides: Iterable[str] = (), shapes: Iterable[str] = (),
+         known_implementations: Iterable[str] | None = None,
+         stdin: TextIO | None = None) -> Sweep:
+    """The sweep the command line names: `config` a path, a shipped name or '-' (stdin)."""
+    if config == STDIN:
+        stream = stdin if stdin is not None else sys.stdin
+        if stream is None or stream.isatty():
+            raise ConfigError("<stdin>", "(file)", "is a terminal; pipe a config into it "
+                                                   "(normbench run - < sweep.yaml)")
+        try:
+            text = stream.read(MAX_FILE_BYTES + 1)
+        except UnicodeDecodeError as e:
+            raise ConfigError("<stdin>", "(file)", f"is not UTF-8 text (bad byte at offset "
+                                                   f"{e.start})") from None
+        if len(text) > MAX_FILE_BYTES:
+            raise ConfigError("<stdin>", "(file)", "is larger than 1 MiB; not a config?")
+        return apply(text, "<stdin>", overrides, shapes, known_implementations)
+    path = locate(config)
+    try:
+        sweep = load_config(path, known_implementations)  # file faults: as load_config says
+    except ConfigError as e:
+        if e.problem == "does not exist" and path == Path(config) and "/" not in config:
+            e.problem += f" (nor is it a shipped config: {', '.join(sorted(shipped()))})"
+        raise
+    return apply(sweep.source_text, sweep.source_path, overrides, shapes,
+                 known_implementations)
