@@ -373,6 +373,10 @@ def main():
             app()      # typer's standalone mode: usage errors exit 2 with one message
         except Exception as e:   # a signal that surfaced wrapped (reraise_if_interrupted)
             reraise_if_interrupted(e)
+            registry = sys.modules.get("normbench.strategies._registry")
+            if registry is not None and isinstance(e, registry.PluginError):
+                err.print(str(e), markup=False, highlight=False, soft_wrap=True)
+                sys.exit(2)
             raise
     except Interrupted as e:   # before or after a sweep (a sweep handles its own)
         err.print(f"interrupted by {signal.Signals(e.signum).name}; nothing was being measured")

@@ -171,13 +171,52 @@ def register_unavailable(name: str, *, kind: str, reason: str, deterministic_by_
                                      reason=reason, doc=doc))
 
 
+class PluginError(Exception):
+    """A plugin that cannot be loaded.  str(e) is one line naming the plugin and the fault."""
+
+
+PLUGIN_GROUP = "normbench.implementations"
+_plugin_error: PluginError | None = None
+
+
+def _plugin_sources() -> list[tuple[str, str, Callable[[], object]]]:
+    """(plugin, where it was named, loader) for every plugin: the modules in NORMBENCH_PLUGINS
+    (comma-separated), then the installed packages' entry points in PLUGIN_GROUP."""
+    from importlib.metadata import entry_points
+
+    out = [(m, "NORMBENCH_PLUGINS", lambda m=m: importlib.import_module(m))
+           for m in dict.fromkeys(filter(None, (p.strip() for p in
+                                                os.environ.get("NORMBENCH_PLUGINS", "").split(","))))]
+    for ep in sorted(entry_points(group=PLUGIN_GROUP), key=lambda ep: ep.name):
+        dist = getattr(ep, "dist", None)
+        where = f"entry point {ep.name!r} of {dist.name if dist else 'an installed package'}"
+
+        def load(ep=ep):
+            obj = ep.load()            # imports the module: its @register calls run
+            if ep.attr and callable(obj):
+                obj()                  # module:function names a function that registers
+        out.append((ep.value, where, load))
+    return out
+
+
 def _load_plugins() -> None:
-    global _plugins_loaded
+    """Import every plugin once.  A plugin that fails (missing module, syntax error, an
+    exception on import, a name registered twice) raises PluginError, now and on every
+    later call: the registry is never silently missing a plugin."""
+    global _plugins_loaded, _plugin_error
+    if _plugin_error is not None:
+        raise _plugin_error
     if _plugins_loaded:
         return
-    _plugins_loaded = True
-    for mod in filter(None, (m.strip() for m in os.environ.get("NORMBENCH_PLUGINS", "").split(","))):
-        importlib.import_module(mod)
+    _plugins_loaded = True              # before importing: a plugin may call get() itself
+    for plugin, where, load in _plugin_sources():
+        try:
+            load()
+        except Exception as e:          # SyntaxError and ImportError included
+            text = " ".join(str(e).split()) or "(no message)"
+            _plugin_error = PluginError(f"plugin {plugin} ({where}) cannot be loaded: "
+                                        f"{type(e).__name__}: {text}"[:500])
+            raise _plugin_error from None
 
 
 def known() -> list[str]:
