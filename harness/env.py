@@ -1,4 +1,9 @@
-"""Facts about this machine for meta.json: device, versions, git state."""
+"""Facts about this machine for meta.json: device, versions, git state, environment.
+
+Everything here is read, never assumed: a fact that cannot be read here is null (None), never
+a guess.  GPU facts come from NVML (`nvidia-ml-py`, imported as pynvml) where it answers, from
+torch.cuda otherwise; on CPU they are empty.
+"""
 from __future__ import annotations
 
 import os
@@ -6,22 +11,76 @@ import platform
 import socket
 import subprocess
 import sys
+from datetime import datetime, timezone
+from importlib import metadata
 from pathlib import Path
 
 import torch
 import triton
 
-from normbench import strategies
+from normbench import __version__, strategies
 
 ROOT = Path(__file__).resolve().parent.parent
+# Distributions whose version can move a result: ours' dependencies and the peers'.
+PACKAGES = ("torch", "triton", "numpy", "liger-kernel", "quack-kernels", "nvidia-cutlass-dsl",
+            "cuda-python", "nvidia-ml-py")
+ENV_PREFIXES = ("TRITON_", "CUDA_", "NORMBENCH_", "PYTORCH_")
 
 
 def _git(*args: str) -> str | None:
+    """git's answer in a checkout; None in an installed copy (whose folder may sit inside
+    some other repository) or where git fails."""
+    if not (ROOT / ".git").exists():
+        return None
     try:
         out = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out.stdout.strip() if out.returncode == 0 else None
+
+
+def git_state() -> tuple[str | None, bool | None]:
+    """(commit, dirty).  A copy of the tree (a lent GPU machine) can be told its commit with
+    NORMBENCH_GIT_COMMIT (such a copy may carry no .git, or a stale one, so the variable
+    wins) and its state with NORMBENCH_GIT_DIRTY=0/1; dirty is null when nothing says."""
+    head = _git("rev-parse", "HEAD")
+    told = os.environ.get("NORMBENCH_GIT_COMMIT") or None
+    commit = told or head
+    flag = os.environ.get("NORMBENCH_GIT_DIRTY", "").strip().lower()
+    if flag in ("1", "true", "yes"):
+        return commit, True
+    if flag in ("0", "false", "no"):
+        return commit, False
+    if head is None or (told is not None and head != told):
+        return commit, None                          # this tree's state is not that commit's
+    status = _git("status", "--porcelain", "--untracked-files=no")
+    return commit, None if status is None else bool(status)
+
+
+def package_versions() -> dict[str, str | None]:
+    out = {}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def environment() -> dict[str, str]:
+    """The variables that steer Triton, CUDA, PyTorch and normbench."""
+    return {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)}
 
 
 def device_name() -> str:
@@ -30,9 +89,91 @@ def device_name() -> str:
     return torch.cuda.get_device_name()
 
 
+def _nvml(uuid: str | None) -> dict:
+    """The GPU's facts from NVML (the device whose UUID torch reports); {} where NVML is not
+    installed or does not answer."""
+    try:
+        import pynvml
+    except ImportError:
+        return {}
+    try:
+        pynvml.nvmlInit()
+    except Exception:
+        return {}
+    facts: dict = {}
+    try:
+        h = (pynvml.nvmlDeviceGetHandleByUUID(uuid) if uuid
+             else pynvml.nvmlDeviceGetHandleByIndex(0))
+        reads = {
+            "driver_version": lambda: pynvml.nvmlSystemGetDriverVersion(),
+            "gpu_uuid": lambda: pynvml.nvmlDeviceGetUUID(h),
+            "compute_capability": lambda: "%d.%d" % pynvml.nvmlDeviceGetCudaComputeCapability(h),
+            "sm_clock_max_mhz": lambda: pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_SM),
+            "mem_clock_max_mhz": lambda: pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_MEM),
+            "sm_clock_app_mhz": lambda: pynvml.nvmlDeviceGetApplicationsClock(h, pynvml.NVML_CLOCK_SM),
+            "mem_clock_app_mhz": lambda: pynvml.nvmlDeviceGetApplicationsClock(h, pynvml.NVML_CLOCK_MEM),
+            "sm_clock_now_mhz": lambda: pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM),
+            "power_limit_w": lambda: pynvml.nvmlDeviceGetEnforcedPowerLimit(h) / 1000,
+            "power_limit_default_w": lambda: pynvml.nvmlDeviceGetPowerManagementDefaultLimit(h) / 1000,
+            "temperature_c": lambda: pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU),
+        }
+        for key, read in reads.items():
+            try:
+                value = read()
+            except Exception:         # a query this GPU or driver does not support
+                continue
+            facts[key] = value.decode() if isinstance(value, bytes) else value
+        if facts:
+            facts["gpu_facts_from"] = "nvml"
+    except Exception:
+        pass
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:
+            pass
+    return facts
+
+
+def gpu_facts() -> dict:
+    """UUID, compute capability, clocks, power limit, memory of the GPU in use (CPU: {})."""
+    if strategies.interpreted() or not torch.cuda.is_available():
+        return {}
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    uuid = getattr(props, "uuid", None)
+    uuid = f"GPU-{uuid}" if uuid is not None and not str(uuid).startswith("GPU-") else uuid
+    facts = {"gpu_uuid": None if uuid is None else str(uuid),
+             "compute_capability": f"{props.major}.{props.minor}",
+             "gpu_memory_bytes": props.total_memory, "gpu_facts_from": "torch.cuda"}
+    facts.update(_nvml(facts["gpu_uuid"]))
+    if "driver_version" not in facts:
+        try:
+            out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                 capture_output=True, text=True, timeout=20)
+            if out.returncode == 0 and out.stdout.strip():
+                facts["driver_version"] = out.stdout.strip().splitlines()[0]
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    return facts
+
+
+def invocation() -> dict:
+    """This process's command line and when it started (one entry of meta's invocations)."""
+    return {"argv": list(sys.argv), "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "normbench_version": __version__}
+
+
+def invocations(meta: dict) -> list[dict]:
+    """meta's invocations with this one added (a run written before they were kept has only
+    its first argv)."""
+    before = meta.get("invocations") or ([{"argv": meta["argv"]}] if meta.get("argv") else [])
+    return [*before, invocation()]
+
+
 def describe() -> dict:
     """Everything about the environment a reader of the results needs."""
     interp = strategies.interpreted()
+    commit, dirty = git_state()
     info = {
         "device_name": device_name(),
         "sm_count": strategies.sm_count(),
@@ -43,22 +184,17 @@ def describe() -> dict:
         "torch_version": torch.__version__,
         "triton_version": triton.__version__,
         "python_version": platform.python_version(),
+        "normbench_version": __version__,
+        "package_versions": package_versions(),
         "platform": platform.platform(),
         "hostname": socket.gethostname(),
-        # a copy of the tree (a lent GPU machine) can be told its commit: such a copy may
-        # carry no .git, or a stale one, so the variable, when set, wins
-        "git_commit": os.environ.get("NORMBENCH_GIT_COMMIT") or _git("rev-parse", "HEAD"),
-        "git_dirty": (False if os.environ.get("NORMBENCH_GIT_COMMIT")
-                      else bool(_git("status", "--porcelain", "--untracked-files=no"))),
-        "argv": sys.argv,
+        "cpu_model": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "environment": environment(),
+        "git_commit": commit,
+        "git_dirty": dirty,           # null: unknown (an installed copy, or a told commit)
+        "argv": sys.argv,             # the first invocation; every one is in "invocations"
+        "invocations": [invocation()],
     }
-    if not interp:
-        try:
-            out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                                 capture_output=True, text=True, timeout=20)
-            info["driver_version"] = out.stdout.strip().splitlines()[0] if out.returncode == 0 else None
-        except (OSError, subprocess.TimeoutExpired, IndexError):
-            pass
-        props = torch.cuda.get_device_properties(0)
-        info["gpu_memory_bytes"] = props.total_memory
+    info.update(gpu_facts())
     return info

@@ -91,7 +91,7 @@ def load_records(run_dir: str | os.PathLike, source: str = "auto") -> pd.DataFra
                 encoding="utf-8",
             )
         else:
-            frame = pd.read_parquet(path)
+            frame = _read_parquet(path)
         return _conform(frame)
     except StoreError:
         raise
@@ -348,7 +348,7 @@ class RunStore:
             import pyarrow as pa
             import pyarrow.parquet as pq
 
-            table = pa.Table.from_pandas(self._materialize(), preserve_index=False)
+            table = _samples_as_lists(pa.Table.from_pandas(self._materialize(), preserve_index=False))
             self._write(RECORDS_PARQUET, lambda f: pq.write_table(table, f))
             self._parquet_dirty = False
         self._parquet_time = time.monotonic()
@@ -430,6 +430,7 @@ def _row_values(record: dict) -> dict:
     unknown = [k for k in record if k not in COLUMNS]
     if unknown:
         raise ValueError(f"unknown record keys: {', '.join(map(str, unknown))}")
+    record = {**record, SAMPLES: _samples_text(record.get(SAMPLES))}
     values = {col: _coerce(col, dtype, record.get(col)) for col, dtype in COLUMNS.items()}
     if values["case_id"] is pd.NA:
         try:
@@ -485,6 +486,66 @@ def _coerce(col: str, dtype: str, value: Any) -> Any:
     else:  # pragma: no cover - a dtype the schema gained without this function
         return value
     raise ValueError(f"column {col!r} ({dtype}) cannot hold {type(value).__name__} {_short(value)}")
+
+
+# Every timed sample of a record: JSON text in the CSV and in memory (a "string" column),
+# list<double> in the parquet file, so that pandas/pyarrow readers get numbers.
+SAMPLES = "time_samples_ms"
+
+
+def _samples_text(value: Any) -> Any:
+    """A record's samples as JSON text of floats: a list of numbers is dumped; text must hold
+    one (ValueError otherwise)."""
+    if isinstance(value, (list, tuple, np.ndarray)):
+        value = [float(v) for v in value]
+        return json.dumps(value) if all(math.isfinite(v) for v in value) else _bad_samples(value)
+    if isinstance(value, str) and value:
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = None
+        if not (isinstance(parsed, list) and all(isinstance(v, (int, float)) and not
+                                                 isinstance(v, bool) for v in parsed)):
+            _bad_samples(value)
+        return _samples_text(parsed)       # one spelling (floats), as parquet reads it back
+    return value
+
+
+def _bad_samples(value: Any):
+    raise ValueError(f"column {SAMPLES!r} holds a JSON list of finite numbers, not {_short(value)}")
+
+
+def _samples_as_lists(table):
+    import pyarrow as pa
+
+    i = table.schema.get_field_index(SAMPLES)
+    if i < 0:
+        return table
+    kind = pa.list_(pa.float64())
+    values = [None if t is None else json.loads(t) for t in table.column(i).to_pylist()]
+    table = table.set_column(i, pa.field(SAMPLES, kind), pa.array(values, type=kind))
+    meta = json.loads((table.schema.metadata or {}).get(b"pandas", b"{}"))
+    for col in meta.get("columns", []):       # pandas would cast the lists back to "string"
+        if col.get("name") == SAMPLES:
+            col.update(pandas_type="list[float64]", numpy_type="object", metadata=None)
+    return table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                          b"pandas": json.dumps(meta).encode()})
+
+
+def _read_parquet(path: Path) -> pd.DataFrame:
+    """records.parquet as a frame, samples back to JSON text (files of older versions hold
+    them as text already)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    i = table.schema.get_field_index(SAMPLES)
+    if i >= 0 and pa.types.is_list(table.schema.field(i).type):
+        text = [None if v is None else json.dumps([float(x) for x in v])
+                for v in table.column(i).to_pylist()]
+        table = table.set_column(i, pa.field(SAMPLES, pa.large_string()),
+                                 pa.array(text, type=pa.large_string()))
+    return table.to_pandas()
 
 
 def _read_json(path: Path) -> dict | None:

@@ -104,12 +104,15 @@ text = st.one_of(
 number = st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True))
 integer = st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1))
 flag = st.one_of(st.none(), st.booleans())
+samples = st.one_of(st.none(), st.lists(st.floats(allow_nan=False, allow_infinity=False),
+                                        max_size=5).map(json.dumps))
 _KIND = {"string": text, "Float64": number, "Int64": integer, "boolean": flag}
 
 
 @st.composite
 def records(draw):
     rec = {c: draw(_KIND[t]) for c, t in COLUMNS.items() if c not in ("case_id", "status")}
+    rec["time_samples_ms"] = draw(samples)       # JSON text of numbers: list<double> in parquet
     rec["status"] = draw(st.sampled_from(["ok", "error", "skipped", "timeout"]))
     return rec
 
