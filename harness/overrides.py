@@ -19,6 +19,7 @@ override that caused it::
 """
 from __future__ import annotations
 
+import json
 import re
 import sys
 from importlib import resources
@@ -87,6 +88,7 @@ def apply(text: str, file: str, overrides: Iterable[str] = (), shapes: Iterable[
     data = dict(_load_yaml(text, file))
     data.setdefault("name", base.name)
     origin: dict[str, str] = {}                     # top-level key -> what set it
+    dropped: dict[str, str] = {}                    # top-level key -> what removed it
     for raw in overrides:
         key, value_text = _split(raw)
         where = f"override {raw!r}"
@@ -106,8 +108,9 @@ def apply(text: str, file: str, overrides: Iterable[str] = (), shapes: Iterable[
         else:
             data[top] = value
         for other in _DROPS.get(top, ()):
-            if origin.get(other) is None:           # the base's, not another override's
-                data.pop(other, None)
+            if other not in origin and other in data:    # the base's, not another override's
+                del data[other]
+                dropped[other] = where
         origin[top] = where
     if "d" in origin and "shapes" in data and "shapes" not in origin:
         raise ConfigError(origin["d"], "d", "the config gives shapes (rows and d together); "
@@ -119,9 +122,9 @@ def apply(text: str, file: str, overrides: Iterable[str] = (), shapes: Iterable[
                                   f"not allowed together with {origin[key]}")
             data.pop(key, None)
         data["shapes"] = [_parse_shape(s) for s in shapes]
-    said = " ".join(overrides + [f"--shape {s}" for s in shapes])
-    merged = f"# {file} with {said}\n" + yaml.safe_dump(data, sort_keys=False,
-                                                        allow_unicode=True)
+    said = json.dumps(overrides + [f"--shape {s}" for s in shapes], ensure_ascii=False)
+    merged = f"# {json.dumps(file, ensure_ascii=False)} with {said}\n" + yaml.safe_dump(
+        data, sort_keys=False, allow_unicode=True)
     try:
         return parse_config(merged, file, known)
     except ConfigError as e:
@@ -131,9 +134,12 @@ def apply(text: str, file: str, overrides: Iterable[str] = (), shapes: Iterable[
             i = int(m.group(1)) if m else 0
             raise ConfigError(f"--shape {shapes[min(i, len(shapes) - 1)]!r}", e.field,
                               e.problem) from None
-        if top in origin:
-            raise ConfigError(origin[top], e.field, e.problem) from None
-        raise
+        if top in origin or top in dropped:
+            raise ConfigError(origin.get(top) or dropped[top], e.field, e.problem) from None
+        # the config alone was valid: what the command line changed made it invalid
+        given = [f"override {o!r}" for o in overrides] + [f"--shape {x!r}" for x in shapes]
+        raise ConfigError(given[0] if len(given) == 1 else "the command line's " + ", ".join(given),
+                          e.field, e.problem) from None
 
 
 def load(config: str, overrides: Iterable[str] = (), shapes: Iterable[str] = (),

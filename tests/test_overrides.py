@@ -1,0 +1,154 @@
+"""harness/overrides.py: shipped configs by name, stdin, KEY=VALUE overrides and --shape,
+validated exactly like a file, every error one line naming the override."""
+from __future__ import annotations
+
+import io
+import string
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from normbench.harness.config import ConfigError, Sweep, parse_config
+from normbench.harness.overrides import apply, load, locate, shipped
+
+IMPLS = ["atomic", "disjoint_block", "torch"]
+BASE = "name: base\nnorm: [layernorm]\nrows: [64]\nd: [128]\ndtype: bf16\n"
+
+
+def err(*args, **kw) -> ConfigError:
+    with pytest.raises(ConfigError) as info:
+        apply(BASE, "base.yaml", *args, known_implementations=IMPLS, **kw)
+    s = str(info.value)
+    assert len(s.splitlines()) == 1 and s.startswith("config error: "), s
+    return info.value
+
+
+def test_shipped_configs_are_found_by_name_and_a_path_wins():
+    names = shipped()
+    assert {"quick", "cpu", "default", "peers"} <= set(names)
+    assert locate("quick") == names["quick"] and locate("quick.yaml") == names["quick"]
+    assert load("quick").name == "quick"
+    assert locate("configs/quick.yaml").as_posix() == "configs/quick.yaml"
+    with pytest.raises(ConfigError, match=r"nosuch: \(file\): does not exist \(nor is it a "
+                                          r"shipped config: cpu, default"):
+        load("nosuch")
+
+
+def test_overrides_change_the_config_and_its_recorded_text():
+    s = apply(BASE, "base.yaml", ["d=[5120]", "dtype=fp16", "timing.rep_ms=50",
+                                  "implementations=[disjoint_block, torch]"], known_implementations=IMPLS)
+    assert s.d == [5120] and s.dtype == ["fp16"] and s.timing.rep_ms == 50.0
+    assert s.timing.warmup_ms == 25.0 and s.rows == [64] and s.name == "base"
+    assert s.implementations == ["disjoint_block", "torch"]
+    assert "d=[5120]" in s.source_text.splitlines()[0]          # the text says what changed
+    again = parse_config(s.source_text, "x.yaml")             # and it is the config that ran
+    assert again.d == s.d and again.timing == s.timing
+    plain = apply(BASE, "base.yaml")
+    assert plain.source_text == BASE and plain.config_hash != s.config_hash
+    assert apply(BASE, "b.yaml", ["d=1", "d=2"]).d == [2]      # the later one wins
+
+
+def test_shape_overrides_replace_the_other_ways_of_giving_shapes():
+    s = apply(BASE, "b.yaml", shapes=["16384x5120", "8 x 8"])
+    assert [(x.rows, x.d) for x in s.shapes] == [(16384, 5120), (8, 8)] and s.rows is None
+    s = apply("shapes: [[4, 8]]\n", "b.yaml", ["rows=[2]", "d=[3]"])
+    assert s.rows == [2] and s.d == [3] and s.shapes is None
+    s = apply(BASE, "b.yaml", ["batch=[2]", "seq=[3]"])
+    assert s.batch == [2] and s.seq == [3] and s.rows is None
+
+
+@pytest.mark.parametrize("overrides,shapes,where,field,problem", [
+    (["d=[x]"], [], "override 'd=[x]'", "d[0]", "must be an integer, got string 'x'"),
+    (["d=[5"], [], "override 'd=[5'", "d", "invalid yaml"),
+    (["d=0"], [], "override 'd=0'", "d", "must be at least 1"),
+    (["dtyp=fp16"], [], "override 'dtyp=fp16'", "dtyp", "did you mean 'dtype'"),
+    (["timing.rep=1"], [], "override 'timing.rep=1'", "timing.rep", "unknown key"),
+    (["seed.x=1"], [], "override 'seed.x=1'", "seed.x", "has no keys"),
+    (["d"], [], "override 'd'", "(override)", "expected KEY=VALUE"),
+    (["implementations=[nosuch]"], [], "override 'implementations=[nosuch]'",
+     "implementations[0]", "unknown implementation 'nosuch'"),
+    (["rows="], [], "override 'rows='", "rows", "required"),
+    ([], ["16384"], "--shape '16384'", "shapes", "expected ROWSxD"),
+    ([], ["4x8", "4x70000"], "--shape '4x70000'", "shapes[1].d", "at most 65536"),
+    ([], ["4x8", "4x8"], "--shape '4x8'", "shapes[1]", "duplicate"),
+    (["rows=[2]"], ["4x8"], "--shape '4x8'", "shapes", "not allowed together with override 'rows=[2]'"),
+])
+def test_errors_name_the_override(overrides, shapes, where, field, problem):
+    e = err(overrides, shapes)
+    assert e.file == where and e.field == field and problem in e.problem, str(e)
+
+
+def test_d_over_a_shapes_config_asks_for_rows():
+    with pytest.raises(ConfigError, match="override 'd=8': d: the config gives shapes"):
+        apply("shapes: [[4, 8]]\n", "b.yaml", ["d=8"])
+
+
+def test_the_config_s_own_faults_name_the_file():
+    with pytest.raises(ConfigError, match=r"^config error: bad.yaml: d\[0\]"):
+        apply("rows: [1]\nd: [x]\n", "bad.yaml", ["dtype=fp16"])
+
+
+def test_config_from_stdin():
+    s = load("-", ["rows=3"], stdin=io.StringIO("d: 8\nrows: 4\n"))
+    assert s.rows == [3] and s.d == [8] and s.name == "sweep" and s.source_path == "<stdin>"
+    with pytest.raises(ConfigError, match=r"<stdin>: \(file\): is empty"):
+        load("-", stdin=io.StringIO(""))
+
+
+# ---------------------------------------------------------------------------- fuzzing
+
+yaml_scalar = st.one_of(st.integers(-5, 70000), st.floats(allow_nan=True), st.booleans(),
+                        st.none(), st.text(string.printable, max_size=8),
+                        st.sampled_from(["auto", "fp16", "bf16", "rmsnorm", "same", "torch"]))
+yaml_value = st.one_of(yaml_scalar, st.lists(yaml_scalar, max_size=3),
+                       st.dictionaries(st.sampled_from(["warmup_ms", "rep_ms", "repeats", "x"]),
+                                       yaml_scalar, max_size=2))
+KEY = st.sampled_from(["d", "rows", "dtype", "norm", "groups", "weight_dtype", "seed",
+                       "timing", "determinism", "peak_tbps", "timeout_s", "name",
+                       "implementations", "batch", "shapes", "description"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(KEY, yaml_value)
+def test_an_override_validates_exactly_like_the_file(key, value):
+    """KEY=<value as YAML> succeeds or fails exactly as the same value written in the file."""
+    text = yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("...").strip()
+    raw = f"{key}={text}"
+    file_data = yaml.safe_load(BASE)
+    file_data[key] = yaml.safe_load(text) if text else None
+    if key == "shapes":
+        for k in ("rows", "d"):
+            file_data.pop(k)
+    if key == "batch":
+        file_data.pop("rows")
+    try:
+        want = parse_config(yaml.safe_dump(file_data), "base.yaml", IMPLS)
+    except ConfigError as e:
+        want = e
+    try:
+        got = apply(BASE, "base.yaml", [raw], known_implementations=IMPLS)
+    except ConfigError as e:
+        got = e
+    if isinstance(want, Sweep):
+        assert isinstance(got, Sweep), str(got)
+        assert got.model_dump(exclude={"source_text"}) == want.model_dump(exclude={"source_text"})
+    else:
+        assert isinstance(got, ConfigError), (raw, str(want))
+        assert (got.field, got.problem) == (want.field, want.problem)
+        assert got.file == " ".join(f"override {raw!r}".split())   # one line, as every error
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(string.printable + "×é", max_size=20), max_size=3),
+       st.lists(st.text("0123456789xX× ,-", max_size=12), max_size=2))
+def test_any_command_line_is_a_sweep_or_one_config_error(overrides, shapes):
+    try:
+        s = apply(BASE, "base.yaml", overrides, shapes, known_implementations=IMPLS)
+    except ConfigError as e:
+        text = str(e)
+        assert len(text.splitlines()) == 1 and text.startswith("config error: ")
+        assert "Traceback" not in text and "pydantic" not in text.lower()
+    else:
+        assert isinstance(s, Sweep)
