@@ -228,3 +228,93 @@ def test_no_arguments_runs_the_cpu_config_without_a_gpu(tmp_path):
     df = load_records(run)
     assert len(df) and (df["status"] == "ok").all() and df["correct"].all()
     assert (run / "report.html").exists()
+
+
+# ---------------------------------------------------------------------------- CLI ergonomics
+
+
+def test_overrides_shape_stdin_strict_progress_lines_and_history(tmp_path):
+    """An ad-hoc sweep from the shell: a shipped name with overrides, piped output (one line
+    per finished case), --strict, and a resume that joins the invocation history."""
+    out = tmp_path / "run"
+    r = cli("run", "cpu", "--out", out, "--no-report", "--strict", "--shape", "6x16",
+            "norm=layernorm", "dtype=fp32", "implementations=[disjoint_block, test_raises]",
+            "determinism.repeats=2")
+    assert r.returncode == 1, r.stderr                       # test_raises errs: --strict
+    assert "[1/2] ok layernorm 6×16 fp32 disjoint_block" in r.stderr
+    assert "[2/2] error layernorm 6×16 fp32 test_raises: RuntimeError" in r.stderr
+    assert r.stderr.strip().splitlines()[-1].startswith("run --strict: 1 of 2 records are not ok")
+    df = load_records(out)
+    assert sorted(df["implementation"]) == ["disjoint_block", "test_raises"]
+    assert list(zip(df["rows"], df["d"])) == [(6, 16)] * 2
+    # booleans stay booleans, samples are numbers in parquet, also with a failed record
+    import pyarrow.parquet as pq
+    schema = pq.read_schema(out / "records.parquet")
+    assert str(schema.field("time_samples_ms").type) == "list<element: double>"
+    for col in ("correct", "deterministic", "deterministic_by_design"):
+        assert str(schema.field(col).type) == "bool"
+        for source in ("csv", "parquet"):
+            assert str(load_records(out, source)[col].dtype) == "boolean"
+        assert str(pd.read_csv(out / "records.csv", dtype_backend="numpy_nullable")[col].dtype) \
+            == "boolean"
+    samples = pd.read_parquet(out / "records.parquet").set_index("implementation")
+    assert len(samples.loc["disjoint_block", "time_samples_ms"]) >= 3
+    meta = json.loads((out / "meta.json").read_text())
+    assert "--shape" in meta["config_text"].splitlines()[0]  # what ran, overrides applied
+    r2 = cli("run", "cpu", "--out", out, "--no-report", "--resume", "--shape", "6x16",
+             "norm=layernorm", "dtype=fp32", "implementations=[disjoint_block, test_raises]",
+             "determinism.repeats=2")
+    assert r2.returncode == 0, r2.stderr                     # nothing left: no --strict
+    meta = json.loads((out / "meta.json").read_text())
+    assert [i["argv"][-1] for i in meta["invocations"]] == ["determinism.repeats=2"] * 2
+    assert "--resume" in meta["invocations"][1]["argv"] and "--strict" in meta["argv"]
+    stdin = cli("run", "-", "--dry-run", "d=[8]",
+                input="name: piped\nrows: [4]\nd: [16]\nimplementations: [torch]\n")
+    assert stdin.returncode == 0 and "plan: piped" in stdin.stdout and "│ 8 " in stdin.stdout
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["run", "cpu", "d=[x]"], "config error: override 'd=[x]': d[0]: must be an integer"),
+    (["run", "cpu", "--shape", "5"], "config error: --shape '5': shapes: expected ROWSxD"),
+    (["run", "nosuch"], "nor is it a shipped config"),
+    (["compare", "a", "b", "--format", "xml"], "'xml' is not one of 'table', 'markdown', 'json'"),
+])
+def test_bad_overrides_and_choices_are_one_line(args, msg):
+    r = cli(*args)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert msg in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("plugin,text,fault", [
+    ("nb_missing_dep", "import surely_not_installed_anywhere\n", "ModuleNotFoundError"),
+    ("nb_syntax", "def f(:\n", "SyntaxError"),
+    ("nb_raises", "raise RuntimeError('no\\nway')\n", "RuntimeError: no way"),
+    ("nb_dup", "from normbench.strategies import register\n"
+               "@register('torch', kind='baseline', deterministic_by_design=False, "
+               "uses_groups=False)\ndef f(*a, **k): pass\n", "'torch' registered twice"),
+    ("nb_nosuch_module", None, "No module named 'nb_nosuch_module'"),
+])
+def test_a_broken_plugin_is_one_line_naming_it_and_exit_2(tmp_path, plugin, text, fault):
+    if text is not None:
+        (tmp_path / f"{plugin}.py").write_text(text)
+    r = subprocess.run([sys.executable, str(ROOT / "run_bench.py"), "list"], cwd=ROOT,
+                       env={**ENV, "NORMBENCH_PLUGINS": plugin,
+                            "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"},
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    (line,) = [ln for ln in r.stderr.splitlines() if not ln.startswith("normbench:")]
+    assert line.startswith(f"plugin {plugin} (NORMBENCH_PLUGINS) cannot be loaded: ")
+    assert fault in line
+
+
+def test_help_version_and_list_markup():
+    from normbench import __version__
+    for flag in ("-V", "--version"):
+        assert cli(flag).stdout.strip() == f"normbench {__version__}"
+    for args in (["-h"], ["run", "-h"], ["compare", "-h"]):
+        r = cli(*args)
+        assert r.returncode == 0 and "Usage" in r.stdout, r.stderr
+    assert "table|markdown|json" in cli("compare", "-h").stdout
+    assert "--shape" in cli("run", "-h").stdout and "--strict" in cli("run", "-h").stdout
+    listed = cli("list").stdout
+    assert "fp32 [d]" in " ".join(listed.split())          # rich markup escaped: "[d]" shows
