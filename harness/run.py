@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
@@ -63,7 +64,8 @@ def _new_meta(sweep: Sweep, console: Console, facts: dict | None = None) -> dict
         peak_tbps=model.peak_tbps(meta["device_name"], sweep.peak_tbps) if on_gpu else sweep.peak_tbps,
         started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         gpu_timer=timing.GPU_TIMER if on_gpu else timing.NO_GPU_NOTE,
-        ended_at=None, completed=False)
+        ended_at=None, completed=False,
+        argv=list(sys.argv), invocations=[env.invocation()])   # this command's, not a worker's
     return meta
 
 
