@@ -183,7 +183,7 @@ def _label(case: Case) -> str:
 
 
 def _done_line(rec: dict, label: str, i: int, n: int) -> str:
-    """`[3/12] ok layernorm 6×16 fp32 disjoint_block G=2: 0.0123 ms (1.4 s)`."""
+    """`[3/12] ok disjoint_block G=2 layernorm 6x16 fp32/fp32: 0.0123 ms (1.4 s)`."""
     what = (f"{rec['time_ms']:.4g} ms" if rec["status"] == "ok" and rec.get("time_ms")
             else " ".join(str(rec.get("error") or "").split())[:300])
     took = f" ({rec['duration_s']:.1f} s)" if rec.get("duration_s") is not None else ""

@@ -241,8 +241,8 @@ def test_overrides_shape_stdin_strict_progress_lines_and_history(tmp_path):
             "norm=layernorm", "dtype=fp32", "implementations=[disjoint_block, test_raises]",
             "determinism.repeats=2")
     assert r.returncode == 1, r.stderr                       # test_raises errs: --strict
-    assert "[1/2] ok layernorm 6×16 fp32 disjoint_block" in r.stderr
-    assert "[2/2] error layernorm 6×16 fp32 test_raises: RuntimeError" in r.stderr
+    assert "[1/2] ok disjoint_block G=4 layernorm 6x16 fp32/fp32: " in r.stderr
+    assert "[2/2] error test_raises layernorm 6x16 fp32/fp32: RuntimeError" in r.stderr
     assert r.stderr.strip().splitlines()[-1].startswith("run --strict: 1 of 2 records are not ok")
     df = load_records(out)
     assert sorted(df["implementation"]) == ["disjoint_block", "test_raises"]
