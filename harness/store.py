@@ -5,9 +5,17 @@ A run directory holds
     records.csv       one row per (case, implementation); the source of truth, current after
                       every append
     records.parquet   the same rows; rewritten at most every `parquet_interval_s` and at close
-    meta.json         what the run was (config, device, versions ...)
-    .normbench.lock   the lock (flock: the kernel releases it when its holder dies)
-    .normbench.lock.json   who holds the lock (pid, host, since), for the error message
+    meta.json         what the run was (config, device, versions ...); its first keys,
+                      "format": "normbench-run" and "format_version": 2, mark the directory as
+                      a run directory (a meta.json without them is format 1 and still read)
+    .normbench.lock.json   who holds the lock (pid, host, since), for the error message; removed
+                      by close()
+
+The lock is a flock on the run directory itself (not on a file a user could delete): the
+kernel releases it when its holder dies, and a finished run leaves nothing behind.  Before every
+write the store checks that the directory it locked is still the one at its path.  normbench
+writes only into a directory that is new, empty, or already a run directory; any other
+non-empty directory is refused (`check_out_dir`, `check_run_dir`).
 
 Every file is written whole to a temporary file in the same directory, fsynced and moved into
 place with os.replace, so a `kill -9` at any moment leaves each file either the old version or
@@ -20,6 +28,8 @@ Columns and dtypes come from harness.schema.COLUMNS.  An empty string is stored 
 from __future__ import annotations
 
 import csv
+import errno
+import fcntl
 import io
 import json
 import math
@@ -36,12 +46,15 @@ import numpy as np
 import pandas as pd
 
 from normbench.harness.schema import COLUMNS, STATUSES, case_id as _case_id
+from normbench.harness.text import one_line as _one_line
 
 RECORDS_CSV = "records.csv"
 RECORDS_PARQUET = "records.parquet"
 META_JSON = "meta.json"
-LOCK_FILE = ".normbench.lock"
+LOCK_FILE = ".normbench.lock"          # format 1's lock file: only recognised, never written
 LOCK_INFO = ".normbench.lock.json"
+FORMAT = "normbench-run"
+FORMAT_VERSION = 2
 
 _DATA_FILES = (RECORDS_CSV, RECORDS_PARQUET, META_JSON, LOCK_INFO)
 # QUOTE_NONNUMERIC quotes every text field, so a bare "\r" inside an error message cannot be
@@ -59,10 +72,86 @@ class StoreError(Exception):
 # --------------------------------------------------------------------------- module level
 
 
-def is_run_dir(path: str | os.PathLike) -> bool:
-    """True when `path` is a directory that holds records or meta of a run."""
+def run_dir_version(path: str | os.PathLike) -> int | None:
+    """The format version of the run directory at `path`, or None when it is not one.
+
+    2: meta.json carries the marker ("format": "normbench-run", "format_version").
+    1: written before the marker existed: a meta.json object with the keys every such run
+       wrote (device_name and config_hash), or a records.csv whose header names the key
+       columns (a run stopped before its meta.json was complete)."""
     p = Path(path)
-    return p.is_dir() and any((p / name).is_file() for name in (RECORDS_CSV, RECORDS_PARQUET, META_JSON))
+    if not p.is_dir():
+        return None
+    meta = _read_json(p / META_JSON)
+    if meta is not None:
+        if meta.get("format") == FORMAT:
+            v = meta.get("format_version")
+            return v if isinstance(v, int) and not isinstance(v, bool) and v >= 1 else 1
+        if "format" not in meta and {"device_name", "config_hash"} <= meta.keys():
+            return 1
+    try:
+        with open(p / RECORDS_CSV, encoding="utf-8", errors="replace") as f:
+            header = f.readline(1 << 16)
+    except OSError:
+        return None
+    fields = {h.strip().strip('"') for h in header.split(",")}
+    return 1 if {"case_id", "implementation", "status"} <= fields else None
+
+
+def is_run_dir(path: str | os.PathLike) -> bool:
+    """True when `path` is a run directory (see run_dir_version)."""
+    return run_dir_version(path) is not None
+
+
+def check_run_dir(path: str | os.PathLike) -> None:
+    """Raise StoreError (one line) unless `path` is a run directory."""
+    p = Path(path)
+    if not p.exists():
+        raise StoreError(f"{p} does not exist")
+    if not p.is_dir():
+        raise StoreError(f"{p} is not a directory")
+    if run_dir_version(p) is None:
+        raise StoreError(f"{p} is not a normbench run directory (no meta.json with the run "
+                         "marker, no records.csv); refusing to write into it")
+
+
+def check_out_dir(path: str | os.PathLike) -> None:
+    """Raise StoreError (one line) unless a run may write into `path`: a path that does not
+    exist yet, an empty directory, or a run directory.  Any other directory is someone
+    else's and is left alone."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise StoreError(f"cannot use {p} as output directory: it exists and is not a directory")
+    if not p.is_dir():
+        return
+    try:
+        names = [n for n in os.listdir(p) if not _ours(n)]
+    except OSError as e:
+        raise StoreError(f"cannot use {p} as output directory: {_reason(e)}") from e
+    if names and run_dir_version(p) is None:
+        raise StoreError(f"{p} is not empty and is not a normbench run directory; choose a new "
+                         "or empty --out")
+
+
+def _ours(name: str) -> bool:
+    """Files a run leaves that do not make a directory anyone else's."""
+    return name in (LOCK_FILE, LOCK_INFO) or (name.startswith(".") and name.endswith(".tmp")
+                                              and any(name.startswith(f".{n}.") for n in _DATA_FILES))
+
+
+def meta_format_version(meta: dict) -> int:
+    """The format version of a loaded meta.json (1 for one without the marker)."""
+    v = meta.get("format_version") if meta.get("format") == FORMAT else None
+    return v if isinstance(v, int) and not isinstance(v, bool) else 1
+
+
+def write_file_atomic(path: str | os.PathLike, data: bytes | str) -> None:
+    """Write `data` to `path` whole or not at all: a temporary file in the same directory,
+    fsynced, then os.replace.  Text is written as UTF-8 (a lone surrogate as a backslash
+    escape).  OSError propagates."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", "backslashreplace")
+    _atomic_write(Path(path), lambda f: f.write(data))
 
 
 def load_records(run_dir: str | os.PathLike, source: str = "auto") -> pd.DataFrame:
@@ -108,10 +197,14 @@ def load_meta(run_dir: str | os.PathLike) -> dict:
         return {}
     except OSError as e:
         raise StoreError(f"cannot read {path}: {_reason(e)}") from e
+    except UnicodeDecodeError as e:
+        raise StoreError(f"cannot read {path}: not UTF-8 text (bad byte at offset {e.start})") from e
     try:
         meta = json.loads(text)
     except ValueError as e:
         raise StoreError(f"cannot read {path}: not valid JSON ({e})") from e
+    except RecursionError:
+        raise StoreError(f"cannot read {path}: nested too deeply") from None
     if not isinstance(meta, dict):
         raise StoreError(f"cannot read {path}: expected a JSON object, found {type(meta).__name__}")
     return meta
@@ -152,8 +245,7 @@ class RunStore:
     # -- opening
 
     def _make_dir(self) -> None:
-        if self.run_dir.exists() and not self.run_dir.is_dir():
-            raise StoreError(f"cannot use {self.run_dir} as output directory: it exists and is not a directory")
+        check_out_dir(self.run_dir)
         try:
             self.run_dir.mkdir(parents=True, exist_ok=True)
         except OSError as e:
@@ -162,12 +254,18 @@ class RunStore:
             raise StoreError(f"cannot write to output directory {self.run_dir}: permission denied")
 
     def _acquire_lock(self) -> None:
-        import filelock
-
-        lock = filelock.FileLock(str(self.run_dir / LOCK_FILE), thread_local=False)
+        # flock on the directory itself: nothing a user deletes by reflex, released by the
+        # kernel when the holder dies, and nothing left behind by a finished run.
         try:
-            lock.acquire(blocking=False)
-        except filelock.Timeout:  # a live process holds it (Timeout is an OSError: test it first)
+            fd = os.open(self.run_dir, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError as e:
+            raise StoreError(f"cannot open output directory {self.run_dir}: {_reason(e)}") from e
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            os.close(fd)
+            if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise StoreError(f"cannot lock output directory {self.run_dir}: {_reason(e)}") from e
             info = _read_json(self.run_dir / LOCK_INFO) or {}
             holder = (
                 f"pid {info.get('pid', '?')} on {info.get('host', '?')} since {info.get('since', '?')}"
@@ -175,9 +273,8 @@ class RunStore:
                 else "holder unknown"
             )
             raise StoreError(f"{self.run_dir} is in use by another run ({holder})") from None
-        except OSError as e:
-            raise StoreError(f"cannot write to output directory {self.run_dir}: {_reason(e)}") from e
-        self._lock = lock
+        self._lock = fd
+        self._identity = _identity(os.fstat(fd))
         try:
             # A sidecar present now was left by a holder that never reached close(): the kernel
             # released its lock when it died, so the lock is ours; remember whose it was.
@@ -217,6 +314,8 @@ class RunStore:
         self._ids: set[str] = set(frame["case_id"].dropna())
         self._done: set[str] = set(frame.loc[frame["status"].isin(STATUSES).fillna(False), "case_id"].dropna())
         self._meta: dict = load_meta(self.run_dir) if resume else {}
+        if not self._meta or not resume:   # mark the directory as ours from the start
+            self.write_meta(self._meta)
         # Rewrite both files from what was loaded: the parquet file may lag the CSV after a crash.
         self._csv = frame.to_csv(**_CSV_OPTIONS).encode("utf-8")
         self._write(RECORDS_CSV, lambda f: f.write(self._csv))
@@ -277,14 +376,19 @@ class RunStore:
             return json.loads(json.dumps(self._meta, default=str))
 
     def write_meta(self, meta: dict) -> None:
-        """Replace meta.json (atomic).  Values JSON cannot hold are written as str()."""
+        """Replace meta.json (atomic), always with the run-directory marker as its first keys
+        (format, format_version).  Values JSON cannot hold are written as str(); text that is
+        not valid Unicode (a path of undecodable bytes) as JSON escapes, so it reads back."""
         if not isinstance(meta, dict):
             raise TypeError(f"meta must be a dict, not {type(meta).__name__}")
+        meta = {"format": FORMAT, "format_version": FORMAT_VERSION,
+                **{k: v for k, v in meta.items() if k not in ("format", "format_version")}}
         with self._mutex:
             self._check_open()
             text = json.dumps(meta, indent=2, default=str, ensure_ascii=False) + "\n"
-            self._write(META_JSON, lambda f: f.write(text.encode("utf-8")))
-            self._meta = json.loads(text)
+            data = text.encode("utf-8", "backslashreplace")
+            self._write(META_JSON, lambda f: f.write(data))
+            self._meta = json.loads(data.decode("utf-8"))
 
     def update_meta(self, **fields: Any) -> None:
         """Merge `fields` into meta.json (atomic)."""
@@ -330,9 +434,20 @@ class RunStore:
     def _release_lock(self) -> None:
         if self._lock is not None:
             try:
-                self._lock.release(force=True)
+                os.close(self._lock)      # closing the descriptor releases the flock
             finally:
                 self._lock = None
+
+    def _check_owner(self) -> None:
+        """The directory at run_dir is still the one this store locked (not removed and
+        recreated, which would let a second run lock the new one)."""
+        try:
+            same = _identity(os.stat(self.run_dir)) == self._identity
+        except OSError:
+            same = False
+        if not same:
+            raise StoreError(f"{self.run_dir} was removed or replaced while this run held it; "
+                             "nothing more is written there")
 
     def _materialize(self) -> pd.DataFrame:
         if self._pending:
@@ -355,6 +470,7 @@ class RunStore:
 
     def _write(self, name: str, write: Callable[[Any], Any]) -> None:
         path = self.run_dir / name
+        self._check_owner()
         try:
             _atomic_write(path, write)
         except OSError as e:
@@ -397,11 +513,8 @@ def _atomic_write(path: Path, write: Callable[[Any], Any]) -> None:
         os.close(dfd)
 
 
-def write_file_atomic(path: str | os.PathLike, data: bytes | str) -> None:
-    """Write DATA (text as UTF-8) to PATH atomically: a reader sees the old file or the whole
-    new one, never a torn or empty file (temporary in the same directory, fsync, os.replace)."""
-    raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
-    _atomic_write(Path(path), lambda f: f.write(raw))
+def _identity(st: os.stat_result) -> tuple[int, int]:
+    return st.st_dev, st.st_ino
 
 
 def _empty_frame() -> pd.DataFrame:
@@ -551,7 +664,7 @@ def _read_parquet(path: Path) -> pd.DataFrame:
 def _read_json(path: Path) -> dict | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
 
@@ -568,6 +681,3 @@ def _short(value: Any, n: int = 60) -> str:
     text = repr(value)
     return text if len(text) <= n else text[: n - 3] + "..."
 
-
-def _one_line(text: str) -> str:
-    return " ".join(line.strip() for line in str(text).splitlines() if line.strip())

@@ -20,6 +20,7 @@ from normbench.harness.schema import COLUMNS, KEY, case_id
 from normbench.harness.store import RunStore, StoreError, is_run_dir, load_meta, load_records
 
 REPO = Path(__file__).resolve().parents[1]
+MARK = {"format": "normbench-run", "format_version": 2}     # every meta.json a store writes
 
 
 def full_record(i: int, **over) -> dict:
@@ -169,7 +170,7 @@ def test_resume_skips_done_and_refuses_duplicates(tmp_path):
     with RunStore(run, resume=True) as s:
         assert_same(s.records(), before)
         assert s.done_keys() == {full_record(i)["case_id"] for i in range(3)}
-        assert s.meta == {"config": "a.yaml", "n": 1}
+        assert s.meta == {**MARK, "config": "a.yaml", "n": 1}
         with pytest.raises(ValueError, match="already recorded"):
             s.append(full_record(1))
         s.append(full_record(3, status="skipped"))
@@ -178,7 +179,7 @@ def test_resume_skips_done_and_refuses_duplicates(tmp_path):
     assert len(frame) == 4 and frame["case_id"].is_unique
     assert_same(frame.iloc[:3], before)  # rewritten on resume, unchanged
     assert_same(frame, load_records(run, source="parquet"))
-    assert load_meta(run) == {"config": "a.yaml", "n": 2, "finished": True}
+    assert load_meta(run) == {**MARK, "config": "a.yaml", "n": 2, "finished": True}
 
 
 def test_refuses_non_resume_into_run_with_records(tmp_path):
@@ -221,7 +222,8 @@ def test_meta_and_is_run_dir(tmp_path):
     with RunStore(tmp_path) as s:
         s.write_meta({"device": "cpu", "when": pd.Timestamp("2026-01-01")})
         s.update_meta(status="running")
-        assert load_meta(tmp_path) == {"device": "cpu", "when": "2026-01-01 00:00:00", "status": "running"}
+        assert load_meta(tmp_path) == {**MARK, "device": "cpu", "when": "2026-01-01 00:00:00",
+                                       "status": "running"}
     assert is_run_dir(tmp_path)
     assert not is_run_dir(tmp_path / "records.csv")
     (tmp_path / "meta.json").write_text("[1, 2")
