@@ -35,6 +35,7 @@ import json
 import math
 import os
 import socket
+import stat
 import tempfile
 import threading
 import time
@@ -80,7 +81,10 @@ def run_dir_version(path: str | os.PathLike) -> int | None:
        wrote (device_name and config_hash), or a records.csv whose header names the key
        columns (a run stopped before its meta.json was complete)."""
     p = Path(path)
-    if not p.is_dir():
+    try:
+        if not stat.S_ISDIR(os.stat(p).st_mode):
+            return None
+    except OSError:
         return None
     meta = _read_json(p / META_JSON)
     if meta is not None:
@@ -106,12 +110,14 @@ def is_run_dir(path: str | os.PathLike) -> bool:
 def check_run_dir(path: str | os.PathLike) -> None:
     """Raise StoreError (one line) unless `path` is a run directory."""
     p = Path(path)
-    if not p.exists():
-        raise StoreError(f"{p} does not exist")
-    if not p.is_dir():
+    try:
+        st = os.stat(p)
+    except OSError as e:
+        raise StoreError(f"{p}: {'does not exist' if e.errno == errno.ENOENT else _reason(e)}") from e
+    if not stat.S_ISDIR(st.st_mode):
         raise StoreError(f"{p} is not a directory")
     if run_dir_version(p) is None:
-        raise StoreError(f"{p} is not a normbench run directory (no meta.json with the run "
+        raise StoreError(f"{p} is not a run directory (no meta.json with normbench's run "
                          "marker, no records.csv); refusing to write into it")
 
 
@@ -120,10 +126,16 @@ def check_out_dir(path: str | os.PathLike) -> None:
     exist yet, an empty directory, or a run directory.  Any other directory is someone
     else's and is left alone."""
     p = Path(path)
-    if p.exists() and not p.is_dir():
-        raise StoreError(f"cannot use {p} as output directory: it exists and is not a directory")
-    if not p.is_dir():
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
         return
+    except OSError as e:        # a name too long, a component that is a file ...
+        if e.errno == errno.ENOTDIR:
+            return              # RunStore's mkdir names the problem
+        raise StoreError(f"cannot use {p} as output directory: {_reason(e)}") from e
+    if not stat.S_ISDIR(st.st_mode):
+        raise StoreError(f"cannot use {p} as output directory: it exists and is not a directory")
     try:
         names = [n for n in os.listdir(p) if not _ours(n)]
     except OSError as e:
@@ -314,8 +326,7 @@ class RunStore:
         self._ids: set[str] = set(frame["case_id"].dropna())
         self._done: set[str] = set(frame.loc[frame["status"].isin(STATUSES).fillna(False), "case_id"].dropna())
         self._meta: dict = load_meta(self.run_dir) if resume else {}
-        if not self._meta or not resume:   # mark the directory as ours from the start
-            self.write_meta(self._meta)
+        self.write_meta(self._meta)     # the marker from the start (a format-1 meta gains it)
         # Rewrite both files from what was loaded: the parquet file may lag the CSV after a crash.
         self._csv = frame.to_csv(**_CSV_OPTIONS).encode("utf-8")
         self._write(RECORDS_CSV, lambda f: f.write(self._csv))
