@@ -81,7 +81,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from normbench.harness.text import one_line as _one_line
+from normbench.harness.text import one_line
 
 NORMS = ("layernorm", "rmsnorm")
 DTYPES = ("bf16", "fp16", "fp32")
@@ -118,9 +118,9 @@ class ConfigError(Exception):
 
     def __init__(self, file: str, field: str, problem: str):
         super().__init__(file, field, problem)     # args kept so that the error pickles
-        self.file = _one_line(str(file))
-        self.field = _one_line(str(field))
-        self.problem = _one_line(str(problem))
+        self.file = one_line(str(file))
+        self.field = one_line(str(field))
+        self.problem = one_line(str(problem))
 
     def __str__(self) -> str:
         return f"config error: {self.file}: {self.field}: {self.problem}"

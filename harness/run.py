@@ -27,7 +27,8 @@ from normbench.harness.interrupt import install, interruption
 from normbench.harness.isolate import Worker, WorkerCrashed, WorkerStartError, WorkerTimeout
 from normbench.harness.measure import Settings, failed_record, measure
 from normbench.harness.plan import Case
-from normbench.harness.store import RunStore, StoreError, check_out_dir, load_meta
+from normbench.harness.store import (RunStore, StoreError, check_not_in_use, check_out_dir,
+                                     load_meta)
 from normbench.harness.text import one_line
 
 
@@ -83,6 +84,7 @@ def preflight(sweep: Sweep, out_dir: Path, *, resume: bool, force_resume: bool =
     """Refuse, before anything is measured, what execute() would refuse: a directory that is
     not ours, or a resume across configs or devices (unless forced).  StoreError, one line."""
     check_out_dir(out_dir)
+    check_not_in_use(out_dir)
     if resume and not force_resume and Path(out_dir).is_dir():
         why = resume_mismatch(load_meta(out_dir), sweep)
         if why:

@@ -381,8 +381,9 @@ def test_kill9_at_random_moments_loses_and_tears_nothing(tmp_path):
 
 # --------------------------------------------------------------------------- issue 20: safety
 
-from normbench.harness.store import (FORMAT_VERSION, check_out_dir, check_run_dir,  # noqa: E402
-                                     run_dir_version, write_file_atomic)
+from normbench.harness.store import (FORMAT_VERSION, check_not_in_use,  # noqa: E402
+                                     check_out_dir, check_run_dir, run_dir_version,
+                                     write_file_atomic)
 
 
 def test_a_foreign_directory_is_refused_and_left_untouched(tmp_path):
@@ -445,9 +446,12 @@ def test_the_lock_survives_deleting_files_and_a_closed_run_leaves_none(tmp_path)
                 p.unlink()                       # the natural reflex
         with pytest.raises(StoreError, match="in use by another run"):
             RunStore(run, resume=True)
+        with pytest.raises(StoreError, match="in use by another run"):
+            check_not_in_use(run)             # the look the CLI takes before it starts
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.communicate()
+    check_not_in_use(run)                       # free again, and the look took nothing
     with RunStore(run, resume=True) as s:
         s.append(full_record(0))
     assert sorted(p.name for p in run.iterdir()) == ["meta.json", "records.csv", "records.parquet"]
