@@ -190,7 +190,8 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
     from normbench.harness.store import StoreError
     try:
         if out_dir is not None:
-            preflight(sweep, out_dir, resume=resume, force_resume=force_resume)
+            preflight(sweep, out_dir, resume=resume, force_resume=force_resume,
+                      device=executor is None)
         out_dir = out_dir or default_out_dir(sweep)
     except StoreError as e:
         fail(f"run: {e}")

@@ -80,13 +80,15 @@ def _here(facts: dict | None) -> tuple[str, bool]:
     return env.device_name(), strategies.interpreted()
 
 
-def preflight(sweep: Sweep, out_dir: Path, *, resume: bool, force_resume: bool = False) -> None:
+def preflight(sweep: Sweep, out_dir: Path, *, resume: bool, force_resume: bool = False,
+              device: bool = True) -> None:
     """Refuse, before anything is measured, what execute() would refuse: a directory that is
-    not ours, or a resume across configs or devices (unless forced).  StoreError, one line."""
+    not ours, or a resume across configs or devices (unless forced).  StoreError, one line.
+    device=False: the cases run elsewhere (a cluster), whose device execute() checks."""
     check_out_dir(out_dir)
     check_not_in_use(out_dir)
     if resume and not force_resume and Path(out_dir).is_dir():
-        why = resume_mismatch(load_meta(out_dir), sweep)
+        why = resume_mismatch(load_meta(out_dir), sweep, device=device)
         if why:
             raise StoreError(f"cannot resume {out_dir}: {'; '.join(why)} "
                              "(--force-resume resumes anyway and records both in meta.json)")

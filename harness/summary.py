@@ -83,10 +83,7 @@ def best_per_shape(df: pd.DataFrame) -> pd.DataFrame:
             row.update(fastest_deterministic=None, fastest_deterministic_groups=None,
                        fastest_deterministic_ms=None, determinism_cost_pct=None)
         rows.append(row)
-    # the columns even when no record may compete (every case failed or was skipped)
-    return pd.DataFrame(rows, columns=SHAPE + [
-        "fastest", "fastest_groups", "fastest_ms", "fastest_deterministic",
-        "fastest_deterministic_groups", "fastest_deterministic_ms", "determinism_cost_pct"])
+    return pd.DataFrame(rows)
 
 
 # ---------------------------------------------------------------------------------------------
