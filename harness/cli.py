@@ -219,7 +219,7 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
              f"{out_dir}; finish with: run {again} --out {out_dir} --resume",
              128 + outcome.interrupted)
     if not no_report:
-        paths = _write_report(out_dir, "torch")
+        paths = _write_report(out_dir, None)
         err.print(f"report: {out_dir / paths['report.html']}")
     err.print(f"records: {out_dir / 'records.csv'}")
     bad = df[df["status"] != "ok"] if len(df) else df
@@ -263,7 +263,7 @@ def merge(out_dir: Path = typer.Argument(..., help="the run directory to write (
               f"{info['plan_size'] - info['missing']} of {info['plan_size']} cases into {out_dir}"
               + (f" (partial: {info['missing']} missing, listed in meta.json)" if info["partial"] else ""))
     if not no_report:
-        paths = _write_report(out_dir, "torch")
+        paths = _write_report(out_dir, None)
         err.print(f"report: {out_dir / paths['report.html']}")
 
 
@@ -303,7 +303,7 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory"),
         out.print(f"{k}: {v}", markup=False, highlight=False)
 
 
-def _write_report(run_dir: Path, baseline: str) -> dict:
+def _write_report(run_dir: Path, baseline: Optional[str]) -> dict:
     """write_report, with any failure (a corrupted store, a file in the way, a full disk)
     as one line and exit 2."""
     from normbench.harness.interrupt import reraise_if_interrupted
