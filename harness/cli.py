@@ -34,6 +34,16 @@ def fail(message: str, code: int = 2):
 
 def _strategies():
     from normbench import strategies  # imported lazily: it decides CPU/GPU and compiles nothing until used
+    from normbench.harness.failures import plugin_failure
+    from normbench.harness.interrupt import interruption
+    try:
+        strategies.known()            # loads the plugins now: a broken one is one line
+    except strategies._registry.PluginError as e:
+        fail(str(e))
+    except BaseException as e:        # one raising SystemExit or another BaseException on import
+        if interruption(e) is not None:
+            raise
+        fail(plugin_failure(e) or f"plugin error: {e.__class__.__name__}: {e}")
     return strategies
 
 
@@ -56,7 +66,7 @@ def default(ctx: typer.Context,
               f"{'no GPU: Triton interpreter on CPU' if s.interpreted() else 'on the GPU'})")
     run(config=config, overrides=None, shape=None, out_dir=None, resume=False, dry_run=False,
         only=None, isolate=False, no_report=False, shard=None, gpus=None, scheduler=None,
-        exclusive_below_us=None, strict=False)
+        exclusive_below_us=None, strict=False, force_resume=False)
 
 
 @app.command()
@@ -72,8 +82,9 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
                                                   help="run this shape instead of the "
                                                   "config's rows and d (repeatable), e.g. "
                                                   "--shape 16384x5120"),
-        out_dir: Optional[Path] = typer.Option(None, "--out", help="run directory "
-                                               "[default: runs/NAME-TIMESTAMP]"),
+        out_dir: Optional[str] = typer.Option(None, "--out", help="run directory: new, "
+                                              "empty, or a run directory "
+                                              "[default: runs/NAME-TIMESTAMP]"),
         resume: bool = typer.Option(False, "--resume", help="finish the run in --out: skip "
                                     "records it already holds"),
         dry_run: bool = typer.Option(False, "--dry-run", help="print the plan and an estimated "
@@ -102,7 +113,10 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
             "whose estimated or measured call time is below X µs, or whose measured call is "
             "host-bound, are measured with nothing else running on their host"),
         strict: bool = typer.Option(False, "--strict", help="exit 1 when any record is not ok "
-                                    "(error, skipped, timeout)")):
+                                    "(error, skipped, timeout)"),
+        force_resume: bool = typer.Option(False, "--force-resume", help="--resume even a run of "
+                                          "another config or device; both are recorded in "
+                                          "meta.json")):
     """Run a sweep: every case and implementation, measured and stored as it goes.
 
     Every call is timed whole (argument checks, allocations, workspace and lock zeroing, every
@@ -118,6 +132,7 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
         sweep = load_sweep(config, overrides or (), shape or (), known_implementations=s.known())
     except ConfigError as e:
         fail(str(e))
+    resume = resume or force_resume
     if resume and out_dir is None:
         fail("run: --resume needs --out DIR (the run directory to finish)")
     if gpus is not None and scheduler is not None:
@@ -127,13 +142,22 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
     if exclusive_below_us is not None and gpus is None and scheduler is None:
         fail("run: --exclusive-below-us needs --gpus or --scheduler (a plain run measures one "
              "case at a time)")
+    if out_dir is not None and not out_dir.strip():
+        fail("run: --out: an empty path; give the run directory")
+    out_dir = Path(out_dir) if out_dir is not None else None
     cases = expand(sweep, uses_groups=lambda n: s.get(n).uses_groups, available=s.known()
                    if sweep.implementations else s.names())
-    if only:
+    if only is not None:
         wanted = [n.strip() for n in only.split(",") if n.strip()]
+        if not wanted:
+            fail(f"run: --only: no implementation named in {only!r}")
         unknown = [n for n in wanted if n not in s.known()]
         if unknown:
             fail(f"run: --only: unknown implementation {unknown[0]!r}; known: {', '.join(s.known())}")
+        planned = list(dict.fromkeys(c.implementation for c in cases))
+        absent = [n for n in wanted if n not in planned]
+        if absent:
+            fail(f"run: --only: {absent[0]!r} is not in this sweep; it runs: {', '.join(planned)}")
         cases = [c for c in cases if c.implementation in wanted]
     shard_meta = None
     if shard is not None:
@@ -153,6 +177,8 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
                                      exclusive_below_us=exclusive_below_us, dry_run=dry_run)
         except ClusterError as e:
             fail(f"run: {e}")
+    if not cases:
+        fail("run: nothing to run")
     est = estimate_seconds(cases, sweep, s.interpreted())
     if executor is not None:
         est = executor.estimate(est)
@@ -160,14 +186,20 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
         _print_plan(cases, est, sweep)
         return
     from normbench.harness.isolate import WorkerStartError
-    from normbench.harness.run import default_out_dir, execute
+    from normbench.harness.run import default_out_dir, execute, preflight
     from normbench.harness.store import StoreError
-    out_dir = out_dir or default_out_dir(sweep)
+    try:
+        if out_dir is not None:
+            preflight(sweep, out_dir, resume=resume, force_resume=force_resume,
+                      device=executor is None)
+        out_dir = out_dir or default_out_dir(sweep)
+    except StoreError as e:
+        fail(f"run: {e}")
     err.print(f"{sweep.name}: {len(cases)} records, about {_fmt_s(est)}; writing {out_dir}"
               + ("  [CPU wall-clock times: Triton interpreter]" if s.interpreted() else ""))
     try:
         outcome = execute(sweep, cases, out_dir, resume=resume, isolate=isolate, console=err,
-                          shard=shard_meta, executor=executor)
+                          shard=shard_meta, executor=executor, force_resume=force_resume)
     except StoreError as e:
         fail(f"run: {e}")
     except Exception as e:
@@ -187,8 +219,7 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
              f"{out_dir}; finish with: run {again} --out {out_dir} --resume",
              128 + outcome.interrupted)
     if not no_report:
-        from normbench.harness.report import write_report
-        paths = write_report(out_dir)
+        paths = _write_report(out_dir, None)
         err.print(f"report: {out_dir / paths['report.html']}")
     err.print(f"records: {out_dir / 'records.csv'}")
     bad = df[df["status"] != "ok"] if len(df) else df
@@ -232,8 +263,7 @@ def merge(out_dir: Path = typer.Argument(..., help="the run directory to write (
               f"{info['plan_size'] - info['missing']} of {info['plan_size']} cases into {out_dir}"
               + (f" (partial: {info['missing']} missing, listed in meta.json)" if info["partial"] else ""))
     if not no_report:
-        from normbench.harness.report import write_report
-        paths = write_report(out_dir)
+        paths = _write_report(out_dir, None)
         err.print(f"report: {out_dir / paths['report.html']}")
 
 
@@ -260,19 +290,33 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory"),
                                                "README's results table from this run (and "
                                                "write RUN_DIR/report-table.md)")):
     """Write RUN_DIR/report.html (self-contained), report.md and plots/ from a run."""
-    from normbench.harness.report import ReportError, write_report, write_table
-    from normbench.harness.store import StoreError, is_run_dir
-    if not is_run_dir(run_dir):
-        fail(f"report: {run_dir} is not a run directory (no records.csv / meta.json)")
+    from normbench.harness.report import ReportError, write_table
+    from normbench.harness.store import StoreError, check_run_dir
     try:
+        check_run_dir(run_dir)
         if markdown_table:
             print(write_table(run_dir), end="")
             return
-        paths = write_report(run_dir, baseline=baseline)
     except (StoreError, ReportError) as e:
         fail(f"report: {e}")
-    for k, v in paths.items():
-        out.print(f"{k}: {v}")
+    for k, v in _write_report(run_dir, baseline).items():
+        out.print(f"{k}: {v}", markup=False, highlight=False)
+
+
+def _write_report(run_dir: Path, baseline: Optional[str]) -> dict:
+    """write_report, with any failure (a corrupted store, a file in the way, a full disk)
+    as one line and exit 2."""
+    from normbench.harness.interrupt import reraise_if_interrupted
+    from normbench.harness.report import ReportError, write_report
+    from normbench.harness.store import StoreError
+    from normbench.harness.text import describe_exception
+    try:
+        return write_report(run_dir, baseline=baseline)
+    except (StoreError, ReportError) as e:
+        fail(f"report: {e}")
+    except Exception as e:
+        reraise_if_interrupted(e)
+        fail(f"report: cannot write the report of {run_dir}: {describe_exception(e)}")
 
 
 class Format(str, Enum):
@@ -381,3 +425,4 @@ def main():
     except Interrupted as e:   # before or after a sweep (a sweep handles its own)
         err.print(f"interrupted by {signal.Signals(e.signum).name}; nothing was being measured")
         sys.exit(128 + e.signum)
+

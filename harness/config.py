@@ -38,7 +38,11 @@ seed            integer 0 .. 2**63-1 for the random inputs.  Default: 0.
 timeout_s       per-case timeout, seconds (> 0), used by ``run --isolate``.  Default: 120.
 
 Lists must not be empty or hold duplicates.  Sizes must be YAML integers: ``"4096"``,
-``4096.0`` and ``true`` are rejected.
+``4096.0`` and ``true`` are rejected.  Numbers are read as YAML 1.2 writes them, not as
+YAML 1.1 (PyYAML's default): an integer is decimal digits without a leading zero, so
+``0100`` (1.1: octal 64), ``1:30`` (1.1: base 60, 90), ``0x10``, ``0b11`` and ``1_000`` are
+strings, and a size written so is rejected; ``1e3`` is the number 1000.0 (1.1: a string).
+The config must be a regular file (a FIFO or device is refused, not read).
 
 Errors
 ------
@@ -55,8 +59,10 @@ from __future__ import annotations
 import difflib
 import hashlib
 import math
+import os
 import re
 import reprlib
+import stat
 from collections.abc import Iterable
 from datetime import date
 from pathlib import Path
@@ -74,6 +80,8 @@ from pydantic import (
     model_validator,
 )
 from pydantic_core import PydanticCustomError
+
+from normbench.harness.text import one_line
 
 NORMS = ("layernorm", "rmsnorm")
 DTYPES = ("bf16", "fp16", "fp32")
@@ -110,16 +118,12 @@ class ConfigError(Exception):
 
     def __init__(self, file: str, field: str, problem: str):
         super().__init__(file, field, problem)     # args kept so that the error pickles
-        self.file = _one_line(str(file))
-        self.field = _one_line(str(field))
-        self.problem = _one_line(str(problem))
+        self.file = one_line(str(file))
+        self.field = one_line(str(field))
+        self.problem = one_line(str(problem))
 
     def __str__(self) -> str:
         return f"config error: {self.file}: {self.field}: {self.problem}"
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split()) if text else ""
 
 
 # ----------------------------------------------------------------------------- messages
@@ -191,6 +195,9 @@ def _choice(v: Any, choices: Iterable[str], what: str, aliases=None) -> str:
 
 def _int(v: Any, lo: int, hi: int) -> int:
     if type(v) is not int:          # strict: no bool, no "4096", no 4096.0
+        if isinstance(v, str) and re.fullmatch(r"[-+]?(0[0-9_]+|0[xXoObB][0-9a-fA-F_]+|[0-9][0-9_]*(:[0-5]?[0-9])+|[0-9]+(_[0-9]+)+)", v):
+            _fail(f"must be an integer in decimal digits without a leading zero, got "
+                  f"{_R.repr(v)}")
         _fail(f"must be an integer, got {_show(v)}")
     if v < lo:
         _fail(f"must be at least {lo}, got {v}")
@@ -381,6 +388,29 @@ def _construct_map(loader: _Loader, node: yaml.MappingNode):
 
 _Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
 
+# Numbers as YAML 1.2's core schema has them: PyYAML's 1.1 resolvers read 0100 as octal 64,
+# 1:30 as base-60 90, 1_000 as 1000, and leave 1e3 a string.
+_INT = re.compile(r"^[-+]?(0|[1-9][0-9]*)$")
+_FLOAT = re.compile(r"""^(?:[-+]?(?:(?:0|[1-9][0-9]*)(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?
+                        |[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$""", re.X)
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers
+            if tag not in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+_Loader.add_implicit_resolver("tag:yaml.org,2002:int", _INT, list("-+0123456789"))
+_Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+.0123456789"))
+
+
+def _construct_int(loader: _Loader, node: yaml.ScalarNode):
+    text = loader.construct_scalar(node)
+    if not _INT.match(text):        # an explicit !!int 0100 or 0x10: no octal, hex, base 60
+        raise yaml.constructor.ConstructorError(
+            None, None, f"integer {text!r} is not written in decimal digits", node.start_mark)
+    return int(text)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+
 
 def _load_yaml(text: str, file: str) -> Any:
     loader = None
@@ -532,7 +562,15 @@ def load_config(path: str | Path,
     try:
         if p.is_dir():
             raise ConfigError(file, "(file)", "is a directory, not a config file")
-        with open(p, "rb") as f:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; only a regular file is read
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+        with open(fd, "rb") as f:
+            mode = os.fstat(f.fileno()).st_mode
+            if not stat.S_ISREG(mode):
+                kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a device"
+                        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket"
+                        if stat.S_ISSOCK(mode) else "not a regular file")
+                raise ConfigError(file, "(file)", f"is {kind}, not a config file")
             raw = f.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         raise ConfigError(file, "(file)", "does not exist") from None

@@ -13,12 +13,27 @@ class Interrupted(BaseException):
         self.signum = signum
 
 
+_first: list[int] = []    # the signal being handled, once one arrived
+
+
 def raise_interrupted(signum, frame):
+    # Only the first signal raises: more of them (Ctrl-C pressed again and again) while the
+    # sweep saves its records and prints the resume hint would interrupt that cleanup itself.
+    if _first:
+        return
+    _first.append(signum)
     raise Interrupted(signum)
 
 
+def stopping() -> int | None:
+    """The signal that is stopping this process, None while none has arrived."""
+    return _first[0] if _first else None
+
+
 def install() -> dict:
-    """Make SIGINT and SIGTERM raise Interrupted; returns the previous handlers."""
+    """Make SIGINT and SIGTERM raise Interrupted (the first one; later ones are ignored);
+    returns the previous handlers."""
+    _first.clear()
     previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     for s in previous:
         signal.signal(s, raise_interrupted)

@@ -37,6 +37,8 @@ import weakref
 from contextlib import contextmanager
 from typing import Any
 
+from normbench.harness.text import describe_exception
+
 
 class WorkerTimeout(Exception):
     """A call did not return in time; the worker was killed.  One-line message."""
@@ -125,7 +127,7 @@ class Worker:
                     conn.send(("call", payload))
                 except (BrokenPipeError, ConnectionResetError, EOFError):
                     raise self._crashed("died before the call") from None
-                ready = multiprocessing.connection.wait([conn, proc.sentinel], timeout_s)
+                ready = _wait([conn, proc.sentinel], timeout_s)
                 if not ready:
                     pid = proc.pid
                     self._discard(kill=True)
@@ -180,7 +182,7 @@ class Worker:
         self._finalizer.atexit = False
         _LIVE.add(self)
 
-        ready = multiprocessing.connection.wait([parent_conn, proc.sentinel], self.start_timeout_s)
+        ready = _wait([parent_conn, proc.sentinel], self.start_timeout_s)
         if not ready:
             self._discard(kill=True)
             raise WorkerStartError(f"worker for {self.target} did not start within {self.start_timeout_s:g} s")
@@ -245,6 +247,21 @@ def _close_all() -> None:
             pass
 
 
+_WAIT_CHUNK_S = 3600.0   # poll()/select() take at most ~2**31 ms: longer waits go in pieces
+
+
+def _wait(objects: list, timeout_s: float | None) -> list:
+    """multiprocessing.connection.wait for any timeout, however large (None: for ever)."""
+    if timeout_s is None:
+        return multiprocessing.connection.wait(objects, None)
+    deadline = time.monotonic() + max(0.0, float(timeout_s))
+    while True:
+        left = deadline - time.monotonic()
+        ready = multiprocessing.connection.wait(objects, min(max(left, 0.0), _WAIT_CHUNK_S))
+        if ready or left <= _WAIT_CHUNK_S:
+            return ready
+
+
 def _describe_exit(code: int | None) -> str:
     if code is None:
         return "still running after SIGKILL (exit status unknown)"
@@ -267,7 +284,7 @@ def _unpack(reply: tuple) -> Any:
 
 
 def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
+    return describe_exception(exc, limit=10_000)
 
 
 @contextmanager
@@ -329,14 +346,21 @@ def _worker_main(conn, target: str, env: dict[str, str], parent_pid: int) -> Non
             return
         try:
             reply = ("ok", func(payload))
-        except Exception as e:
-            reply = ("error", _describe(e), traceback.format_exc())
+        except BaseException as e:   # SystemExit or another BaseException of the target too
+            reply = ("error", _describe(e), _format_tb())
         try:
             conn.send(reply)
         except (EOFError, OSError):
             return
         except Exception as e:  # the result does not pickle; nothing was written yet
-            conn.send(("error", f"result of {target} cannot be sent back: {_describe(e)}", traceback.format_exc()))
+            conn.send(("error", f"result of {target} cannot be sent back: {_describe(e)}", _format_tb()))
+
+
+def _format_tb() -> str:
+    try:
+        return traceback.format_exc()
+    except BaseException:       # an exception whose __str__ raises
+        return "(traceback unavailable)"
 
 
 def _die_with_parent(parent_pid: int) -> None:

@@ -3,8 +3,11 @@
 Order of work, and why:
   1. skip (with the reason) what cannot run: an unavailable implementation, a case larger
      than the free device memory — decided before anything is launched;
-  2. correctness against the fp64 reference (harness.inputs.reference) on fresh inputs drawn
-     from the sweep's seed and the case, identical for every implementation of a case;
+  2. correctness against the fp64 reference (harness.inputs.reference) on inputs drawn from
+     the sweep's seed and the case, identical for every implementation of a case: each
+     implementation gets its own copies, compared bit for bit with the originals after its
+     first call, after the repeats and after timing — an implementation that writes into its
+     inputs is recorded as an error, and cannot poison the others;
   3. determinism: `repeats` more calls on the same inputs, every output compared bit for bit
      with the distinct results seen so far (no hashes: an exact comparison);
   4. time: every call is timed whole — argument checks, output and workspace allocation, the
@@ -17,7 +20,10 @@ The first call (step 2) compiles whatever the implementation compiles; its wall 
 `compile_s`, and it is never a timed sample.  An implementation may name the path it takes for
 the inputs (`entry.fn.notes(x, dy, w, mean, rstd)` → the `notes` column); one that raises
 NotImplementedError on the first call does not take this combination: `skipped`, with why.
-A failure at any step becomes the record's status and error text; nothing is raised.
+NaN/Inf: every output of the first call and of every repeat is checked, and the output of
+the last timed call (checking each timed call would add to the time measured).
+A failure at any step becomes the record's status and error text; nothing is raised — not
+for a plugin's SystemExit or other BaseException either (only SIGINT/SIGTERM stop a sweep).
 """
 from __future__ import annotations
 
@@ -34,6 +40,7 @@ from normbench.harness.inputs import make_inputs, reference, rel_error, toleranc
 from normbench.harness.interrupt import reraise_if_interrupted
 from normbench.harness.plan import Case
 from normbench.harness.schema import case_id
+from normbench.harness.text import describe_exception
 
 
 @dataclass(frozen=True)
@@ -47,7 +54,8 @@ class Settings:
     device_name: str
 
 
-_cache: dict = {}   # the inputs and reference of the last case (shared by its implementations)
+_cache: dict = {}   # the inputs and reference of the last case (copied for each implementation)
+_INPUT_NAMES = ("x", "dy", "weight", "mean", "rstd")
 
 
 def _case_inputs(case: Case, s: Settings, device):
@@ -69,9 +77,9 @@ def _stable_seed(key) -> int:
 def _bytes_needed(case: Case, ws: int) -> int:
     n = case.rows * case.d
     act = model.ITEMSIZE[case.dtype]
-    # x, dy, dx, a second dx while comparing repeats and a third in the GPU timer's graph; the
-    # fp64 reference and its temporaries
-    return 5 * n * act + 4 * n * 8 + ws
+    # x, dy, dx, a second dx while comparing repeats and a third in the GPU timer's graph, the
+    # copies of x and dy each implementation gets; the fp64 reference and its temporaries
+    return 7 * n * act + 4 * n * 8 + ws
 
 
 def memory_shortfall(case: Case, workspace_bytes: int, free_bytes: int) -> str | None:
@@ -86,9 +94,16 @@ def memory_shortfall(case: Case, workspace_bytes: int, free_bytes: int) -> str |
             f"{free_bytes / 2**30:.1f} GiB free")
 
 
-def _one_line(e: BaseException) -> str:
-    msg = " ".join(str(e).split())
-    return f"{type(e).__name__}: {msg}"[:500]
+def _nonfinite(outputs) -> list[str]:
+    """Names of the outputs holding a NaN or Inf."""
+    return [k for k, o in zip(("dx", "dw", "db"), outputs)
+            if o is not None and not bool(torch.isfinite(o).all())]
+
+
+def _modified(work, pristine) -> list[str]:
+    """Names of the inputs whose bits differ from the originals."""
+    return [n for n, a, b in zip(_INPUT_NAMES, work, pristine)
+            if b is not None and not _same_bits(a, b)]
 
 
 def _same_bits(a, b) -> bool:
@@ -141,9 +156,9 @@ def measure(case: Case, s: Settings) -> dict:
         rec["groups_effective"] = geff
         rec["workspace_bytes"] = entry.workspace(case.rows, case.d, geff, has_bias)
         rec["writers_per_slot"] = entry.writers(case.rows, geff) if entry.writers else None
-    except Exception as e:  # a plugin's model function may fail too
+    except BaseException as e:  # a plugin's model function may fail too
         reraise_if_interrupted(e)
-        return done("error", _one_line(e))
+        return done("error", describe_exception(e))
 
     if device.type == "cuda":
         short = memory_shortfall(case, rec["workspace_bytes"] or 0, torch.cuda.mem_get_info()[0])
@@ -154,18 +169,24 @@ def measure(case: Case, s: Settings) -> dict:
     except torch.cuda.OutOfMemoryError as e:
         _cache.clear()
         torch.cuda.empty_cache()
-        return done("error", "out of memory: " + _one_line(e))
-    except Exception as e:
+        return done("error", "out of memory: " + describe_exception(e))
+    except BaseException as e:    # SystemExit, GeneratorExit ... from a plugin: its failure
         reraise_if_interrupted(e)
-        return done("error", _one_line(e))
+        return done("error", describe_exception(e))
 
 
 def _measure(case, s, entry, groups, rec, device, nbytes, done):
     on_gpu = device.type == "cuda"
-    (x, dy, w, mean, rstd), ref = _case_inputs(case, s, device)
+    pristine, ref = _case_inputs(case, s, device)
+    work = [t.clone() if t is not None else None for t in pristine]   # this implementation's
+    x, dy, w, mean, rstd = work
 
     def call():
         return entry.backward(x, dy, w, mean, rstd, groups=groups)
+
+    def inputs_changed(when: str):
+        changed = _modified(work, pristine)
+        return done("error", f"modified its inputs ({', '.join(changed)}) {when}") if changed else None
 
     # 1. correctness; the first call also compiles what it needs (its wall time: compile_s)
     t0 = time.perf_counter()
@@ -174,8 +195,8 @@ def _measure(case, s, entry, groups, rec, device, nbytes, done):
         if on_gpu:
             torch.cuda.synchronize()
     except NotImplementedError as e:     # the implementation does not take this combination
-        rec["notes"] = _one_line(e)
-        return done("skipped", _one_line(e))
+        rec["notes"] = describe_exception(e)
+        return done("skipped", describe_exception(e))
     rec["compile_s"] = time.perf_counter() - t0
     notes = getattr(entry.fn, "notes", None)
     if notes is not None:
@@ -185,22 +206,34 @@ def _measure(case, s, entry, groups, rec, device, nbytes, done):
     present = [v for v in errs.values() if v is not None]
     rec["max_rel_err"] = max(present)
     rec["correct"] = all(v <= rec["tolerance"] for v in present)
-    nonfinite = [k for k, o in zip(("dx", "dw", "db"), first)
-                 if o is not None and not bool(torch.isfinite(o).all())]
+    nonfinite = [f"{k} of the first call" for k in _nonfinite(first)]
+    if bad := inputs_changed("in its first call"):
+        return bad
 
     # 2. determinism: bitwise, against every distinct result seen so far
     distinct = [first]
-    for _ in range(s.repeats - 1):
+    for i in range(s.repeats - 1):
         out = call()
+        nonfinite += [f"{k} of repeat {i + 2}" for k in _nonfinite(out)]
         if not any(all(_same_bits(a, b) for a, b in zip(out, seen)) for seen in distinct):
             distinct.append(out)
         del out
     rec["distinct_results"] = len(distinct)
     rec["deterministic"] = len(distinct) == 1
     del distinct
+    if bad := inputs_changed("in its repeated calls"):
+        return bad
 
-    # 3. time
-    samples = timing.bench(call, s.warmup_ms, s.rep_ms, on_gpu)
+    # 3. time (the last timed call's output is kept, to be checked for NaN/Inf)
+    last = [None]
+
+    def timed():
+        last[0] = call()
+
+    samples = timing.bench(timed, s.warmup_ms, s.rep_ms, on_gpu)
+    if last[0] is not None:
+        nonfinite += [f"{k} of the last timed call" for k in _nonfinite(last[0])]
+    last[0] = None
     rec.update(timing.summarize(samples))
     rec["time_samples_ms"] = json.dumps([round(t, 6) for t in samples])
     rec["gbps"] = model.gbps(nbytes, rec["time_ms"])
@@ -212,8 +245,11 @@ def _measure(case, s, entry, groups, rec, device, nbytes, done):
     del first
     if rec["gpu_time_ms"] is not None:
         rec["host_overhead_ms"] = rec["time_ms"] - rec["gpu_time_ms"]
+    if bad := inputs_changed("while timed"):
+        return bad
     if nonfinite:
-        return done("error", f"non-finite values (NaN/Inf) in {', '.join(nonfinite)}")
+        shown = ", ".join(nonfinite[:3]) + (f" and {len(nonfinite) - 3} more" if len(nonfinite) > 3 else "")
+        return done("error", f"non-finite values (NaN/Inf) in {shown}")
     return done("ok")
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -26,7 +27,9 @@ from normbench.harness.interrupt import install, interruption
 from normbench.harness.isolate import Worker, WorkerCrashed, WorkerStartError, WorkerTimeout
 from normbench.harness.measure import Settings, failed_record, measure
 from normbench.harness.plan import Case
-from normbench.harness.store import RunStore, StoreError
+from normbench.harness.store import (RunStore, StoreError, check_not_in_use, check_out_dir,
+                                     load_meta)
+from normbench.harness.text import one_line
 
 
 @dataclass
@@ -37,9 +40,58 @@ class Outcome:
     interrupted: int | None = None        # the signal number, if the sweep was stopped
 
 
-def default_out_dir(sweep: Sweep) -> Path:
+def default_out_dir(sweep: Sweep, parent: Path = Path("runs")) -> Path:
+    """runs/NAME-TIMESTAMP, created here (so two runs started in the same second get two
+    directories: the second one is NAME-TIMESTAMP-2)."""
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path("runs") / f"{sweep.name}-{stamp}"
+    for i in range(1, 1000):
+        path = parent / (f"{sweep.name}-{stamp}" + (f"-{i}" if i > 1 else ""))
+        try:
+            path.mkdir(parents=True)
+        except FileExistsError:
+            continue
+        except OSError as e:
+            raise StoreError(f"cannot create output directory {path}: {e.strerror or e}") from e
+        return path
+    raise StoreError(f"cannot find a free directory name for {parent / sweep.name}-{stamp}")
+
+
+def resume_mismatch(meta: dict, sweep: Sweep, facts: dict | None = None,
+                    device: bool = True) -> list[str]:
+    """Why a run with `meta` should not be resumed with `sweep` here (empty: it may): another
+    config (its hash), another device, or GPU against interpreter timings.  `facts`: a
+    cluster's (device_name, interpreted) when the cases run there; device=False: compare
+    the configs only (the device is not known yet)."""
+    if not meta.get("device_name"):      # stopped before its meta was complete: nothing to keep
+        return []
+    why = []
+    if meta.get("config_hash") != sweep.config_hash:
+        why.append(f"it was started from another config (hash {meta.get('config_hash')}, "
+                   f"this one {sweep.config_hash})")
+    here, interp = _here(facts)
+    if device and meta.get("device_name") != here or bool(meta.get("interpreted")) != interp:
+        why.append(f"it was measured on {meta.get('device_name')}, this is {here}")
+    return why
+
+
+def _here(facts: dict | None) -> tuple[str, bool]:
+    if facts and facts.get("device_name"):
+        return facts["device_name"], bool(facts.get("interpreted"))
+    return env.device_name(), strategies.interpreted()
+
+
+def preflight(sweep: Sweep, out_dir: Path, *, resume: bool, force_resume: bool = False,
+              device: bool = True) -> None:
+    """Refuse, before anything is measured, what execute() would refuse: a directory that is
+    not ours, or a resume across configs or devices (unless forced).  StoreError, one line.
+    device=False: the cases run elsewhere (a cluster), whose device execute() checks."""
+    check_out_dir(out_dir)
+    check_not_in_use(out_dir)
+    if resume and not force_resume and Path(out_dir).is_dir():
+        why = resume_mismatch(load_meta(out_dir), sweep, device=device)
+        if why:
+            raise StoreError(f"cannot resume {out_dir}: {'; '.join(why)} "
+                             "(--force-resume resumes anyway and records both in meta.json)")
 
 
 def _settings(sweep: Sweep, meta: dict) -> Settings:
@@ -69,10 +121,36 @@ def _new_meta(sweep: Sweep, console: Console, facts: dict | None = None) -> dict
     return meta
 
 
+def _resumed(store: RunStore, sweep: Sweep, meta: dict, force: bool, console: Console,
+             facts: dict | None = None) -> dict:
+    """Check a resume (StoreError unless compatible or forced) and record it in meta.json's
+    `resumes` list; the meta the new records take their device facts from."""
+    why = resume_mismatch(meta, sweep, facts)
+    if why and not force:
+        raise StoreError(f"cannot resume {store.run_dir}: {'; '.join(why)} "
+                         "(--force-resume resumes anyway and records both in meta.json)")
+    here, _ = _here(facts)
+    entry = {"at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+             "forced": bool(why), "differs": why, "config_hash": sweep.config_hash,
+             "config_path": sweep.source_path, "device_name": here,
+             "hostname": socket.gethostname()}
+    used = dict(meta, device_name=here)      # new records name the device they ran on
+    if why:
+        console.print(f"[yellow]note:[/] resuming {store.run_dir} although {'; '.join(why)}")
+        entry["config_text"] = sweep.source_text
+        if here != meta.get("device_name"):
+            fresh = _new_meta(sweep, console, facts)
+            entry.update(copy_ceiling_gbps=fresh["copy_ceiling_gbps"], peak_tbps=fresh["peak_tbps"])
+            used.update(copy_ceiling_gbps=fresh["copy_ceiling_gbps"], peak_tbps=fresh["peak_tbps"])
+    store.update_meta(resumes=list(meta.get("resumes") or []) + [entry])
+    return used
+
+
 def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = False,
             isolate: bool = False, console: Console | None = None, shard: dict | None = None,
-            executor=None) -> Outcome:
-    """Measure `cases` into `out_dir`.  StoreError propagates (the CLI turns it into exit 2).
+            executor=None, force_resume: bool = False) -> Outcome:
+    """Measure `cases` into `out_dir`.  StoreError propagates (the CLI turns it into exit 2):
+    among others for a resume of another config or on another device, unless force_resume.
 
     shard: harness.shard.meta_entry of a --shard run (recorded in meta.json, checked on resume).
     executor: a harness.distributed executor (start(console) -> facts, records(todo, settings,
@@ -92,12 +170,11 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
             if shard:
                 meta["shard"] = shard
             store.write_meta(meta)
-        elif facts:                          # resumed on a cluster: add its GPUs
-            known = meta.get("gpus") or []
-            store.update_meta(gpus=known + [g for g in facts.get("gpus", []) if g not in known])
-        elif meta.get("config_hash") != sweep.config_hash:
-            console.print(f"[yellow]note:[/] {out_dir} was started from a different config "
-                          f"(hash {meta.get('config_hash')}); resuming with this one")
+        else:
+            meta = _resumed(store, sweep, meta, force_resume, console, facts)
+            if facts:                        # resumed on a cluster: add its GPUs
+                known = meta.get("gpus") or []
+                store.update_meta(gpus=known + [g for g in facts.get("gpus", []) if g not in known])
         if not fresh:                        # a resume: its command line joins the history
             store.update_meta(invocations=env.invocations(meta))
         settings = _settings(sweep, meta)
@@ -203,5 +280,5 @@ def _measure_one(case: Case, settings: Settings, worker: Worker | None, timeout_
     except WorkerCrashed as e:
         return failed_record(case, settings, "error", f"worker crashed: {e}", time.perf_counter() - t0)
     except RuntimeError as e:   # measure() itself raised: a bug, but a record all the same
-        return failed_record(case, settings, "error", " ".join(str(e).split())[:500],
+        return failed_record(case, settings, "error", one_line(e)[:500],
                              time.perf_counter() - t0)

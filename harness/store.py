@@ -5,9 +5,17 @@ A run directory holds
     records.csv       one row per (case, implementation); the source of truth, current after
                       every append
     records.parquet   the same rows; rewritten at most every `parquet_interval_s` and at close
-    meta.json         what the run was (config, device, versions ...)
-    .normbench.lock   the lock (flock: the kernel releases it when its holder dies)
-    .normbench.lock.json   who holds the lock (pid, host, since), for the error message
+    meta.json         what the run was (config, device, versions ...); its first keys,
+                      "format": "normbench-run" and "format_version": 2, mark the directory as
+                      a run directory (a meta.json without them is format 1 and still read)
+    .normbench.lock.json   who holds the lock (pid, host, since), for the error message; removed
+                      by close()
+
+The lock is a flock on the run directory itself (not on a file a user could delete): the
+kernel releases it when its holder dies, and a finished run leaves nothing behind.  Before every
+write the store checks that the directory it locked is still the one at its path.  normbench
+writes only into a directory that is new, empty, or already a run directory; any other
+non-empty directory is refused (`check_out_dir`, `check_run_dir`).
 
 Every file is written whole to a temporary file in the same directory, fsynced and moved into
 place with os.replace, so a `kill -9` at any moment leaves each file either the old version or
@@ -20,12 +28,13 @@ Columns and dtypes come from harness.schema.COLUMNS.  An empty string is stored 
 from __future__ import annotations
 
 import csv
+import errno
+import fcntl
 import io
 import json
 import math
 import os
 import socket
-import tempfile
 import threading
 import time
 from datetime import datetime, timezone
@@ -35,34 +44,18 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
+from normbench.harness.rundir import (  # noqa: F401  (re-exported: the store's public names)
+    FORMAT, FORMAT_VERSION, LOCK_FILE, LOCK_INFO, META_JSON, RECORDS_CSV, RECORDS_PARQUET,
+    StoreError, _DATA_FILES, _atomic_write, _read_json, _reason, check_out_dir, check_run_dir,
+    is_run_dir, meta_format_version, run_dir_version, write_file_atomic)
 from normbench.harness.schema import COLUMNS, STATUSES, case_id as _case_id
 
-RECORDS_CSV = "records.csv"
-RECORDS_PARQUET = "records.parquet"
-META_JSON = "meta.json"
-LOCK_FILE = ".normbench.lock"
-LOCK_INFO = ".normbench.lock.json"
-
-_DATA_FILES = (RECORDS_CSV, RECORDS_PARQUET, META_JSON, LOCK_INFO)
 # QUOTE_NONNUMERIC quotes every text field, so a bare "\r" inside an error message cannot be
 # read back as a line break; numbers stay unquoted.
 _CSV_OPTIONS = dict(index=False, quoting=csv.QUOTE_NONNUMERIC, lineterminator="\n")
 
 
-class StoreError(Exception):
-    """A run directory cannot be used or read.  The message is one line."""
-
-    def __init__(self, message: str):
-        super().__init__(_one_line(message))
-
-
 # --------------------------------------------------------------------------- module level
-
-
-def is_run_dir(path: str | os.PathLike) -> bool:
-    """True when `path` is a directory that holds records or meta of a run."""
-    p = Path(path)
-    return p.is_dir() and any((p / name).is_file() for name in (RECORDS_CSV, RECORDS_PARQUET, META_JSON))
 
 
 def load_records(run_dir: str | os.PathLike, source: str = "auto") -> pd.DataFrame:
@@ -108,10 +101,14 @@ def load_meta(run_dir: str | os.PathLike) -> dict:
         return {}
     except OSError as e:
         raise StoreError(f"cannot read {path}: {_reason(e)}") from e
+    except UnicodeDecodeError as e:
+        raise StoreError(f"cannot read {path}: not UTF-8 text (bad byte at offset {e.start})") from e
     try:
         meta = json.loads(text)
     except ValueError as e:
         raise StoreError(f"cannot read {path}: not valid JSON ({e})") from e
+    except RecursionError:
+        raise StoreError(f"cannot read {path}: nested too deeply") from None
     if not isinstance(meta, dict):
         raise StoreError(f"cannot read {path}: expected a JSON object, found {type(meta).__name__}")
     return meta
@@ -152,8 +149,7 @@ class RunStore:
     # -- opening
 
     def _make_dir(self) -> None:
-        if self.run_dir.exists() and not self.run_dir.is_dir():
-            raise StoreError(f"cannot use {self.run_dir} as output directory: it exists and is not a directory")
+        check_out_dir(self.run_dir)
         try:
             self.run_dir.mkdir(parents=True, exist_ok=True)
         except OSError as e:
@@ -162,22 +158,11 @@ class RunStore:
             raise StoreError(f"cannot write to output directory {self.run_dir}: permission denied")
 
     def _acquire_lock(self) -> None:
-        import filelock
-
-        lock = filelock.FileLock(str(self.run_dir / LOCK_FILE), thread_local=False)
-        try:
-            lock.acquire(blocking=False)
-        except filelock.Timeout:  # a live process holds it (Timeout is an OSError: test it first)
-            info = _read_json(self.run_dir / LOCK_INFO) or {}
-            holder = (
-                f"pid {info.get('pid', '?')} on {info.get('host', '?')} since {info.get('since', '?')}"
-                if info
-                else "holder unknown"
-            )
-            raise StoreError(f"{self.run_dir} is in use by another run ({holder})") from None
-        except OSError as e:
-            raise StoreError(f"cannot write to output directory {self.run_dir}: {_reason(e)}") from e
-        self._lock = lock
+        # flock on the directory itself: nothing a user deletes by reflex, released by the
+        # kernel when the holder dies, and nothing left behind by a finished run.
+        fd = _lock_dir(self.run_dir)
+        self._lock = fd
+        self._identity = _identity(os.fstat(fd))
         try:
             # A sidecar present now was left by a holder that never reached close(): the kernel
             # released its lock when it died, so the lock is ours; remember whose it was.
@@ -217,6 +202,7 @@ class RunStore:
         self._ids: set[str] = set(frame["case_id"].dropna())
         self._done: set[str] = set(frame.loc[frame["status"].isin(STATUSES).fillna(False), "case_id"].dropna())
         self._meta: dict = load_meta(self.run_dir) if resume else {}
+        self.write_meta(self._meta)     # the marker from the start (a format-1 meta gains it)
         # Rewrite both files from what was loaded: the parquet file may lag the CSV after a crash.
         self._csv = frame.to_csv(**_CSV_OPTIONS).encode("utf-8")
         self._write(RECORDS_CSV, lambda f: f.write(self._csv))
@@ -277,14 +263,19 @@ class RunStore:
             return json.loads(json.dumps(self._meta, default=str))
 
     def write_meta(self, meta: dict) -> None:
-        """Replace meta.json (atomic).  Values JSON cannot hold are written as str()."""
+        """Replace meta.json (atomic), always with the run-directory marker as its first keys
+        (format, format_version).  Values JSON cannot hold are written as str(); text that is
+        not valid Unicode (a path of undecodable bytes) as JSON escapes, so it reads back."""
         if not isinstance(meta, dict):
             raise TypeError(f"meta must be a dict, not {type(meta).__name__}")
+        meta = {"format": FORMAT, "format_version": FORMAT_VERSION,
+                **{k: v for k, v in meta.items() if k not in ("format", "format_version")}}
         with self._mutex:
             self._check_open()
             text = json.dumps(meta, indent=2, default=str, ensure_ascii=False) + "\n"
-            self._write(META_JSON, lambda f: f.write(text.encode("utf-8")))
-            self._meta = json.loads(text)
+            data = text.encode("utf-8", "backslashreplace")
+            self._write(META_JSON, lambda f: f.write(data))
+            self._meta = json.loads(data.decode("utf-8"))
 
     def update_meta(self, **fields: Any) -> None:
         """Merge `fields` into meta.json (atomic)."""
@@ -330,9 +321,20 @@ class RunStore:
     def _release_lock(self) -> None:
         if self._lock is not None:
             try:
-                self._lock.release(force=True)
+                os.close(self._lock)      # closing the descriptor releases the flock
             finally:
                 self._lock = None
+
+    def _check_owner(self) -> None:
+        """The directory at run_dir is still the one this store locked (not removed and
+        recreated, which would let a second run lock the new one)."""
+        try:
+            same = _identity(os.stat(self.run_dir)) == self._identity
+        except OSError:
+            same = False
+        if not same:
+            raise StoreError(f"{self.run_dir} was removed or replaced while this run held it; "
+                             "nothing more is written there")
 
     def _materialize(self) -> pd.DataFrame:
         if self._pending:
@@ -355,6 +357,7 @@ class RunStore:
 
     def _write(self, name: str, write: Callable[[Any], Any]) -> None:
         path = self.run_dir / name
+        self._check_owner()
         try:
             _atomic_write(path, write)
         except OSError as e:
@@ -364,44 +367,37 @@ class RunStore:
 # --------------------------------------------------------------------------- helpers
 
 
-def _read_umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-_UMASK = _read_umask()
-
-
-def _atomic_write(path: Path, write: Callable[[Any], Any]) -> None:
-    """Write `path` through a fsynced temporary in its directory and os.replace."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+def _lock_dir(run_dir: Path) -> int:
+    """A descriptor of `run_dir` holding its flock; StoreError when another run holds it."""
     try:
-        os.fchmod(fd, 0o666 & ~_UMASK)      # mkstemp makes 0600; results are for sharing
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    # The rename itself is durable only once the directory is.
-    dfd = os.open(path.parent, os.O_RDONLY)
+        fd = os.open(run_dir, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as e:
+        raise StoreError(f"cannot open output directory {run_dir}: {_reason(e)}") from e
     try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        os.close(fd)
+        if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise StoreError(f"cannot lock output directory {run_dir}: {_reason(e)}") from e
+        info = _read_json(run_dir / LOCK_INFO) or {}
+        holder = (
+            f"pid {info.get('pid', '?')} on {info.get('host', '?')} since {info.get('since', '?')}"
+            if info
+            else "holder unknown"
+        )
+        raise StoreError(f"{run_dir} is in use by another run ({holder})") from None
+    return fd
 
 
-def write_file_atomic(path: str | os.PathLike, data: bytes | str) -> None:
-    """Write DATA (text as UTF-8) to PATH atomically: a reader sees the old file or the whole
-    new one, never a torn or empty file (temporary in the same directory, fsync, os.replace)."""
-    raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
-    _atomic_write(Path(path), lambda f: f.write(raw))
+def check_not_in_use(run_dir: str | os.PathLike) -> None:
+    """StoreError when a live run holds `run_dir` (a directory that does not exist is free).
+    A look only: RunStore takes the lock for itself."""
+    if Path(run_dir).is_dir():
+        os.close(_lock_dir(Path(run_dir)))
+
+
+def _identity(st: os.stat_result) -> tuple[int, int]:
+    return st.st_dev, st.st_ino
 
 
 def _empty_frame() -> pd.DataFrame:
@@ -548,26 +544,11 @@ def _read_parquet(path: Path) -> pd.DataFrame:
     return table.to_pandas()
 
 
-def _read_json(path: Path) -> dict | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def _now_iso() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _reason(e: OSError) -> str:
-    return e.strerror or str(e) or type(e).__name__
 
 
 def _short(value: Any, n: int = 60) -> str:
     text = repr(value)
     return text if len(text) <= n else text[: n - 3] + "..."
 
-
-def _one_line(text: str) -> str:
-    return " ".join(line.strip() for line in str(text).splitlines() if line.strip())

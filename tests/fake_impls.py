@@ -70,3 +70,58 @@ def compile_error(x, dy, weight, mean, rstd, *, groups=None):
     """A Triton kernel that fails to compile."""
     _does_not_compile[(1,)](x, BLOCK=16)
     return _torch.fn(x, dy, weight, mean, rstd)
+
+
+@register("test_mutates", kind="strategy", deterministic_by_design=True, uses_groups=False)
+def mutates(x, dy, weight, mean, rstd, *, groups=None):
+    """Correct outputs, but it scales x and zeroes the weight after computing them: every
+    implementation after it would see poisoned inputs if they were shared."""
+    out = _torch.fn(x, dy, weight, mean, rstd)
+    x.mul_(3)
+    weight.zero_()
+    return out
+
+
+_later = [0]
+
+
+@register("test_inf_later", kind="strategy", deterministic_by_design=True, uses_groups=False)
+def inf_later(x, dy, weight, mean, rstd, *, groups=None):
+    """Correct on its first call; every later call returns dγ full of inf (the same bits each
+    time, so the determinism check alone would not notice)."""
+    dx, dw, db = _torch.fn(x, dy, weight, mean, rstd)
+    _later[0] += 1
+    if _later[0] > 1:
+        dw = torch.full_like(dw, float("inf"))
+    return dx, dw, db
+
+
+class _Custom(BaseException):
+    pass
+
+
+class _BadStr(Exception):
+    def __str__(self):
+        raise ValueError("__str__ fails too")
+
+
+@register("test_sys_exit", kind="strategy", deterministic_by_design=True, uses_groups=False)
+def sys_exit(x, dy, weight, mean, rstd, *, groups=None):
+    """Calls sys.exit(3) in-process."""
+    import sys
+    sys.exit(3)
+
+
+@register("test_generator_exit", kind="strategy", deterministic_by_design=True, uses_groups=False)
+def generator_exit(x, dy, weight, mean, rstd, *, groups=None):
+    raise GeneratorExit("from a plugin")
+
+
+@register("test_base_exception", kind="strategy", deterministic_by_design=True, uses_groups=False)
+def base_exception(x, dy, weight, mean, rstd, *, groups=None):
+    raise _Custom("a custom BaseException")
+
+
+@register("test_bad_str", kind="strategy", deterministic_by_design=True, uses_groups=False)
+def bad_str(x, dy, weight, mean, rstd, *, groups=None):
+    raise _BadStr()

@@ -48,3 +48,16 @@ def nap(seconds):
 
 def unpicklable(payload):
     return lambda: None
+
+
+def system_exit(payload):
+    raise SystemExit(4)
+
+
+class _BadStr(Exception):
+    def __str__(self):
+        raise ValueError("no str")
+
+
+def bad_str(payload):
+    raise _BadStr()

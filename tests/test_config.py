@@ -374,3 +374,51 @@ def test_fuzz_random_bytes_as_file(raw):
             load_config(path, known_implementations=IMPLS)
         except ConfigError as e:
             assert_one_line(e, file=str(path))
+
+
+# --------------------------------------------------------------------------- issue 20.7-20.9
+
+@pytest.mark.parametrize("value", ["0100", "0512", "1:30", "0x10", "0o10", "0b11", "1_000",
+                                   "+0100", "00"])
+def test_sizes_are_decimal_or_rejected(value):
+    """YAML 1.1 read 0100 as 64 and 1:30 as 90: such sizes are rejected, never misread."""
+    for key in ("rows", "d"):
+        e = error_of(dump({**VALID, key: None}).replace(f"{key}: null", f"{key}: [{value}]"))
+        assert_one_line(e, field=f"{key}[0]")
+        assert "decimal" in e.problem or "must be at least" in e.problem, e.problem
+    assert parse_config("rows: [100]\nd: [512]").rows == [100]
+    with pytest.raises(ConfigError, match="decimal"):
+        parse_config("rows: [!!int 0100]\nd: [16]")
+
+
+def test_numbers_as_yaml_1_2_writes_them():
+    s = parse_config("rows: [4]\nd: [8]\ntimeout_s: 1e3\ntiming: {rep_ms: 2.5E1, warmup_ms: .5}")
+    assert s.timeout_s == 1000.0 and s.timing.rep_ms == 25.0 and s.timing.warmup_ms == 0.5
+    assert parse_config("rows: [4]\nd: [8]\ntimeout_s: 1e300").timeout_s == 1e300
+    assert parse_config("rows: [4]\nd: [8]\nseed: 0").seed == 0
+    assert parse_config("rows: [4]\nd: [8]\ndescription: 1:30").description == "1:30"
+    with pytest.raises(ConfigError, match="rows.*must be an integer, got float 1000.0"):
+        parse_config("rows: [1e3]\nd: [8]")
+
+
+def test_a_fifo_is_refused_not_read(tmp_path):
+    import threading
+    fifo = tmp_path / "c.yaml"
+    os.mkfifo(fifo)
+    result = []
+    t = threading.Thread(target=lambda: result.append(_try_load(fifo)), daemon=True)
+    t.start()
+    t.join(20)
+    assert not t.is_alive(), "load_config blocked on a FIFO"
+    (e,) = result
+    assert isinstance(e, ConfigError) and "FIFO" in e.problem and e.field == "(file)"
+    e = _try_load(Path("/dev/null"))
+    assert isinstance(e, ConfigError) and "device" in e.problem
+
+
+def _try_load(path):
+    try:
+        load_config(path)
+    except ConfigError as e:
+        return e
+    return None

@@ -194,3 +194,32 @@ def test_no_orphan_when_the_parent_is_killed_mid_call():
         parent.send_signal(signal.SIGKILL)
         parent.communicate()
     assert wait_gone(child, within=5.0), f"worker {child} outlived its parent"
+
+
+def test_a_huge_timeout_is_no_overflow(worker):
+    """Issue 20.6: poll() takes at most ~2**31 ms; timeout_s: 3e6 raised OverflowError."""
+    w = worker("echo")
+    assert w.call(1, timeout_s=3e6)["payload"] == 1
+    assert w.call(2, timeout_s=1e300)["payload"] == 2
+
+
+def test_a_target_raising_base_exceptions_is_an_error_not_a_crash(worker):
+    w = worker("system_exit")
+    with pytest.raises(RuntimeError, match="^SystemExit: 4$"):
+        w.call(None, timeout_s=30)
+    assert w.pid is not None                    # the worker survived it
+    w = worker("bad_str")
+    with pytest.raises(RuntimeError, match="^_BadStr: <_BadStr whose str"):
+        w.call(None, timeout_s=30)
+
+
+def test_chunked_wait_times_out_on_time(monkeypatch):
+    import multiprocessing
+    from normbench.harness import isolate
+    monkeypatch.setattr(isolate, "_WAIT_CHUNK_S", 0.05)
+    a, b = multiprocessing.Pipe()
+    t0 = time.monotonic()
+    assert isolate._wait([a], 0.3) == []
+    assert 0.25 <= time.monotonic() - t0 < 2
+    b.send(1)
+    assert isolate._wait([a], 1e300) == [a]

@@ -258,3 +258,91 @@ def test_gpu_every_implementation_gets_both_clocks(wdt):
         # the same kernels on both clocks: the GPU's share can't exceed the call by much
         assert rec["gpu_time_ms"] < 1.2 * rec["time_ms"] + 0.005
         assert rec["compile_s"] > 0
+
+# --------------------------------------------------------------------------- issue 20.3, 20.5, 20.6
+
+_FAKES: dict = {}
+
+
+@pytest.fixture
+def fakes():
+    """tests/fake_impls.py's implementations in the registry for one test, removed after it
+    (other test files list strategies.names() and must not meet test_hang)."""
+    import importlib
+    from normbench import strategies
+    from normbench.strategies import _registry
+    strategies.known()                            # the configured plugins first
+    before = dict(_registry._REGISTRY)
+    if not _FAKES:
+        importlib.import_module("tests.fake_impls")
+        _FAKES.update({n: e for n, e in _registry._REGISTRY.items() if n not in before})
+        _FAKES.update({n: e for n, e in before.items() if n.startswith("test_")})
+    _registry._REGISTRY.update(_FAKES)
+    yield
+    for n in _FAKES:
+        if n not in before:
+            del _registry._REGISTRY[n]
+
+
+def _fake_name(name):
+    from normbench import strategies
+    assert name in strategies.known()
+    return name
+
+
+def _rel_settings(repeats=3):
+    from normbench.harness.measure import Settings
+    return Settings(warmup_ms=1, rep_ms=1, repeats=repeats, seed=0, peak_tbps=None,
+                    copy_gbps=None, device_name="cpu")
+
+
+def _measure_impl(impl, rows=4, d=8, norm="layernorm", repeats=3):
+    from normbench.harness.measure import measure
+    c = Case(norm=norm, implementation=impl, rows=rows, d=d, dtype="fp32",
+             weight_dtype="fp32", groups="-")
+    return measure(c, _rel_settings(repeats))
+
+
+def test_a_mutating_implementation_is_the_faulty_one_and_the_others_are_unharmed(fakes):
+    bad = _measure_impl(_fake_name("test_mutates"))
+    assert bad["status"] == "error" and "modified its inputs (x, weight)" in bad["error"]
+    assert bad["correct"]           # its outputs were right: the record says what was wrong
+    for impl in ("torch", "disjoint_block", "torch"):     # same case, the cached inputs
+        rec = _measure_impl(impl)
+        assert rec["status"] == "ok" and rec["correct"], rec["error"]
+        assert rec["max_rel_err"] < 1e-5
+
+
+def test_non_finite_values_after_the_first_call_are_an_error(fakes):
+    import sys
+    sys.modules["tests.fake_impls"]._later[0] = 0
+    rec = _measure_impl(_fake_name("test_inf_later"), repeats=2)
+    assert rec["status"] == "error" and "dw of repeat 2" in rec["error"]
+    assert rec["correct"]           # the first call was right
+    # the last timed call is checked too (a stated sample): inf only from the 4th call on
+    calls = [0]
+    from normbench import strategies
+    torch_fn = strategies.get("torch").fn
+    entry = strategies.get("test_inf_later")
+
+    def late(x, dy, w, mean, rstd, *, groups=None):
+        calls[0] += 1
+        dx, dw, db = torch_fn(x, dy, w, mean, rstd)
+        return (dx * float("inf") if calls[0] > 3 else dx), dw, db
+
+    old, entry.fn = entry.fn, late
+    try:
+        rec = _measure_impl("test_inf_later", repeats=2)
+    finally:
+        entry.fn = old
+    assert rec["status"] == "error" and rec["error"].endswith("dx of the last timed call")
+
+
+@pytest.mark.parametrize("impl,kind", [("test_sys_exit", "SystemExit"),
+                                       ("test_generator_exit", "GeneratorExit"),
+                                       ("test_base_exception", "_Custom"),
+                                       ("test_bad_str", "_BadStr")])
+def test_a_plugin_raising_any_base_exception_is_its_own_record(fakes, impl, kind):
+    rec = _measure_impl(_fake_name(impl))
+    assert rec["status"] == "error" and rec["error"].startswith(kind), rec["error"]
+    assert "\n" not in rec["error"]

@@ -164,7 +164,8 @@ def test_a_directory_held_by_a_live_run_is_refused(tmp_path):
         p.kill()                           # dies holding the lock: a stale lock
         p.wait()
     ok = config(tmp_path, name="ok", implementations=["disjoint_block"])
-    r = cli("run", ok, "--out", out, "--no-report", "--resume")     # the stale lock is taken over
+    # the stale lock is taken over (another config: forced, as a plain --resume is refused)
+    r = cli("run", ok, "--out", out, "--no-report", "--force-resume")
     assert r.returncode == 0, r.stderr
     assert len(load_records(out)) == 1
 

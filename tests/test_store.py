@@ -20,6 +20,7 @@ from normbench.harness.schema import COLUMNS, KEY, case_id
 from normbench.harness.store import RunStore, StoreError, is_run_dir, load_meta, load_records
 
 REPO = Path(__file__).resolve().parents[1]
+MARK = {"format": "normbench-run", "format_version": 2}     # every meta.json a store writes
 
 
 def full_record(i: int, **over) -> dict:
@@ -169,7 +170,7 @@ def test_resume_skips_done_and_refuses_duplicates(tmp_path):
     with RunStore(run, resume=True) as s:
         assert_same(s.records(), before)
         assert s.done_keys() == {full_record(i)["case_id"] for i in range(3)}
-        assert s.meta == {"config": "a.yaml", "n": 1}
+        assert s.meta == {**MARK, "config": "a.yaml", "n": 1}
         with pytest.raises(ValueError, match="already recorded"):
             s.append(full_record(1))
         s.append(full_record(3, status="skipped"))
@@ -178,7 +179,7 @@ def test_resume_skips_done_and_refuses_duplicates(tmp_path):
     assert len(frame) == 4 and frame["case_id"].is_unique
     assert_same(frame.iloc[:3], before)  # rewritten on resume, unchanged
     assert_same(frame, load_records(run, source="parquet"))
-    assert load_meta(run) == {"config": "a.yaml", "n": 2, "finished": True}
+    assert load_meta(run) == {**MARK, "config": "a.yaml", "n": 2, "finished": True}
 
 
 def test_refuses_non_resume_into_run_with_records(tmp_path):
@@ -221,7 +222,8 @@ def test_meta_and_is_run_dir(tmp_path):
     with RunStore(tmp_path) as s:
         s.write_meta({"device": "cpu", "when": pd.Timestamp("2026-01-01")})
         s.update_meta(status="running")
-        assert load_meta(tmp_path) == {"device": "cpu", "when": "2026-01-01 00:00:00", "status": "running"}
+        assert load_meta(tmp_path) == {**MARK, "device": "cpu", "when": "2026-01-01 00:00:00",
+                                       "status": "running"}
     assert is_run_dir(tmp_path)
     assert not is_run_dir(tmp_path / "records.csv")
     (tmp_path / "meta.json").write_text("[1, 2")
@@ -375,3 +377,127 @@ def test_kill9_at_random_moments_loses_and_tears_nothing(tmp_path):
     assert acknowledged, "the child never got to append: the test measured nothing"
     final = load_records(run)
     assert_same(final, load_records(run, source="parquet"))
+
+
+# --------------------------------------------------------------------------- issue 20: safety
+
+from normbench.harness.store import (FORMAT_VERSION, check_not_in_use,  # noqa: E402
+                                     check_out_dir, check_run_dir, run_dir_version,
+                                     write_file_atomic)
+
+
+def test_a_foreign_directory_is_refused_and_left_untouched(tmp_path):
+    """Issue 20.1: only new, empty or run directories are written into."""
+    (tmp_path / "plots").mkdir()
+    (tmp_path / "plots" / "mine.png").write_bytes(b"png")
+    (tmp_path / "meta.json").write_text('{"a": 1}')
+    (tmp_path / "report.md").write_text("notes")
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    for call in (lambda: RunStore(tmp_path), lambda: RunStore(tmp_path, resume=True),
+                 lambda: check_run_dir(tmp_path), lambda: check_out_dir(tmp_path)):
+        with pytest.raises(StoreError) as err:
+            call()
+        assert "not" in str(err.value) and "\n" not in str(err.value)
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+    assert run_dir_version(tmp_path) is None and not is_run_dir(tmp_path)
+    with pytest.raises(StoreError, match="not a directory"):
+        check_run_dir(tmp_path / "report.md")
+    with pytest.raises(StoreError, match="does not exist"):
+        check_run_dir(tmp_path / "nothing")
+    with pytest.raises(StoreError, match="too long"):
+        check_out_dir(tmp_path / ("a" * 300))
+    check_out_dir(tmp_path / "new")                # a new path is fine
+
+
+def test_marker_written_from_the_start_and_format_1_still_read(tmp_path):
+    run = tmp_path / "run"
+    s = RunStore(run)
+    assert json.loads((run / "meta.json").read_text()) == MARK     # before any meta is given
+    s.write_meta({"format": "other", "format_version": 99, "x": 1})   # cannot be overwritten
+    assert list(load_meta(run))[:2] == ["format", "format_version"]
+    assert load_meta(run) == {**MARK, "x": 1} and run_dir_version(run) == FORMAT_VERSION
+    s.close()
+    # a format-1 run: meta.json without the marker, a lock file of its time
+    old = tmp_path / "v1"
+    old.mkdir()
+    (old / "meta.json").write_text(json.dumps({"device_name": "cpu", "config_hash": "ab"}))
+    (old / ".normbench.lock").write_text("")
+    assert run_dir_version(old) == 1
+    check_run_dir(old)
+    with RunStore(old, resume=True) as s:
+        s.append(full_record(0))
+        assert s.meta["device_name"] == "cpu"
+    assert run_dir_version(old) == 2 and load_meta(old)["config_hash"] == "ab"
+    # a format-1 run stopped before its meta.json: recognised by its records.csv
+    bare = tmp_path / "bare"
+    RunStore(bare).close()
+    (bare / "meta.json").unlink()
+    assert run_dir_version(bare) == 1
+
+
+def test_the_lock_survives_deleting_files_and_a_closed_run_leaves_none(tmp_path):
+    """Issue 20.2: the lock is the directory's flock, not a file a user can delete."""
+    run = tmp_path / "run"
+    holder = _python(HOLDER, str(run))
+    try:
+        assert holder.stdout.readline().strip() == "held", holder.stderr.read()
+        for p in run.iterdir():
+            if p.name.startswith(".normbench"):
+                p.unlink()                       # the natural reflex
+        with pytest.raises(StoreError, match="in use by another run"):
+            RunStore(run, resume=True)
+        with pytest.raises(StoreError, match="in use by another run"):
+            check_not_in_use(run)             # the look the CLI takes before it starts
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.communicate()
+    check_not_in_use(run)                       # free again, and the look took nothing
+    with RunStore(run, resume=True) as s:
+        s.append(full_record(0))
+    assert sorted(p.name for p in run.iterdir()) == ["meta.json", "records.csv", "records.parquet"]
+
+
+def test_a_replaced_directory_is_not_written(tmp_path):
+    import shutil
+    run = tmp_path / "run"
+    s = RunStore(run)
+    s.append(full_record(0))
+    shutil.rmtree(run)
+    run.mkdir()                                  # someone else's now
+    with RunStore(run) as other:                 # its lock is free: the old one was on the old dir
+        other.append(full_record(1))
+    with pytest.raises(StoreError, match="removed or replaced"):
+        s.append(full_record(2))
+    with pytest.raises(StoreError, match="removed or replaced"):
+        s.close()                                # nothing written, the lock released all the same
+    assert s._lock is None
+    assert list(load_records(run)["case_id"]) == [full_record(1)["case_id"]]
+
+
+def test_write_file_atomic(tmp_path):
+    p = tmp_path / "report.html"
+    write_file_atomic(p, "<p>γ \udcff</p>")
+    assert p.read_bytes() == "<p>γ \\udcff</p>".encode()
+    write_file_atomic(p, b"\x00\x01")
+    assert p.read_bytes() == b"\x00\x01"
+    assert [q.name for q in tmp_path.iterdir()] == ["report.html"]
+    (tmp_path / "dir").mkdir()
+    with pytest.raises(OSError):
+        write_file_atomic(tmp_path / "dir", "x")
+    assert sorted(q.name for q in tmp_path.iterdir()) == ["dir", "report.html"]  # no temporary
+
+
+@pytest.mark.parametrize("content", [bytes(range(256)) * 3, ("[" * 100_000 + "]" * 100_000).encode()])
+def test_corrupted_meta_is_one_line(tmp_path, content):
+    (tmp_path / "meta.json").write_bytes(content)
+    with pytest.raises(StoreError) as err:
+        load_meta(tmp_path)
+    assert "meta.json" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_undecodable_text_in_meta_reads_back(tmp_path):
+    path = "/tmp/x\udcff.yaml"                   # a path of bytes that are not UTF-8
+    with RunStore(tmp_path) as s:
+        s.write_meta({"config_path": path})
+        assert s.meta["config_path"] == path
+    assert load_meta(tmp_path)["config_path"] == path

@@ -1,0 +1,169 @@
+"""Run directories on disk: what makes a directory one (the marker in meta.json, format 1
+recognised), whether a run may write into a path, and the atomic file write every file of a run
+goes through.  harness/store.py re-exports all of it; nothing else imports this module."""
+from __future__ import annotations
+
+import errno
+import json
+import os
+import stat
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+from normbench.harness.text import one_line
+
+RECORDS_CSV = "records.csv"
+RECORDS_PARQUET = "records.parquet"
+META_JSON = "meta.json"
+LOCK_FILE = ".normbench.lock"          # format 1's lock file: only recognised, never written
+LOCK_INFO = ".normbench.lock.json"
+FORMAT = "normbench-run"
+FORMAT_VERSION = 2
+
+_DATA_FILES = (RECORDS_CSV, RECORDS_PARQUET, META_JSON, LOCK_INFO)
+
+
+class StoreError(Exception):
+    """A run directory cannot be used or read.  The message is one line."""
+
+    def __init__(self, message: str):
+        super().__init__(one_line(message))
+
+
+def run_dir_version(path: str | os.PathLike) -> int | None:
+    """The format version of the run directory at `path`, or None when it is not one.
+
+    2: meta.json carries the marker ("format": "normbench-run", "format_version").
+    1: written before the marker existed: a meta.json object with the keys every such run
+       wrote (device_name and config_hash), or a records.csv whose header names the key
+       columns (a run stopped before its meta.json was complete)."""
+    p = Path(path)
+    try:
+        if not stat.S_ISDIR(os.stat(p).st_mode):
+            return None
+    except OSError:
+        return None
+    meta = _read_json(p / META_JSON)
+    if meta is not None:
+        if meta.get("format") == FORMAT:
+            v = meta.get("format_version")
+            return v if isinstance(v, int) and not isinstance(v, bool) and v >= 1 else 1
+        if "format" not in meta and {"device_name", "config_hash"} <= meta.keys():
+            return 1
+    try:
+        with open(p / RECORDS_CSV, encoding="utf-8", errors="replace") as f:
+            header = f.readline(1 << 16)
+    except OSError:
+        return None
+    fields = {h.strip().strip('"') for h in header.split(",")}
+    return 1 if {"case_id", "implementation", "status"} <= fields else None
+
+
+def is_run_dir(path: str | os.PathLike) -> bool:
+    """True when `path` is a run directory (see run_dir_version)."""
+    return run_dir_version(path) is not None
+
+
+def check_run_dir(path: str | os.PathLike) -> None:
+    """Raise StoreError (one line) unless `path` is a run directory."""
+    p = Path(path)
+    try:
+        st = os.stat(p)
+    except OSError as e:
+        raise StoreError(f"{p}: {'does not exist' if e.errno == errno.ENOENT else _reason(e)}") from e
+    if not stat.S_ISDIR(st.st_mode):
+        raise StoreError(f"{p} is not a directory")
+    if run_dir_version(p) is None:
+        raise StoreError(f"{p} is not a run directory (no meta.json with normbench's run "
+                         "marker, no records.csv); refusing to write into it")
+
+
+def check_out_dir(path: str | os.PathLike) -> None:
+    """Raise StoreError (one line) unless a run may write into `path`: a path that does not
+    exist yet, an empty directory, or a run directory.  Any other directory is someone
+    else's and is left alone."""
+    p = Path(path)
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        return
+    except OSError as e:        # a name too long, a component that is a file ...
+        if e.errno == errno.ENOTDIR:
+            return              # RunStore's mkdir names the problem
+        raise StoreError(f"cannot use {p} as output directory: {_reason(e)}") from e
+    if not stat.S_ISDIR(st.st_mode):
+        raise StoreError(f"cannot use {p} as output directory: it exists and is not a directory")
+    try:
+        names = [n for n in os.listdir(p) if not _ours(n)]
+    except OSError as e:
+        raise StoreError(f"cannot use {p} as output directory: {_reason(e)}") from e
+    if names and run_dir_version(p) is None:
+        raise StoreError(f"{p} is not empty and is not a normbench run directory; choose a new "
+                         "or empty --out")
+
+
+def _ours(name: str) -> bool:
+    """Files a run leaves that do not make a directory anyone else's."""
+    return name in (LOCK_FILE, LOCK_INFO) or (name.startswith(".") and name.endswith(".tmp")
+                                              and any(name.startswith(f".{n}.") for n in _DATA_FILES))
+
+
+def meta_format_version(meta: dict) -> int:
+    """The format version of a loaded meta.json (1 for one without the marker)."""
+    v = meta.get("format_version") if meta.get("format") == FORMAT else None
+    return v if isinstance(v, int) and not isinstance(v, bool) else 1
+
+
+def write_file_atomic(path: str | os.PathLike, data: bytes | str) -> None:
+    """Write `data` to `path` whole or not at all: a temporary file in the same directory,
+    fsynced, then os.replace.  Text is written as UTF-8 (a lone surrogate as a backslash
+    escape).  OSError propagates."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", "backslashreplace")
+    _atomic_write(Path(path), lambda f: f.write(data))
+
+
+def _read_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()
+
+
+def _atomic_write(path: Path, write: Callable[[Any], Any]) -> None:
+    """Write `path` through a fsynced temporary in its directory and os.replace."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o666 & ~_UMASK)      # mkstemp makes 0600; results are for sharing
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    # The rename itself is durable only once the directory is.
+    dfd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _reason(e: OSError) -> str:
+    return e.strerror or str(e) or type(e).__name__

@@ -1,0 +1,183 @@
+"""Issue 20 through the command line: foreign directories, resume provenance, broken plugins,
+--only, signals, odd paths — every one exit 2 with one line, or a record; never a traceback."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from normbench.harness.store import load_meta, load_records
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV = {**os.environ, "NORMBENCH_PLUGINS": "tests.fake_impls", "NORMBENCH_QUIET": "1",
+       "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+
+
+def cli(*args, env=None, cwd=ROOT, timeout=300):
+    return subprocess.run([sys.executable, str(ROOT / "run_bench.py"), *args], cwd=cwd,
+                          env=env or ENV, capture_output=True, timeout=timeout)
+
+
+def config(tmp_path, name="t", **fields):
+    base = {"name": name, "norm": ["layernorm"], "rows": [4], "d": [8], "dtype": ["fp32"],
+            "timing": {"warmup_ms": 1, "rep_ms": 1}, "determinism": {"repeats": 2},
+            "implementations": ["torch"]}
+    base.update(fields)
+    p = tmp_path / f"{name}.yaml"
+    p.write_text(json.dumps(base))
+    return p
+
+
+def one_line(r, *words):
+    """Exit 2, one line on stderr holding `words`, no traceback."""
+    err = r.stderr.decode("utf-8", "replace")
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert r.returncode == 2, err
+    assert len(lines) == 1 and "Traceback" not in err, err
+    for w in words:
+        assert w in lines[0], lines[0]
+    return lines[0]
+
+
+def snapshot(d: Path) -> dict:
+    return {p: p.read_bytes() for p in d.rglob("*") if p.is_file()}
+
+
+def test_foreign_directories_are_refused_and_untouched(tmp_path):
+    u = tmp_path / "U"
+    (u / "plots").mkdir(parents=True)
+    (u / "plots" / "mine.png").write_bytes(b"png")
+    (u / "report.md").write_text("notes")
+    (u / "meta.json").write_text('{"a": 1}')
+    before = snapshot(u)
+    cfg = config(tmp_path)
+    one_line(cli("report", str(u)), "report:", "not a run directory")
+    one_line(cli("run", str(cfg), "--out", str(u)), "run:", "not empty")
+    one_line(cli("run", str(cfg), "--out", str(u), "--resume"), "run:", "not empty")
+    assert snapshot(u) == before
+    one_line(cli("run", str(cfg), "--out", "/"), "run: / ")
+    assert not Path("/records.csv").exists() and not Path("/meta.json").exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    one_line(cli("run", str(cfg), "--out", "", cwd=empty), "--out")
+    assert not any(empty.iterdir())
+    one_line(cli("run", str(cfg), "--out", str(tmp_path / ("a" * 300))), "too long")
+    one_line(cli("run", str(cfg), "--out", "/proc"), "not a normbench run directory")
+
+
+def test_resume_refuses_another_config_or_device_unless_forced(tmp_path):
+    a, b = config(tmp_path, "a"), config(tmp_path, "b", implementations=["torch", "atomic"])
+    out = tmp_path / "run"
+    assert cli("run", str(a), "--out", str(out), "--no-report").returncode == 0
+    meta0 = load_meta(out)
+    one_line(cli("run", str(b), "--out", str(out), "--resume"), "cannot resume", "another config",
+             "--force-resume")
+    # the same config measured elsewhere (an H200 run resumed on CPU)
+    meta = json.loads((out / "meta.json").read_text())
+    (out / "meta.json").write_text(json.dumps({**meta, "device_name": "NVIDIA H200",
+                                               "interpreted": False}))
+    one_line(cli("run", str(a), "--out", str(out), "--resume"), "measured on NVIDIA H200")
+    (out / "meta.json").write_text(json.dumps(meta))
+    assert len(load_records(out)) == 1 and load_meta(out) == meta0     # nothing changed
+    r = cli("run", str(b), "--out", str(out), "--force-resume", "--no-report")
+    assert r.returncode == 0, r.stderr
+    meta = load_meta(out)
+    (resumed,) = meta["resumes"]
+    assert resumed["forced"] and "another config" in resumed["differs"][0]
+    assert resumed["config_hash"] != meta["config_hash"] == meta0["config_hash"]
+    assert resumed["config_text"] == b.read_text()
+    df = load_records(out)
+    assert sorted(df["implementation"]) == ["atomic", "torch"]
+    assert set(df["device"]) == {meta["device_name"]}
+    r = cli("run", str(b), "--out", str(out), "--force-resume", "--no-report")   # nothing left
+    assert r.returncode == 0 and len(load_meta(out)["resumes"]) == 2
+
+
+BROKEN = {"nb_missing_dep": "import nosuch_module_xyz\n",
+          "nb_syntax": "def broken(:\n",
+          "nb_duplicate": ("from normbench.strategies import register\n"
+                           "@register('torch', kind='baseline', deterministic_by_design=True,"
+                           " uses_groups=False)\ndef f(*a, **k):\n    pass\n"),
+          "nb_exits": "import sys\nsys.exit(3)\n"}
+
+
+@pytest.mark.parametrize("module", ["nb_absent", *BROKEN])
+def test_a_broken_plugin_is_one_line_naming_it(tmp_path, module):
+    for name, text in BROKEN.items():
+        (tmp_path / f"{name}.py").write_text(text)
+    env = {**ENV, "NORMBENCH_PLUGINS": f"tests.fake_impls,{module}",
+           "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
+    cfg = config(tmp_path)
+    for args in (["list"], ["run", str(cfg), "--dry-run"], []):
+        one_line(cli(*args, env=env, cwd=tmp_path), f"plugin error: {module}: ")
+
+
+def test_only_that_selects_nothing_is_refused(tmp_path):
+    cfg = config(tmp_path)
+    for only, words in (("", "no implementation"), (",,,", "no implementation"),
+                        ("atomic", "not in this sweep")):
+        one_line(cli("run", str(cfg), "--only", only, "--out", str(tmp_path / "o")), words)
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_sweep_with_no_ok_record_and_odd_paths(tmp_path):
+    bad = bytes(tmp_path) + b"/c\xff.yaml"
+    Path(os.fsdecode(bad)).write_text(config(tmp_path, implementations=["test_raises"]).read_text())
+    out = bytes(tmp_path) + b"/out\xff"
+    r = subprocess.run([sys.executable, str(ROOT / "run_bench.py"), "run", bad, "--out", out,
+                        "--no-report"], cwd=ROOT, env=ENV, capture_output=True, timeout=300)
+    assert r.returncode == 0 and b"Traceback" not in r.stderr, r.stderr
+    run = Path(os.fsdecode(out))
+    assert load_meta(run)["config_path"] == os.fsdecode(bad)
+    assert list(load_records(run)["status"]) == ["error"]
+    # the report of a run with no ok record, in a directory whose name is not UTF-8: written,
+    # or (while report files are not all written through write_file_atomic) one line
+    r = cli("report", os.fsdecode(out), "--baseline", "test_raises")
+    if r.returncode != 0:
+        one_line(r, "report: cannot write the report")
+    # a sweep with no ok record, report included (the end-of-run tables had a traceback)
+    r = cli("run", str(config(tmp_path, "e", implementations=["test_raises"])), "--out",
+            str(tmp_path / "e"))
+    assert r.returncode == 0 and b"Traceback" not in r.stderr, r.stderr
+    assert (tmp_path / "e" / "report.html").exists()
+    run = tmp_path / "e"
+    # a file where the report writes a directory: one line
+    import shutil
+    shutil.rmtree(run / "plots")
+    (run / "plots").write_text("x")
+    one_line(cli("report", str(run), "--baseline", "test_raises"), "report: ", "plots")
+
+
+def test_default_directories_never_collide(tmp_path):
+    from normbench.harness.config import parse_config
+    from normbench.harness.run import default_out_dir
+    sweep = parse_config("name: same\nrows: [4]\nd: [8]")
+    dirs = [default_out_dir(sweep, tmp_path) for _ in range(3)]
+    assert len(set(dirs)) == 3 and all(d.is_dir() for d in dirs)
+
+
+def test_many_signals_at_once_keep_the_resume_hint(tmp_path):
+    cfg = config(tmp_path, rows=[3, 4, 5, 6, 7, 8, 9, 10], implementations=["torch", "atomic"],
+                 timing={"warmup_ms": 20, "rep_ms": 40})
+    out = tmp_path / "run"
+    p = subprocess.Popen([sys.executable, str(ROOT / "run_bench.py"), "run", str(cfg), "--out",
+                          str(out), "--no-report"], cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        if (out / "records.csv").exists() and len(load_records(out)) >= 2:
+            break
+        time.sleep(0.1)
+    for _ in range(8):
+        p.send_signal(signal.SIGINT)
+        time.sleep(0.005)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 130, err
+    assert "Traceback" not in err and "nothing was being measured" not in err, err
+    assert f"--out {out} --resume" in err
+    kept = len(load_records(out))
+    assert f"{kept} records kept" in err and kept < 16
