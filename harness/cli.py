@@ -43,7 +43,7 @@ def _strategies():
     except BaseException as e:        # one raising SystemExit or another BaseException on import
         if interruption(e) is not None:
             raise
-        fail(plugin_failure(e) or f"plugin error: {e.__class__.__name__}: {e}")
+        fail(plugin_failure(e) or f"a plugin cannot be loaded: {e.__class__.__name__}: {e}")
     return strategies
 
 

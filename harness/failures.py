@@ -20,9 +20,10 @@ def _frames(e: BaseException):
 
 
 def plugin_failure(e: BaseException) -> str | None:
-    """'plugin error: MODULE: ExcType: message' when `e` was raised while the registry
-    loaded its plugins (its traceback passes through strategies._registry._load_plugins),
-    None otherwise.  MODULE is the plugin that failed where it can be told: the exception's
+    """'plugin MODULE cannot be loaded: ExcType: message', worded as the registry's PluginError
+    (this covers what the registry does not catch: SystemExit and other BaseExceptions), when
+    `e` was raised while the registry loaded its plugins (its traceback passes through
+    strategies._registry._load_plugins); None otherwise.  MODULE is the plugin that failed where it can be told: the exception's
     `plugin` attribute (set by a loader that knows it), a frame of that module, the missing
     module's name, or the file a syntax error is in; else the NORMBENCH_PLUGINS value."""
     chain, seen = [], set()
@@ -47,4 +48,4 @@ def plugin_failure(e: BaseException) -> str | None:
             stem = Path(x.filename).with_suffix("")
             name = next((m for m in mods if stem.as_posix().endswith(m.replace(".", "/"))), None)
     name = name or "NORMBENCH_PLUGINS=" + os.environ.get("NORMBENCH_PLUGINS", "")
-    return f"plugin error: {name}: {describe_exception(chain[0])}"
+    return f"plugin {name} cannot be loaded: {describe_exception(chain[0])}"
