@@ -284,8 +284,9 @@ def list_():
 
 @app.command()
 def report(run_dir: Path = typer.Argument(..., help="a run directory"),
-           baseline: str = typer.Option("torch", "--baseline", help="implementation the "
-                                        "speedup plot compares against (one of the run's)"),
+           baseline: Optional[str] = typer.Option(None, "--baseline", help="implementation "
+                                                  "the speedup plot compares against (one of the "
+                                                  "run's) [default: torch where the run has it]"),
            markdown_table: bool = typer.Option(False, "--markdown-table", help="print the "
                                                "README's results table from this run (and "
                                                "write RUN_DIR/report-table.md)")):

@@ -218,6 +218,18 @@ def test_baseline_not_in_run_is_one_line(tmp_path):
     assert "Traceback" not in r.stderr
 
 
+def test_report_of_a_run_without_torch_needs_no_baseline(tmp_path):
+    """`report DIR` with no --baseline reports a run that has no torch record (the speedup
+    plot is left out), as the committed results/h200-hang is."""
+    rec = synthetic.record(implementation="s_det", deterministic_by_design=True)
+    run_dir = synthetic.write_run(tmp_path / "run", [rec], synthetic.meta())
+    r = subprocess.run([sys.executable, str(ROOT / "run_bench.py"), "report", str(run_dir)],
+                       capture_output=True, text=True, cwd=ROOT,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 0, r.stderr
+    assert (run_dir / "report.html").stat().st_size > 0
+
+
 def test_plugin_strategy_appears_everywhere(tmp_path):
     """A strategy in one file under tests/, loaded as plugins are, runs in a tiny sweep and shows
     up in the report's tables, plots and widget with no other edit."""
