@@ -53,22 +53,20 @@ Everything wrong raises `ConfigError`, whose text is one line::
 FIELD is a dotted path into the config (``timing.rep_ms``, ``d[2]``, ``shapes[1].rows``),
 ``line N`` for YAML syntax errors, ``(file)`` for a file that cannot be read as text, and
 ``(top level)`` when the document is not a mapping.
+
+Layout: this module holds the `Sweep` model and the entry points; `harness/config_fields.py`
+the allowed values and per-field validators, `harness/config_yaml.py` the file reading, the
+YAML loader and `ConfigError`.  Every public name is importable from here.
 """
 from __future__ import annotations
 
-import difflib
 import hashlib
-import math
-import os
 import re
-import reprlib
-import stat
 from collections.abc import Iterable
 from datetime import date
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any
 
-import yaml
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -76,21 +74,15 @@ from pydantic import (
     Field,
     PlainValidator,
     ValidationError,
-    ValidationInfo,
     model_validator,
 )
-from pydantic_core import PydanticCustomError
 
-from normbench.harness.text import one_line
-
-NORMS = ("layernorm", "rmsnorm")
-DTYPES = ("bf16", "fp16", "fp32")
-WEIGHT_DTYPES = ("same",) + DTYPES
-MAX_D = 65536
-MAX_ROWS = 2**31 - 1
-MAX_GROUPS = 2**20
-MAX_SEED = 2**63 - 1
-MAX_FILE_BYTES = 1 << 20
+from normbench.harness.config_fields import (  # noqa: F401  (re-exported)
+    _DTYPE_ALIASES, DTYPES, MAX_D, MAX_GROUPS, MAX_ROWS, MAX_SEED, NORMS, WEIGHT_DTYPES, DType,
+    Dim, Group, Implementation, Norm, Positive, Size, WeightDType, _choice, _did_you_mean,
+    _fail, _group, _implementation, _int, _name, _pair_to_mapping, _positive, _show, _text)
+from normbench.harness.config_yaml import (  # noqa: F401  (re-exported)
+    MAX_FILE_BYTES, ConfigError, _first_line, _load_yaml, _Loader, _R, read_config_file)
 
 # Top-level keys a config may hold (source_text/source_path are filled in by the loader).
 KEYS = ("name", "description", "norm", "rows", "batch", "seq", "shapes", "d", "dtype",
@@ -109,165 +101,6 @@ _ALIASES = {
     "rep": "timing.rep_ms", "rep_ms": "timing.rep_ms", "repeats": "determinism.repeats",
     "timeout": "timeout_s", "peak": "peak_tbps", "peak_bw": "peak_tbps",
 }
-_DTYPE_ALIASES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32",
-                  "float": "fp32", "f32": "fp32", "f16": "fp16"}
-
-
-class ConfigError(Exception):
-    """A config that cannot be used.  str(e) == "config error: FILE: FIELD: problem" (one line)."""
-
-    def __init__(self, file: str, field: str, problem: str):
-        super().__init__(file, field, problem)     # args kept so that the error pickles
-        self.file = one_line(str(file))
-        self.field = one_line(str(field))
-        self.problem = one_line(str(problem))
-
-    def __str__(self) -> str:
-        return f"config error: {self.file}: {self.field}: {self.problem}"
-
-
-# ----------------------------------------------------------------------------- messages
-
-_R = reprlib.Repr()
-_R.maxstring, _R.maxother, _R.maxlong = 40, 40, 40
-_R.maxlist, _R.maxtuple, _R.maxdict, _R.maxset, _R.maxlevel = 4, 4, 3, 3, 1
-
-
-def _show(v: Any) -> str:
-    """A short description of a value as it came from YAML: kind and (truncated) value."""
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "boolean " + ("true" if v else "false")
-    if isinstance(v, int):
-        return f"integer {v}" if v.bit_length() < 128 else "a very large integer"
-    if isinstance(v, float):
-        return f"float {v!r}"
-    if isinstance(v, str):
-        return f"string {_R.repr(v)}"
-    if isinstance(v, (list, tuple)):
-        return f"list {_R.repr(list(v))}" if v else "empty list"
-    if isinstance(v, dict):
-        return "mapping" if v else "empty mapping"
-    if isinstance(v, date):
-        return f"date {v.isoformat()}"
-    if isinstance(v, (bytes, bytearray)):
-        return "binary data"
-    if isinstance(v, (set, frozenset)):
-        return "set"
-    return type(v).__name__
-
-
-def _fail(problem: str, field: str | None = None):
-    """Raise a validation error carrying our own short message (and, optionally, the field
-    path when the validator that finds it is not the field's own)."""
-    ctx = {"problem": problem}
-    if field is not None:
-        ctx["field"] = field
-    raise PydanticCustomError("config", "{problem}", ctx)
-
-
-def _did_you_mean(word: str, choices: Iterable[str], aliases: dict[str, str] | None = None):
-    choices = list(choices)
-    low = word.lower() if isinstance(word, str) else ""
-    if aliases and low in aliases and aliases[low] is not None:
-        return aliases[low]
-    lowered = {c.lower(): c for c in choices}
-    hit = difflib.get_close_matches(low, list(lowered), n=1, cutoff=0.6)
-    return lowered[hit[0]] if hit else None
-
-
-def _choice(v: Any, choices: Iterable[str], what: str, aliases=None) -> str:
-    choices = list(choices)
-    if not isinstance(v, str):
-        _fail(f"must be a string, got {_show(v)}")
-    if v not in choices:
-        hint = _did_you_mean(v, choices, aliases)
-        if hint:
-            _fail(f"unknown {what} {_R.repr(v)}; did you mean {hint!r}?")
-        listed = ", ".join(choices[:12]) + (", ..." if len(choices) > 12 else "")
-        _fail(f"unknown {what} {_R.repr(v)}; expected one of: {listed}" if listed
-              else f"unknown {what} {_R.repr(v)}")
-    return v
-
-
-# ----------------------------------------------------------------------------- element types
-
-def _int(v: Any, lo: int, hi: int) -> int:
-    if type(v) is not int:          # strict: no bool, no "4096", no 4096.0
-        if isinstance(v, str) and re.fullmatch(r"[-+]?(0[0-9_]+|0[xXoObB][0-9a-fA-F_]+|[0-9][0-9_]*(:[0-5]?[0-9])+|[0-9]+(_[0-9]+)+)", v):
-            _fail(f"must be an integer in decimal digits without a leading zero, got "
-                  f"{_R.repr(v)}")
-        _fail(f"must be an integer, got {_show(v)}")
-    if v < lo:
-        _fail(f"must be at least {lo}, got {v}")
-    if v > hi:
-        _fail(f"must be at most {hi}, got {_show(v).removeprefix('integer ')}")
-    return v
-
-
-def _positive(v: Any) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        _fail(f"must be a number, got {_show(v)}")
-    if isinstance(v, int) and v.bit_length() > 1000:
-        _fail("must be a finite number, got a very large integer")
-    if not math.isfinite(v):
-        _fail(f"must be a finite number, got {v!r}")
-    if v <= 0:
-        _fail(f"must be greater than 0, got {v!r}")
-    return float(v)
-
-
-def _group(v: Any) -> int | str:
-    if v == "auto" and isinstance(v, str):
-        return v
-    if type(v) is not int:
-        if isinstance(v, str):
-            _fail(f"must be an integer or 'auto', got string {_R.repr(v)}")
-        _fail(f"must be an integer or 'auto', got {_show(v)}")
-    return _int(v, 1, MAX_GROUPS)
-
-
-def _implementation(v: Any, info: ValidationInfo) -> str:
-    if not isinstance(v, str):
-        _fail(f"must be a string, got {_show(v)}")
-    known = (info.context or {}).get("known_implementations")
-    if known is not None:
-        _choice(v, known, "implementation")
-    elif not v.strip():
-        _fail("must not be blank")
-    return v
-
-
-def _name(v: Any) -> str:
-    if not isinstance(v, str):
-        _fail(f"must be a string, got {_show(v)}")
-    if not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", v):
-        _fail(f"must be 1-64 letters, digits, '.', '_' or '-', got {_R.repr(v)}")
-    return v
-
-
-def _text(v: Any) -> str:
-    if not isinstance(v, str):
-        _fail(f"must be a string, got {_show(v)}")
-    return v
-
-
-def _pair_to_mapping(v: Any) -> Any:
-    if isinstance(v, (list, tuple)) and len(v) == 2:
-        return {"rows": v[0], "d": v[1]}
-    return v
-
-
-Size = Annotated[int, PlainValidator(lambda v: _int(v, 1, MAX_ROWS))]
-Dim = Annotated[int, PlainValidator(lambda v: _int(v, 1, MAX_D))]
-Norm = Annotated[str, PlainValidator(lambda v: _choice(v, NORMS, "norm"))]
-DType = Annotated[str, PlainValidator(lambda v: _choice(v, DTYPES, "dtype", _DTYPE_ALIASES))]
-WeightDType = Annotated[str, PlainValidator(
-    lambda v: _choice(v, WEIGHT_DTYPES, "weight dtype", _DTYPE_ALIASES))]
-Group = Annotated[Union[int, Literal["auto"]], PlainValidator(_group)]
-Implementation = Annotated[str, PlainValidator(_implementation)]
-Positive = Annotated[float, PlainValidator(_positive)]
 
 
 def _list(default=None):
@@ -362,92 +195,6 @@ class Sweep(_Model):
             if self.d is None:
                 _fail("required field is missing", "d")
         return self
-
-
-# ----------------------------------------------------------------------------- YAML
-
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that rejects duplicate keys (PyYAML silently keeps the last one)."""
-
-
-def _construct_map(loader: _Loader, node: yaml.MappingNode):
-    seen: dict[Any, int] = {}
-    for key_node, _ in node.value:
-        if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
-            continue
-        key = loader.construct_object(key_node)
-        line = key_node.start_mark.line + 1
-        if key in seen:
-            raise ConfigError(loader.name, f"line {line}",
-                              f"duplicate key {_R.repr(key)} (first at line {seen[key]})")
-        seen[key] = line
-    data: dict = {}
-    yield data
-    data.update(loader.construct_mapping(node))
-
-
-_Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
-
-# Numbers as YAML 1.2's core schema has them: PyYAML's 1.1 resolvers read 0100 as octal 64,
-# 1:30 as base-60 90, 1_000 as 1000, and leave 1e3 a string.
-_INT = re.compile(r"^[-+]?(0|[1-9][0-9]*)$")
-_FLOAT = re.compile(r"""^(?:[-+]?(?:(?:0|[1-9][0-9]*)(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?
-                        |[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$""", re.X)
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers
-            if tag not in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
-_Loader.add_implicit_resolver("tag:yaml.org,2002:int", _INT, list("-+0123456789"))
-_Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+.0123456789"))
-
-
-def _construct_int(loader: _Loader, node: yaml.ScalarNode):
-    text = loader.construct_scalar(node)
-    if not _INT.match(text):        # an explicit !!int 0100 or 0x10: no octal, hex, base 60
-        raise yaml.constructor.ConstructorError(
-            None, None, f"integer {text!r} is not written in decimal digits", node.start_mark)
-    return int(text)
-
-
-_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
-
-
-def _load_yaml(text: str, file: str) -> Any:
-    loader = None
-    try:
-        loader = _Loader(text)
-        loader.name = file
-        return loader.get_single_data()
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        problem = e.problem or e.context or "syntax error"
-        if e.context and e.problem and e.problem.startswith("but "):
-            problem = f"{e.context} {e.problem}"       # "expected X but found Y"
-        where = f"line {mark.line + 1}" if mark is not None else "(file)"
-        col = f" (column {mark.column + 1})" if mark is not None else ""
-        raise ConfigError(file, where, f"invalid yaml: {problem}{col}") from None
-    except yaml.reader.ReaderError as e:
-        line = text[: e.position].count("\n") + 1
-        c = e.character
-        shown = f"#x{c:04x}" if isinstance(c, int) else f"#x{ord(c):04x}" if len(c) == 1 \
-            else repr(c)
-        raise ConfigError(file, f"line {line}",
-                          f"invalid yaml: control character {shown} is not allowed") from None
-    except yaml.YAMLError as e:
-        raise ConfigError(file, "(file)", f"invalid yaml: {_first_line(e)}") from None
-    except RecursionError:
-        raise ConfigError(file, "(file)", "invalid yaml: nested too deeply") from None
-    except (ValueError, OverflowError, TypeError) as e:   # e.g. an integer of 5000 digits
-        problem = "an integer has too many digits" if "digits" in str(e) else _first_line(e)
-        raise ConfigError(file, "(file)", f"invalid yaml: {problem}") from None
-    finally:
-        if loader is not None:
-            loader.dispose()
-
-
-def _first_line(e: BaseException) -> str:
-    lines = str(e).strip().splitlines()
-    return lines[0][:120] if lines else type(e).__name__
 
 
 # ----------------------------------------------------------------------------- entry points
@@ -557,34 +304,4 @@ def parse_config(text: str, file: str = "<string>",
 def load_config(path: str | Path,
                 known_implementations: Iterable[str] | None = None) -> Sweep:
     """Read and validate the config file at `path` (see the module docstring)."""
-    file = str(path)
-    p = Path(path)
-    try:
-        if p.is_dir():
-            raise ConfigError(file, "(file)", "is a directory, not a config file")
-        # O_NONBLOCK: opening a FIFO must not wait for a writer; only a regular file is read
-        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
-        with open(fd, "rb") as f:
-            mode = os.fstat(f.fileno()).st_mode
-            if not stat.S_ISREG(mode):
-                kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a device"
-                        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket"
-                        if stat.S_ISSOCK(mode) else "not a regular file")
-                raise ConfigError(file, "(file)", f"is {kind}, not a config file")
-            raw = f.read(MAX_FILE_BYTES + 1)
-    except FileNotFoundError:
-        raise ConfigError(file, "(file)", "does not exist") from None
-    except PermissionError:
-        raise ConfigError(file, "(file)", "cannot be read (permission denied)") from None
-    except OSError as e:
-        raise ConfigError(file, "(file)", f"cannot be read ({e.strerror or e})") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise ConfigError(file, "(file)", "is larger than 1 MiB; not a config file?")
-    if b"\x00" in raw:
-        raise ConfigError(file, "(file)", "contains NUL bytes; not a text file")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ConfigError(file, "(file)", f"is not UTF-8 text (bad byte at offset {e.start})") \
-            from None
-    return parse_config(text, file, known_implementations)
+    return parse_config(read_config_file(path), str(path), known_implementations)

@@ -422,3 +422,16 @@ def _try_load(path):
     except ConfigError as e:
         return e
     return None
+
+
+def test_split_modules_reexported_from_config():
+    """The names that moved to config_yaml/config_fields still import from config (issue 14)."""
+    import pickle
+
+    from normbench.harness import config, config_fields, config_yaml
+    assert config.ConfigError is config_yaml.ConfigError
+    assert config.MAX_FILE_BYTES == config_yaml.MAX_FILE_BYTES == 1 << 20
+    assert config._load_yaml is config_yaml._load_yaml
+    assert config.NORMS == config_fields.NORMS and config.Size is config_fields.Size
+    e = pickle.loads(pickle.dumps(config.ConfigError("f.yaml", "d", "bad")))
+    assert str(e) == "config error: f.yaml: d: bad"
