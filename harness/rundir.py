@@ -1,6 +1,7 @@
 """Run directories on disk: what makes a directory one (the marker in meta.json, format 1
 recognised), whether a run may write into a path, and the atomic file write every file of a run
-goes through.  harness/store.py re-exports all of it; nothing else imports this module."""
+goes through.  harness/store.py re-exports all of it; nothing outside the store (store.py,
+records_io.py) imports this module."""
 from __future__ import annotations
 
 import errno

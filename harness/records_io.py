@@ -1,0 +1,215 @@
+"""Records on disk, part of the store (harness/store.py re-exports every name here; the store
+is still the only code that reads or writes run directories, and nothing else imports this
+module): a record checked and coerced into its schema row, its CSV line, the samples column's
+two spellings, and reading records.csv / records.parquet back into one frame.
+
+Columns and dtypes come from harness.schema.COLUMNS.  An empty string is stored as missing
+(CSV cannot tell them apart), so CSV and parquet load the same frame.  Every timed sample of a
+record is JSON text in the CSV and in memory (a "string" column) and list<double> in the
+parquet file, so that pandas/pyarrow readers get numbers.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from normbench.harness.rundir import RECORDS_CSV, RECORDS_PARQUET, StoreError
+from normbench.harness.schema import COLUMNS, STATUSES, case_id as _case_id
+
+# QUOTE_NONNUMERIC quotes every text field, so a bare "\r" inside an error message cannot be
+# read back as a line break; numbers stay unquoted.
+_CSV_OPTIONS = dict(index=False, quoting=csv.QUOTE_NONNUMERIC, lineterminator="\n")
+
+
+def load_records(run_dir: str | os.PathLike, source: str = "auto") -> pd.DataFrame:
+    """The records of a run, with the dtypes of harness.schema.COLUMNS, in that order.
+
+    source: "csv", "parquet", or "auto" (the CSV, which is always current; the parquet file
+    only when there is no CSV).  Columns the schema does not know (a newer writer) are kept
+    after the known ones; known columns missing from the file are filled with NA.
+    """
+    run_dir = Path(run_dir)
+    if source not in ("auto", "csv", "parquet"):
+        raise ValueError(f"source must be 'auto', 'csv' or 'parquet', not {source!r}")
+    csv_path, pq_path = run_dir / RECORDS_CSV, run_dir / RECORDS_PARQUET
+    if source == "auto":
+        source = "csv" if csv_path.exists() or not pq_path.exists() else "parquet"
+    path = csv_path if source == "csv" else pq_path
+    if not path.exists():
+        raise StoreError(f"{run_dir} holds no records ({path.name} not found)")
+    try:
+        if source == "csv":
+            frame = pd.read_csv(
+                path,
+                dtype=dict(COLUMNS),
+                keep_default_na=False,  # "NA", "nan", "None" are text; only an empty field is missing
+                na_values=[""],
+                encoding="utf-8",
+            )
+        else:
+            frame = _read_parquet(path)
+        return _conform(frame)
+    except StoreError:
+        raise
+    except Exception as e:  # parser errors, bad values, a file that is not parquet ...
+        raise StoreError(f"cannot read {path}: {type(e).__name__}: {e}") from e
+
+
+
+def _empty_frame() -> pd.DataFrame:
+    return pd.DataFrame({c: pd.array([], dtype=t) for c, t in COLUMNS.items()})
+
+
+def _conform(frame: pd.DataFrame) -> pd.DataFrame:
+    """Known columns first, in schema order and dtype (missing ones NA); unknown ones after."""
+    n = len(frame)
+    out = {}
+    for col, dtype in COLUMNS.items():
+        if col in frame.columns:
+            out[col] = frame[col].astype(dtype).array
+        else:
+            out[col] = pd.array([pd.NA] * n, dtype=dtype)
+    for col in frame.columns:
+        if col not in COLUMNS:
+            out[col] = frame[col].array
+    return pd.DataFrame(out)
+
+
+def _row_values(record: dict) -> dict:
+    """One record as {column: value or pd.NA} in schema order (ValueError if it does not fit)."""
+    if not isinstance(record, dict):
+        raise TypeError(f"a record is a dict, not {type(record).__name__}")
+    unknown = [k for k in record if k not in COLUMNS]
+    if unknown:
+        raise ValueError(f"unknown record keys: {', '.join(map(str, unknown))}")
+    record = {**record, SAMPLES: _samples_text(record.get(SAMPLES))}
+    values = {col: _coerce(col, dtype, record.get(col)) for col, dtype in COLUMNS.items()}
+    if values["case_id"] is pd.NA:
+        try:
+            values["case_id"] = _case_id(record)
+        except KeyError as e:
+            raise ValueError(f"record has no case_id and no {e.args[0]!r} to compute it from") from None
+    if not isinstance(values["status"], str) or values["status"] not in STATUSES:
+        raise ValueError(f"record status must be one of {', '.join(STATUSES)}, not {record.get('status')!r}")
+    return values
+
+
+def _csv_line(values: list) -> bytes:
+    """One CSV line as pandas writes it with _CSV_OPTIONS: text quoted, numbers bare, NA empty."""
+    buf = io.StringIO()
+    csv.writer(buf, quoting=csv.QUOTE_NONNUMERIC, lineterminator="\n").writerow(values)
+    return buf.getvalue().encode("utf-8")
+
+
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _coerce(col: str, dtype: str, value: Any) -> Any:
+    # numpy scalars, 0-d arrays and 0-d tensors become Python scalars.
+    if isinstance(value, np.generic) or (getattr(value, "shape", None) == () and hasattr(value, "item")):
+        value = value.item()
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return pd.NA
+    is_bool = isinstance(value, bool)
+    if dtype == "string":
+        if isinstance(value, str):
+            if value == "":
+                return pd.NA
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:  # lone surrogates: keep them visible, not fatal
+                value = value.encode("utf-8", "backslashreplace").decode("utf-8")
+            return value
+        if isinstance(value, (int, float)):
+            return str(value)
+    elif dtype == "Int64":
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, int) and not is_bool:
+            if not _INT64[0] <= value <= _INT64[1]:
+                raise ValueError(f"column {col!r}: {value} does not fit in int64")
+            return value
+    elif dtype == "Float64":
+        if isinstance(value, (int, float)) and not is_bool:
+            return float(value)
+    elif dtype == "boolean":
+        if is_bool:
+            return value
+    else:  # pragma: no cover - a dtype the schema gained without this function
+        return value
+    raise ValueError(f"column {col!r} ({dtype}) cannot hold {type(value).__name__} {_short(value)}")
+
+
+# Every timed sample of a record: JSON text in the CSV and in memory (a "string" column),
+# list<double> in the parquet file, so that pandas/pyarrow readers get numbers.
+SAMPLES = "time_samples_ms"
+
+
+def _samples_text(value: Any) -> Any:
+    """A record's samples as JSON text of floats: a list of numbers is dumped; text must hold
+    one (ValueError otherwise)."""
+    if isinstance(value, (list, tuple, np.ndarray)):
+        value = [float(v) for v in value]
+        return json.dumps(value) if all(math.isfinite(v) for v in value) else _bad_samples(value)
+    if isinstance(value, str) and value:
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = None
+        if not (isinstance(parsed, list) and all(isinstance(v, (int, float)) and not
+                                                 isinstance(v, bool) for v in parsed)):
+            _bad_samples(value)
+        return _samples_text(parsed)       # one spelling (floats), as parquet reads it back
+    return value
+
+
+def _bad_samples(value: Any):
+    raise ValueError(f"column {SAMPLES!r} holds a JSON list of finite numbers, not {_short(value)}")
+
+
+def _samples_as_lists(table):
+    import pyarrow as pa
+
+    i = table.schema.get_field_index(SAMPLES)
+    if i < 0:
+        return table
+    kind = pa.list_(pa.float64())
+    values = [None if t is None else json.loads(t) for t in table.column(i).to_pylist()]
+    table = table.set_column(i, pa.field(SAMPLES, kind), pa.array(values, type=kind))
+    meta = json.loads((table.schema.metadata or {}).get(b"pandas", b"{}"))
+    for col in meta.get("columns", []):       # pandas would cast the lists back to "string"
+        if col.get("name") == SAMPLES:
+            col.update(pandas_type="list[float64]", numpy_type="object", metadata=None)
+    return table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                          b"pandas": json.dumps(meta).encode()})
+
+
+def _read_parquet(path: Path) -> pd.DataFrame:
+    """records.parquet as a frame, samples back to JSON text (files of older versions hold
+    them as text already)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    i = table.schema.get_field_index(SAMPLES)
+    if i >= 0 and pa.types.is_list(table.schema.field(i).type):
+        text = [None if v is None else json.dumps([float(x) for x in v])
+                for v in table.column(i).to_pylist()]
+        table = table.set_column(i, pa.field(SAMPLES, pa.large_string()),
+                                 pa.array(text, type=pa.large_string()))
+    return table.to_pandas()
+
+
+
+def _short(value: Any, n: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= n else text[: n - 3] + "..."
+
