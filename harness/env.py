@@ -16,9 +16,11 @@ from importlib import metadata
 from pathlib import Path
 
 import torch
-import triton
 
-from normbench import __version__, strategies
+# strategies first: it sets TRITON_INTERPRET (no GPU) before triton.language is imported, which
+# decides whether Triton's own jit functions (tl.sum …) run under the interpreter
+from normbench import __version__, strategies  # noqa: I001
+import triton  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 # Distributions whose version can move a result: ours' dependencies and the peers'.

@@ -8,6 +8,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
+# Before any test module can import triton by another path (a harness module that reads its
+# version, Inductor): Triton's own jit functions (tl.sum …) are interpreted only if
+# TRITON_INTERPRET is set when triton.language is first imported, and strategies sets it.
+from normbench import strategies  # noqa: E402,F401
+
 
 def pytest_collection_modifyitems(config, items):
     if torch.cuda.is_available():
