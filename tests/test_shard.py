@@ -46,6 +46,14 @@ def same_records(a, b, exact_errors=True):
     b = b.set_index("case_id").sort_index()
     assert list(a.index) == list(b.index)
     cols = [c for c in SAME if c != "case_id" and (exact_errors or c != "max_rel_err")]
+    if "max_rel_err" in cols:
+        # A nondeterministic-by-design implementation's first output (the one checked against
+        # fp64) may differ between two runs (tests/fake_impls.test_nondeterministic flips a
+        # bit on every other call of the process): its error is compared to the tolerance's
+        # verdict (`correct`, in SAME), the deterministic ones' to the last bit.
+        nd = a["deterministic_by_design"].astype(str) == "False"
+        a, b = a.copy(), b.copy()
+        a.loc[nd, "max_rel_err"] = b.loc[nd, "max_rel_err"] = None
     assert a[cols].astype(str).equals(b[cols].astype(str)), (a[cols], b[cols])
 
 
