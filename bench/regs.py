@@ -67,14 +67,16 @@ def compile_kernel(name: str, d: int, norm: str, dtype: str, weight_dtype: str =
     kernel = kernel_of(name)
     p = dict(strategies.get(name).params(d))
     p.update(override or {})
-    if "block_d" in (override or {}):
+    if (override or {}).get("col_split", 1) > 1:
+        p = {**_tuning.split_params(d, override["col_split"]), **override}
+    elif "block_d" in (override or {}):
         p["one_chunk"] = p["block_d"] >= d
     act = TYPES[dtype]
     wt = act if weight_dtype == "same" else TYPES[weight_dtype]
     names = kernel.arg_names
     consts = dict(HAS_MEAN=norm == "layernorm", BLOCK_R=p["block_r"], BLOCK_D=p["block_d"],
                   ONE_CHUNK=p["one_chunk"], NUM_STAGES=p["num_stages"], PREFETCH=p["prefetch"],
-                  RELOAD=p["reload"], W_TILE=p["w_tile"])
+                  RELOAD=p["reload"], W_TILE=p["w_tile"], COL_SPLIT=p.get("col_split", 1))
     if "GRID_SYNC" in names:
         sync = bool(fused_groups)
         red_g, red_n = reduce_tile(fused_groups, d) if sync else (1, 1)

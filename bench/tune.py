@@ -2,7 +2,7 @@
 
     python bench/tune.py [--names a,b] [--shapes 16384x4096,...] [--norms layernorm] [--dtype bf16]
                          [--weight-dtype same] [--rep MS] [--out DIR] [--warm-jobs N] [--budget-s S]
-                         [--new-only | --round9]
+                         [--new-only | --round9 | --round10]
 
 For each shape it times each strategy under several launch parameters (through
 `strategies._tuning.OVERRIDE`, the same hook the kernels read) and GROUPS values with do_bench
@@ -43,6 +43,7 @@ DEFAULT = "default"          # marks the configuration the shipped rules pick
 REPEAT = "default-again"     # the same, timed once more after the others
 NEW_ONLY = False             # --new-only: the defaults and round 8's candidates, nothing else
 ROUND9 = False               # --round9: the defaults and round 9's candidates (issue 16), nothing else
+ROUND10 = False              # --round10: the defaults and round 10's candidates (issue 16), nothing else
 
 
 def grid(name: str, d: int, sms: int):
@@ -56,9 +57,14 @@ def grid(name: str, d: int, sms: int):
     compile: at d = 1024 three programs of 4 warps per SM at 4 rows a tile and 3 stages, five
     at 2 rows, eight at 1 row.  Round 8: disjoint_fused's grid sync over 2 and 3 programs
     per SM (--new-only: these and the defaults alone).  Rounds 1–6 searched other grids (git
-    history of this file).  Round 9 (--round9, issue 16): see _round9."""
+    history of this file).  Rounds 9 and 10 (--round9, --round10, issue 16): see _round9,
+    _round10."""
     yield {}, None, False
     if not row_loop(name):
+        return
+    if ROUND10:
+        yield from _round10(d)
+        yield {}, None, True
         return
     if ROUND9:
         yield from _round9(d)
@@ -93,6 +99,29 @@ def _round9(d: int):
         yield {"num_stages": 4}, None, False
         if bd <= 4096:
             yield {"block_r": 2 * _tuning.ROW_LOOP.params(d)["block_r"]}, None, False
+
+
+def _round10(d: int):
+    """Round 10's candidates (docs/PERF_NOTES.md, "Round 10"): rows wider than 8192 shared by
+    programs (`col_split`: each holds a part of 8192 columns or less, the d = 8192 path, and
+    reads the other parts for the row sums alone), with 2 stages (3 do not fit a program's
+    shared memory) and with the own part read twice instead of held; at 12288 also three
+    parts of 4096 (no masked columns); rows wider than 16384 in parts of 16384 and of 8192
+    instead of chunks.  Partly masked tiles at 1024 < d < 4096: round 9's two candidates
+    again, at more widths."""
+    bd, one = _tuning.block_d(d)
+    if one and bd > 8192:
+        for reload in (False, True):
+            yield {"col_split": 2, "num_stages": 2, "reload": reload}, None, False
+        if _tuning.split_width(d, 3) == _tuning.pow2(_tuning.split_width(d, 3)):
+            for warps in (8, 16):
+                yield {"col_split": 3, "block_r": 1, "num_warps": warps}, None, False
+    elif not one:
+        yield {"col_split": _tuning.cdiv(d, 16384)}, None, False
+        yield {"col_split": _tuning.cdiv(d, 8192), "num_stages": 2}, None, False
+    elif bd != d and 2048 <= bd <= 4096:
+        yield {"num_stages": 4}, None, False
+        yield {"block_r": 2 * _tuning.ROW_LOOP.params(d)["block_r"]}, None, False
 
 
 def _round7(d: int, sms: int):
@@ -168,10 +197,12 @@ def main():
                     help="time the shipped defaults and only the newest round's candidates")
     ap.add_argument("--round9", action="store_true",
                     help="time the shipped defaults and only round 9's candidates (issue 16)")
+    ap.add_argument("--round10", action="store_true",
+                    help="time the shipped defaults and only round 10's candidates (issue 16)")
     ap.add_argument("--warm-part", default="", help=argparse.SUPPRESS)   # "i/n": one warm process
     args = ap.parse_args()
-    global NEW_ONLY, ROUND9
-    NEW_ONLY, ROUND9 = args.new_only, args.round9
+    global NEW_ONLY, ROUND9, ROUND10
+    NEW_ONLY, ROUND9, ROUND10 = args.new_only, args.round9, args.round10
     shapes = SHAPES if not args.shapes else [tuple(map(int, s.split("x"))) for s in args.shapes.split(",")]
     gpu = args.device == "cuda"
     sms = strategies.sm_count(args.device)
@@ -198,7 +229,7 @@ def main():
     path = os.path.join(args.out, "tune.csv")
     fields = ["norm", "rows", "d", "dtype", "weight_dtype", "name", "config", "override", "groups",
               "geff", "block_d", "block_r", "num_warps", "num_stages", "prefetch", "reload", "w_tile",
-              "us", "pct_copy", "err", "status"]
+              "col_split", "us", "pct_copy", "err", "status"]
     out = open(path, "w", newline="")
     w = csv.DictWriter(out, fieldnames=fields)
     w.writeheader()
@@ -233,7 +264,8 @@ def main():
                            block_d=p.get("block_d"), block_r=p.get("block_r"),
                            num_warps=p.get("num_warps"), num_stages=p.get("num_stages"),
                            prefetch=p.get("prefetch"), reload=p.get("reload"),
-                           w_tile=p.get("w_tile"), us=round(ms * 1e3, 2),
+                           w_tile=p.get("w_tile"), col_split=p.get("col_split"),
+                           us=round(ms * 1e3, 2),
                            pct_copy=round(model.pct(model.gbps(nbytes, ms), copy), 1) if ms == ms else None,
                            err=err, status=status)
                 w.writerow(rec)

@@ -14,5 +14,10 @@ def row_loop_programs(rows: int, d: int, sms: int, launch) -> int:
     every program that fits at once — 65536 × 1024 LN 113.0 / RMS 112.2 µs at 2·SMs against
     142.5 / 133.1 at SMs and 115.1 / 132.0 at 3·SMs).  Few programs also keep the partial rows
     — and the reduce that reads them — small.  disjoint_fused's kernel synchronises them all
-    where the driver says they fit at once (three programs per SM at d ≤ 1024 on the H200)."""
-    return max(1, min(sms * max(1, 8 // launch["num_warps"]), rows))
+    where the driver says they fit at once (three programs per SM at d ≤ 1024 on the H200).
+    Where col_split programs share each row, the same programs make that many times fewer
+    partial rows."""
+    programs = sms * max(1, 8 // launch["num_warps"])
+    # programs that share rows (col_split parts of each row): as many programs, fewer
+    # partial rows
+    return max(1, min(programs // launch.get("col_split", 1), rows))

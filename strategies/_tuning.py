@@ -19,7 +19,7 @@ MAX_BLOCK_D = 16384
 CHUNK_D = 8192
 
 # strategy name -> dict of forced parameters (block_r, num_warps, block_d, prefetch, reload,
-# num_stages, w_tile), for tuning.
+# num_stages, w_tile, col_split), for tuning.
 OVERRIDE: dict[str, dict] = {}
 
 
@@ -33,6 +33,12 @@ def pow2(n: int) -> int:
     return 1 << (n - 1).bit_length()
 
 
+def split_width(d: int, parts: int) -> int:
+    """The columns of each of `parts` programs sharing a row (`col_split`): a multiple of 64,
+    so that every part starts 128-byte aligned (the compiler then vectorises its loads)."""
+    return 64 * cdiv(d, 64 * parts)
+
+
 def block_d(d: int) -> tuple[int, bool]:
     """(BLOCK_D, ONE_CHUNK): the column block and whether a whole row fits in it."""
     if d <= MAX_BLOCK_D:
@@ -43,7 +49,7 @@ def block_d(d: int) -> tuple[int, bool]:
 @dataclass(frozen=True)
 class Rule:
     """A strategy's launch rule: `params(d)` -> dict(block_d, one_chunk, block_r, num_warps,
-    num_stages, prefetch, reload, w_tile).  `row_loop`: its programs loop over a block of rows each
+    num_stages, prefetch, reload, w_tile, col_split).  `row_loop`: its programs loop over a block of rows each
     (GROUPS programs), so the row-loop tuning candidates of bench/tune.py apply to it."""
     params: Callable[[int], dict]
     row_loop: bool = False
@@ -57,7 +63,7 @@ def _one_row(d: int) -> dict:
     bd, one = block_d(d)
     warps = 16 if bd >= 16384 else max(4, min(16, bd // 512))
     return dict(block_d=bd, one_chunk=one, block_r=1, num_warps=warps, num_stages=1,
-                prefetch=False, reload=False, w_tile=False)
+                prefetch=False, reload=False, w_tile=False, col_split=1)
 
 
 def _row_loop(d: int) -> dict:
@@ -74,7 +80,7 @@ def _row_loop(d: int) -> dict:
         br = max(1, min(16, tile // bd))
         warps = max(4, min(16, br * bd // (32 if bd <= 2048 else 16) // 32))
         return dict(block_d=bd, one_chunk=True, block_r=br, num_warps=warps, num_stages=3,
-                    prefetch=False, reload=False, w_tile=False)
+                    prefetch=False, reload=False, w_tile=False, col_split=1)
     # Rows of 16384 read each tile twice rather than spill (rowgrad_reload; tune-4: LN
     # 8192 × 16384 458 -> 342 µs, RMS 320 -> 233); wider rows go in chunks, one row a tile.
     # Read twice, the weight is loaded as a tile in x's layout (W_TILE; tune-9, H200, bf16 x
@@ -83,6 +89,17 @@ def _row_loop(d: int) -> dict:
     # 4096 × 16384; with a bf16 weight within 0.2 % either way).
     reload = one and bd >= 16384
     return {**_one_row(d), "reload": reload, "w_tile": reload}
+
+
+def split_params(d: int, parts: int) -> dict:
+    """A row shared by `parts` programs of the row loop (`col_split`): each holds its part,
+    split_width(d, parts) columns, with the launch parameters of a row that wide — and reads
+    the other parts for the row sums alone.  A part must fit one block (MAX_BLOCK_D)."""
+    width = split_width(d, parts)
+    if width > MAX_BLOCK_D:
+        raise ValueError(f"col_split {parts} at d = {d} leaves parts of {width} columns, "
+                         f"wider than one block ({MAX_BLOCK_D}): use {cdiv(d, MAX_BLOCK_D)} or more")
+    return {**_row_loop(pow2(width)), "col_split": parts}
 
 
 ONE_ROW = Rule(_one_row)
@@ -112,19 +129,38 @@ def params(name: str, d: int):
         return _frozen(name, d, MAX_BLOCK_D, CHUNK_D)
     p = dict(RULES[name].params(d))
     p.update(ov)
-    if "block_d" in ov:
+    if ov.get("col_split", 1) > 1:
+        p = {**split_params(d, ov["col_split"]), **ov}
+    elif "block_d" in ov:
         p["one_chunk"] = p["block_d"] >= d
     return p
 
 
-def fit_stages(p, elem_bytes: int, smem_bytes: int) -> int:
+def fit_stages(p, elem_bytes: int, smem_bytes: int, weight_bytes: int = 4) -> int:
     """num_stages of `p` (params) lowered until the pipelined tiles fit a program's shared
-    memory: Triton keeps num_stages − 1 tiles of x and dy in flight, [block_r, block_d] each
-    (plus a few hundred bytes of row statistics).  An H200 has 227 KB a program, where every
-    shipped rule fits in fp32 too; a GPU with less would otherwise fail to launch."""
+    memory.  A program of whole rows: Triton keeps num_stages − 1 tiles of x and dy in
+    flight, [block_r, block_d] each (plus a few hundred bytes of row statistics).  A program
+    sharing its rows (col_split parts): every part's x and dy, each with num_stages buffers,
+    and num_stages − 1 of the other parts' weight tiles (and of the own part read twice, with
+    reload) — bench/regs.py's compile, Triton 3.6 and 3.9, sm_90, d = 16384 in two parts:
+    131 KB at 2 stages with a bf16 weight, 164 KB with an fp32 one, 197 KB with an fp32 one
+    read twice, 262–328 KB at 3 stages; d = 12288 in three parts, 3 stages: 180 and 229 KB;
+    this bound is at or above each.  An H200 has 227 KB
+    a program, where every shipped rule fits in fp32 too; a GPU with less would otherwise
+    fail to launch."""
     st = p["num_stages"]
-    tile = p["block_r"] * p["block_d"] * elem_bytes * 2
-    while st > 1 and (st - 1) * tile + 1024 > smem_bytes:
+    parts = p.get("col_split", 1)
+    tile = p["block_r"] * p["block_d"]
+    if parts == 1:
+        def need(st):
+            return (st - 1) * tile * elem_bytes * 2
+    else:
+        again = 2 * elem_bytes if p.get("reload") else 0
+
+        def need(st):   # and 16 KB of the row sums' scratch (d = 12288 in three parts)
+            return (st * tile * elem_bytes * 2 * parts + 16384
+                    + (st - 1) * tile * (max(4, weight_bytes) * (parts - 1) + again))
+    while st > 1 and need(st) + 1024 > smem_bytes:
         st -= 1
     return st
 

@@ -5,7 +5,9 @@ as partial row p of a fp32 [GROUPS, d] workspace (×2 with dβ); a fixed-order r
 partial rows.  One writer per slot, no atomics, no locks: the same inputs always give the same
 bits.  GROUPS is the number of programs; the workspace is written once, so needs no zeroing.
 A row wider than one block makes each program read-modify-write its own partial row per chunk
-(still one writer, still deterministic).
+(still one writer, still deterministic).  With `col_split` = S > 1, S programs share each
+block of rows, a part of the row each (split_partials): GROUPS is still the number of partial
+rows, and the grid has S·GROUPS programs.
 """
 import triton
 import triton.language as tl
@@ -16,7 +18,7 @@ from ._launch import launch, prepare, scratch
 from ._registry import register
 from .reduce import reduce_partials
 from .rowgrad import (load_rows, row_coeffs, rowgrad_chunk, rowgrad_loaded, rowgrad_reload,
-                      rowgrad_tile)
+                      rowgrad_split, rowgrad_tile)
 
 
 @triton.jit
@@ -110,40 +112,97 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
 
 
 @triton.jit
+def split_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
+                   stride_x, stride_dy, stride_dx, HAS_MEAN: tl.constexpr,
+                   BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, NUM_STAGES: tl.constexpr,
+                   RELOAD: tl.constexpr, COL_SPLIT: tl.constexpr):
+    """Programs S·b … S·b + S − 1 share the rows [b·R, (b+1)·R): program S·b + k writes dx
+    and partial row b for part k of the columns (`_tuning.split_width`, a multiple of 64 so
+    every part is aligned) — the width of a part is what registers must hold, so a row of
+    16384 runs as two programs of the d = 8192 path.  Each program still reads the whole row
+    for the row sums (rowgrad_split); one writer per slot, a fixed order: deterministic."""
+    pid = tl.program_id(0)
+    blk = pid // COL_SPLIT
+    part = pid % COL_SPLIT
+    part_w = tl.cdiv(N, 64 * COL_SPLIT) * 64
+    r0 = blk * ROWS_PER_PROG
+    r_end = tl.minimum(r0 + ROWS_PER_PROG, ROWS)
+    out = blk.to(tl.int64) * N
+    cols = part * part_w + tl.arange(0, BLOCK_D)
+    col_mask = cols < tl.minimum(part * part_w + part_w, N)
+    w = tl.load(W + cols, mask=col_mask, other=0.0).to(tl.float32)
+    acc_w = tl.zeros([BLOCK_D], dtype=tl.float32)
+    acc_b = tl.zeros([BLOCK_D], dtype=tl.float32)
+    for r in tl.range(r0, r_end, BLOCK_R, num_stages=NUM_STAGES):
+        rows = r + tl.arange(0, BLOCK_R)
+        row_mask = rows < r_end
+        gw, gb = rowgrad_split(X, DY, DX, w, W, Mean, Rstd, rows.to(tl.int64), row_mask, cols,
+                               col_mask, part, part_w, stride_x, stride_dy, stride_dx, N,
+                               HAS_MEAN, BLOCK_D, RELOAD, COL_SPLIT)
+        acc_w += tl.sum(gw, axis=0)
+        if HAS_MEAN:
+            acc_b += tl.sum(gb, axis=0)
+    tl.store(PW + out + cols, acc_w, mask=col_mask)
+    if HAS_MEAN:
+        tl.store(PB + out + cols, acc_b, mask=col_mask)
+
+
+@triton.jit
+def row_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
+                 stride_x, stride_dy, stride_dx, HAS_MEAN: tl.constexpr,
+                 BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr,
+                 NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr, RELOAD: tl.constexpr,
+                 W_TILE: tl.constexpr, COL_SPLIT: tl.constexpr):
+    """The partial rows, by whole rows a program (disjoint_partials) or by parts of rows
+    (split_partials, COL_SPLIT > 1)."""
+    if COL_SPLIT > 1:
+        split_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
+                       stride_x, stride_dy, stride_dx, HAS_MEAN, BLOCK_R, BLOCK_D, NUM_STAGES,
+                       RELOAD, COL_SPLIT)
+    else:
+        disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
+                          stride_x, stride_dy, stride_dx, HAS_MEAN, BLOCK_R, BLOCK_D, ONE_CHUNK,
+                          NUM_STAGES, PREFETCH, RELOAD, W_TILE)
+
+
+@triton.jit
 def _disjoint_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
                      stride_x, stride_dy, stride_dx, HAS_MEAN: tl.constexpr,
                      BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr,
                      NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr, RELOAD: tl.constexpr,
-                     W_TILE: tl.constexpr):
-    disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
-                      stride_x, stride_dy, stride_dx, HAS_MEAN, BLOCK_R, BLOCK_D, ONE_CHUNK,
-                      NUM_STAGES, PREFETCH, RELOAD, W_TILE)
+                     W_TILE: tl.constexpr, COL_SPLIT: tl.constexpr):
+    row_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
+                 stride_x, stride_dy, stride_dx, HAS_MEAN, BLOCK_R, BLOCK_D, ONE_CHUNK,
+                 NUM_STAGES, PREFETCH, RELOAD, W_TILE, COL_SPLIT)
 
 
 def launch_partials(kernel, c, groups: int, params, extra: tuple = (), extra_meta=None):
     """Take the [GROUPS, d] partials (`_launch.scratch`: kept between calls) and launch
-    `kernel` with GROUPS programs at the launch parameters `params(d)` (the calling strategy's
-    `backward.params`); `extra` tensors follow the
-    partials.  `extra_meta(compile)` adds constexprs and launch options (they must depend on
-    what the launch key fixes: GROUPS, the call's signature, the device); `compile(**meta)`
-    compiles the kernel with those added, without launching it, for a caller that must look
-    at the compiled kernel (its occupancy) before it decides."""
+    `kernel` with GROUPS programs — col_split · GROUPS where programs share rows — at the
+    launch parameters `params(d)` (the calling strategy's `backward.params`); `extra`
+    tensors follow the partials.  `extra_meta(compile, programs)` adds constexprs and launch
+    options (they must depend on what the launch key fixes: GROUPS, the call's signature, the
+    device); `compile(**meta)` compiles the kernel with those added, without launching it, for
+    a caller that must look at the compiled kernel (its occupancy) before it decides."""
     pw, pb = scratch(groups, c.d, c.has_mean, c.x.device)
     tensors = (c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, pw, pb if pb is not None else pw,
                *extra)
 
     def setup():
         p = params(c.d)
-        stages = _tuning.fit_stages(p, c.x.element_size(), _device.smem_per_program(c.x.device))
+        stages = _tuning.fit_stages(p, c.x.element_size(), _device.smem_per_program(c.x.device),
+                                    c.weight.element_size())
         meta = dict(HAS_MEAN=c.has_mean, BLOCK_R=p["block_r"], BLOCK_D=p["block_d"],
                     ONE_CHUNK=p["one_chunk"], NUM_STAGES=stages,
                     PREFETCH=p["prefetch"], RELOAD=p["reload"], W_TILE=p["w_tile"],
-                    num_warps=p["num_warps"])
+                    COL_SPLIT=p["col_split"], num_warps=p["num_warps"])
+        grid = (groups * p["col_split"],)
         scalars = (c.rows, c.d, _tuning.cdiv(c.rows, groups), *c.strides)
         if extra_meta is not None:
             meta.update(extra_meta(
-                lambda **m: kernel.warmup(*tensors, *scalars, grid=(groups,), **{**meta, **m})))
-        return (groups,), scalars, meta
+                lambda **m: kernel.warmup(*tensors, *scalars, grid=grid, **{**meta, **m}),
+                grid[0]))
+        return grid, scalars, meta
 
     launch(kernel, (c.sig, groups), tensors, setup)
     return pw, pb

@@ -28,7 +28,7 @@ from . import _device, _groups, _tuning
 from ._contention import Contention
 from ._launch import prepare
 from ._registry import register
-from .disjoint_block import disjoint_partials, launch_partials
+from .disjoint_block import launch_partials, row_partials
 from .reduce import outputs, reduce_rows
 
 _COUNTERS: dict[torch.device, torch.Tensor] = {}
@@ -39,17 +39,18 @@ def _fused_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, DW, DB, Counter, ROWS, N, RO
                   stride_x, stride_dy, stride_dx, HAS_MEAN: tl.constexpr,
                   BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr,
                   NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr, RELOAD: tl.constexpr,
-                  W_TILE: tl.constexpr, GRID_SYNC: tl.constexpr,
+                  W_TILE: tl.constexpr, COL_SPLIT: tl.constexpr, GRID_SYNC: tl.constexpr,
                   RED_G: tl.constexpr, RED_N: tl.constexpr):
-    disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
-                      stride_x, stride_dy, stride_dx, HAS_MEAN, BLOCK_R, BLOCK_D, ONE_CHUNK,
-                      NUM_STAGES, PREFETCH, RELOAD, W_TILE)
+    row_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
+                 stride_x, stride_dy, stride_dx, HAS_MEAN, BLOCK_R, BLOCK_D, ONE_CHUNK,
+                 NUM_STAGES, PREFETCH, RELOAD, W_TILE, COL_SPLIT)
     # all of this program's partial stores precede its arrival (barrier, then release)
     tl.debug_barrier()
-    G = tl.num_programs(0)
+    P = tl.num_programs(0)
+    G = P // COL_SPLIT          # partial rows (COL_SPLIT programs share each)
     if GRID_SYNC:
         tl.atomic_add(Counter, 1, sem="release")
-        while tl.atomic_add(Counter, 0, sem="acquire") < G:
+        while tl.atomic_add(Counter, 0, sem="acquire") < P:
             pass
         c0 = tl.program_id(0) * RED_N
         if c0 < N:
@@ -57,12 +58,12 @@ def _fused_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, DW, DB, Counter, ROWS, N, RO
             if HAS_MEAN:
                 reduce_rows(PB, DB, G, N, c0, RED_G, RED_N)
         # every program has left the wait once the last one departs: it resets both counters
-        if tl.atomic_add(Counter + 1, 1, sem="acq_rel") == G - 1:
+        if tl.atomic_add(Counter + 1, 1, sem="acq_rel") == P - 1:
             tl.atomic_xchg(Counter, 0)
             tl.atomic_xchg(Counter + 1, 0)
     else:
         ticket = tl.atomic_add(Counter, 1, sem="acq_rel")
-        if ticket == G - 1:
+        if ticket == P - 1:
             # one program reads all GROUPS·d partials: whole-width tiles of about 8192 elements
             RG: tl.constexpr = 1 if BLOCK_D >= 8192 else 8192 // BLOCK_D
             for c0 in range(0, N, BLOCK_D):
@@ -79,11 +80,11 @@ def _counter(device: torch.device) -> torch.Tensor:
 
 
 @functools.lru_cache(maxsize=None)
-def reduce_tile(groups: int, d: int) -> tuple[int, int]:
-    """(RED_G, RED_N): each program's column slice (RED_N ≥ d/GROUPS, a power of two) and the
-    partial rows it reads per step (a tile of at most 4096 elements)."""
-    red_n = _tuning.pow2(_tuning.cdiv(d, groups))
-    return min(_tuning.pow2(groups), max(1, 4096 // red_n)), red_n
+def reduce_tile(programs: int, d: int) -> tuple[int, int]:
+    """(RED_G, RED_N): each program's column slice (RED_N ≥ d/programs, a power of two) and
+    the partial rows it reads per step (a tile of at most 4096 elements)."""
+    red_n = _tuning.pow2(_tuning.cdiv(d, programs))
+    return min(_tuning.pow2(programs), max(1, 4096 // red_n)), red_n
 
 
 @register("disjoint_fused", kind="strategy", deterministic_by_design=True, uses_groups=True,
@@ -95,14 +96,14 @@ def backward(x, dy, weight, mean, rstd, *, groups):
     c = prepare(x, dy, weight, mean, rstd)
     dw, db = outputs(c.weight, c.has_mean)
 
-    def meta(compile):
+    def meta(compile, programs):
         # the ticket path never reads RED_G/RED_N: fixed values there, no kernel per GROUPS
         ticket = dict(GRID_SYNC=False, RED_G=1, RED_N=1, launch_cooperative_grid=False)
         if _device.interpreted():
             return ticket
-        red_g, red_n = reduce_tile(groups, c.d)
+        red_g, red_n = reduce_tile(programs, c.d)
         sync = dict(GRID_SYNC=True, RED_G=red_g, RED_N=red_n, launch_cooperative_grid=True)
-        if groups <= _device.sm_count(x.device) * _device.resident_programs(compile(**sync)):
+        if programs <= _device.sm_count(x.device) * _device.resident_programs(compile(**sync)):
             return sync
         return ticket
 

@@ -16,6 +16,8 @@ Two shapes of the same math:
   * `rowgrad_tile`  — the whole row fits one block (BLOCK_D ≥ d): load once, compute, store.
     `rowgrad_reload` is the same for rows so wide (16384) that x̂ and g cannot stay in
     registers across the row sums: it reads the tile a second time, from L1.
+  * `rowgrad_split` — a row shared by several programs (a part each, `col_split`): each
+    reads the other parts for the row sums alone.
   * `row_coeffs` + `rowgrad_chunk` — a row wider than one block: a first pass over the chunks
     accumulates c1 and c2, a second pass writes dx chunk by chunk and returns each chunk's
     contributions.  It reads x and dy twice, which is the price of d > BLOCK_D.
@@ -100,18 +102,24 @@ def _add_pair(a1, a2, b1, b2):
 
 
 @triton.jit
-def row_sums(xhat, g, N, HAS_MEAN: tl.constexpr):
-    """(c1, c2) = (Σ x̂·g / d, Σ g / d) per row of a [BLOCK_R, BLOCK_D] tile (c2 = c1 for RMSNorm,
+def pair_sums(xhat, g, HAS_MEAN: tl.constexpr):
+    """(Σ x̂·g, Σ g) per row of a [BLOCK_R, BLOCK_D] tile (the second = the first for RMSNorm,
     which never reads it).  LayerNorm's two sums go through one reduction: a row spread over
     several warps is summed through shared memory, and one exchange of both values needs half
     the barriers of two (the sm_90 SASS of d = 4096: 3 barriers a tile instead of 6).  The
     summation tree is the same fixed one either way."""
     if HAS_MEAN:
-        s1, s2 = tl.reduce((xhat * g, g), 1, _add_pair)
-        return s1 / N, s2 / N
+        return tl.reduce((xhat * g, g), 1, _add_pair)
     else:
-        c1 = tl.sum(xhat * g, axis=1) / N
-        return c1, c1
+        s1 = tl.sum(xhat * g, axis=1)
+        return s1, s1
+
+
+@triton.jit
+def row_sums(xhat, g, N, HAS_MEAN: tl.constexpr):
+    """(c1, c2) = (Σ x̂·g / d, Σ g / d) per row of a [BLOCK_R, BLOCK_D] tile (pair_sums / d)."""
+    s1, s2 = pair_sums(xhat, g, HAS_MEAN)
+    return s1 / N, s2 / N
 
 
 @triton.jit
@@ -174,6 +182,50 @@ def rowgrad_reload(X, DY, DX, W, Mean, Rstd, rows, row_mask, cols, col_mask,
         xhat, g, dy = xhat_g_tile(x, dy, mean, rstd, w, mask, HAS_MEAN)
     else:
         w = tl.load(W + cols, mask=col_mask, other=0.0, cache_modifier=".ca").to(tl.float32)
+        xhat, g, dy = xhat_g(x, dy, mean, rstd, w, mask, HAS_MEAN)
+    dx = _dx(xhat, g, c1, c2, rstd, HAS_MEAN)
+    tl.store(DX + rows[:, None] * stride_dx + cols[None, :], dx.to(DX.dtype.element_ty), mask=mask)
+    return dy * xhat, dy
+
+
+@triton.jit
+def rowgrad_split(X, DY, DX, w, W, Mean, Rstd, rows, row_mask, cols, col_mask, part, part_w,
+                  stride_x, stride_dy, stride_dx, N, HAS_MEAN: tl.constexpr,
+                  BLOCK_D: tl.constexpr, RELOAD: tl.constexpr, COL_SPLIT: tl.constexpr):
+    """rowgrad_tile for a program that owns one part of its rows: columns `cols` (part `part`
+    of COL_SPLIT, `part_w` columns each) of every row of the tile; `w` is its part's weight.
+
+    The row sums need the whole row: the program reads the other parts' x, dy and γ (γ as a
+    tile in x's layout, as in rowgrad_reload) and sums them, part by part in part order, its
+    own part's sums taken from its own tile.  Every program of a row therefore adds the same
+    per-part sums in the same order: they all get the same bits of c1 and c2, and so does a
+    second run.  The other parts' reads are the programs next door's own tiles, read at about
+    the same time: from L2.  dx and the contributions are the own part's only (RELOAD: its x
+    and dy read again, from L1, instead of held across the other parts' loads)."""
+    mask = row_mask[:, None] & col_mask[None, :]
+    x, dy, mean, rstd = load_rows(X, DY, Mean, Rstd, rows, row_mask, cols, mask, stride_x,
+                                  stride_dy, HAS_MEAN, "")
+    xhat, g, dy = xhat_g(x, dy, mean, rstd, w, mask, HAS_MEAN)
+    own1, own2 = pair_sums(xhat, g, HAS_MEAN)
+    s1 = tl.zeros_like(own1)
+    s2 = tl.zeros_like(own2)
+    for q in tl.static_range(COL_SPLIT):
+        qcols = q * part_w + tl.arange(0, BLOCK_D)
+        # the own part loads nothing here (its end moved to its start: a masked-off load
+        # fetches no bytes)
+        q_end = tl.minimum(q * part_w + part_w, N) - (part == q).to(tl.int32) * part_w
+        qm = row_mask[:, None] & (qcols < q_end)[None, :]
+        xq = tl.load(X + rows[:, None] * stride_x + qcols[None, :], mask=qm, other=0.0)
+        dyq = tl.load(DY + rows[:, None] * stride_dy + qcols[None, :], mask=qm, other=0.0)
+        wq = tl.load(W + (rows * 0)[:, None] + qcols[None, :], mask=qm, other=0.0).to(tl.float32)
+        xhq, gq, _ = xhat_g_tile(xq, dyq, mean, rstd, wq, qm, HAS_MEAN)
+        q1, q2 = pair_sums(xhq, gq, HAS_MEAN)
+        s1 += tl.where(part == q, own1, q1)
+        s2 += tl.where(part == q, own2, q2)
+    c1 = s1 / N
+    c2 = s2 / N
+    if RELOAD:
+        x, dy = reread_rows(X, DY, rows, cols, mask, stride_x, stride_dy)
         xhat, g, dy = xhat_g(x, dy, mean, rstd, w, mask, HAS_MEAN)
     dx = _dx(xhat, g, c1, c2, rstd, HAS_MEAN)
     tl.store(DX + rows[:, None] * stride_dx + cols[None, :], dx.to(DX.dtype.element_ty), mask=mask)

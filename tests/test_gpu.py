@@ -4,6 +4,7 @@ import torch
 
 from normbench import strategies
 from normbench.harness.inputs import make_inputs, reference, rel_error, tolerance
+from normbench.strategies import _tuning
 
 pytestmark = pytest.mark.gpu
 
@@ -60,6 +61,33 @@ def test_fused_grid_sync_and_ticket_paths(rows, d, groups):
     assert int(strategies.disjoint_fused._counter(x.device).abs().sum()) == 0
 
 
+@pytest.mark.parametrize("split", [{"col_split": 2, "num_stages": 2},
+                                   {"col_split": 2, "num_stages": 2, "reload": True},
+                                   {"col_split": 3, "block_r": 1, "num_warps": 16},
+                                   {"col_split": 4}])
+@pytest.mark.parametrize("name", ["disjoint_block", "disjoint_fused"])
+def test_rows_shared_by_programs_on_gpu(name, split, monkeypatch):
+    """col_split on the GPU, where the programs of a row run at once: right against fp64 at
+    wide rows (one not a multiple of the parts' 64-column grain), both weight dtypes and fp32
+    activations, and the same bits in 10 repeats."""
+    monkeypatch.setitem(_tuning.OVERRIDE, name, split)
+    e = strategies.get(name)
+    for norm, rows, d, dt, wd in (("layernorm", 1024, 16384, "bf16", "fp32"),
+                                  ("rmsnorm", 777, 12288, "bf16", "bf16"),
+                                  ("layernorm", 300, 20000, "fp16", "fp16"),
+                                  ("layernorm", 256, 16384, "fp32", "fp32")):
+        x, dy, w, mean, rstd = make_inputs(norm, rows, d, dt, wd, seed=7, device="cuda")
+        ref = reference(x, dy, w, mean, rstd)
+        first = e.backward(x, dy, w, mean, rstd)
+        assert all(v <= tolerance(dt, wd) for v in
+                   (rel_error(o, r) for o, r in zip(first, ref)) if v is not None), (norm, d)
+        for _ in range(10):
+            again = e.backward(x, dy, w, mean, rstd)
+            for a, b in zip(first, again):
+                if a is not None:
+                    assert torch.equal(a.view(torch.uint8), b.view(torch.uint8))
+
+
 @pytest.mark.parametrize("rows,d", [(65536, 1024), (2048, 768), (16384, 4096)])
 def test_fused_syncs_exactly_when_every_program_fits(rows, d, monkeypatch):
     """The grid sync is taken where the grid fits at once: GROUPS ≤ SMs × the programs one SM
@@ -76,9 +104,9 @@ def test_fused_syncs_exactly_when_every_program_fits(rows, d, monkeypatch):
     monkeypatch.setattr(_device, "resident_programs", lambda k: caps.append(real_cap(k)) or caps[-1])
 
     def spy(kernel, c, groups, params, extra=(), extra_meta=None):
-        def meta(compile):
-            m = extra_meta(compile)
-            paths.append((groups, m["GRID_SYNC"], caps[-1]))
+        def meta(compile, programs):
+            m = extra_meta(compile, programs)
+            paths.append((groups, m["GRID_SYNC"], caps[-1], programs))
             return m
         return real_launch(kernel, c, groups, params, extra, meta)
     monkeypatch.setattr(f, "launch_partials", spy)
@@ -95,9 +123,9 @@ def test_fused_syncs_exactly_when_every_program_fits(rows, d, monkeypatch):
         if g > rows:
             continue
         out = e.backward(x, dy, w, mean, rstd, groups=g)
-        geff, sync, cap = paths[-1]
+        geff, sync, cap, programs = paths[-1]
         print(f"\n{rows}x{d} G {geff}: {cap} programs per SM, {'sync' if sync else 'ticket'}")
-        assert geff == e.effective_groups(rows, d, g) and sync == (geff <= sms * cap), paths
+        assert geff == e.effective_groups(rows, d, g) and sync == (programs <= sms * cap), paths
         assert all(v <= tolerance("bf16", "bf16") for v in
                    (rel_error(o, r) for o, r in zip(out, ref)) if v is not None)
         again = e.backward(x, dy, w, mean, rstd, groups=g)

@@ -193,6 +193,54 @@ def test_weight_loaded_as_a_tile(poisoned, monkeypatch, name, norm):
                 assert torch.equal(u, v) and torch.equal(u.view(torch.uint8), v.view(torch.uint8))
 
 
+@pytest.mark.parametrize("norm", NORMS)
+@pytest.mark.parametrize("name", ["disjoint_block", "disjoint_fused"])
+def test_rows_shared_by_programs(poisoned, monkeypatch, name, norm):
+    """col_split: S programs share each block of rows, a part of the columns each, and read
+    the other parts for the row sums alone.  Right answers at widths that leave the last part
+    short (200 = 128 + 72) or a part empty of the row's end, with bf16 and fp32 weights, held
+    or read twice; the same bits on a second call; and every program of a row agrees on the
+    row sums: the same bits of dx as one program holding the whole row would give needs the
+    same sums, so here dx must match the unsplit kernel's to rounding, and dγ too."""
+    for ov in ({"col_split": 2}, {"col_split": 3, "reload": True}, {"col_split": 4}):
+        monkeypatch.setitem(_tuning.OVERRIDE, name, ov)
+        check(name, norm, 13, 200, "bf16", groups=3)
+        check(name, norm, 7, 130, "bf16", weight_dtype="fp32", groups=2)
+        check(name, norm, 5, 64, "fp32", groups=5)       # 64 columns in parts of 64: one empty
+        check(name, norm, 9, 333, "fp16")                # groups=auto
+        x, dy, w, mean, rstd = make_inputs(norm, 11, 300, "bf16", "fp32", seed=6, device="cpu")
+        first = strategies.get(name).backward(x, dy, w, mean, rstd, groups=2)
+        again = strategies.get(name).backward(x, dy, w, mean, rstd, groups=2)
+        for u, v in zip(first, again):
+            if u is not None:
+                assert torch.equal(u.view(torch.uint8), v.view(torch.uint8))
+
+
+def test_split_rule_shares():
+    """The parts of a shared row: multiples of 64 columns (aligned), covering the row, each no
+    wider than the block it runs in; GROUPS=auto counts partial rows, so S programs a block
+    of rows make S times fewer of them from the same programs; the shared-memory bound lowers
+    the stages where the parts' tiles would not fit."""
+    for d in (130, 12288, 16384, 20000, 32768, 65536):
+        for parts in (2, 3, 4, 8):
+            w = _tuning.split_width(d, parts)
+            assert w % 64 == 0 and w * parts >= d and w - 64 < -(-d // parts)
+            if w > _tuning.MAX_BLOCK_D:
+                with pytest.raises(ValueError, match="wider than one block"):
+                    _tuning.split_params(d, parts)
+                continue
+            p = _tuning.split_params(d, parts)
+            assert p["col_split"] == parts and p["block_d"] >= w and p["one_chunk"]
+    launch = dict(_tuning.split_params(16384, 2))
+    from normbench.strategies import _groups
+    assert _groups.row_loop_programs(8192, 16384, 132, launch) == 66
+    assert _groups.row_loop_programs(8192, 16384, 132, {**launch, "col_split": 1}) == 132
+    h200 = 232448
+    assert _tuning.fit_stages({**launch, "num_stages": 3}, 2, h200, 2) == 2
+    assert _tuning.fit_stages({**launch, "num_stages": 3}, 4, h200, 4) == 1
+    assert _tuning.fit_stages({**_tuning.split_params(12288, 3), "block_r": 1}, 2, h200, 4) == 3
+
+
 def test_reload_rule():
     """Row-loop programs at d = 16384 read their tile twice (no spills); one-row programs and
     narrower rows keep it in registers (tune-4)."""

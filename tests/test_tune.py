@@ -39,6 +39,52 @@ def test_round9_candidates(round9):
     assert list(tune.grid("grouped_atomic", 3072, 132)) == [({}, None, False)]
 
 
+@pytest.fixture
+def round10(monkeypatch):
+    monkeypatch.setattr(tune, "ROUND10", True)
+
+
+def test_round10_candidates(round10):
+    """Rows of 12288 and 16384: the row shared by two programs, its part held or read twice,
+    and at 12288 (three parts of exactly 4096) by three; rows wider than a block: parts of
+    16384 and of 8192; partly masked tiles at 1024 < d < 4096: a fourth stage and twice the
+    rows a tile; powers of two and the one-row strategies: the default alone."""
+    two = [{"col_split": 2, "num_stages": 2, "reload": False},
+           {"col_split": 2, "num_stages": 2, "reload": True}]
+    three = [{"col_split": 3, "block_r": 1, "num_warps": w} for w in (8, 16)]
+    for name in ("disjoint_block", "disjoint_fused"):
+        assert overrides(name, 16384) == two
+        assert overrides(name, 12288) == two + three
+        assert overrides(name, 32768) == [{"col_split": 2}, {"col_split": 4, "num_stages": 2}]
+        assert overrides(name, 3072) == [{"num_stages": 4}, {"block_r": 4}]
+        assert overrides(name, 1536) == [{"num_stages": 4}, {"block_r": 8}]
+        for d in (1024, 2048, 4096, 8192, 7168, 700):
+            assert overrides(name, d) == []
+    assert list(tune.grid("grouped_atomic", 16384, 132)) == [({}, None, False)]
+
+
+def test_device_round10_script_on_cpu(tmp_path):
+    """Round 10's device call, tiny (widths where no candidate applies but a partly masked
+    tile's: the interpreter is slow at wide rows; test_round10_candidates checks the grid and
+    test_strategies the shared rows): every grid writes its tune.csv, every timing correct."""
+    env = {**os.environ, "OUT": str(tmp_path), "DEVICE": "cpu", "J": "1", "REP": "1",
+           "NAMES": "disjoint_block", "NORMS": "layernorm", "WIDE": "2x40", "WIDER": "2x48",
+           "POW2": "2x1100", "FP32": "2x40", "K": "nothing_selected", "PYTHONPATH": ROOT}
+    r = subprocess.run(["bash", os.path.join(ROOT, "bench", "device_round10.sh")], cwd=ROOT,
+                       env=env, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-2000:]
+    with tarfile.open(tmp_path / "round10.tgz") as tar:
+        rows = {}
+        for grid in ("wide-bf16", "wide-fp32w", "wider", "pow2", "fp32"):
+            rows[grid] = list(csv.DictReader(io.TextIOWrapper(tar.extractfile(f"t/{grid}/tune.csv"))))
+            assert rows[grid] and all(x["status"] == "ok" for x in rows[grid]), (grid, rows[grid])
+        assert "t/gpu-tests.log" in tar.getnames()
+    assert {x["override"] for x in rows["pow2"] if x["name"] == "disjoint_block"} == {
+        "", '{"num_stages": 4}', '{"block_r": 8}'}
+    assert {x["weight_dtype"] for x in rows["wide-fp32w"]} == {"fp32"}
+    assert {x["dtype"] for x in rows["fp32"]} == {"fp32"}
+
+
 def test_device_targets_script_on_cpu(tmp_path):
     """The whole device call, tiny: every grid writes its tune.csv, every timing correct."""
     env = {**os.environ, "OUT": str(tmp_path), "DEVICE": "cpu", "J": "1", "REP": "1",
