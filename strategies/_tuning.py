@@ -76,10 +76,14 @@ def _row_loop(d: int) -> dict:
         # stages and 2 were slower.  With it, 32 elements of each input per thread up to
         # d = 2048 and 16 from d = 4096 (tune-7: 16 warps at 4096 within 2 % of 8 everywhere,
         # and never the one slow outlier of 8).
+        # Tune-10: a partly masked tile at 1024 < d < 4096 carries fewer bytes in flight; a
+        # fourth stage makes up for it (H200, bf16, disjoint_block: RMS 65536 × 1536, 32768 ×
+        # 2560 8–14 % faster, 32768 × 3072 7 % in tune-9; LN 4–7 % at all three).
         tile = 4096 if bd <= 1024 else max(8192, bd)
         br = max(1, min(16, tile // bd))
         warps = max(4, min(16, br * bd // (32 if bd <= 2048 else 16) // 32))
-        return dict(block_d=bd, one_chunk=True, block_r=br, num_warps=warps, num_stages=3,
+        stages = 4 if bd != d and 2048 <= bd <= 4096 else 3
+        return dict(block_d=bd, one_chunk=True, block_r=br, num_warps=warps, num_stages=stages,
                     prefetch=False, reload=False, w_tile=False, col_split=1)
     # Rows of 16384 read each tile twice rather than spill (rowgrad_reload; tune-4: LN
     # 8192 × 16384 458 -> 342 µs, RMS 320 -> 233); wider rows go in chunks, one row a tile.
