@@ -8,6 +8,19 @@
 # .peers-b (or .peers-a) also holds pydantic, which the harness itself needs and the device's Python lacks:
 # carry it for any run_bench.py call.
 mkdir -p /tmp/site /tmp/peers
+# or in N calls, where the working tree leaves less room: .pk1/ … .pkN/ each carry pieces
+# named piece-K-of-N of the runtime's .tar.xz (and any wheels); once all N have arrived they
+# are joined in order and unpacked
+for d in .pk[0-9]; do [ -d "$d" ] && cp "$d"/* /tmp/peers/; done
+if ! ls -d /tmp/site/nvidia_cutlass_dsl_libs_cu13-*.dist-info > /dev/null 2>&1; then
+  first=$(ls /tmp/peers/piece-1-of-* 2>/dev/null | head -1)
+  if [ -n "$first" ]; then
+    n=${first##*-of-}
+    if [ "$(ls /tmp/peers/piece-*-of-$n | wc -l)" = "$n" ]; then
+      for k in $(seq 1 $n); do cat /tmp/peers/piece-$k-of-$n; done | tar -xJ -C /tmp/site
+    fi
+  fi
+fi
 [ -d .peers-a ] && cp .peers-a/part-* /tmp/peers/ && { cp .peers-a/*.whl /tmp/peers/ 2>/dev/null || true; }
 [ -d .peers-a1 ] && cp .peers-a1/cu13.part.aa /tmp/peers/
 if ! ls -d /tmp/site/nvidia_cutlass_dsl_libs_cu13-*.dist-info > /dev/null 2>&1; then
