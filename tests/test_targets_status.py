@@ -1,0 +1,47 @@
+"""bench/targets_status.py: issue 16's targets read from committed runs — each line's verdict
+follows from its figures and the issue's thresholds, a later run replaces an earlier one's
+shape, and bad input is one line and exit 2."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from normbench import strategies  # noqa: F401  (sets TRITON_INTERPRET first)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import targets_status  # noqa: E402
+
+FP = os.path.join(ROOT, "results", "h200-targets-fp")
+WIDE = os.path.join(ROOT, "results", "h200-targets-wide")
+PEERS = os.path.join(ROOT, "results", "h200-peers")
+
+
+@pytest.mark.skipif(not os.path.isdir(FP), reason="results/h200-targets-fp not in this checkout")
+def test_verdicts_follow_the_thresholds():
+    df = targets_status.status([FP])
+    assert len(df) == 8 * 2 * 3              # shapes × norms × (fp16, fp16/fp32, fp32)
+    for _, r in df.iterrows():
+        speed, copy = targets_status.targets(r["norm"], r["dtype"].split("/")[0])
+        assert r["speed_met"] == (r["vs_peer"] >= speed) and r["copy_met"] == (r["pct_copy"] >= copy)
+        assert r["vs_peer"] == pytest.approx(r["peer_us"] / r["ours_us"])
+    assert set(df["ours"]) <= {"disjoint_block", "disjoint_fused"}
+    text = targets_status.markdown(df)
+    assert text.count("\n| LN |") + text.count("\n| RMS |") == len(df)
+    assert f"of {len(df)};" in text
+
+
+@pytest.mark.skipif(not (os.path.isdir(PEERS) and os.path.isdir(WIDE)), reason="runs not here")
+def test_the_last_run_named_wins():
+    """Both runs measured bf16 8192 × 16384: the one named last gives its line."""
+    for first, last in ((PEERS, WIDE), (WIDE, PEERS)):
+        df = targets_status.status([first, last])
+        line = df[(df["rows"] == 8192) & (df["d"] == 16384)]
+        assert len(line) == 4 and set(line["run"]) == {os.path.basename(last)}
+
+
+def test_bad_input(tmp_path):
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "targets_status.py"),
+                        str(tmp_path / "nope")], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "not a run directory" in r.stderr
