@@ -27,6 +27,26 @@ import triton.language as tl
 
 
 @triton.jit
+def load_xdy(X, DY, rows, cols, mask, stride_x, stride_dy, EVICT: tl.constexpr,
+             CACHE: tl.constexpr):
+    """A tile's x and dy in storage dtype, masked elements exact zeros; EVICT the L2 policy and
+    CACHE the cache modifier of both loads ("" for the defaults)."""
+    x = tl.load(X + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0,
+                eviction_policy=EVICT, cache_modifier=CACHE)
+    dy = tl.load(DY + rows[:, None] * stride_dy + cols[None, :], mask=mask, other=0.0,
+                 eviction_policy=EVICT, cache_modifier=CACHE)
+    return x, dy
+
+
+@triton.jit
+def load_weight_tile(W, rows, cols, mask, EVICT: tl.constexpr, CACHE: tl.constexpr):
+    """γ in fp32 as a [BLOCK_R, BLOCK_D] tile of row stride 0: x's shape, so x's layout (why
+    that matters: rowgrad_reload)."""
+    return tl.load(W + (rows * 0)[:, None] + cols[None, :], mask=mask, other=0.0,
+                   eviction_policy=EVICT, cache_modifier=CACHE).to(tl.float32)
+
+
+@triton.jit
 def load_rows(X, DY, Mean, Rstd, rows, row_mask, cols, mask, stride_x, stride_dy,
               HAS_MEAN: tl.constexpr, EVICT: tl.constexpr):
     """Issue the loads of a [BLOCK_R, BLOCK_D] tile: (x, dy) in storage dtype, (mean, rstd).
@@ -36,10 +56,7 @@ def load_rows(X, DY, Mean, Rstd, rows, row_mask, cols, mask, stride_x, stride_dy
     EVICT is the L2 policy: "evict_first" where x and dy are read once (they would only push
     the partial rows out of L2), "evict_last" where a second pass over a wide row reads them
     again.  RMSNorm has no mean: rstd stands in for it and is never used as one."""
-    x = tl.load(X + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0,
-                eviction_policy=EVICT)
-    dy = tl.load(DY + rows[:, None] * stride_dy + cols[None, :], mask=mask, other=0.0,
-                 eviction_policy=EVICT)
+    x, dy = load_xdy(X, DY, rows, cols, mask, stride_x, stride_dy, EVICT, "")
     rstd = tl.load(Rstd + rows, mask=row_mask, other=0.0)
     if HAS_MEAN:
         mean = tl.load(Mean + rows, mask=row_mask, other=0.0)
@@ -80,11 +97,7 @@ def _load_xhat_g(X, DY, w, rows, cols, mask, row_mask, Mean, Rstd, stride_x, str
 def reread_rows(X, DY, rows, cols, mask, stride_x, stride_dy):
     """Read a tile's x and dy a second time (rowgrad_reload), expected from L1.  The cache
     modifier differs from load_rows' loads so the compiler cannot merge the two reads."""
-    x = tl.load(X + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0,
-                cache_modifier=".ca")
-    dy = tl.load(DY + rows[:, None] * stride_dy + cols[None, :], mask=mask, other=0.0,
-                 cache_modifier=".ca")
-    return x, dy
+    return load_xdy(X, DY, rows, cols, mask, stride_x, stride_dy, "", ".ca")
 
 
 @triton.jit
@@ -168,8 +181,7 @@ def rowgrad_reload(X, DY, DX, W, Mean, Rstd, rows, row_mask, cols, col_mask,
     x, dy, mean, rstd = load_rows(X, DY, Mean, Rstd, rows, row_mask, cols, mask, stride_x,
                                   stride_dy, HAS_MEAN, "evict_last")
     if W_TILE:
-        w = tl.load(W + (rows * 0)[:, None] + cols[None, :], mask=mask, other=0.0,
-                    eviction_policy="evict_last").to(tl.float32)
+        w = load_weight_tile(W, rows, cols, mask, "evict_last", "")
         xhat, g, dy = xhat_g_tile(x, dy, mean, rstd, w, mask, HAS_MEAN)
     else:
         w = tl.load(W + cols, mask=col_mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
@@ -177,8 +189,7 @@ def rowgrad_reload(X, DY, DX, W, Mean, Rstd, rows, row_mask, cols, col_mask,
     c1, c2 = row_sums(xhat, g, N, HAS_MEAN)
     x, dy = reread_rows(X, DY, rows, cols, mask, stride_x, stride_dy)
     if W_TILE:
-        w = tl.load(W + (rows * 0)[:, None] + cols[None, :], mask=mask, other=0.0,
-                    cache_modifier=".ca").to(tl.float32)
+        w = load_weight_tile(W, rows, cols, mask, "", ".ca")
         xhat, g, dy = xhat_g_tile(x, dy, mean, rstd, w, mask, HAS_MEAN)
     else:
         w = tl.load(W + cols, mask=col_mask, other=0.0, cache_modifier=".ca").to(tl.float32)
@@ -215,9 +226,8 @@ def rowgrad_split(X, DY, DX, w, W, Mean, Rstd, rows, row_mask, cols, col_mask, p
         # fetches no bytes)
         q_end = tl.minimum(q * part_w + part_w, N) - (part == q).to(tl.int32) * part_w
         qm = row_mask[:, None] & (qcols < q_end)[None, :]
-        xq = tl.load(X + rows[:, None] * stride_x + qcols[None, :], mask=qm, other=0.0)
-        dyq = tl.load(DY + rows[:, None] * stride_dy + qcols[None, :], mask=qm, other=0.0)
-        wq = tl.load(W + (rows * 0)[:, None] + qcols[None, :], mask=qm, other=0.0).to(tl.float32)
+        xq, dyq = load_xdy(X, DY, rows, qcols, qm, stride_x, stride_dy, "", "")
+        wq = load_weight_tile(W, rows, qcols, qm, "", "")
         xhq, gq, _ = xhat_g_tile(xq, dyq, mean, rstd, wq, qm, HAS_MEAN)
         q1, q2 = pair_sums(xhq, gq, HAS_MEAN)
         s1 += tl.where(part == q, own1, q1)
