@@ -65,12 +65,7 @@ def compile_kernel(name: str, d: int, norm: str, dtype: str, weight_dtype: str =
                    override: dict | None = None, fused_groups: int = 0):
     """The compiled kernel of strategy `name` and the launch parameters it was compiled at."""
     kernel = kernel_of(name)
-    p = dict(strategies.get(name).params(d))
-    p.update(override or {})
-    if (override or {}).get("col_split", 1) > 1:
-        p = {**_tuning.split_params(d, override["col_split"]), **override}
-    elif "block_d" in (override or {}):
-        p["one_chunk"] = p["block_d"] >= d
+    p = _tuning.overridden(strategies.get(name).params(d), override or {}, d)
     act = TYPES[dtype]
     wt = act if weight_dtype == "same" else TYPES[weight_dtype]
     names = kernel.arg_names

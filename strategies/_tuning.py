@@ -131,22 +131,28 @@ def params(name: str, d: int):
     ov = OVERRIDE.get(name)
     if not ov:
         return _frozen(name, d, MAX_BLOCK_D, CHUNK_D)
-    p = dict(RULES[name].params(d))
-    p.update(ov)
+    return overridden(RULES[name].params(d), ov, d)
+
+
+def overridden(p, ov: dict, d: int) -> dict:
+    """Launch parameters `p` (a rule's, at d) under the tuning override `ov`, with what the
+    override implies: a col_split > 1 starts from split_params' parameters, a block_d decides
+    one_chunk (tuning through OVERRIDE and bench/regs.py's --override both come here)."""
     if ov.get("col_split", 1) > 1:
-        p = {**split_params(d, ov["col_split"]), **ov}
-    elif "block_d" in ov:
+        return {**split_params(d, ov["col_split"]), **ov}
+    p = {**p, **ov}
+    if "block_d" in ov:
         p["one_chunk"] = p["block_d"] >= d
     return p
 
 
-def fit_stages(p, elem_bytes: int, smem_bytes: int, weight_bytes: int = 4) -> int:
+def fit_stages(p, elem_bytes: int, smem_bytes: int) -> int:
     """num_stages of `p` (params) lowered until the pipelined tiles fit a program's shared
     memory.  A program of whole rows: Triton keeps num_stages − 1 tiles of x and dy in
     flight, [block_r, block_d] each (plus a few hundred bytes of row statistics).  A program
     sharing its rows (col_split parts): every part's x and dy, each with num_stages buffers,
-    and num_stages − 1 of the other parts' weight tiles (and of the own part read twice, with
-    reload) — bench/regs.py's compile, Triton 3.6 and 3.9, sm_90, d = 16384 in two parts:
+    and num_stages − 1 of the other parts' weight tiles, counted as fp32 whatever the weight's
+    dtype (and of the own part read twice, with reload) — bench/regs.py's compile, Triton 3.6 and 3.9, sm_90, d = 16384 in two parts:
     131 KB at 2 stages with a bf16 weight, 164 KB with an fp32 one, 197 KB with an fp32 one
     read twice, 262–328 KB at 3 stages; d = 12288 in three parts, 3 stages: 180 and 229 KB;
     this bound is at or above each.  An H200 has 227 KB
@@ -163,7 +169,7 @@ def fit_stages(p, elem_bytes: int, smem_bytes: int, weight_bytes: int = 4) -> in
 
         def need(st):   # and 16 KB of the row sums' scratch (d = 12288 in three parts)
             return (st * tile * elem_bytes * 2 * parts + 16384
-                    + (st - 1) * tile * (max(4, weight_bytes) * (parts - 1) + again))
+                    + (st - 1) * tile * (4 * (parts - 1) + again))
     while st > 1 and need(st) + 1024 > smem_bytes:
         st -= 1
     return st
