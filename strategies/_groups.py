@@ -18,6 +18,4 @@ def row_loop_programs(rows: int, d: int, sms: int, launch) -> int:
     Where col_split programs share each row, the same programs make that many times fewer
     partial rows."""
     programs = sms * max(1, 8 // launch["num_warps"])
-    # programs that share rows (col_split parts of each row): as many programs, fewer
-    # partial rows
     return max(1, min(programs // launch.get("col_split", 1), rows))

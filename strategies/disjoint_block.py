@@ -190,8 +190,7 @@ def launch_partials(kernel, c, groups: int, params, extra: tuple = (), extra_met
 
     def setup():
         p = params(c.d)
-        stages = _tuning.fit_stages(p, c.x.element_size(), _device.smem_per_program(c.x.device),
-                                    c.weight.element_size())
+        stages = _tuning.fit_stages(p, c.x.element_size(), _device.smem_per_program(c.x.device))
         meta = dict(HAS_MEAN=c.has_mean, BLOCK_R=p["block_r"], BLOCK_D=p["block_d"],
                     ONE_CHUNK=p["one_chunk"], NUM_STAGES=stages,
                     PREFETCH=p["prefetch"], RELOAD=p["reload"], W_TILE=p["w_tile"],

@@ -236,9 +236,9 @@ def test_split_rule_shares():
     assert _groups.row_loop_programs(8192, 16384, 132, launch) == 66
     assert _groups.row_loop_programs(8192, 16384, 132, {**launch, "col_split": 1}) == 132
     h200 = 232448
-    assert _tuning.fit_stages({**launch, "num_stages": 3}, 2, h200, 2) == 2
-    assert _tuning.fit_stages({**launch, "num_stages": 3}, 4, h200, 4) == 1
-    assert _tuning.fit_stages({**_tuning.split_params(12288, 3), "block_r": 1}, 2, h200, 4) == 3
+    assert _tuning.fit_stages({**launch, "num_stages": 3}, 2, h200) == 2
+    assert _tuning.fit_stages({**launch, "num_stages": 3}, 4, h200) == 1
+    assert _tuning.fit_stages({**_tuning.split_params(12288, 3), "block_r": 1}, 2, h200) == 3
 
 
 def test_reload_rule():
