@@ -42,8 +42,7 @@ SHAPES = [(16384, 4096), (16384, 8192), (65536, 1024), (8192, 16384),
 DEFAULT = "default"          # marks the configuration the shipped rules pick
 REPEAT = "default-again"     # the same, timed once more after the others
 NEW_ONLY = False             # --new-only: the defaults and round 8's candidates, nothing else
-ROUND9 = False               # --round9: the defaults and round 9's candidates (issue 16), nothing else
-ROUND10 = False              # --round10: the defaults and round 10's candidates (issue 16), nothing else
+ONLY_ROUND = None            # --round9 / --round10: the defaults and that round's candidates, nothing else
 
 
 def grid(name: str, d: int, sms: int):
@@ -62,12 +61,8 @@ def grid(name: str, d: int, sms: int):
     yield {}, None, False
     if not row_loop(name):
         return
-    if ROUND10:
-        yield from _round10(d)
-        yield {}, None, True
-        return
-    if ROUND9:
-        yield from _round9(d)
+    if ONLY_ROUND is not None:
+        yield from ROUNDS[ONLY_ROUND](d)
         yield {}, None, True
         return
     if d <= 2048:
@@ -122,6 +117,10 @@ def _round10(d: int):
     elif bd != d and 2048 <= bd <= 4096:
         yield {"num_stages": 4}, None, False
         yield {"block_r": 2 * _tuning.ROW_LOOP.params(d)["block_r"]}, None, False
+
+
+# the rounds --round9 / --round10 time alone (issue 16)
+ROUNDS = {9: _round9, 10: _round10}
 
 
 def _round7(d: int, sms: int):
@@ -201,8 +200,9 @@ def main():
                     help="time the shipped defaults and only round 10's candidates (issue 16)")
     ap.add_argument("--warm-part", default="", help=argparse.SUPPRESS)   # "i/n": one warm process
     args = ap.parse_args()
-    global NEW_ONLY, ROUND9, ROUND10
-    NEW_ONLY, ROUND9, ROUND10 = args.new_only, args.round9, args.round10
+    global NEW_ONLY, ONLY_ROUND
+    NEW_ONLY = args.new_only
+    ONLY_ROUND = 10 if args.round10 else 9 if args.round9 else None
     shapes = SHAPES if not args.shapes else [tuple(map(int, s.split("x"))) for s in args.shapes.split(",")]
     gpu = args.device == "cuda"
     sms = strategies.sm_count(args.device)

@@ -18,7 +18,7 @@ import tune  # noqa: E402
 
 @pytest.fixture
 def round9(monkeypatch):
-    monkeypatch.setattr(tune, "ROUND9", True)
+    monkeypatch.setattr(tune, "ONLY_ROUND", 9)
 
 
 def overrides(name, d):
@@ -41,7 +41,7 @@ def test_round9_candidates(round9):
 
 @pytest.fixture
 def round10(monkeypatch):
-    monkeypatch.setattr(tune, "ROUND10", True)
+    monkeypatch.setattr(tune, "ONLY_ROUND", 10)
 
 
 def test_round10_candidates(round10):
