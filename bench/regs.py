@@ -47,7 +47,7 @@ TYPES = {"bf16": "*bf16", "fp16": "*fp16", "fp32": "*fp32"}
 ACT, WEIGHT = ("X", "DY", "DX"), ("W", "DW", "DB")
 F32 = ("Mean", "Rstd", "PW", "PB", "AW", "AB")
 I32_PTR = ("Locks", "Counter")
-ALIGNED = ACT + WEIGHT + F32 + I32_PTR + ("stride_x", "stride_dy", "stride_dx")
+ALIGNED = ACT + WEIGHT + F32 + I32_PTR + ("XS", "stride_x", "stride_dy", "stride_dx")
 TOOLS = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
 
 
@@ -71,7 +71,9 @@ def compile_kernel(name: str, d: int, norm: str, dtype: str, weight_dtype: str =
     names = kernel.arg_names
     consts = dict(HAS_MEAN=norm == "layernorm", BLOCK_R=p["block_r"], BLOCK_D=p["block_d"],
                   ONE_CHUNK=p["one_chunk"], NUM_STAGES=p["num_stages"], PREFETCH=p["prefetch"],
-                  RELOAD=p["reload"], W_TILE=p["w_tile"], COL_SPLIT=p.get("col_split", 1))
+                  RELOAD=p["reload"], W_TILE=p["w_tile"], COL_SPLIT=p.get("col_split", 1),
+                  EXCHANGE=bool(p.get("exchange")) and p.get("col_split", 1) > 1,
+                  SPIN=p.get("spin", _tuning.EXCHANGE_SPIN))
     if "GRID_SYNC" in names:
         sync = bool(fused_groups)
         red_g, red_n = reduce_tile(fused_groups, d) if sync else (1, 1)
@@ -80,7 +82,8 @@ def compile_kernel(name: str, d: int, norm: str, dtype: str, weight_dtype: str =
     sig = {}
     for n in names:
         sig[n] = ("constexpr" if n in consts else act if n in ACT else wt if n in WEIGHT
-                  else "*fp32" if n in F32 else "*i32" if n in I32_PTR else "i32")
+                  else "*fp32" if n in F32 else "*i32" if n in I32_PTR
+                  else "*i64" if n == "XS" else "i32")
     # what Triton assumes of aligned tensors and of sizes divisible by 16 (d a multiple of 16)
     attrs = {(names.index(n),): [["tt.divisibility", 16]]
              for n in ALIGNED + (("N",) if d % 16 == 0 else ()) if n in names}

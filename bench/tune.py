@@ -2,7 +2,7 @@
 
     python bench/tune.py [--names a,b] [--shapes 16384x4096,...] [--norms layernorm] [--dtype bf16]
                          [--weight-dtype same] [--rep MS] [--out DIR] [--warm-jobs N] [--budget-s S]
-                         [--new-only | --round9 | --round10]
+                         [--new-only | --round9 | --round10 | --round11]
 
 For each shape it times each strategy under several launch parameters (through
 `strategies._tuning.OVERRIDE`, the same hook the kernels read) and GROUPS values with do_bench
@@ -56,8 +56,8 @@ def grid(name: str, d: int, sms: int):
     compile: at d = 1024 three programs of 4 warps per SM at 4 rows a tile and 3 stages, five
     at 2 rows, eight at 1 row.  Round 8: disjoint_fused's grid sync over 2 and 3 programs
     per SM (--new-only: these and the defaults alone).  Rounds 1–6 searched other grids (git
-    history of this file).  Rounds 9 and 10 (--round9, --round10, issue 16): see _round9,
-    _round10."""
+    history of this file).  Rounds 9, 10 and 11 (--round9, --round10, --round11, issue 16):
+    see _round9, _round10, _round11."""
     yield {}, None, False
     if not row_loop(name):
         return
@@ -119,8 +119,27 @@ def _round10(d: int):
         yield {"block_r": 2 * _tuning.ROW_LOOP.params(d)["block_r"]}, None, False
 
 
-# the rounds --round9 / --round10 time alone (issue 16)
-ROUNDS = {9: _round9, 10: _round10}
+def _round11(d: int):
+    """Round 11's candidates (docs/PERF_NOTES.md, "Round 11"): rows wider than 8192 shared by
+    programs that hand each other their parts' row sums instead of reading the other parts
+    (`exchange`, strategies/_exchange.py), polling 0, 4 or 16 times before a part is read
+    after all; at 12288 also three parts of 4096; rows wider than 16384 in parts of 8192
+    and of 16384."""
+    bd, one = _tuning.block_d(d)
+    if one and bd > 8192:
+        for spin in (0, 4, 16):
+            yield {"col_split": 2, "num_stages": 2, "exchange": True, "spin": spin}, None, False
+        if _tuning.split_width(d, 3) == _tuning.pow2(_tuning.split_width(d, 3)):
+            yield {"col_split": 3, "block_r": 1, "num_warps": 16, "exchange": True,
+                   "spin": 4}, None, False
+    elif not one:
+        yield {"col_split": _tuning.cdiv(d, 8192), "num_stages": 2, "exchange": True,
+               "spin": 4}, None, False
+        yield {"col_split": _tuning.cdiv(d, 16384), "exchange": True, "spin": 4}, None, False
+
+
+# the rounds --round9 / --round10 / --round11 time alone (issue 16)
+ROUNDS = {9: _round9, 10: _round10, 11: _round11}
 
 
 def _round7(d: int, sms: int):
@@ -198,11 +217,13 @@ def main():
                     help="time the shipped defaults and only round 9's candidates (issue 16)")
     ap.add_argument("--round10", action="store_true",
                     help="time the shipped defaults and only round 10's candidates (issue 16)")
+    ap.add_argument("--round11", action="store_true",
+                    help="time the shipped defaults and only round 11's candidates (issue 16)")
     ap.add_argument("--warm-part", default="", help=argparse.SUPPRESS)   # "i/n": one warm process
     args = ap.parse_args()
     global NEW_ONLY, ONLY_ROUND
     NEW_ONLY = args.new_only
-    ONLY_ROUND = 10 if args.round10 else 9 if args.round9 else None
+    ONLY_ROUND = 11 if args.round11 else 10 if args.round10 else 9 if args.round9 else None
     shapes = SHAPES if not args.shapes else [tuple(map(int, s.split("x"))) for s in args.shapes.split(",")]
     gpu = args.device == "cuda"
     sms = strategies.sm_count(args.device)

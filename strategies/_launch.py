@@ -79,6 +79,21 @@ def scratch(groups: int, d: int, has_bias: bool, device: torch.device, zero: boo
     return hit[0], hit[1]
 
 
+def exchange_scratch(slots: int, parts: int, block_r: int, device: torch.device):
+    """The row-sum exchange's words (strategies/_exchange.py): int64 [slots, parts, parts,
+    block_r], kept between calls like `scratch`.  Filled with EMPTY once, when allocated:
+    every launch leaves them so."""
+    key = ("exchange", slots, parts, block_r, device,
+           _stream(device.index) if device.type == "cuda" else None)
+    hit = _SCRATCH.get(key)
+    if hit is None:
+        hit = torch.full((slots * parts * parts * block_r,), -1, dtype=torch.int64, device=device)
+        if len(_SCRATCH) >= SCRATCH_KEEP:
+            del _SCRATCH[next(iter(_SCRATCH))]
+        _SCRATCH[key] = hit
+    return hit
+
+
 # --- launching ------------------------------------------------------------------------------
 # `kernel[grid](*args, **meta)` binds and specialises every argument, builds a cache key and
 # reads several Triton settings on every call: host time that a small shape pays in full (the

@@ -18,8 +18,14 @@ from typing import Callable
 MAX_BLOCK_D = 16384
 CHUNK_D = 8192
 
+# A shared row's exchange (`exchange`, strategies/_exchange.py; off in every rule — tune-11:
+# twice as slow as the rule at 12288–32768): how many times a program polls for another part's
+# row sums before it reads that part itself (`spin`, unrolled in the kernel: each poll costs a
+# round trip even when masked off).
+EXCHANGE_SPIN = 4
+
 # strategy name -> dict of forced parameters (block_r, num_warps, block_d, prefetch, reload,
-# num_stages, w_tile, col_split), for tuning.
+# num_stages, w_tile, col_split, exchange, spin), for tuning.
 OVERRIDE: dict[str, dict] = {}
 
 
@@ -49,8 +55,9 @@ def block_d(d: int) -> tuple[int, bool]:
 @dataclass(frozen=True)
 class Rule:
     """A strategy's launch rule: `params(d)` -> dict(block_d, one_chunk, block_r, num_warps,
-    num_stages, prefetch, reload, w_tile, col_split).  `row_loop`: its programs loop over a block of rows each
-    (GROUPS programs), so the row-loop tuning candidates of bench/tune.py apply to it."""
+    num_stages, prefetch, reload, w_tile, col_split, exchange, spin).  `row_loop`: its
+    programs loop over a block of rows each (GROUPS programs), so the row-loop tuning
+    candidates of bench/tune.py apply to it."""
     params: Callable[[int], dict]
     row_loop: bool = False
 
@@ -63,7 +70,8 @@ def _one_row(d: int) -> dict:
     bd, one = block_d(d)
     warps = 16 if bd >= 16384 else max(4, min(16, bd // 512))
     return dict(block_d=bd, one_chunk=one, block_r=1, num_warps=warps, num_stages=1,
-                prefetch=False, reload=False, w_tile=False, col_split=1)
+                prefetch=False, reload=False, w_tile=False, col_split=1, exchange=False,
+                spin=EXCHANGE_SPIN)
 
 
 def _row_loop(d: int) -> dict:
@@ -84,7 +92,8 @@ def _row_loop(d: int) -> dict:
         warps = max(4, min(16, br * bd // (32 if bd <= 2048 else 16) // 32))
         stages = 4 if bd != d and 2048 <= bd <= 4096 else 3
         return dict(block_d=bd, one_chunk=True, block_r=br, num_warps=warps, num_stages=stages,
-                    prefetch=False, reload=False, w_tile=False, col_split=1)
+                    prefetch=False, reload=False, w_tile=False, col_split=1, exchange=False,
+                    spin=EXCHANGE_SPIN)
     # Rows of 16384 read each tile twice rather than spill (rowgrad_reload; tune-4: LN
     # 8192 × 16384 458 -> 342 µs, RMS 320 -> 233); wider rows go in chunks, one row a tile.
     # Read twice, the weight is loaded as a tile in x's layout (W_TILE; tune-9, H200, bf16 x

@@ -14,7 +14,7 @@ import triton.language as tl
 
 from . import _device, _groups, _tuning
 from ._contention import Contention
-from ._launch import launch, prepare, scratch
+from ._launch import exchange_scratch, launch, prepare, scratch
 from ._registry import register
 from .reduce import reduce_partials
 from .rowgrad import (load_rows, row_coeffs, rowgrad_chunk, rowgrad_loaded, rowgrad_reload,
@@ -112,33 +112,40 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
 
 
 @triton.jit
-def split_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
+def split_partials(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N, ROWS_PER_PROG,
                    stride_x, stride_dy, stride_dx, HAS_MEAN: tl.constexpr,
                    BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, NUM_STAGES: tl.constexpr,
-                   RELOAD: tl.constexpr, COL_SPLIT: tl.constexpr):
+                   RELOAD: tl.constexpr, COL_SPLIT: tl.constexpr, EXCHANGE: tl.constexpr,
+                   SPIN: tl.constexpr):
     """Programs S·b … S·b + S − 1 share the rows [b·R, (b+1)·R): program S·b + k writes dx
     and partial row b for part k of the columns (`_tuning.split_width`, a multiple of 64 so
     every part is aligned) — the width of a part is what registers must hold, so a row of
-    16384 runs as two programs of the d = 8192 path.  Each program still reads the whole row
-    for the row sums (rowgrad_split); one writer per slot, a fixed order: deterministic."""
+    16384 runs as two programs of the d = 8192 path.  The row sums come from the other parts'
+    data read again, or with EXCHANGE from their owners (rowgrad_split; XS: the exchange's
+    words, a slot per tile: block b's tiles are slots b·⌈R/BLOCK_R⌉ onwards).
+    One writer per slot, a fixed order: deterministic."""
     pid = tl.program_id(0)
     blk = pid // COL_SPLIT
     part = pid % COL_SPLIT
     part_w = tl.cdiv(N, 64 * COL_SPLIT) * 64
     r0 = blk * ROWS_PER_PROG
     r_end = tl.minimum(r0 + ROWS_PER_PROG, ROWS)
+    slot0 = blk * tl.cdiv(ROWS_PER_PROG, BLOCK_R)
     out = blk.to(tl.int64) * N
     cols = part * part_w + tl.arange(0, BLOCK_D)
     col_mask = cols < tl.minimum(part * part_w + part_w, N)
     w = tl.load(W + cols, mask=col_mask, other=0.0).to(tl.float32)
     acc_w = tl.zeros([BLOCK_D], dtype=tl.float32)
     acc_b = tl.zeros([BLOCK_D], dtype=tl.float32)
+    patience = pid * 0 + SPIN
     for r in tl.range(r0, r_end, BLOCK_R, num_stages=NUM_STAGES):
         rows = r + tl.arange(0, BLOCK_R)
         row_mask = rows < r_end
-        gw, gb = rowgrad_split(X, DY, DX, w, W, Mean, Rstd, rows.to(tl.int64), row_mask, cols,
-                               col_mask, part, part_w, stride_x, stride_dy, stride_dx, N,
-                               HAS_MEAN, BLOCK_D, RELOAD, COL_SPLIT)
+        slot = slot0 + (r - r0) // BLOCK_R
+        gw, gb, patience = rowgrad_split(X, DY, DX, w, W, Mean, Rstd, XS, slot, patience,
+                                         rows.to(tl.int64), row_mask, cols, col_mask, part,
+                                         part_w, stride_x, stride_dy, stride_dx, N, HAS_MEAN,
+                                         BLOCK_R, BLOCK_D, RELOAD, COL_SPLIT, EXCHANGE, SPIN)
         acc_w += tl.sum(gw, axis=0)
         if HAS_MEAN:
             acc_b += tl.sum(gb, axis=0)
@@ -148,17 +155,18 @@ def split_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
 
 
 @triton.jit
-def row_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
+def row_partials(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N, ROWS_PER_PROG,
                  stride_x, stride_dy, stride_dx, HAS_MEAN: tl.constexpr,
                  BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr,
                  NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr, RELOAD: tl.constexpr,
-                 W_TILE: tl.constexpr, COL_SPLIT: tl.constexpr):
+                 W_TILE: tl.constexpr, COL_SPLIT: tl.constexpr, EXCHANGE: tl.constexpr,
+                 SPIN: tl.constexpr):
     """The partial rows, by whole rows a program (disjoint_partials) or by parts of rows
     (split_partials, COL_SPLIT > 1)."""
     if COL_SPLIT > 1:
-        split_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
+        split_partials(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N, ROWS_PER_PROG,
                        stride_x, stride_dy, stride_dx, HAS_MEAN, BLOCK_R, BLOCK_D, NUM_STAGES,
-                       RELOAD, COL_SPLIT)
+                       RELOAD, COL_SPLIT, EXCHANGE, SPIN)
     else:
         disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
                           stride_x, stride_dy, stride_dx, HAS_MEAN, BLOCK_R, BLOCK_D, ONE_CHUNK,
@@ -166,37 +174,46 @@ def row_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
 
 
 @triton.jit
-def _disjoint_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
+def _disjoint_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N, ROWS_PER_PROG,
                      stride_x, stride_dy, stride_dx, HAS_MEAN: tl.constexpr,
                      BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr,
                      NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr, RELOAD: tl.constexpr,
-                     W_TILE: tl.constexpr, COL_SPLIT: tl.constexpr):
-    row_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
+                     W_TILE: tl.constexpr, COL_SPLIT: tl.constexpr, EXCHANGE: tl.constexpr,
+                     SPIN: tl.constexpr):
+    row_partials(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N, ROWS_PER_PROG,
                  stride_x, stride_dy, stride_dx, HAS_MEAN, BLOCK_R, BLOCK_D, ONE_CHUNK,
-                 NUM_STAGES, PREFETCH, RELOAD, W_TILE, COL_SPLIT)
+                 NUM_STAGES, PREFETCH, RELOAD, W_TILE, COL_SPLIT, EXCHANGE, SPIN)
 
 
 def launch_partials(kernel, c, groups: int, params, extra: tuple = (), extra_meta=None):
     """Take the [GROUPS, d] partials (`_launch.scratch`: kept between calls) and launch
     `kernel` with GROUPS programs — col_split · GROUPS where programs share rows — at the
     launch parameters `params(d)` (the calling strategy's `backward.params`); `extra`
-    tensors follow the partials.  `extra_meta(compile, programs)` adds constexprs and launch
-    options (they must depend on what the launch key fixes: GROUPS, the call's signature, the
-    device); `compile(**meta)` compiles the kernel with those added, without launching it, for
-    a caller that must look at the compiled kernel (its occupancy) before it decides."""
+    tensors follow the partials and the exchange's words (`_launch.exchange_scratch`,
+    allocated where the parameters ask for the exchange; the partials stand in otherwise).
+    `extra_meta(compile, programs)` adds constexprs and launch options (they must depend on
+    what the launch key fixes: GROUPS, the call's signature, the device); `compile(**meta)`
+    compiles the kernel with those added, without launching it, for a caller that must look
+    at the compiled kernel (its occupancy) before it decides."""
     pw, pb = scratch(groups, c.d, c.has_mean, c.x.device)
+    p = params(c.d)
+    rows_per_prog = _tuning.cdiv(c.rows, groups)
+    xs = pw
+    if p["exchange"] and p["col_split"] > 1:
+        xs = exchange_scratch(groups * _tuning.cdiv(rows_per_prog, p["block_r"]),
+                              p["col_split"], p["block_r"], c.x.device)
     tensors = (c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, pw, pb if pb is not None else pw,
-               *extra)
+               xs, *extra)
 
     def setup():
-        p = params(c.d)
         stages = _tuning.fit_stages(p, c.x.element_size(), _device.smem_per_program(c.x.device))
         meta = dict(HAS_MEAN=c.has_mean, BLOCK_R=p["block_r"], BLOCK_D=p["block_d"],
                     ONE_CHUNK=p["one_chunk"], NUM_STAGES=stages,
                     PREFETCH=p["prefetch"], RELOAD=p["reload"], W_TILE=p["w_tile"],
-                    COL_SPLIT=p["col_split"], num_warps=p["num_warps"])
+                    COL_SPLIT=p["col_split"], EXCHANGE=p["exchange"] and p["col_split"] > 1,
+                    SPIN=p["spin"], num_warps=p["num_warps"])
         grid = (groups * p["col_split"],)
-        scalars = (c.rows, c.d, _tuning.cdiv(c.rows, groups), *c.strides)
+        scalars = (c.rows, c.d, rows_per_prog, *c.strides)
         if extra_meta is not None:
             meta.update(extra_meta(
                 lambda **m: kernel.warmup(*tensors, *scalars, grid=grid, **{**meta, **m}),

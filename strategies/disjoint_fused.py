@@ -35,15 +35,16 @@ _COUNTERS: dict[torch.device, torch.Tensor] = {}
 
 
 @triton.jit
-def _fused_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, DW, DB, Counter, ROWS, N, ROWS_PER_PROG,
+def _fused_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, XS, DW, DB, Counter, ROWS, N, ROWS_PER_PROG,
                   stride_x, stride_dy, stride_dx, HAS_MEAN: tl.constexpr,
                   BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr,
                   NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr, RELOAD: tl.constexpr,
-                  W_TILE: tl.constexpr, COL_SPLIT: tl.constexpr, GRID_SYNC: tl.constexpr,
-                  RED_G: tl.constexpr, RED_N: tl.constexpr):
-    row_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
+                  W_TILE: tl.constexpr, COL_SPLIT: tl.constexpr, EXCHANGE: tl.constexpr,
+                  SPIN: tl.constexpr, GRID_SYNC: tl.constexpr, RED_G: tl.constexpr,
+                  RED_N: tl.constexpr):
+    row_partials(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N, ROWS_PER_PROG,
                  stride_x, stride_dy, stride_dx, HAS_MEAN, BLOCK_R, BLOCK_D, ONE_CHUNK,
-                 NUM_STAGES, PREFETCH, RELOAD, W_TILE, COL_SPLIT)
+                 NUM_STAGES, PREFETCH, RELOAD, W_TILE, COL_SPLIT, EXCHANGE, SPIN)
     # all of this program's partial stores precede its arrival (barrier, then release)
     tl.debug_barrier()
     P = tl.num_programs(0)

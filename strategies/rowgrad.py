@@ -25,6 +25,9 @@ Two shapes of the same math:
 import triton
 import triton.language as tl
 
+from ._exchange import pack, receive, send, sent, unpack
+
+
 
 @triton.jit
 def load_xdy(X, DY, rows, cols, mask, stride_x, stride_dy, EVICT: tl.constexpr,
@@ -200,36 +203,78 @@ def rowgrad_reload(X, DY, DX, W, Mean, Rstd, rows, row_mask, cols, col_mask,
 
 
 @triton.jit
-def rowgrad_split(X, DY, DX, w, W, Mean, Rstd, rows, row_mask, cols, col_mask, part, part_w,
-                  stride_x, stride_dy, stride_dx, N, HAS_MEAN: tl.constexpr,
-                  BLOCK_D: tl.constexpr, RELOAD: tl.constexpr, COL_SPLIT: tl.constexpr):
+def other_sums(X, DY, W, mean, rstd, rows, row_mask, q, part_w, skip, N, stride_x, stride_dy,
+               HAS_MEAN: tl.constexpr, BLOCK_D: tl.constexpr):
+    """(Σ x̂·g, Σ g) per row of part q of the tile's rows (q·part_w … the part's end), read
+    here for its sums alone: x, dy and γ (γ as a tile in x's layout, as in rowgrad_reload).
+    `skip`: load nothing (the part's end moved to its start: a masked-off load fetches no
+    bytes), and return zeros."""
+    qcols = q * part_w + tl.arange(0, BLOCK_D)
+    q_end = tl.minimum(q * part_w + part_w, N) - skip.to(tl.int32) * part_w
+    qm = row_mask[:, None] & (qcols < q_end)[None, :]
+    xq, dyq = load_xdy(X, DY, rows, qcols, qm, stride_x, stride_dy, "", "")
+    wq = load_weight_tile(W, rows, qcols, qm, "", "")
+    xhq, gq, _ = xhat_g_tile(xq, dyq, mean, rstd, wq, qm, HAS_MEAN)
+    return pair_sums(xhq, gq, HAS_MEAN)
+
+
+@triton.jit
+def other_sums(X, DY, W, mean, rstd, rows, need, q, part_w, N, stride_x, stride_dy,
+               HAS_MEAN: tl.constexpr, BLOCK_D: tl.constexpr):
+    """(Σ x̂·g, Σ g) of part q (columns q·part_w … the part's end) of the tile's rows where
+    `need` (a row mask; the other rows load nothing — a masked-off load fetches no bytes —
+    and sum to zero), read here for the sums alone: x, dy and γ (γ as a tile in x's layout,
+    as in rowgrad_reload)."""
+    qcols = q * part_w + tl.arange(0, BLOCK_D)
+    qm = need[:, None] & (qcols < tl.minimum(q * part_w + part_w, N))[None, :]
+    xq, dyq = load_xdy(X, DY, rows, qcols, qm, stride_x, stride_dy, "", "")
+    wq = load_weight_tile(W, rows, qcols, qm, "", "")
+    xhq, gq, _ = xhat_g_tile(xq, dyq, mean, rstd, wq, qm, HAS_MEAN)
+    return pair_sums(xhq, gq, HAS_MEAN)
+
+
+@triton.jit
+def rowgrad_split(X, DY, DX, w, W, Mean, Rstd, XS, slot, patience, rows, row_mask, cols,
+                  col_mask, part, part_w, stride_x, stride_dy, stride_dx, N,
+                  HAS_MEAN: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr,
+                  RELOAD: tl.constexpr, COL_SPLIT: tl.constexpr, EXCHANGE: tl.constexpr,
+                  SPIN: tl.constexpr):
     """rowgrad_tile for a program that owns one part of its rows: columns `cols` (part `part`
     of COL_SPLIT, `part_w` columns each) of every row of the tile; `w` is its part's weight.
 
-    The row sums need the whole row: the program reads the other parts' x, dy and γ (γ as a
-    tile in x's layout, as in rowgrad_reload) and sums them, part by part in part order, its
-    own part's sums taken from its own tile.  Every program of a row therefore adds the same
-    per-part sums in the same order: they all get the same bits of c1 and c2, and so does a
-    second run.  The other parts' reads are the programs next door's own tiles, read at about
-    the same time: from L2.  dx and the contributions are the own part's only (RELOAD: its x
-    and dy read again, from L1, instead of held across the other parts' loads)."""
+    The row sums need the whole row.  Every program adds the per-part sums in part order,
+    its own part's from its own tile; the other parts' it reads and sums itself (other_sums:
+    the parts' x, dy and γ, from L2 — the programs next door's own tiles, read at about the
+    same time) or, with EXCHANGE, takes from the parts' owners (`_exchange`: tile `slot`'s
+    words in XS, `patience` polls at most — SPIN again once every part's sums came in time,
+    0 after one did not — and what did not come it reads as without EXCHANGE).  A part's
+    sums are the same bits whoever computes them (the same loads, arithmetic and reduction
+    tree), so all programs of a row get the same bits of c1 and c2, and so does a second
+    run, however each part's sums came.  dx and the contributions are the own part's only
+    (RELOAD: its x and dy read again, from L1, instead of held across the other parts'
+    loads).  Returns (dy·x̂, dy, patience)."""
     mask = row_mask[:, None] & col_mask[None, :]
     x, dy, mean, rstd = load_rows(X, DY, Mean, Rstd, rows, row_mask, cols, mask, stride_x,
                                   stride_dy, HAS_MEAN, "")
     xhat, g, dy = xhat_g(x, dy, mean, rstd, w, mask, HAS_MEAN)
     own1, own2 = pair_sums(xhat, g, HAS_MEAN)
+    if EXCHANGE:
+        found = send(XS, slot, part, pack(own1, own2), BLOCK_R, COL_SPLIT)
     s1 = tl.zeros_like(own1)
     s2 = tl.zeros_like(own2)
+    missed = tl.zeros_like(patience)
     for q in tl.static_range(COL_SPLIT):
-        qcols = q * part_w + tl.arange(0, BLOCK_D)
-        # the own part loads nothing here (its end moved to its start: a masked-off load
-        # fetches no bytes)
-        q_end = tl.minimum(q * part_w + part_w, N) - (part == q).to(tl.int32) * part_w
-        qm = row_mask[:, None] & (qcols < q_end)[None, :]
-        xq, dyq = load_xdy(X, DY, rows, qcols, qm, stride_x, stride_dy, "", "")
-        wq = load_weight_tile(W, rows, qcols, qm, "", "")
-        xhq, gq, _ = xhat_g_tile(xq, dyq, mean, rstd, wq, qm, HAS_MEAN)
-        q1, q2 = pair_sums(xhq, gq, HAS_MEAN)
+        need = row_mask & (tl.zeros_like(rows) + part != q)
+        if EXCHANGE:
+            v, got = receive(XS, slot, q, part, patience, BLOCK_R, COL_SPLIT, SPIN)
+            need = need & (got == 0)
+            missed += tl.sum(need.to(tl.int32), 0)
+        q1, q2 = other_sums(X, DY, W, mean, rstd, rows, need, q, part_w, N, stride_x,
+                            stride_dy, HAS_MEAN, BLOCK_D)
+        if EXCHANGE:
+            t1, t2 = unpack(v)
+            q1 = tl.where(got, t1, q1)
+            q2 = tl.where(got, t2, q2)
         s1 += tl.where(part == q, own1, q1)
         s2 += tl.where(part == q, own2, q2)
     c1 = s1 / N
@@ -239,7 +284,9 @@ def rowgrad_split(X, DY, DX, w, W, Mean, Rstd, rows, row_mask, cols, col_mask, p
         xhat, g, dy = xhat_g(x, dy, mean, rstd, w, mask, HAS_MEAN)
     dx = _dx(xhat, g, c1, c2, rstd, HAS_MEAN)
     tl.store(DX + rows[:, None] * stride_dx + cols[None, :], dx.to(DX.dtype.element_ty), mask=mask)
-    return dy * xhat, dy
+    if EXCHANGE:
+        sent(XS, slot, part, found, BLOCK_R, COL_SPLIT)
+    return dy * xhat, dy, tl.where(missed > 0, 0, SPIN)
 
 
 @triton.jit

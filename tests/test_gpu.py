@@ -88,6 +88,37 @@ def test_rows_shared_by_programs_on_gpu(name, split, monkeypatch):
                     assert torch.equal(a.view(torch.uint8), b.view(torch.uint8))
 
 
+@pytest.mark.parametrize("split", [{"col_split": 2, "num_stages": 2},
+                                   {"col_split": 3, "block_r": 1, "num_warps": 16},
+                                   {"col_split": 2, "num_stages": 2, "spin": 0}])
+@pytest.mark.parametrize("name", ["disjoint_block", "disjoint_fused"])
+def test_row_sums_exchanged_on_gpu(name, split, monkeypatch):
+    """exchange on the GPU, where the programs of a row run at once and a part's sums come
+    from its owner or, when late, from the part read again — which one is timing: the bits
+    must be those of the split row without the exchange in every one of 10 repeats, right
+    against fp64, and every word of the exchange EMPTY (-1) after the calls."""
+    from normbench.strategies import _launch
+    e = strategies.get(name)
+    for norm, rows, d, dt, wd in (("layernorm", 2048, 16384, "bf16", "fp32"),
+                                  ("rmsnorm", 777, 12288, "bf16", "bf16"),
+                                  ("layernorm", 300, 20000, "fp16", "fp16")):
+        x, dy, w, mean, rstd = make_inputs(norm, rows, d, dt, wd, seed=8, device="cuda")
+        monkeypatch.setitem(_tuning.OVERRIDE, name, split)
+        plain = e.backward(x, dy, w, mean, rstd)
+        ref = reference(x, dy, w, mean, rstd)
+        assert all(v <= tolerance(dt, wd) for v in
+                   (rel_error(o, r) for o, r in zip(plain, ref)) if v is not None), (norm, d)
+        monkeypatch.setitem(_tuning.OVERRIDE, name, {**split, "exchange": True})
+        for _ in range(10):
+            again = e.backward(x, dy, w, mean, rstd)
+            for a, b in zip(plain, again):
+                if a is not None:
+                    assert torch.equal(a.view(torch.uint8), b.view(torch.uint8)), (norm, d)
+        torch.cuda.synchronize()
+        words = [v for k, v in _launch._SCRATCH.items() if k[0] == "exchange"]
+        assert words and all(bool((t == -1).all()) for t in words)
+
+
 @pytest.mark.parametrize("rows,d", [(65536, 1024), (2048, 768), (16384, 4096)])
 def test_fused_syncs_exactly_when_every_program_fits(rows, d, monkeypatch):
     """The grid sync is taken where the grid fits at once: GROUPS ≤ SMs × the programs one SM

@@ -216,6 +216,34 @@ def test_rows_shared_by_programs(poisoned, monkeypatch, name, norm):
                 assert torch.equal(u.view(torch.uint8), v.view(torch.uint8))
 
 
+@pytest.mark.parametrize("norm", NORMS)
+@pytest.mark.parametrize("name", ["disjoint_block", "disjoint_fused"])
+def test_row_sums_exchanged(poisoned, monkeypatch, name, norm):
+    """exchange: the programs of a shared row hand each other their parts' row sums.  Under
+    the interpreter programs run one after another, so a program always finds the sums of the
+    parts before it and never those of the parts after it: both ways of getting a part's sums
+    run in every call.  They must give the bits of the split row without the exchange (the
+    same sums, however they came), right answers, and leave every word of the exchange EMPTY
+    (-1) for the next call.  Tiles of 1 and of 2 rows, 2 and 3 parts, the last part short."""
+    from normbench.strategies import _launch
+    cases = [({"col_split": 2}, 13, 200, "bf16", "bf16", 3),
+             ({"col_split": 3, "block_r": 2}, 9, 333, "fp16", "fp32", 2),
+             ({"col_split": 2, "spin": 0}, 7, 130, "fp32", "fp32", 2)]
+    for ov, rows, d, dt, wd, groups in cases:
+        x, dy, w, mean, rstd = make_inputs(norm, rows, d, dt, wd, seed=5, device="cpu")
+        monkeypatch.setitem(_tuning.OVERRIDE, name, ov)
+        plain = strategies.get(name).backward(x, dy, w, mean, rstd, groups=groups)
+        monkeypatch.setitem(_tuning.OVERRIDE, name, {**ov, "exchange": True})
+        for _ in range(2):
+            swapped = strategies.get(name).backward(x, dy, w, mean, rstd, groups=groups)
+            for u, v in zip(swapped, plain):
+                if u is not None:
+                    assert torch.equal(u.view(torch.uint8), v.view(torch.uint8)), (ov, d)
+            words = [v for k, v in _launch._SCRATCH.items() if k[0] == "exchange"]
+            assert words and all(bool((t == -1).all()) for t in words)
+        check(name, norm, rows, d, dt, weight_dtype=wd, groups=groups)
+
+
 def test_split_rule_shares():
     """The parts of a shared row: multiples of 64 columns (aligned), covering the row, each no
     wider than the block it runs in; GROUPS=auto counts partial rows, so S programs a block

@@ -63,6 +63,24 @@ def test_round10_candidates(round10):
     assert list(tune.grid("grouped_atomic", 16384, 132)) == [({}, None, False)]
 
 
+def test_round11_candidates(monkeypatch):
+    """Rows of 12288 and 16384: the row shared by two programs that exchange their row sums,
+    polling 0, 4 or 16 times, and at 12288 by three; rows wider than a block: parts of 8192
+    and of 16384, exchanging; narrower rows and the one-row strategies: the default alone."""
+    monkeypatch.setattr(tune, "ONLY_ROUND", 11)
+    two = [{"col_split": 2, "num_stages": 2, "exchange": True, "spin": s} for s in (0, 4, 16)]
+    three = [{"col_split": 3, "block_r": 1, "num_warps": 16, "exchange": True, "spin": 4}]
+    for name in ("disjoint_block", "disjoint_fused"):
+        assert overrides(name, 16384) == two
+        assert overrides(name, 12288) == two + three
+        assert overrides(name, 32768) == [
+            {"col_split": 4, "num_stages": 2, "exchange": True, "spin": 4},
+            {"col_split": 2, "exchange": True, "spin": 4}]
+        for d in (1024, 3072, 4096, 8192, 700):
+            assert overrides(name, d) == []
+    assert list(tune.grid("grouped_atomic", 16384, 132)) == [({}, None, False)]
+
+
 def test_device_round10_script_on_cpu(tmp_path):
     """Round 10's device call, tiny (widths where no candidate applies but a partly masked
     tile's: the interpreter is slow at wide rows; test_round10_candidates checks the grid and
