@@ -72,8 +72,7 @@ def compile_kernel(name: str, d: int, norm: str, dtype: str, weight_dtype: str =
     consts = dict(HAS_MEAN=norm == "layernorm", BLOCK_R=p["block_r"], BLOCK_D=p["block_d"],
                   ONE_CHUNK=p["one_chunk"], NUM_STAGES=p["num_stages"], PREFETCH=p["prefetch"],
                   RELOAD=p["reload"], W_TILE=p["w_tile"], COL_SPLIT=p.get("col_split", 1),
-                  EXCHANGE=bool(p.get("exchange")) and p.get("col_split", 1) > 1,
-                  SPIN=p.get("spin", _tuning.EXCHANGE_SPIN))
+                  EXCHANGE=p.get("exchange", False), SPIN=p.get("spin", _tuning.EXCHANGE_SPIN))
     if "GRID_SYNC" in names:
         sync = bool(fused_groups)
         red_g, red_n = reduce_tile(fused_groups, d) if sync else (1, 1)

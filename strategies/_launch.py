@@ -61,19 +61,28 @@ SCRATCH_KEEP = 8
 _SCRATCH: dict = {}
 
 
+def _key(device: torch.device, *what) -> tuple:
+    """A kept workspace's key: what it is, its device and (on a GPU) the current stream."""
+    return (*what, device, _stream(device.index) if device.type == "cuda" else None)
+
+
+def _keep(key: tuple, hit):
+    """Keep a new workspace under `key`, dropping the oldest past SCRATCH_KEEP."""
+    if len(_SCRATCH) >= SCRATCH_KEEP:
+        del _SCRATCH[next(iter(_SCRATCH))]
+    _SCRATCH[key] = hit
+    return hit
+
+
 def scratch(groups: int, d: int, has_bias: bool, device: torch.device, zero: bool = False):
     """(pw, pb): fp32 [GROUPS, d] partial rows for dγ and, with a bias, dβ (else pb is None);
     one allocation, reused by later calls of the same shape on the same device and stream.
     zero: clear both (one memset) for the strategies that accumulate into them."""
-    key = (groups, d, has_bias, device,
-           _stream(device.index) if device.type == "cuda" else None)
+    key = _key(device, groups, d, has_bias)
     hit = _SCRATCH.get(key)
     if hit is None:
         base = torch.empty((2 if has_bias else 1, groups, d), dtype=torch.float32, device=device)
-        hit = (base[0], base[1] if has_bias else None, base)
-        if len(_SCRATCH) >= SCRATCH_KEEP:
-            del _SCRATCH[next(iter(_SCRATCH))]         # the oldest shape
-        _SCRATCH[key] = hit
+        hit = _keep(key, (base[0], base[1] if has_bias else None, base))
     if zero:
         hit[2].zero_()
     return hit[0], hit[1]
@@ -83,14 +92,11 @@ def exchange_scratch(slots: int, parts: int, block_r: int, device: torch.device)
     """The row-sum exchange's words (strategies/_exchange.py): int64 [slots, parts, parts,
     block_r], kept between calls like `scratch`.  Filled with EMPTY once, when allocated:
     every launch leaves them so."""
-    key = ("exchange", slots, parts, block_r, device,
-           _stream(device.index) if device.type == "cuda" else None)
+    key = _key(device, "exchange", slots, parts, block_r)
     hit = _SCRATCH.get(key)
     if hit is None:
-        hit = torch.full((slots * parts * parts * block_r,), -1, dtype=torch.int64, device=device)
-        if len(_SCRATCH) >= SCRATCH_KEEP:
-            del _SCRATCH[next(iter(_SCRATCH))]
-        _SCRATCH[key] = hit
+        hit = _keep(key, torch.full((slots * parts * parts * block_r,), -1, dtype=torch.int64,
+                                    device=device))
     return hit
 
 

@@ -210,8 +210,8 @@ def launch_partials(kernel, c, groups: int, params, extra: tuple = (), extra_met
         meta = dict(HAS_MEAN=c.has_mean, BLOCK_R=p["block_r"], BLOCK_D=p["block_d"],
                     ONE_CHUNK=p["one_chunk"], NUM_STAGES=stages,
                     PREFETCH=p["prefetch"], RELOAD=p["reload"], W_TILE=p["w_tile"],
-                    COL_SPLIT=p["col_split"], EXCHANGE=p["exchange"] and p["col_split"] > 1,
-                    SPIN=p["spin"], num_warps=p["num_warps"])
+                    COL_SPLIT=p["col_split"], EXCHANGE=p["exchange"], SPIN=p["spin"],
+                    num_warps=p["num_warps"])
         grid = (groups * p["col_split"],)
         scalars = (c.rows, c.d, rows_per_prog, *c.strides)
         if extra_meta is not None:
