@@ -1,4 +1,5 @@
-"""The one correctness check every implementation test uses: fresh inputs, fp64 reference."""
+"""The one correctness check every implementation test uses: fresh inputs, fp64 reference; and
+the bit-for-bit comparison of two calls' outputs."""
 import random
 
 import pytest
@@ -36,3 +37,19 @@ def check(name, norm, rows, d, dtype, weight_dtype="same", groups=None, row_stri
     bad = {k: v for k, v in errs.items() if v is not None and not v <= tol}
     assert not bad, (f"{name} {norm} {rows}x{d} {dtype}/{wdt} groups={groups} "
                      f"stride={row_stride} seed={seed}: {bad} > {tol}")
+
+
+def same_bits(first, again, note=None):
+    """Two calls' outputs (dx, dγ, dβ or None) are the same bits, output by output."""
+    for u, v in zip(first, again, strict=True):
+        assert (u is None) == (v is None), note
+        if u is not None:
+            assert torch.equal(u.view(torch.uint8), v.view(torch.uint8)), note
+
+
+def exchange_words_empty():
+    """Every kept word of the row-sum exchange (strategies/_exchange.py) is EMPTY (-1), and
+    there is at least one: what a launch must leave for the next."""
+    from normbench.strategies import _launch
+    words = [v for k, v in _launch._SCRATCH.items() if k[0] == "exchange"]
+    assert words and all(bool((t == -1).all()) for t in words)

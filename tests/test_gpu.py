@@ -2,6 +2,7 @@
 import pytest
 import torch
 
+from checks import exchange_words_empty, same_bits
 from normbench import strategies
 from normbench.harness.inputs import make_inputs, reference, rel_error, tolerance
 from normbench.strategies import _tuning
@@ -35,9 +36,7 @@ def test_deterministic_by_design_repeats_bits_on_gpu(name):
     x, dy, w, mean, rstd = make_inputs("layernorm", 16384, 4096, "bf16", "bf16", seed=5, device="cuda")
     first = strategies.get(name).backward(x, dy, w, mean, rstd)
     for _ in range(5):
-        again = strategies.get(name).backward(x, dy, w, mean, rstd)
-        for a, b in zip(first, again):
-            assert torch.equal(a.view(torch.int16), b.view(torch.int16))
+        same_bits(first, strategies.get(name).backward(x, dy, w, mean, rstd))
 
 
 @pytest.mark.parametrize("groups", [1, 7, 132, 133, 300])
@@ -54,10 +53,7 @@ def test_fused_grid_sync_and_ticket_paths(rows, d, groups):
         errs = [rel_error(o, r) for o, r in zip(first, ref)]
         assert all(v <= tolerance("bf16", "bf16") for v in errs if v is not None), errs
         for _ in range(10):
-            again = e.backward(x, dy, w, mean, rstd, groups=groups)
-            for a, b in zip(first, again):
-                if a is not None:
-                    assert torch.equal(a.view(torch.int16), b.view(torch.int16))
+            same_bits(first, e.backward(x, dy, w, mean, rstd, groups=groups))
     assert int(strategies.disjoint_fused._counter(x.device).abs().sum()) == 0
 
 
@@ -82,10 +78,7 @@ def test_rows_shared_by_programs_on_gpu(name, split, monkeypatch):
         assert all(v <= tolerance(dt, wd) for v in
                    (rel_error(o, r) for o, r in zip(first, ref)) if v is not None), (norm, d)
         for _ in range(10):
-            again = e.backward(x, dy, w, mean, rstd)
-            for a, b in zip(first, again):
-                if a is not None:
-                    assert torch.equal(a.view(torch.uint8), b.view(torch.uint8))
+            same_bits(first, e.backward(x, dy, w, mean, rstd))
 
 
 @pytest.mark.parametrize("split", [{"col_split": 2, "num_stages": 2},
@@ -97,7 +90,6 @@ def test_row_sums_exchanged_on_gpu(name, split, monkeypatch):
     from its owner or, when late, from the part read again — which one is timing: the bits
     must be those of the split row without the exchange in every one of 10 repeats, right
     against fp64, and every word of the exchange EMPTY (-1) after the calls."""
-    from normbench.strategies import _launch
     e = strategies.get(name)
     for norm, rows, d, dt, wd in (("layernorm", 2048, 16384, "bf16", "fp32"),
                                   ("rmsnorm", 777, 12288, "bf16", "bf16"),
@@ -110,13 +102,9 @@ def test_row_sums_exchanged_on_gpu(name, split, monkeypatch):
                    (rel_error(o, r) for o, r in zip(plain, ref)) if v is not None), (norm, d)
         monkeypatch.setitem(_tuning.OVERRIDE, name, {**split, "exchange": True})
         for _ in range(10):
-            again = e.backward(x, dy, w, mean, rstd)
-            for a, b in zip(plain, again):
-                if a is not None:
-                    assert torch.equal(a.view(torch.uint8), b.view(torch.uint8)), (norm, d)
+            same_bits(plain, e.backward(x, dy, w, mean, rstd), (norm, d))
         torch.cuda.synchronize()
-        words = [v for k, v in _launch._SCRATCH.items() if k[0] == "exchange"]
-        assert words and all(bool((t == -1).all()) for t in words)
+        exchange_words_empty()
 
 
 @pytest.mark.parametrize("rows,d", [(65536, 1024), (2048, 768), (16384, 4096)])

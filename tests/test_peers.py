@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from normbench import strategies
-from checks import check
+from checks import check, same_bits
 from normbench.harness.inputs import make_inputs
 from normbench.strategies import peers
 
@@ -193,11 +193,7 @@ def test_gpu_peers_mixed_weight_dtype_and_bits(poisoned, name, norm):
     e = strategies.get(name)
     first = e.backward(x, dy, w, mean, rstd)
     for _ in range(5):
-        again = e.backward(x, dy, w, mean, rstd)
-        for a, b in zip(first, again):
-            assert (a is None) == (b is None)
-            if a is not None:
-                assert torch.equal(a.view(torch.uint8), b.view(torch.uint8))
+        same_bits(first, e.backward(x, dy, w, mean, rstd))
 
 
 # ---------------------------------------------------------------------------------- notes

@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from normbench import strategies
-from checks import check
+from checks import check, exchange_words_empty, same_bits
 from normbench.harness.inputs import make_inputs, reference, rel_error
 from normbench.strategies import _tuning
 
@@ -118,9 +118,7 @@ def test_bad_groups(groups):
 def test_deterministic_strategies_repeat_their_bits(name):
     x, dy, w, mean, rstd = make_inputs("layernorm", 20, 96, "bf16", "bf16", seed=1, device="cpu")
     a = strategies.get(name).backward(x, dy, w, mean, rstd, groups=3)
-    b = strategies.get(name).backward(x, dy, w, mean, rstd, groups=3)
-    for u, v in zip(a, b):
-        assert torch.equal(u.view(torch.int16), v.view(torch.int16))
+    same_bits(a, strategies.get(name).backward(x, dy, w, mean, rstd, groups=3))
 
 
 def test_poisoning_catches_an_unwritten_element(poisoned):
@@ -143,10 +141,7 @@ def test_prefetching_row_loop(poisoned, monkeypatch, name, norm):
     x, dy, w, mean, rstd = make_inputs(norm, 11, 48, "bf16", "bf16", seed=4, device="cpu")
     fetched = strategies.get(name).backward(x, dy, w, mean, rstd, groups=2)
     monkeypatch.setitem(_tuning.OVERRIDE, name, {"prefetch": False, "block_r": 2})
-    plain = strategies.get(name).backward(x, dy, w, mean, rstd, groups=2)
-    for u, v in zip(fetched, plain):
-        if u is not None:
-            assert torch.equal(u.view(torch.int16), v.view(torch.int16))
+    same_bits(fetched, strategies.get(name).backward(x, dy, w, mean, rstd, groups=2))
 
 
 @pytest.mark.parametrize("norm", NORMS)
@@ -165,9 +160,7 @@ def test_reloading_rows(poisoned, monkeypatch, name, norm):
         monkeypatch.setitem(_tuning.OVERRIDE, name, {**ov, "reload": False})
         plain = strategies.get(name).backward(x, dy, w, mean, rstd, groups=2)
         if strategies.get(name).deterministic_by_design:
-            for u, v in zip(got, plain):
-                if u is not None:
-                    assert torch.equal(u.view(torch.int16), v.view(torch.int16))
+            same_bits(got, plain)
         else:   # the interpreter runs programs in order, so here the atomics repeat too
             assert torch.equal(got[0].view(torch.int16), plain[0].view(torch.int16))
 
@@ -210,10 +203,7 @@ def test_rows_shared_by_programs(poisoned, monkeypatch, name, norm):
         check(name, norm, 9, 333, "fp16")                # groups=auto
         x, dy, w, mean, rstd = make_inputs(norm, 11, 300, "bf16", "fp32", seed=6, device="cpu")
         first = strategies.get(name).backward(x, dy, w, mean, rstd, groups=2)
-        again = strategies.get(name).backward(x, dy, w, mean, rstd, groups=2)
-        for u, v in zip(first, again):
-            if u is not None:
-                assert torch.equal(u.view(torch.uint8), v.view(torch.uint8))
+        same_bits(first, strategies.get(name).backward(x, dy, w, mean, rstd, groups=2))
 
 
 @pytest.mark.parametrize("norm", NORMS)
@@ -225,7 +215,6 @@ def test_row_sums_exchanged(poisoned, monkeypatch, name, norm):
     run in every call.  They must give the bits of the split row without the exchange (the
     same sums, however they came), right answers, and leave every word of the exchange EMPTY
     (-1) for the next call.  Tiles of 1 and of 2 rows, 2 and 3 parts, the last part short."""
-    from normbench.strategies import _launch
     cases = [({"col_split": 2}, 13, 200, "bf16", "bf16", 3),
              ({"col_split": 3, "block_r": 2}, 9, 333, "fp16", "fp32", 2),
              ({"col_split": 2, "spin": 0}, 7, 130, "fp32", "fp32", 2)]
@@ -235,12 +224,9 @@ def test_row_sums_exchanged(poisoned, monkeypatch, name, norm):
         plain = strategies.get(name).backward(x, dy, w, mean, rstd, groups=groups)
         monkeypatch.setitem(_tuning.OVERRIDE, name, {**ov, "exchange": True})
         for _ in range(2):
-            swapped = strategies.get(name).backward(x, dy, w, mean, rstd, groups=groups)
-            for u, v in zip(swapped, plain):
-                if u is not None:
-                    assert torch.equal(u.view(torch.uint8), v.view(torch.uint8)), (ov, d)
-            words = [v for k, v in _launch._SCRATCH.items() if k[0] == "exchange"]
-            assert words and all(bool((t == -1).all()) for t in words)
+            same_bits(strategies.get(name).backward(x, dy, w, mean, rstd, groups=groups), plain,
+                      (ov, d))
+            exchange_words_empty()
         check(name, norm, rows, d, dt, weight_dtype=wd, groups=groups)
 
 
