@@ -16,11 +16,7 @@
 # in $OUT/round10.tgz (tune.csv and a log per grid, gpu.txt, gpu-tests.log).  Pass
 # NORMBENCH_GIT_COMMIT=<sha> if the copy has no .git.  Shapes, names, norms and device can
 # be changed through the environment (tests/test_tune.py runs this on CPU, tiny).
-set -u
-export PYTHONUNBUFFERED=1 NORMBENCH_QUIET=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
-T=$OUT/t; mkdir -p $T
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv | tee $T/gpu.txt
-python3 -c "import triton, torch; print('triton', triton.__version__, 'torch', torch.__version__)" | tee -a $T/gpu.txt
+. bench/device_start.sh
 TUNE="python3 bench/tune.py --round10 --warm-jobs ${J:-14} --rep ${REP:-25} --device ${DEVICE:-cuda}
   --names ${NAMES:-disjoint_block,disjoint_fused} --norms ${NORMS:-layernorm,rmsnorm}"
 timeout ${A_S:-100} $TUNE --out $T/wide-bf16 --shapes ${WIDE:-8192x16384,4096x16384,8192x12288} \

@@ -13,11 +13,7 @@
 # gpu-tests.log).  Pass NORMBENCH_GIT_COMMIT=<sha> if the copy has no .git.  Shapes, names,
 # norms and device can be changed through the environment (tests/test_tune.py runs this on
 # CPU, tiny).
-set -u
-export PYTHONUNBUFFERED=1 NORMBENCH_QUIET=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
-T=$OUT/t; mkdir -p $T
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv | tee $T/gpu.txt
-python3 -c "import triton, torch; print('triton', triton.__version__, 'torch', torch.__version__)" | tee -a $T/gpu.txt
+. bench/device_start.sh
 timeout ${G_S:-100} python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py \
   -k "${K:-row_sums_exchanged}" > $T/gpu-tests.log 2>&1
 tail -n 3 $T/gpu-tests.log

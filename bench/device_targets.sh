@@ -16,11 +16,7 @@
 # Pass NORMBENCH_GIT_COMMIT=<sha> if the copy has no .git.  The shapes, names, norms and
 # device can be changed through the environment (tests/test_tune.py runs this script on CPU
 # under the interpreter with tiny shapes: DEVICE=cpu J=1 REP=1 WIDE=2x40 ...).
-set -u
-export PYTHONUNBUFFERED=1 NORMBENCH_QUIET=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
-T=$OUT/t; mkdir -p $T
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv | tee $T/gpu.txt
-python3 -c "import triton, torch; print('triton', triton.__version__, 'torch', torch.__version__)" | tee -a $T/gpu.txt
+. bench/device_start.sh
 timeout ${G_S:-90} python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py \
   -k "${K:-direct_launch or full_size and not torch and not liger and not quack}" > $T/gpu-tests.log 2>&1
 tail -n 3 $T/gpu-tests.log
