@@ -72,7 +72,8 @@ def compile_kernel(name: str, d: int, norm: str, dtype: str, weight_dtype: str =
     consts = dict(HAS_MEAN=norm == "layernorm", BLOCK_R=p["block_r"], BLOCK_D=p["block_d"],
                   ONE_CHUNK=p["one_chunk"], NUM_STAGES=p["num_stages"], PREFETCH=p["prefetch"],
                   RELOAD=p["reload"], W_TILE=p["w_tile"], COL_SPLIT=p.get("col_split", 1),
-                  EXCHANGE=p.get("exchange", False), SPIN=p.get("spin", _tuning.EXCHANGE_SPIN))
+                  EXCHANGE=p.get("exchange", False), SPIN=p.get("spin", _tuning.EXCHANGE_SPIN),
+                  L2_AHEAD=p.get("l2_ahead", 0))
     if "GRID_SYNC" in names:
         sync = bool(fused_groups)
         red_g, red_n = reduce_tile(fused_groups, d) if sync else (1, 1)
@@ -123,11 +124,13 @@ def resources(d: int, norm: str, dtype: str, override: dict | None = None,
             f.write("\n".join(re.sub(r"/\*[0-9a-f]{4,}\*/", "", ln) for ln in sass.splitlines()
                               if "Function" in ln or "/*" in ln))
     # `shared` is the static shared memory (reductions); `dynamic` what Triton adds at launch
-    # (the pipelined loop's stages); `ldg`/`ldgsts`/`stl`: global loads, cp.async, spill stores
+    # (the pipelined loop's stages); `ldg`/`ldgsts`/`stl`: global loads, cp.async, spill stores;
+    # `pf2`: L2 prefetches (l2_ahead)
     return dict(name=name, regs=int(m[1]), stack=int(m[2]), shared=int(m[3]), local=int(m[4]),
                 dynamic=k.metadata.shared, ldg=len(re.findall(r"\bLDG\.", sass)),
                 ldgsts=len(re.findall(r"\bLDGSTS\b", sass)), stl=len(re.findall(r"\bSTL\b", sass)),
                 bar=len(re.findall(r"\bBAR\.", sass)),
+                pf2=len(re.findall(r"\bCCTL\.E\.PF2\b", sass)),
                 **{k: p[k] for k in ("block_d", "block_r", "num_warps", "num_stages", "prefetch",
                                      "reload", "w_tile")})
 

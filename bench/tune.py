@@ -2,7 +2,7 @@
 
     python bench/tune.py [--names a,b] [--shapes 16384x4096,...] [--norms layernorm] [--dtype bf16]
                          [--weight-dtype same] [--rep MS] [--out DIR] [--warm-jobs N] [--budget-s S]
-                         [--new-only | --round9 | --round10 | --round11]
+                         [--new-only | --round9 | --round10 | --round11 | --round12]
 
 For each shape it times each strategy under several launch parameters (through
 `strategies._tuning.OVERRIDE`, the same hook the kernels read) and GROUPS values with do_bench
@@ -42,7 +42,7 @@ SHAPES = [(16384, 4096), (16384, 8192), (65536, 1024), (8192, 16384),
 DEFAULT = "default"          # marks the configuration the shipped rules pick
 REPEAT = "default-again"     # the same, timed once more after the others
 NEW_ONLY = False             # --new-only: the defaults and round 8's candidates, nothing else
-ONLY_ROUND = None            # --round9 / --round10: the defaults and that round's candidates, nothing else
+ONLY_ROUND = None            # --round9 … --round12: the defaults and that round's candidates, nothing else
 
 
 def grid(name: str, d: int, sms: int):
@@ -56,8 +56,8 @@ def grid(name: str, d: int, sms: int):
     compile: at d = 1024 three programs of 4 warps per SM at 4 rows a tile and 3 stages, five
     at 2 rows, eight at 1 row.  Round 8: disjoint_fused's grid sync over 2 and 3 programs
     per SM (--new-only: these and the defaults alone).  Rounds 1–6 searched other grids (git
-    history of this file).  Rounds 9, 10 and 11 (--round9, --round10, --round11, issue 16):
-    see _round9, _round10, _round11."""
+    history of this file).  Rounds 9–12 (--round9 … --round12, issue 16): see _round9 …
+    _round12."""
     yield {}, None, False
     if not row_loop(name):
         return
@@ -138,8 +138,19 @@ def _round11(d: int):
         yield {"col_split": _tuning.cdiv(d, 16384), "exchange": True, "spin": 4}, None, False
 
 
-# the rounds --round9 / --round10 / --round11 time alone (issue 16)
-ROUNDS = {9: _round9, 10: _round10, 11: _round11}
+def _round12(d: int):
+    """Round 12's candidates (docs/PERF_NOTES.md, "Round 12"): the row loop asks L2 for the
+    tile `l2_ahead` iterations ahead (rowgrad.prefetch_l2: no registers, no shared memory).
+    Rows read twice (8192 < d ≤ 16384: not pipelined, one tile in flight a program) 1, 2 or 4
+    tiles ahead; rows in chunks (d > 16384) 1 or 2 rows ahead; the pipelined rows (d ≤ 8192,
+    whose next two tiles are already on their way to shared memory) 4 or 8 ahead."""
+    bd, one = _tuning.block_d(d)
+    for ahead in ((1, 2, 4) if one and bd > 8192 else (1, 2) if not one else (4, 8)):
+        yield {"l2_ahead": ahead}, None, False
+
+
+# the rounds --round9 … --round12 time alone (issue 16)
+ROUNDS = {9: _round9, 10: _round10, 11: _round11, 12: _round12}
 
 
 def _round7(d: int, sms: int):
@@ -219,11 +230,13 @@ def main():
                     help="time the shipped defaults and only round 10's candidates (issue 16)")
     ap.add_argument("--round11", action="store_true",
                     help="time the shipped defaults and only round 11's candidates (issue 16)")
+    ap.add_argument("--round12", action="store_true",
+                    help="time the shipped defaults and only round 12's candidates (issue 16)")
     ap.add_argument("--warm-part", default="", help=argparse.SUPPRESS)   # "i/n": one warm process
     args = ap.parse_args()
     global NEW_ONLY, ONLY_ROUND
     NEW_ONLY = args.new_only
-    ONLY_ROUND = 11 if args.round11 else 10 if args.round10 else 9 if args.round9 else None
+    ONLY_ROUND = 12 if args.round12 else 11 if args.round11 else 10 if args.round10 else 9 if args.round9 else None
     shapes = SHAPES if not args.shapes else [tuple(map(int, s.split("x"))) for s in args.shapes.split(",")]
     gpu = args.device == "cuda"
     sms = strategies.sm_count(args.device)

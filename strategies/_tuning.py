@@ -25,7 +25,7 @@ CHUNK_D = 8192
 EXCHANGE_SPIN = 4
 
 # strategy name -> dict of forced parameters (block_r, num_warps, block_d, prefetch, reload,
-# num_stages, w_tile, col_split, exchange, spin), for tuning.
+# num_stages, w_tile, col_split, exchange, spin, l2_ahead), for tuning.
 OVERRIDE: dict[str, dict] = {}
 
 
@@ -55,7 +55,7 @@ def block_d(d: int) -> tuple[int, bool]:
 @dataclass(frozen=True)
 class Rule:
     """A strategy's launch rule: `params(d)` -> dict(block_d, one_chunk, block_r, num_warps,
-    num_stages, prefetch, reload, w_tile, col_split, exchange, spin).  `row_loop`: its
+    num_stages, prefetch, reload, w_tile, col_split, exchange, spin, l2_ahead).  `row_loop`: its
     programs loop over a block of rows each (GROUPS programs), so the row-loop tuning
     candidates of bench/tune.py apply to it."""
     params: Callable[[int], dict]
@@ -71,7 +71,7 @@ def _one_row(d: int) -> dict:
     warps = 16 if bd >= 16384 else max(4, min(16, bd // 512))
     return dict(block_d=bd, one_chunk=one, block_r=1, num_warps=warps, num_stages=1,
                 prefetch=False, reload=False, w_tile=False, col_split=1, exchange=False,
-                spin=EXCHANGE_SPIN)
+                spin=EXCHANGE_SPIN, l2_ahead=0)
 
 
 def _row_loop(d: int) -> dict:
@@ -93,7 +93,7 @@ def _row_loop(d: int) -> dict:
         stages = 4 if bd != d and 2048 <= bd <= 4096 else 3
         return dict(block_d=bd, one_chunk=True, block_r=br, num_warps=warps, num_stages=stages,
                     prefetch=False, reload=False, w_tile=False, col_split=1, exchange=False,
-                    spin=EXCHANGE_SPIN)
+                    spin=EXCHANGE_SPIN, l2_ahead=0)
     # Rows of 16384 read each tile twice rather than spill (rowgrad_reload; tune-4: LN
     # 8192 × 16384 458 -> 342 µs, RMS 320 -> 233); wider rows go in chunks, one row a tile.
     # Read twice, the weight is loaded as a tile in x's layout (W_TILE; tune-9, H200, bf16 x

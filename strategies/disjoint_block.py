@@ -17,7 +17,7 @@ from ._contention import Contention
 from ._launch import exchange_scratch, launch, prepare, scratch
 from ._registry import register
 from .reduce import reduce_partials
-from .rowgrad import (load_rows, row_coeffs, rowgrad_chunk, rowgrad_loaded, rowgrad_reload,
+from .rowgrad import (load_rows, prefetch_l2, row_coeffs, rowgrad_chunk, rowgrad_loaded, rowgrad_reload,
                       rowgrad_split, rowgrad_tile)
 
 
@@ -26,7 +26,7 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
                       stride_x, stride_dy, stride_dx, HAS_MEAN: tl.constexpr,
                       BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr,
                       NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr, RELOAD: tl.constexpr,
-                      W_TILE: tl.constexpr):
+                      W_TILE: tl.constexpr, L2_AHEAD: tl.constexpr):
     """Program p: dx for rows [p·R, (p+1)·R) and its partial rows PW[p], PB[p].
 
     Keeping bytes in flight is the whole game (the kernel is bandwidth-bound).  NUM_STAGES > 1
@@ -34,7 +34,9 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
     memory (cp.async) while this one is computed, which costs no registers; PREFETCH instead
     holds the next tile in registers (tune-2's rule, slower than 3 stages everywhere in
     tune-7; kept as a tuning option).  RELOAD (rows of 16384) reads each tile twice rather
-    than spill registers (rowgrad_reload; W_TILE: its weight loaded as a tile, see there)."""
+    than spill registers (rowgrad_reload; W_TILE: its weight loaded as a tile, see there).
+    L2_AHEAD > 0 asks L2 for the tile that many iterations ahead (prefetch_l2: no registers,
+    no shared memory), so the loads of a loop that is not pipelined find their tile there."""
     pid = tl.program_id(0)
     r0 = pid * ROWS_PER_PROG
     r_end = tl.minimum(r0 + ROWS_PER_PROG, ROWS)
@@ -69,9 +71,17 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
                     acc_b += tl.sum(gb, axis=0)
                 x, dy, mean, rstd, rows, mask = nx, ndy, nmean, nrstd, nrows, nmask
         else:
+            for k in tl.static_range(1, L2_AHEAD):
+                ahead = r0 + k * BLOCK_R + tl.arange(0, BLOCK_R)
+                prefetch_l2(X, DY, ahead.to(tl.int64), ahead < r_end, 0, N, stride_x, stride_dy,
+                            BLOCK_D)
             for r in tl.range(r0, r_end, BLOCK_R, num_stages=NUM_STAGES):
                 rows = r + tl.arange(0, BLOCK_R)
                 row_mask = rows < r_end
+                if L2_AHEAD > 0:
+                    ahead = rows + L2_AHEAD * BLOCK_R
+                    prefetch_l2(X, DY, ahead.to(tl.int64), ahead < r_end, 0, N, stride_x,
+                                stride_dy, BLOCK_D)
                 if RELOAD:
                     gw, gb = rowgrad_reload(X, DY, DX, W, Mean, Rstd, rows.to(tl.int64),
                                             row_mask, cols, col_mask, stride_x, stride_dy,
@@ -97,6 +107,10 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
             rows = r + tl.arange(0, BLOCK_R)
             row_mask = rows < r_end
             rows = rows.to(tl.int64)
+            if L2_AHEAD > 0:
+                ahead = rows + L2_AHEAD * BLOCK_R
+                for a0 in range(0, N, BLOCK_D):
+                    prefetch_l2(X, DY, ahead, ahead < r_end, a0, N, stride_x, stride_dy, BLOCK_D)
             c1, c2 = row_coeffs(X, DY, W, Mean, Rstd, rows, row_mask, stride_x, stride_dy, N,
                                 HAS_MEAN, BLOCK_R, BLOCK_D)
             for c0 in range(0, N, BLOCK_D):
@@ -160,7 +174,7 @@ def row_partials(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N, ROWS_PER_PROG,
                  BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr,
                  NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr, RELOAD: tl.constexpr,
                  W_TILE: tl.constexpr, COL_SPLIT: tl.constexpr, EXCHANGE: tl.constexpr,
-                 SPIN: tl.constexpr):
+                 SPIN: tl.constexpr, L2_AHEAD: tl.constexpr):
     """The partial rows, by whole rows a program (disjoint_partials) or by parts of rows
     (split_partials, COL_SPLIT > 1)."""
     if COL_SPLIT > 1:
@@ -170,7 +184,7 @@ def row_partials(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N, ROWS_PER_PROG,
     else:
         disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
                           stride_x, stride_dy, stride_dx, HAS_MEAN, BLOCK_R, BLOCK_D, ONE_CHUNK,
-                          NUM_STAGES, PREFETCH, RELOAD, W_TILE)
+                          NUM_STAGES, PREFETCH, RELOAD, W_TILE, L2_AHEAD)
 
 
 @triton.jit
@@ -179,10 +193,10 @@ def _disjoint_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N, ROWS_PER_PRO
                      BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr,
                      NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr, RELOAD: tl.constexpr,
                      W_TILE: tl.constexpr, COL_SPLIT: tl.constexpr, EXCHANGE: tl.constexpr,
-                     SPIN: tl.constexpr):
+                     SPIN: tl.constexpr, L2_AHEAD: tl.constexpr):
     row_partials(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N, ROWS_PER_PROG,
                  stride_x, stride_dy, stride_dx, HAS_MEAN, BLOCK_R, BLOCK_D, ONE_CHUNK,
-                 NUM_STAGES, PREFETCH, RELOAD, W_TILE, COL_SPLIT, EXCHANGE, SPIN)
+                 NUM_STAGES, PREFETCH, RELOAD, W_TILE, COL_SPLIT, EXCHANGE, SPIN, L2_AHEAD)
 
 
 def launch_partials(kernel, c, groups: int, params, extra: tuple = (), extra_meta=None):
@@ -211,6 +225,7 @@ def launch_partials(kernel, c, groups: int, params, extra: tuple = (), extra_met
                     ONE_CHUNK=p["one_chunk"], NUM_STAGES=stages,
                     PREFETCH=p["prefetch"], RELOAD=p["reload"], W_TILE=p["w_tile"],
                     COL_SPLIT=p["col_split"], EXCHANGE=p["exchange"], SPIN=p["spin"],
+                    L2_AHEAD=0 if _device.interpreted() else p["l2_ahead"],
                     num_warps=p["num_warps"])
         grid = (groups * p["col_split"],)
         scalars = (c.rows, c.d, rows_per_prog, *c.strides)

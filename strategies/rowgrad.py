@@ -87,6 +87,29 @@ def xhat_g_tile(x, dy, mean, rstd, w, mask, HAS_MEAN: tl.constexpr):
 
 
 @triton.jit
+def _prefetch_lines(ptr, ok):
+    # One `prefetch.global.L2` per element where `ok`: the 128-byte line holding ptr is brought
+    # into L2, no register waits for it.  Not pure (so it is kept although nothing reads its
+    # dummy result); compiled code only — the interpreter has no inline PTX.
+    return tl.inline_asm_elementwise(
+        "{ .reg .pred p; setp.ne.s32 p, $2, 0; @p prefetch.global.L2 [$1]; mov.u32 $0, 0; }",
+        "=r,l,r", [ptr, ok.to(tl.int32)], dtype=tl.int32, is_pure=False, pack=1)
+
+
+@triton.jit
+def prefetch_l2(X, DY, rows, row_ok, c0, N, stride_x, stride_dy, BLOCK_D: tl.constexpr):
+    """Ask L2 for columns [c0, c0 + BLOCK_D) of `rows` (where row_ok) of x and dy: one
+    prefetch per 128-byte line, nothing waits for them — the tile a later iteration will
+    load then comes from L2 instead of DRAM, while this one is computed (`l2_ahead`)."""
+    STEP: tl.constexpr = max(1, 1024 // X.dtype.element_ty.primitive_bitwidth)
+    LINES: tl.constexpr = max(1, BLOCK_D // STEP)
+    cols = c0 + tl.arange(0, LINES) * STEP
+    ok = row_ok[:, None] & (cols < N)[None, :]
+    _prefetch_lines(X + rows[:, None] * stride_x + cols[None, :], ok)
+    _prefetch_lines(DY + rows[:, None] * stride_dy + cols[None, :], ok)
+
+
+@triton.jit
 def _load_xhat_g(X, DY, w, rows, cols, mask, row_mask, Mean, Rstd, stride_x, stride_dy,
                  HAS_MEAN: tl.constexpr, EVICT: tl.constexpr):
     """load_rows then xhat_g: (x̂, g, dy, rstd) in fp32."""
@@ -200,22 +223,6 @@ def rowgrad_reload(X, DY, DX, W, Mean, Rstd, rows, row_mask, cols, col_mask,
     dx = _dx(xhat, g, c1, c2, rstd, HAS_MEAN)
     tl.store(DX + rows[:, None] * stride_dx + cols[None, :], dx.to(DX.dtype.element_ty), mask=mask)
     return dy * xhat, dy
-
-
-@triton.jit
-def other_sums(X, DY, W, mean, rstd, rows, row_mask, q, part_w, skip, N, stride_x, stride_dy,
-               HAS_MEAN: tl.constexpr, BLOCK_D: tl.constexpr):
-    """(Σ x̂·g, Σ g) per row of part q of the tile's rows (q·part_w … the part's end), read
-    here for its sums alone: x, dy and γ (γ as a tile in x's layout, as in rowgrad_reload).
-    `skip`: load nothing (the part's end moved to its start: a masked-off load fetches no
-    bytes), and return zeros."""
-    qcols = q * part_w + tl.arange(0, BLOCK_D)
-    q_end = tl.minimum(q * part_w + part_w, N) - skip.to(tl.int32) * part_w
-    qm = row_mask[:, None] & (qcols < q_end)[None, :]
-    xq, dyq = load_xdy(X, DY, rows, qcols, qm, stride_x, stride_dy, "", "")
-    wq = load_weight_tile(W, rows, qcols, qm, "", "")
-    xhq, gq, _ = xhat_g_tile(xq, dyq, mean, rstd, wq, qm, HAS_MEAN)
-    return pair_sums(xhq, gq, HAS_MEAN)
 
 
 @triton.jit

@@ -107,6 +107,31 @@ def test_row_sums_exchanged_on_gpu(name, split, monkeypatch):
         exchange_words_empty()
 
 
+@pytest.mark.parametrize("ahead", [1, 2, 4])
+@pytest.mark.parametrize("name", ["disjoint_block", "disjoint_fused"])
+def test_l2_prefetch_leaves_the_bits_alone(name, ahead, monkeypatch):
+    """l2_ahead only asks L2 for later tiles: on the GPU, at the rows read twice (16384,
+    12288), the pipelined rows (4096, 3072), the chunks (20000) and fp32 activations, the bits
+    are those of the rule without it in 10 repeats, right against fp64 (programs whose rows
+    end before the prefetched tile are part of every case: 777 rows)."""
+    e = strategies.get(name)
+    for norm, rows, d, dt, wd in (("layernorm", 2048, 16384, "bf16", "fp32"),
+                                  ("rmsnorm", 777, 12288, "bf16", "bf16"),
+                                  ("layernorm", 777, 3072, "bf16", "bf16"),
+                                  ("rmsnorm", 4096, 4096, "fp16", "fp32"),
+                                  ("layernorm", 300, 20000, "fp16", "fp16"),
+                                  ("layernorm", 256, 16384, "fp32", "fp32")):
+        x, dy, w, mean, rstd = make_inputs(norm, rows, d, dt, wd, seed=9, device="cuda")
+        plain = e.backward(x, dy, w, mean, rstd)
+        ref = reference(x, dy, w, mean, rstd)
+        assert all(v <= tolerance(dt, wd) for v in
+                   (rel_error(o, r) for o, r in zip(plain, ref)) if v is not None), (norm, d)
+        monkeypatch.setitem(_tuning.OVERRIDE, name, {"l2_ahead": ahead})
+        for _ in range(10):
+            same_bits(plain, e.backward(x, dy, w, mean, rstd), (norm, d))
+        monkeypatch.delitem(_tuning.OVERRIDE, name)
+
+
 @pytest.mark.parametrize("rows,d", [(65536, 1024), (2048, 768), (16384, 4096)])
 def test_fused_syncs_exactly_when_every_program_fits(rows, d, monkeypatch):
     """The grid sync is taken where the grid fits at once: GROUPS ≤ SMs × the programs one SM

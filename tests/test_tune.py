@@ -81,6 +81,38 @@ def test_round11_candidates(monkeypatch):
     assert list(tune.grid("grouped_atomic", 16384, 132)) == [({}, None, False)]
 
 
+def test_round12_candidates(monkeypatch):
+    """The L2 prefetch: rows read twice 1, 2 or 4 tiles ahead, rows in chunks 1 or 2, the
+    pipelined rows 4 or 8; the one-row strategies: the default alone."""
+    monkeypatch.setattr(tune, "ONLY_ROUND", 12)
+    for name in ("disjoint_block", "disjoint_fused"):
+        for d in (16384, 12288, 9000):
+            assert overrides(name, d) == [{"l2_ahead": a} for a in (1, 2, 4)]
+        assert overrides(name, 32768) == [{"l2_ahead": a} for a in (1, 2)]
+        for d in (700, 1024, 3072, 8192):
+            assert overrides(name, d) == [{"l2_ahead": a} for a in (4, 8)]
+    assert list(tune.grid("grouped_atomic", 16384, 132)) == [({}, None, False)]
+
+
+def test_device_round12_script_on_cpu(tmp_path):
+    """Round 12's device call, tiny: every grid writes its tune.csv, every timing correct
+    (under the interpreter the prefetch is off: the candidates run the rule's code)."""
+    env = {**os.environ, "OUT": str(tmp_path), "DEVICE": "cpu", "J": "1", "REP": "1",
+           "NAMES": "disjoint_block", "NORMS": "rmsnorm", "WIDE": "2x40", "WIDE_W": "2x40",
+           "WIDER": "2x48", "FP32": "2x40", "PIPE": "3x40", "K": "nothing_selected",
+           "PYTHONPATH": ROOT}
+    r = subprocess.run(["bash", os.path.join(ROOT, "bench", "device_round12.sh")], cwd=ROOT,
+                       env=env, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-2000:]
+    with tarfile.open(tmp_path / "round12.tgz") as tar:
+        for grid in ("wide-bf16", "wide-fp32w", "wider", "fp32", "pipe"):
+            rows = list(csv.DictReader(io.TextIOWrapper(tar.extractfile(f"t/{grid}/tune.csv"))))
+            assert rows and all(x["status"] == "ok" for x in rows), (grid, rows)
+            assert {x["override"] for x in rows if x["name"] == "disjoint_block"} == {
+                "", '{"l2_ahead": 4}', '{"l2_ahead": 8}'}, grid
+        assert "t/gpu-tests.log" in tar.getnames()
+
+
 def test_device_round10_script_on_cpu(tmp_path):
     """Round 10's device call, tiny (widths where no candidate applies but a partly masked
     tile's: the interpreter is slow at wide rows; test_round10_candidates checks the grid and
