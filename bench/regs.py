@@ -125,12 +125,12 @@ def resources(d: int, norm: str, dtype: str, override: dict | None = None,
                               if "Function" in ln or "/*" in ln))
     # `shared` is the static shared memory (reductions); `dynamic` what Triton adds at launch
     # (the pipelined loop's stages); `ldg`/`ldgsts`/`stl`: global loads, cp.async, spill stores;
-    # `pf2`: L2 prefetches (l2_ahead)
+    # `pf2`: L2 prefetches (l2_ahead: UBLKPF, bulk; CCTL.E.PF2, a line)
     return dict(name=name, regs=int(m[1]), stack=int(m[2]), shared=int(m[3]), local=int(m[4]),
                 dynamic=k.metadata.shared, ldg=len(re.findall(r"\bLDG\.", sass)),
                 ldgsts=len(re.findall(r"\bLDGSTS\b", sass)), stl=len(re.findall(r"\bSTL\b", sass)),
                 bar=len(re.findall(r"\bBAR\.", sass)),
-                pf2=len(re.findall(r"\bCCTL\.E\.PF2\b", sass)),
+                pf2=len(re.findall(r"\bCCTL\.E\.PF2\b|\bUBLKPF\b", sass)),
                 **{k: p[k] for k in ("block_d", "block_r", "num_warps", "num_stages", "prefetch",
                                      "reload", "w_tile")})
 

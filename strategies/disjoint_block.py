@@ -17,7 +17,8 @@ from ._contention import Contention
 from ._launch import exchange_scratch, launch, prepare, scratch
 from ._registry import register
 from .reduce import reduce_partials
-from .rowgrad import (load_rows, prefetch_l2, row_coeffs, rowgrad_chunk, rowgrad_loaded, rowgrad_reload,
+from .rowgrad import (load_rows, prefetch_l2, row_coeffs, rowgrad_chunk, rowgrad_loaded,
+                      rowgrad_reload,
                       rowgrad_split, rowgrad_tile)
 
 
@@ -72,16 +73,13 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
                 x, dy, mean, rstd, rows, mask = nx, ndy, nmean, nrstd, nrows, nmask
         else:
             for k in tl.static_range(1, L2_AHEAD):
-                ahead = r0 + k * BLOCK_R + tl.arange(0, BLOCK_R)
-                prefetch_l2(X, DY, ahead.to(tl.int64), ahead < r_end, 0, N, stride_x, stride_dy,
-                            BLOCK_D)
+                prefetch_l2(X, DY, r0 + k * BLOCK_R, r_end, N, stride_x, stride_dy, BLOCK_R)
             for r in tl.range(r0, r_end, BLOCK_R, num_stages=NUM_STAGES):
                 rows = r + tl.arange(0, BLOCK_R)
                 row_mask = rows < r_end
                 if L2_AHEAD > 0:
-                    ahead = rows + L2_AHEAD * BLOCK_R
-                    prefetch_l2(X, DY, ahead.to(tl.int64), ahead < r_end, 0, N, stride_x,
-                                stride_dy, BLOCK_D)
+                    prefetch_l2(X, DY, r + L2_AHEAD * BLOCK_R, r_end, N, stride_x, stride_dy,
+                                BLOCK_R)
                 if RELOAD:
                     gw, gb = rowgrad_reload(X, DY, DX, W, Mean, Rstd, rows.to(tl.int64),
                                             row_mask, cols, col_mask, stride_x, stride_dy,
@@ -108,9 +106,7 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
             row_mask = rows < r_end
             rows = rows.to(tl.int64)
             if L2_AHEAD > 0:
-                ahead = rows + L2_AHEAD * BLOCK_R
-                for a0 in range(0, N, BLOCK_D):
-                    prefetch_l2(X, DY, ahead, ahead < r_end, a0, N, stride_x, stride_dy, BLOCK_D)
+                prefetch_l2(X, DY, r + L2_AHEAD * BLOCK_R, r_end, N, stride_x, stride_dy, BLOCK_R)
             c1, c2 = row_coeffs(X, DY, W, Mean, Rstd, rows, row_mask, stride_x, stride_dy, N,
                                 HAS_MEAN, BLOCK_R, BLOCK_D)
             for c0 in range(0, N, BLOCK_D):

@@ -87,26 +87,42 @@ def xhat_g_tile(x, dy, mean, rstd, w, mask, HAS_MEAN: tl.constexpr):
 
 
 @triton.jit
-def _prefetch_lines(ptr, ok):
-    # One `prefetch.global.L2` per element where `ok`: the 128-byte line holding ptr is brought
-    # into L2, no register waits for it.  Not pure (so it is kept although nothing reads its
-    # dummy result); compiled code only — the interpreter has no inline PTX.
+def _prefetch_bulk(ptr, nbytes, ok):
+    # Thread 0 hands the copy engine (TMA) one `cp.async.bulk.prefetch.L2` of the bytes
+    # [ptr, ptr + nbytes) widened to 16-byte bounds, where `ok` (all [1] tensors): nothing
+    # waits for it.  Not pure (so it is kept although nothing reads its dummy result); compiled
+    # code only — the interpreter has no inline PTX.
     return tl.inline_asm_elementwise(
-        "{ .reg .pred p; setp.ne.s32 p, $2, 0; @p prefetch.global.L2 [$1]; mov.u32 $0, 0; }",
-        "=r,l,r", [ptr, ok.to(tl.int32)], dtype=tl.int32, is_pure=False, pack=1)
+        """{
+        .reg .pred p, q; .reg .u32 t, n; .reg .b64 a, e;
+        mov.u32 t, %tid.x;
+        setp.eq.u32 p, t, 0;
+        setp.ne.and.s32 q, $3, 0, p;
+        and.b64 a, $1, -16;
+        add.s64 e, $1, $2;
+        add.s64 e, e, 15;
+        and.b64 e, e, -16;
+        sub.s64 e, e, a;
+        cvt.u32.u64 n, e;
+        @q cp.async.bulk.prefetch.L2.global [a], n;
+        mov.u32 $0, 0;
+        }""",
+        "=r,l,l,r", [ptr, nbytes, ok.to(tl.int32)], dtype=tl.int32, is_pure=False, pack=1)
 
 
 @triton.jit
-def prefetch_l2(X, DY, rows, row_ok, c0, N, stride_x, stride_dy, BLOCK_D: tl.constexpr):
-    """Ask L2 for columns [c0, c0 + BLOCK_D) of `rows` (where row_ok) of x and dy: one
-    prefetch per 128-byte line, nothing waits for them — the tile a later iteration will
-    load then comes from L2 instead of DRAM, while this one is computed (`l2_ahead`)."""
-    STEP: tl.constexpr = max(1, 1024 // X.dtype.element_ty.primitive_bitwidth)
-    LINES: tl.constexpr = max(1, BLOCK_D // STEP)
-    cols = c0 + tl.arange(0, LINES) * STEP
-    ok = row_ok[:, None] & (cols < N)[None, :]
-    _prefetch_lines(X + rows[:, None] * stride_x + cols[None, :], ok)
-    _prefetch_lines(DY + rows[:, None] * stride_dy + cols[None, :], ok)
+def prefetch_l2(X, DY, r, r_end, N, stride_x, stride_dy, BLOCK_R: tl.constexpr):
+    """Ask L2 for rows r … r + BLOCK_R − 1 (those before r_end) of x and dy, whole: one bulk
+    prefetch per row and tensor, issued by one thread, which nothing waits for — the tile a
+    later iteration will load then comes from L2 instead of DRAM, while this one is computed
+    (`l2_ahead`)."""
+    one = tl.zeros([1], dtype=tl.int64)
+    nbytes = one + N * (X.dtype.element_ty.primitive_bitwidth // 8)
+    for i in tl.static_range(BLOCK_R):
+        row = (r + i).to(tl.int64)
+        ok = one + (row < r_end).to(tl.int64)
+        _prefetch_bulk(X + row * stride_x + one, nbytes, ok)
+        _prefetch_bulk(DY + row * stride_dy + one, nbytes, ok)
 
 
 @triton.jit
