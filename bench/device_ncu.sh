@@ -15,13 +15,15 @@ export PYTHONUNBUFFERED=1 NORMBENCH_QUIET=1
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 [ -n "$NCU" ] || { echo "device_ncu.sh: no ncu on this machine" >&2; exit 2; }
 CASES=${CASES:-"disjoint_block:rmsnorm:65536:1024 quack:rmsnorm:65536:1024 disjoint_fused:rmsnorm:16384:4096 quack:rmsnorm:16384:4096"}
+# a case: impl:norm:rows:d[:K=V,...] — the last field forced launch parameters (profile_target --set)
 for c in $CASES; do
-  IFS=: read -r impl norm rows d <<< "$c"
-  name=ncu-$impl-$norm-${rows}x$d
+  IFS=: read -r impl norm rows d set <<< "$c"
+  name=ncu-$impl-$norm-${rows}x$d${set:+-${set//[=,]/-}}
   timeout ${C_S:-120} "$NCU" --clock-control none --profile-from-start off --csv --page details \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
     --section LaunchStats --section WarpStateStats --section SchedulerStats \
     python3 bench/profile_target.py --impl "$impl" --norm "$norm" --rows "$rows" --d "$d" \
+    ${set:+--set "$set"} \
     > "$OUT/$name.csv" 2> "$OUT/$name.log"
   echo "== $name: exit $? ($(grep -c . "$OUT/$name.csv") csv lines)"; tail -2 "$OUT/$name.log"
 done
