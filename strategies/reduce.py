@@ -19,6 +19,15 @@ def block_n(d: int) -> int:
     return max(16, min(128, _tuning.pow2(d) // 128))
 
 
+def reduce_params(g: int, n: int) -> dict:
+    """The reduce kernel's launch parameters for G partial rows of n columns: BLOCK_G rows a
+    step, BLOCK_N columns a program, num_warps, and PAIRED (dγ's and dβ's partials summed in
+    one loop, so both are in flight at once, instead of one after the other).
+    `_tuning.OVERRIDE["reduce"]` replaces any of them (bench/reduce_tune.py)."""
+    p = dict(BLOCK_G=BLOCK_G, BLOCK_N=block_n(n), num_warps=4, PAIRED=False)
+    return {**p, **_tuning.OVERRIDE.get("reduce", {})}
+
+
 @triton.jit
 def reduce_rows(P, OUT, G, N, c0, BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr):
     """Sum rows [0, G) of P[:, c0:c0+BLOCK_N] in fixed order; store into OUT (fp32 result cast)."""
@@ -34,12 +43,33 @@ def reduce_rows(P, OUT, G, N, c0, BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr):
 
 
 @triton.jit
+def reduce_pair(PW, PB, DW, DB, G, N, c0, BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr):
+    """reduce_rows of PW into DW and of PB into DB in one loop: the same sums in the same
+    order (so the same bits), with both partials' loads in flight at once."""
+    cols = c0 + tl.arange(0, BLOCK_N)
+    col_mask = cols < N
+    acc_w = tl.zeros([BLOCK_G, BLOCK_N], dtype=tl.float32)
+    acc_b = tl.zeros([BLOCK_G, BLOCK_N], dtype=tl.float32)
+    for g0 in range(0, G, BLOCK_G):
+        g = g0 + tl.arange(0, BLOCK_G)
+        m = (g < G)[:, None] & col_mask[None, :]
+        at = g[:, None] * N + cols[None, :]
+        acc_w += tl.load(PW + at, mask=m, other=0.0, cache_modifier=".cg")
+        acc_b += tl.load(PB + at, mask=m, other=0.0, cache_modifier=".cg")
+    tl.store(DW + cols, tl.sum(acc_w, axis=0).to(DW.dtype.element_ty), mask=col_mask)
+    tl.store(DB + cols, tl.sum(acc_b, axis=0).to(DB.dtype.element_ty), mask=col_mask)
+
+
+@triton.jit
 def _reduce_kernel(PW, PB, DW, DB, G, N, HAS_B: tl.constexpr,
-                   BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr):
+                   BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, PAIRED: tl.constexpr):
     c0 = tl.program_id(0) * BLOCK_N
-    reduce_rows(PW, DW, G, N, c0, BLOCK_G, BLOCK_N)
-    if HAS_B:
-        reduce_rows(PB, DB, G, N, c0, BLOCK_G, BLOCK_N)
+    if HAS_B and PAIRED:
+        reduce_pair(PW, PB, DW, DB, G, N, c0, BLOCK_G, BLOCK_N)
+    else:
+        reduce_rows(PW, DW, G, N, c0, BLOCK_G, BLOCK_N)
+        if HAS_B:
+            reduce_rows(PB, DB, G, N, c0, BLOCK_G, BLOCK_N)
 
 
 def outputs(weight: torch.Tensor, has_bias: bool):
@@ -54,9 +84,8 @@ def reduce_partials(pw: torch.Tensor, pb: torch.Tensor | None, weight: torch.Ten
     dw, db = outputs(weight, pb is not None)
 
     def setup():
-        bn = block_n(n)
-        return ((_tuning.cdiv(n, bn),), (g, n),
-                dict(HAS_B=pb is not None, BLOCK_G=BLOCK_G, BLOCK_N=bn, num_warps=4))
+        p = reduce_params(g, n)
+        return ((_tuning.cdiv(n, p["BLOCK_N"]),), (g, n), dict(HAS_B=pb is not None, **p))
 
     # the key: the partials come from _launch.scratch (aligned; dβ's g·n·4 bytes in) and
     # the outputs fresh allocations, so sizes and dtype fix every specialisation
