@@ -19,12 +19,22 @@ def block_n(d: int) -> int:
     return max(16, min(128, _tuning.pow2(d) // 128))
 
 
-def reduce_params(g: int, n: int) -> dict:
-    """The reduce kernel's launch parameters for G partial rows of n columns: BLOCK_G rows a
-    step, BLOCK_N columns a program, num_warps, and PAIRED (dγ's and dβ's partials summed in
-    one loop, so both are in flight at once, instead of one after the other).
-    `_tuning.OVERRIDE["reduce"]` replaces any of them (bench/reduce_tune.py)."""
-    p = dict(BLOCK_G=BLOCK_G, BLOCK_N=block_n(n), num_warps=4, PAIRED=False)
+def reduce_params(g: int, n: int, has_b: bool) -> dict:
+    """The reduce kernel's launch parameters for G partial rows of n columns (and dβ's too,
+    has_b): BLOCK_G rows a step, BLOCK_N columns a program, num_warps, and PAIRED (dγ's and
+    dβ's partials summed in one loop, so both are in flight at once, instead of one after the
+    other).  `_tuning.OVERRIDE["reduce"]` replaces any of them (bench/reduce_tune.py).
+
+    Reduce-13 (H200, bf16, disjoint_block's whole call, docs/perf/reduce-13/): with dβ and
+    n ≥ 2048, both partials in one loop over every partial row at once (BLOCK_G 256 ≥ G, 32
+    columns a program) made the call 1.7-3.7 % faster (LN 8192 × 16384 318.1 -> 306.4 µs,
+    8192 × 12288 272.3 -> 262.2, 16384 × 8192 216.3 -> 212.6, 32768 × 3072 182.0 -> 178.8;
+    16384 × 4096 119.1 -> 119.4); at n = 1024 (G = 264: 32 programs) and without dβ (RMSNorm:
+    within the run's noise, ±1 % but at 4096, where every timing was noisy) the shipped rule stays."""
+    if has_b and n >= 2048:
+        p = dict(BLOCK_G=min(256, max(16, _tuning.pow2(g))), BLOCK_N=32, num_warps=4, PAIRED=True)
+    else:
+        p = dict(BLOCK_G=BLOCK_G, BLOCK_N=block_n(n), num_warps=4, PAIRED=False)
     return {**p, **_tuning.OVERRIDE.get("reduce", {})}
 
 
@@ -84,7 +94,7 @@ def reduce_partials(pw: torch.Tensor, pb: torch.Tensor | None, weight: torch.Ten
     dw, db = outputs(weight, pb is not None)
 
     def setup():
-        p = reduce_params(g, n)
+        p = reduce_params(g, n, pb is not None)
         return ((_tuning.cdiv(n, p["BLOCK_N"]),), (g, n), dict(HAS_B=pb is not None, **p))
 
     # the key: the partials come from _launch.scratch (aligned; dβ's g·n·4 bytes in) and

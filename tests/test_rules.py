@@ -203,3 +203,37 @@ def test_the_shipped_contention_models():
     assert strategies.get("disjoint_fused").workspace_bytes(rows, d, g, has_bias=False) == ws // 2 + 8
     for name in ("disjoint_block", "disjoint_fused"):
         assert strategies.get(name).writers_per_slot(rows, d, g) == 1
+
+
+def test_reduce_rule_is_the_measured_one(monkeypatch):
+    """reduce-13: with dβ and n ≥ 2048 both partials in one loop over all G rows at once, 32
+    columns a program; otherwise (n = 1024, RMSNorm) the earlier rule; an override wins."""
+    from normbench.strategies import reduce
+    assert reduce.reduce_params(131, 16384, True) == dict(BLOCK_G=256, BLOCK_N=32, num_warps=4,
+                                                          PAIRED=True)
+    assert reduce.reduce_params(40, 3072, True)["BLOCK_G"] == 64
+    assert reduce.reduce_params(264, 1024, True) == dict(BLOCK_G=64, BLOCK_N=16, num_warps=4,
+                                                         PAIRED=False)
+    assert not reduce.reduce_params(131, 16384, False)["PAIRED"]
+    monkeypatch.setitem(_tuning.OVERRIDE, "reduce", {"BLOCK_N": 64})
+    assert reduce.reduce_params(131, 16384, True)["BLOCK_N"] == 64
+
+
+@pytest.mark.parametrize("g,n", [(5, 2100), (300, 40), (131, 2048)])
+def test_the_paired_reduce_sums_like_two_reduces(g, n, monkeypatch):
+    """reduce_pair is reduce_rows of dγ's and dβ's partials in one loop: the same bits as the
+    two loops at the same tile (so PAIRED changes speed alone), right against fp64, for G and
+    n that are no multiple of the tile."""
+    from normbench.strategies import reduce
+    torch.manual_seed(g + n)
+    pw, pb = torch.randn(g, n), torch.randn(g, n)
+    w = torch.empty(n, dtype=torch.bfloat16)
+    tile = dict(BLOCK_G=64, BLOCK_N=32, num_warps=4)
+    monkeypatch.setitem(_tuning.OVERRIDE, "reduce", {**tile, "PAIRED": True})
+    paired = reduce.reduce_partials(pw, pb, w)
+    monkeypatch.setitem(_tuning.OVERRIDE, "reduce", {**tile, "PAIRED": False})
+    apart = reduce.reduce_partials(pw, pb, w)
+    for a, b, p in zip(paired, apart, (pw, pb)):
+        assert torch.equal(a.view(torch.int16), b.view(torch.int16))
+        want = p.double().sum(0)
+        assert ((a.double() - want).abs() <= 1e-2 * want.abs() + 1e-3 * p.abs().sum(0).double()).all()
