@@ -18,8 +18,7 @@ from ._launch import exchange_scratch, launch, prepare, scratch
 from ._registry import register
 from .reduce import reduce_partials
 from .rowgrad import (load_rows, prefetch_l2, row_coeffs, rowgrad_chunk, rowgrad_loaded,
-                      rowgrad_reload,
-                      rowgrad_split, rowgrad_tile)
+                      rowgrad_reload, rowgrad_split, rowgrad_tile)
 
 
 @triton.jit

@@ -115,7 +115,9 @@ def prefetch_l2(X, DY, r, r_end, N, stride_x, stride_dy, BLOCK_R: tl.constexpr):
     """Ask L2 for rows r … r + BLOCK_R − 1 (those before r_end) of x and dy, whole: one bulk
     prefetch per row and tensor, issued by one thread, which nothing waits for — the tile a
     later iteration will load then comes from L2 instead of DRAM, while this one is computed
-    (`l2_ahead`)."""
+    (`l2_ahead`; the bulk prefetch needs sm_90 or newer).  Round 12 (docs/PERF_NOTES.md): one
+    tile ahead 3.5-8.5 % faster at three bf16-weight rows read twice, slower elsewhere (23 %
+    with an fp32 weight); a prefetch per 128-byte line instead was 10-40 % slower everywhere."""
     one = tl.zeros([1], dtype=tl.int64)
     nbytes = one + N * (X.dtype.element_ty.primitive_bitwidth // 8)
     for i in tl.static_range(BLOCK_R):
