@@ -9,8 +9,8 @@
 # carry it for any run_bench.py call.
 mkdir -p /tmp/site /tmp/peers
 # or in N calls, where the working tree leaves less room: .pk1/ … .pkN/ each carry pieces
-# named piece-K-of-N of the runtime's .tar.xz (and any wheels); once all N have arrived they
-# are joined in order and unpacked
+# named piece-K-of-N of the runtime's .tar.xz (and any wheels; bench/peers_split.sh N makes
+# them); once all N have arrived they are joined in order and unpacked
 for d in .pk[0-9]; do [ -d "$d" ] && cp "$d"/* /tmp/peers/; done
 if ! ls -d /tmp/site/nvidia_cutlass_dsl_libs_cu13-*.dist-info > /dev/null 2>&1; then
   first=$(ls /tmp/peers/piece-1-of-* 2>/dev/null | head -1)
