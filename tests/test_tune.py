@@ -156,3 +156,25 @@ def test_device_targets_script_on_cpu(tmp_path):
     assert {x["override"] for x in pow2 if x["name"] == "disjoint_block"} == {
         "", '{"num_stages": 4}', '{"block_r": 8}'}
     assert "t/gpu-tests.log" in names
+
+
+def test_peers_split_rejoins_to_the_same_runtime(tmp_path):
+    """bench/peers_split.sh N: the pieces joined in order are the runtime's parts joined, and
+    every wheel is in exactly one folder (in a folder that is no git checkout, too)."""
+    a, b = tmp_path / ".peers-a", tmp_path / ".peers-b"
+    a.mkdir()
+    b.mkdir()
+    runtime = os.urandom(300_001)
+    (a / "part-aa").write_bytes(runtime[:200_000])
+    (b / "part-ab").write_bytes(runtime[200_000:])
+    wheels = {f"w{i}-1.0-py3-none-any.whl": os.urandom(1000 * (i + 1)) for i in range(5)}
+    for i, (name, data) in enumerate(wheels.items()):
+        ((a if i % 2 else b) / name).write_bytes(data)
+    r = subprocess.run(["bash", os.path.join(ROOT, "bench", "peers_split.sh"), "3"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    joined = b"".join((tmp_path / f".pk{k}" / f"piece-{k}-of-3").read_bytes() for k in (1, 2, 3))
+    assert joined == runtime
+    found = sorted(p.name for k in (1, 2, 3) for p in (tmp_path / f".pk{k}").glob("*.whl"))
+    assert found == sorted(wheels)
+    assert r.stdout.count("MiB of 64") == 3
