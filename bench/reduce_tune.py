@@ -23,10 +23,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import torch  # noqa: E402
 
 from normbench import strategies  # noqa: E402
-from normbench.harness import timing  # noqa: E402
+from normbench.harness import measure, timing  # noqa: E402
 from normbench.harness.inputs import make_inputs, reference, rel_error, tolerance  # noqa: E402
 from normbench.strategies import _launch, _tuning, reduce  # noqa: E402
 
@@ -74,9 +73,7 @@ def main():
                 out = e.backward(x, dy, wt, mean, rstd)
                 err = max(v for v in (rel_error(o, r) for o, r in zip(out, ref)) if v is not None)
                 again = e.backward(x, dy, wt, mean, rstd)
-                same = all((o is None and p is None) or torch.equal(o.view(torch.uint8),
-                                                                    p.view(torch.uint8))
-                           for o, p in zip(out, again))
+                same = all(measure.same_bits(o, p) for o, p in zip(out, again))
                 call = timing.summarize(timing.bench(
                     lambda: e.backward(x, dy, wt, mean, rstd), 5, a.rep, gpu))["time_ms"]
                 pw, pb = _launch.scratch(g, d, mean is not None, x.device)

@@ -103,10 +103,11 @@ def _nonfinite(outputs) -> list[str]:
 def _modified(work, pristine) -> list[str]:
     """Names of the inputs whose bits differ from the originals."""
     return [n for n, a, b in zip(_INPUT_NAMES, work, pristine)
-            if b is not None and not _same_bits(a, b)]
+            if b is not None and not same_bits(a, b)]
 
 
-def _same_bits(a, b) -> bool:
+def same_bits(a, b) -> bool:
+    """Whether two tensors (or Nones) are the same bits: shape, dtype and every byte."""
     if a is None or b is None:
         return a is None and b is None
     return a.shape == b.shape and a.dtype == b.dtype and torch.equal(
@@ -215,7 +216,7 @@ def _measure(case, s, entry, groups, rec, device, nbytes, done):
     for i in range(s.repeats - 1):
         out = call()
         nonfinite += [f"{k} of repeat {i + 2}" for k in _nonfinite(out)]
-        if not any(all(_same_bits(a, b) for a, b in zip(out, seen)) for seen in distinct):
+        if not any(all(same_bits(a, b) for a, b in zip(out, seen)) for seen in distinct):
             distinct.append(out)
         del out
     rec["distinct_results"] = len(distinct)
