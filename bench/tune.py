@@ -224,19 +224,14 @@ def main():
                          "of a tuning run's time)")
     ap.add_argument("--new-only", action="store_true",
                     help="time the shipped defaults and only the newest round's candidates")
-    ap.add_argument("--round9", action="store_true",
-                    help="time the shipped defaults and only round 9's candidates (issue 16)")
-    ap.add_argument("--round10", action="store_true",
-                    help="time the shipped defaults and only round 10's candidates (issue 16)")
-    ap.add_argument("--round11", action="store_true",
-                    help="time the shipped defaults and only round 11's candidates (issue 16)")
-    ap.add_argument("--round12", action="store_true",
-                    help="time the shipped defaults and only round 12's candidates (issue 16)")
+    for n in ROUNDS:
+        ap.add_argument(f"--round{n}", action="store_true",
+                        help=f"time the shipped defaults and only round {n}'s candidates (issue 16)")
     ap.add_argument("--warm-part", default="", help=argparse.SUPPRESS)   # "i/n": one warm process
     args = ap.parse_args()
     global NEW_ONLY, ONLY_ROUND
     NEW_ONLY = args.new_only
-    ONLY_ROUND = 12 if args.round12 else 11 if args.round11 else 10 if args.round10 else 9 if args.round9 else None
+    ONLY_ROUND = max((n for n in ROUNDS if getattr(args, f"round{n}")), default=None)
     shapes = SHAPES if not args.shapes else [tuple(map(int, s.split("x"))) for s in args.shapes.split(",")]
     gpu = args.device == "cuda"
     sms = strategies.sm_count(args.device)
