@@ -62,6 +62,12 @@ class Rule:
     row_loop: bool = False
 
 
+# The launch options every rule starts from, off: a rule turns on what it measured (the row
+# loop's reload and w_tile at 16384), tuning the rest (OVERRIDE).
+_OPTIONS = MappingProxyType(dict(prefetch=False, reload=False, w_tile=False, col_split=1,
+                                 exchange=False, spin=EXCHANGE_SPIN, l2_ahead=0))
+
+
 def _one_row(d: int) -> dict:
     # One tile of one row per program (atomic, grouped_atomic, spin_lock), or rows wider than
     # a block: tune-1's rule (tune-2 found these within 5 % of their best).  A one-row program
@@ -69,9 +75,7 @@ def _one_row(d: int) -> dict:
     # of rowgrad_reload (tune-4: grouped_atomic 525 against 562 µs).
     bd, one = block_d(d)
     warps = 16 if bd >= 16384 else max(4, min(16, bd // 512))
-    return dict(block_d=bd, one_chunk=one, block_r=1, num_warps=warps, num_stages=1,
-                prefetch=False, reload=False, w_tile=False, col_split=1, exchange=False,
-                spin=EXCHANGE_SPIN, l2_ahead=0)
+    return dict(block_d=bd, one_chunk=one, block_r=1, num_warps=warps, num_stages=1, **_OPTIONS)
 
 
 def _row_loop(d: int) -> dict:
@@ -92,8 +96,7 @@ def _row_loop(d: int) -> dict:
         warps = max(4, min(16, br * bd // (32 if bd <= 2048 else 16) // 32))
         stages = 4 if bd != d and 2048 <= bd <= 4096 else 3
         return dict(block_d=bd, one_chunk=True, block_r=br, num_warps=warps, num_stages=stages,
-                    prefetch=False, reload=False, w_tile=False, col_split=1, exchange=False,
-                    spin=EXCHANGE_SPIN, l2_ahead=0)
+                    **_OPTIONS)
     # Rows of 16384 read each tile twice rather than spill (rowgrad_reload; tune-4: LN
     # 8192 × 16384 458 -> 342 µs, RMS 320 -> 233); wider rows go in chunks, one row a tile.
     # Read twice, the weight is loaded as a tile in x's layout (W_TILE; tune-9, H200, bf16 x
