@@ -61,9 +61,44 @@ def kernel_of(name: str) -> JITFunction:
     return found[0]
 
 
+def compile_smem(d: int, norm: str, dtype: str, weight_dtype: str = "same",
+                 override: dict | None = None):
+    """disjoint_smem's Gluon kernel (strategies/_smem_kernel.py) at its rule's parameters for
+    contiguous, 16-byte aligned rows on an H200 (227 KB of shared memory a program)."""
+    from triton.experimental.gluon._runtime import GluonASTSource
+    from normbench.strategies import disjoint_smem
+    from normbench.strategies._smem_kernel import smem_kernel
+    p = {**disjoint_smem._rule(d), **(override or {})}
+    elem = 4 if dtype == "fp32" else 2
+    w_elem = elem if weight_dtype == "same" else (4 if weight_dtype == "fp32" else 2)
+    vec = disjoint_smem.vec_width(elem, d)
+    st = disjoint_smem.stages(p, d, elem, w_elem, 227 * 1024)
+    if not (vec and st and p["one_chunk"]):
+        raise SystemExit(f"regs.py: disjoint_smem does not stage d = {d} {dtype} (vec {vec}, "
+                         f"stages {st}): it runs disjoint_block's kernel there")
+    act = TYPES[dtype]
+    wt = act if weight_dtype == "same" else TYPES[weight_dtype]
+    consts = dict(HAS_MEAN=norm == "layernorm", BLOCK_D=p["block_d"], VEC=vec, STAGES=st,
+                  NUM_WARPS=p["num_warps"])
+    names = smem_kernel.arg_names
+    sig = {n: ("constexpr" if n in consts else act if n in ACT else wt if n in WEIGHT
+               else "*fp32" if n in F32 else "i32") for n in names}
+    # the strides and width come in units of VEC elements: Triton's ÷16 specialisation of them
+    units = ("N_V", "stride_x_v", "stride_dy_v", "stride_dx_v") if (d // vec) % 16 == 0 else ()
+    attrs = {(names.index(n),): [["tt.divisibility", 16]]
+             for n in ACT + WEIGHT[:1] + ("Mean", "Rstd", "PW", "PB") + units}
+    src = GluonASTSource(smem_kernel, sig, attrs=attrs,
+                         constexprs={(names.index(k),): v for k, v in consts.items()})
+    k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": p["num_warps"]})
+    return k, {**p, "num_stages": st, "block_r": 1, "prefetch": False, "reload": False,
+               "w_tile": False, "vec": vec}
+
+
 def compile_kernel(name: str, d: int, norm: str, dtype: str, weight_dtype: str = "same",
                    override: dict | None = None, fused_groups: int = 0):
     """The compiled kernel of strategy `name` and the launch parameters it was compiled at."""
+    if name == "disjoint_smem":
+        return compile_smem(d, norm, dtype, weight_dtype, override)
     kernel = kernel_of(name)
     p = _tuning.overridden(strategies.get(name).params(d), override or {}, d)
     act = TYPES[dtype]
@@ -129,6 +164,7 @@ def resources(d: int, norm: str, dtype: str, override: dict | None = None,
     return dict(name=name, regs=int(m[1]), stack=int(m[2]), shared=int(m[3]), local=int(m[4]),
                 dynamic=k.metadata.shared, ldg=len(re.findall(r"\bLDG\.", sass)),
                 ldgsts=len(re.findall(r"\bLDGSTS\b", sass)), stl=len(re.findall(r"\bSTL\b", sass)),
+                lds=len(re.findall(r"\bLDS\b", sass)),
                 bar=len(re.findall(r"\bBAR\.", sass)),
                 pf2=len(re.findall(r"\bCCTL\.E\.PF2\b|\bUBLKPF\b", sass)),
                 **{k: p[k] for k in ("block_d", "block_r", "num_warps", "num_stages", "prefetch",

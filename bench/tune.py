@@ -2,7 +2,7 @@
 
     python bench/tune.py [--names a,b] [--shapes 16384x4096,...] [--norms layernorm] [--dtype bf16]
                          [--weight-dtype same] [--rep MS] [--out DIR] [--warm-jobs N] [--budget-s S]
-                         [--new-only | --round9 | --round10 | --round11 | --round12]
+                         [--new-only | --round9 | … | --round12 | --round14]
 
 For each shape it times each strategy under several launch parameters (through
 `strategies._tuning.OVERRIDE`, the same hook the kernels read) and GROUPS values with do_bench
@@ -42,7 +42,7 @@ SHAPES = [(16384, 4096), (16384, 8192), (65536, 1024), (8192, 16384),
 DEFAULT = "default"          # marks the configuration the shipped rules pick
 REPEAT = "default-again"     # the same, timed once more after the others
 NEW_ONLY = False             # --new-only: the defaults and round 8's candidates, nothing else
-ONLY_ROUND = None            # --round9 … --round12: the defaults and that round's candidates, nothing else
+ONLY_ROUND = None            # --round9 … --round14: the defaults and that round's candidates, nothing else
 
 
 def grid(name: str, d: int, sms: int):
@@ -56,9 +56,15 @@ def grid(name: str, d: int, sms: int):
     compile: at d = 1024 three programs of 4 warps per SM at 4 rows a tile and 3 stages, five
     at 2 rows, eight at 1 row.  Round 8: disjoint_fused's grid sync over 2 and 3 programs
     per SM (--new-only: these and the defaults alone).  Rounds 1–6 searched other grids (git
-    history of this file).  Rounds 9–12 (--round9 … --round12, issue 16): see _round9 …
-    _round12."""
+    history of this file).  Rounds 9–14 (--round9 … --round14, issue 16): see _round9 …
+    _round14."""
     yield {}, None, False
+    if ONLY_ROUND in ROUND_OF:
+        # a round of one strategy's own parameters: the others run at their defaults
+        if name == ROUND_OF[ONLY_ROUND]:
+            yield from ROUNDS[ONLY_ROUND](d, sms)
+            yield {}, None, True
+        return
     if not row_loop(name):
         return
     if ONLY_ROUND is not None:
@@ -149,8 +155,23 @@ def _round12(d: int):
         yield {"l2_ahead": ahead}, None, False
 
 
-# the rounds --round9 … --round12 time alone (issue 16)
-ROUNDS = {9: _round9, 10: _round10, 11: _round11, 12: _round12}
+def _round14(d: int, sms: int):
+    """Round 14's candidates, disjoint_smem's own (docs/PERF_NOTES.md, "Round 14"): the bytes
+    of x and dy a program has on their way into shared memory (`inflight`, hence its stages:
+    the rule's 64 KB, 32 and 128 KB), 8 warps instead of 16 from d = 4096 (a thread then holds
+    twice the columns), and two programs per SM where 16 warps leave room for a second."""
+    for kb in (32, 128):
+        yield {"inflight": kb * 1024}, None, False
+    if d >= 4096:
+        yield {"num_warps": 8}, None, False
+    if d <= 4096:
+        yield {}, 2 * sms, False
+
+
+# the rounds --round9 … --round14 time alone (issue 16); ROUND_OF: a round of one strategy's
+# own parameters (the other strategies named run at their defaults, a control)
+ROUNDS = {9: _round9, 10: _round10, 11: _round11, 12: _round12, 14: _round14}
+ROUND_OF = {14: "disjoint_smem"}
 
 
 def _round7(d: int, sms: int):

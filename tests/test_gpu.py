@@ -11,7 +11,7 @@ pytestmark = pytest.mark.gpu
 
 SHAPES = [("bf16", 16384, 4096), ("bf16", 16384, 8192), ("bf16", 8192, 16384), ("fp32", 1024, 65536)]
 NAMES = [n for n in ("atomic", "grouped_atomic", "spin_lock", "disjoint_block", "disjoint_fused",
-                     "torch", "liger", "quack") if n in strategies.names()]
+                     "disjoint_smem", "torch", "liger", "quack") if n in strategies.names()]
 
 
 @pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])
@@ -200,3 +200,43 @@ def test_direct_launch_matches_plain_launch(name, monkeypatch):
             assert rel_error(b, r) <= tolerance("bf16", "bf16")
             if e.deterministic_by_design:
                 assert torch.equal(a.view(torch.int16), b.view(torch.int16))
+
+
+def _strided(t, pad):
+    """t as a view of rows `pad` elements longer than it (row stride d + pad)."""
+    rows, d = t.shape
+    return torch.zeros(rows, d + pad, dtype=t.dtype, device=t.device)[:, :d].copy_(t)
+
+
+@pytest.mark.parametrize("case", [
+    # (norm, rows, d, dtype, weight dtype, row padding, VEC expected: 0 = disjoint_block's kernel)
+    ("layernorm", 2048, 16384, "bf16", "fp32", 0, 8),      # 2 stages, fp32 γ in shared memory
+    ("rmsnorm", 777, 12288, "bf16", "bf16", 0, 8),          # masked columns, a short last program
+    ("layernorm", 1000, 3072, "fp16", "fp16", 0, 8),
+    ("layernorm", 5, 4096, "bf16", "bf16", 0, 8),           # fewer rows than programs
+    ("rmsnorm", 4099, 1000, "bf16", "bf16", 0, 8),          # 1000 = 125 copies of 16 bytes
+    ("layernorm", 512, 1002, "bf16", "bf16", 0, 2),         # 4-byte copies
+    ("layernorm", 256, 8192, "fp32", "fp32", 0, 4),
+    ("layernorm", 128, 16384, "fp32", "fp32", 0, 4),        # one stage
+    ("layernorm", 300, 777, "fp32", "fp32", 0, 1),          # single fp32 elements
+    ("layernorm", 600, 4096, "bf16", "bf16", 4, 4),         # row stride 4100: 8-byte copies
+    ("layernorm", 300, 1001, "bf16", "bf16", 0, 0),         # odd bf16 rows: not stageable
+    ("layernorm", 300, 20000, "fp16", "fp16", 0, 0),        # wider than a stage
+])
+def test_smem_staged_and_fallback_paths(case):
+    """disjoint_smem against fp64 and its bits over 10 repeats, staged (each VEC, one stage
+    and several, masked columns, padded rows) and where it runs disjoint_block's kernel — and
+    that `staged` picks the path the case says."""
+    from normbench.strategies import disjoint_smem
+    norm, rows, d, dt, wd, pad, vec = case
+    e = strategies.get("disjoint_smem")
+    x, dy, w, mean, rstd = make_inputs(norm, rows, d, dt, wd, seed=rows ^ d, device="cuda")
+    if pad:
+        x, dy = _strided(x, pad), _strided(dy, pad)
+    assert disjoint_smem.staged(x, dy, w)[0] == vec, case
+    first = e.backward(x, dy, w, mean, rstd)
+    ref = reference(x, dy, w, mean, rstd)
+    errs = [rel_error(o, r) for o, r in zip(first, ref)]
+    assert all(v <= tolerance(dt, wd) for v in errs if v is not None), (case, errs)
+    for _ in range(10):
+        same_bits(first, e.backward(x, dy, w, mean, rstd), case)

@@ -1,0 +1,160 @@
+"""disjoint_smem — disjoint_block with each row staged in shared memory, read from DRAM once.
+
+Program p owns a contiguous block of rows, as in disjoint_block, sums dy·x̂ and dy over them in
+registers (fp32, row order) and stores partial row p; the same fixed-order reduce
+(`reduce.reduce_partials`) sums the partial rows: one writer per slot, no atomics, bitwise
+deterministic.  What differs is where a row waits between its two uses.  disjoint_block's row
+loop holds a tile in registers (rows ≤ 8192, pipelined by Triton into shared memory) or, at
+12288–16384, where x̂ and g do not fit beside the accumulators, reads each tile twice and
+pipelines nothing (docs/PERF_NOTES.md, version 4 and rounds 9–12: 48–64 % of the copy ceiling
+in LayerNorm).  Here the kernel is written in Gluon, Triton's layout-explicit dialect, so that
+the row's place is said outright:
+
+  * the row STAGES − 1 ahead is copied into a ring of shared-memory buffers (cp.async), one
+    row of x and of dy a stage, while this one is worked on;
+  * the row sums read x, dy and γ from shared memory, and dx reads them from there again (a
+    barrier between the two passes keeps the compiler from holding the first read in
+    registers), so registers hold only the accumulators (32 columns a thread at d = 16384,
+    16 warps: 99 registers, no spill, compiled for sm_90 — bench/regs.py --name disjoint_smem);
+  * each thread reads from shared memory only the bytes its own copies wrote (the copies and
+    the reads have one layout), so a stage needs no barrier to become visible.
+
+The per-row math is rowgrad's (strategies/rowgrad.py: g = γ·dy, c1 = Σ x̂g/d, c2 = Σ g/d,
+dx = (g − (x̂·c1 + c2))·rstd, contributions dy·x̂ and dy), written for Gluon's laid-out tensors,
+which Triton's layout-free helpers cannot take.
+
+Where it runs: compiled code only (Gluon has no interpreter), on a CUDA GPU with cp.async
+(compute capability 8.0 or newer).  Rows too wide to stage (more than 16384 columns, or fewer
+than one stage of x and dy in a program's shared memory) or not aligned for cp.async (copies of
+16, 8 or 4 bytes: the widest whose element count divides the width and the row strides of x,
+dy and dx; 4-byte copies of single elements need fp32, and a tensor not 16-byte aligned
+leaves only those) run disjoint_block's kernel instead, with the same partial rows and
+reduce — `staged(...)` says which.
+"""
+from __future__ import annotations
+
+import math
+
+from . import _device, _tuning
+from ._contention import Contention
+from ._registry import register, register_unavailable
+
+NAME = "disjoint_smem"
+# Bytes of x and dy a program aims to have on their way into shared memory (the stages ahead
+# of the row being worked on): a launch parameter (`inflight`), tuned in tune-14.
+INFLIGHT = 64 * 1024
+MAX_STAGES = 8
+
+
+def _rule(d: int) -> dict:
+    """Launch parameters at d: a whole row a stage (block_d = pow2(d) ≤ 16384), warps so that
+    a thread holds 8-32 columns, stages from `inflight` (num_stages 0) or as given."""
+    bd = _tuning.pow2(d)
+    warps = max(4, min(16, bd // 256))
+    return dict(block_d=bd, one_chunk=d <= _tuning.MAX_BLOCK_D, num_warps=warps, num_stages=0,
+                inflight=INFLIGHT)
+
+
+def _groups_rule(rows: int, d: int, sms: int, launch) -> int:
+    """One program per SM from 8 warps up, two of 4 warps (as the row loop, _groups)."""
+    return max(1, min(sms * max(1, 8 // launch["num_warps"]), rows))
+
+
+def vec_width(elem: int, *units: int) -> int:
+    """Elements per cp.async: the widest copy of 16, 8 or 4 bytes whose element count divides
+    every one of `units` (the row width, the row strides, the pointers' offsets in elements);
+    0 where not even 4 bytes do (a 2-byte row of odd width, say): not stageable."""
+    for nbytes in (16, 8, 4):
+        v = nbytes // elem
+        if v >= 1 and all(u % v == 0 for u in units):
+            return v
+    return 0
+
+
+def stages(p, d: int, elem: int, w_elem: int, smem: int) -> int:
+    """How many rows of x and dy a program keeps in shared memory: 1 + ⌈inflight / row bytes⌉
+    (or num_stages where given), at most MAX_STAGES, lowered until they and γ fit `smem` (with
+    2 KB for the row sums' scratch); 0 where not even one stage fits."""
+    row = p["block_d"] * elem * 2
+    st = p["num_stages"] or 1 + math.ceil(p["inflight"] / row)
+    st = min(st, MAX_STAGES)
+    while st > 0 and st * row + p["block_d"] * w_elem + 2048 > smem:
+        st -= 1
+    return st
+
+
+def staged(x, dy, weight, p=None, dx=None) -> tuple[int, int]:
+    """(VEC, STAGES) of the staged kernel for this call (dx: the output, x's layout if not
+    given), or (0, 0) where disjoint_block's kernel runs instead (see the module's doc)."""
+    rows, d = x.shape
+    p = p or {**_rule(d), **_tuning.OVERRIDE.get(NAME, {})}
+    if not p["one_chunk"]:
+        return 0, 0
+    elem = x.element_size()
+    dx = x if dx is None else dx
+    units = [d, x.stride(0), dy.stride(0), dx.stride(0)]
+    for t in (x, dy, dx):
+        # Triton knows of a pointer only whether it is 16-byte aligned (its specialisation)
+        units.append(0 if t.data_ptr() % 16 == 0 else 1)
+    vec = vec_width(elem, *units)
+    st = stages(p, d, elem, weight.element_size(), _device.smem_per_program(x.device)) if vec else 0
+    return (vec, st) if st else (0, 0)
+
+
+def _available() -> str:
+    """'' where the staged kernel can run here, else why not."""
+    if _device.interpreted():
+        return "Gluon kernels do not run under the Triton interpreter (CPU); needs a CUDA GPU"
+    import torch
+    if not torch.cuda.is_available():
+        return "needs a CUDA GPU"
+    try:
+        if torch.cuda.get_device_capability() < (8, 0):
+            return "needs cp.async: compute capability 8.0 or newer"
+    except (RuntimeError, AssertionError) as e:     # a CPU build of torch told a GPU exists
+        return f"needs a CUDA GPU ({type(e).__name__})"
+    try:
+        from . import _smem_kernel  # noqa: F401
+    except Exception as e:                  # a Triton without Gluon, or with another API
+        return f"Gluon is not usable with this Triton: {type(e).__name__}: {e}"[:300]
+    return ""
+
+
+_WHY = _available()
+if _WHY:
+    register_unavailable(NAME, kind="strategy", reason=_WHY, deterministic_by_design=True,
+                         uses_groups=True,
+                         doc="disjoint_block with each row staged in shared memory (Gluon, cp.async)")
+else:
+    from ._launch import launch, prepare, scratch
+    from ._smem_kernel import smem_kernel
+    from .disjoint_block import _disjoint_kernel, launch_partials
+    from . import disjoint_block
+    from .reduce import reduce_partials
+
+    @register(NAME, kind="strategy", deterministic_by_design=True, uses_groups=True,
+              launch=_tuning.Rule(_rule), auto_groups=_groups_rule,
+              contention=Contention(writers=1, partial_rows="groups"))
+    def backward(x, dy, weight, mean, rstd, *, groups):
+        """disjoint_block with each row staged in shared memory (Gluon, cp.async): read from DRAM once."""
+        c = prepare(x, dy, weight, mean, rstd)
+        p = backward.params(c.d)
+        vec, st = staged(c.x, c.dy, c.weight, p, c.dx)
+        if not vec:
+            pw, pb = launch_partials(_disjoint_kernel, c, groups, disjoint_block.backward.params)
+            return c.outputs(*reduce_partials(pw, pb, c.weight))
+        pw, pb = scratch(groups, c.d, c.has_mean, c.x.device)
+        tensors = (c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, pw, pb if pb is not None else pw)
+
+        def setup():
+            sx, sdy, sdx = c.strides
+            # widths and strides in units of VEC elements: the kernel multiplies them back,
+            # so the compiler knows every row start and the mask are VEC-aligned
+            scalars = (c.rows, c.d // vec, _tuning.cdiv(c.rows, groups), sx // vec, sdy // vec,
+                       sdx // vec)
+            meta = dict(HAS_MEAN=c.has_mean, BLOCK_D=p["block_d"], VEC=vec, STAGES=st,
+                        NUM_WARPS=p["num_warps"], num_warps=p["num_warps"])
+            return (groups,), scalars, meta
+
+        launch(smem_kernel, (c.sig, groups), tensors, setup)
+        return c.outputs(*reduce_partials(pw, pb, c.weight))
