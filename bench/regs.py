@@ -68,12 +68,12 @@ def compile_smem(d: int, norm: str, dtype: str, weight_dtype: str = "same",
     from triton.experimental.gluon._runtime import GluonASTSource
     from normbench.strategies import disjoint_smem
     from normbench.strategies._smem_kernel import smem_kernel
-    p = {**disjoint_smem._rule(d), **(override or {})}
+    p = _tuning.overridden(disjoint_smem._rule(d), override or {}, d)
     elem = 4 if dtype == "fp32" else 2
     w_elem = elem if weight_dtype == "same" else (4 if weight_dtype == "fp32" else 2)
-    vec = disjoint_smem.vec_width(elem, d)
-    st = disjoint_smem.stages(p, d, elem, w_elem, 227 * 1024)
-    if not (vec and st and p["one_chunk"]):
+    vec, st, nw = disjoint_smem.launch_meta(p, d, elem, w_elem, 227 * 1024)
+    p["num_warps"] = nw
+    if not vec:
         raise SystemExit(f"regs.py: disjoint_smem does not stage d = {d} {dtype} (vec {vec}, "
                          f"stages {st}): it runs disjoint_block's kernel there")
     act = TYPES[dtype]
