@@ -6,8 +6,9 @@
 
 Triton's wheel ships ptxas, so `triton.compile(..., target=GPUTarget("cuda", 90, 32))` works
 without a GPU; `cuobjdump -res-usage` then reads the registers, stack (spills) and shared
-memory of a strategy's kernel (the `*_kernel` jit function of its module) at the launch
-parameters its rule picks for d (or with --override, the same keys as
+memory of a strategy's kernel (the `*_kernel` jit function of its module; disjoint_smem's
+Gluon kernel, strategies/_smem_kernel.py, at its rule's stages and warps for contiguous rows)
+at the launch parameters its rule picks for d (or with --override, the same keys as
 strategies._tuning.OVERRIDE).  A spill shows as stack > 0: the first thing to check before
 spending device time on a kernel change (docs/PERF_NOTES.md, version 4).  --asm DIR writes the
 PTX and SASS too, to compare a refactor's code before and after.  --table prints one line per
@@ -160,11 +161,12 @@ def resources(d: int, norm: str, dtype: str, override: dict | None = None,
                               if "Function" in ln or "/*" in ln))
     # `shared` is the static shared memory (reductions); `dynamic` what Triton adds at launch
     # (the pipelined loop's stages); `ldg`/`ldgsts`/`stl`: global loads, cp.async, spill stores;
+    # `lds`/`lds128`: shared-memory loads, all and 16-byte ones (disjoint_smem's staged rows);
     # `pf2`: L2 prefetches (l2_ahead: UBLKPF, bulk; CCTL.E.PF2, a line)
     return dict(name=name, regs=int(m[1]), stack=int(m[2]), shared=int(m[3]), local=int(m[4]),
                 dynamic=k.metadata.shared, ldg=len(re.findall(r"\bLDG\.", sass)),
                 ldgsts=len(re.findall(r"\bLDGSTS\b", sass)), stl=len(re.findall(r"\bSTL\b", sass)),
-                lds=len(re.findall(r"\bLDS\b", sass)),
+                lds=len(re.findall(r"\bLDS\b", sass)), lds128=len(re.findall(r"\bLDS\.128\b", sass)),
                 bar=len(re.findall(r"\bBAR\.", sass)),
                 pf2=len(re.findall(r"\bCCTL\.E\.PF2\b|\bUBLKPF\b", sass)),
                 **{k: p[k] for k in ("block_d", "block_r", "num_warps", "num_stages", "prefetch",

@@ -94,6 +94,41 @@ def test_round12_candidates(monkeypatch):
     assert list(tune.grid("grouped_atomic", 16384, 132)) == [({}, None, False)]
 
 
+def test_round14_candidates(monkeypatch):
+    """disjoint_smem's own parameters: 32 and 128 KB in flight at every width, 8 warps from
+    4096, two programs per SM up to 4096; every other strategy at its default alone (a
+    control), the row loop's rounds not applied to it."""
+    monkeypatch.setattr(tune, "ONLY_ROUND", 14)
+    inflight = [{"inflight": 32768}, {"inflight": 131072}]
+    assert overrides("disjoint_smem", 16384) == inflight + [{"num_warps": 8}]
+    assert overrides("disjoint_smem", 4096) == inflight + [{"num_warps": 8}]
+    assert overrides("disjoint_smem", 1024) == inflight
+    assert [g for ov, g, _ in tune.grid("disjoint_smem", 1024, 132) if g] == [264]
+    assert [again for _, _, again in tune.grid("disjoint_smem", 8192, 132)][-1] is True
+    for name in ("disjoint_block", "disjoint_fused", "grouped_atomic"):
+        assert list(tune.grid(name, 16384, 132)) == [({}, None, False)]
+
+
+def test_device_round14_script_on_cpu(tmp_path):
+    """Round 14's device call, tiny: every grid writes its tune.csv; disjoint_block (the
+    control) correct at its default alone.  disjoint_smem cannot run on CPU: its lines are
+    recorded as not available, not lost."""
+    env = {**os.environ, "OUT": str(tmp_path), "DEVICE": "cpu", "J": "1", "REP": "1",
+           "NORMS": "rmsnorm", "SHAPES": "2x40", "FP32": "2x40", "K": "nothing_selected",
+           "PYTHONPATH": ROOT}
+    r = subprocess.run(["bash", os.path.join(ROOT, "bench", "device_round14.sh")], cwd=ROOT,
+                       env=env, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-2000:]
+    with tarfile.open(tmp_path / "round14.tgz") as tar:
+        for grid in ("bf16", "fp32w", "fp32"):
+            rows = list(csv.DictReader(io.TextIOWrapper(tar.extractfile(f"t/{grid}/tune.csv"))))
+            block = [x for x in rows if x["name"] == "disjoint_block"]
+            assert block and all(x["status"] == "ok" and not x["override"] for x in block), grid
+            staged = [x for x in rows if x["name"] == "disjoint_smem"]
+            assert staged and all("not available" in x["status"] for x in staged), grid
+        assert "t/gpu-tests.log" in tar.getnames()
+
+
 def test_device_round12_script_on_cpu(tmp_path):
     """Round 12's device call, tiny: every grid writes its tune.csv, every timing correct
     (under the interpreter the prefetch is off: the candidates run the rule's code)."""

@@ -1,0 +1,116 @@
+"""disjoint_smem on CPU: its rules (copy width, stages, warps, which kernel runs), its place in
+the registry where it cannot run, and its Gluon kernel compiled for sm_90 (bench/regs.py).
+Its numbers are checked on the GPU (tests/test_gpu.py: against fp64, bits over repeats, the
+staged and the fallback paths): Gluon has no interpreter."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from normbench import strategies
+from normbench.strategies import disjoint_smem as smem
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+H200 = 227 * 1024
+
+
+def test_copy_width_is_the_widest_that_divides_every_unit():
+    assert smem.vec_width(2, 16384, 16384, 0) == 8           # 16-byte copies of bf16
+    assert smem.vec_width(2, 4100) == 4                       # 8 bytes
+    assert smem.vec_width(2, 1002) == 2                       # 4 bytes
+    assert smem.vec_width(2, 1001) == 0                       # odd bf16 rows: not stageable
+    assert smem.vec_width(4, 777) == 1                        # single fp32 elements
+    assert smem.vec_width(2, 4096, 4096, 1) == 0              # a pointer not 16-byte aligned
+    assert smem.vec_width(4, 4096, 4096, 1) == 1
+
+
+def test_stages_fill_the_bytes_in_flight_within_shared_memory():
+    """1 + ⌈64 KB / row⌉ stages, at most MAX_STAGES, fewer where x, dy and γ would not fit a
+    program's shared memory; none where not even one row of x and dy fits."""
+    st = {d: smem.stages(smem._rule(d), d, 2, 2, H200) for d in (1024, 4096, 8192, 16384)}
+    assert st == {1024: 8, 4096: 5, 8192: 3, 16384: 2}
+    p = smem._rule(16384)
+    assert smem.stages(p, 16384, 4, 4, H200) == 1             # fp32 rows: one 128 KB stage
+    assert smem.stages({**p, "inflight": 128 * 1024}, 16384, 2, 2, H200) == 3
+    assert smem.stages({**p, "inflight": 128 * 1024}, 16384, 2, 4, H200) == 2
+    assert smem.stages(p, 16384, 4, 4, 100 * 1024) == 0
+    for d in (1024, 4096, 8192, 16384):
+        for elem, w in ((2, 2), (2, 4), (4, 4)):
+            q = smem._rule(d)
+            n = smem.stages(q, d, elem, w, H200)
+            assert n == 0 or n * q["block_d"] * elem * 2 + q["block_d"] * w + 2048 <= H200
+
+
+def test_warps_follow_the_width_and_a_wide_weight():
+    assert [smem._rule(d)["num_warps"] for d in (512, 1024, 2048, 4096, 16384)] == [4, 4, 8, 16, 16]
+    p = smem._rule(16384)
+    assert smem.warps(p, 16384, 2, 4) == 8                    # fp32 γ with bf16 x
+    assert smem.warps(p, 16384, 2, 2) == 16
+    assert smem.warps(p, 16384, 4, 4) == 16
+    assert smem.warps(smem._rule(8192), 8192, 2, 4) == 16     # measured only above 8192
+    assert smem.warps({**p, "wide_weight_warps": 16}, 16384, 2, 4) == 16
+
+
+def test_which_kernel_runs():
+    """staged() -> (VEC, STAGES, warps), or zeros where disjoint_block's kernel runs: rows
+    wider than 16384, bf16 rows of odd width, a tensor not 16-byte aligned in 16-bit types."""
+    bf = torch.bfloat16
+    x = torch.zeros(8, 16384, dtype=bf)
+    assert smem.staged(x, x, torch.zeros(16384, dtype=bf))[0] == 8
+    wide = torch.zeros(4, 20000, dtype=bf)
+    assert smem.staged(wide, wide, torch.zeros(20000, dtype=bf)) == (0, 0, 0)
+    odd = torch.zeros(4, 1001, dtype=bf)
+    assert smem.staged(odd, odd, torch.zeros(1001, dtype=bf)) == (0, 0, 0)
+    padded = torch.zeros(6, 4100, dtype=bf)[:, :4096]
+    assert smem.staged(padded, padded, torch.zeros(4096, dtype=bf))[0] == 4
+    shifted = torch.zeros(6 * 4096 + 1, dtype=bf)[1:].view(6, 4096)
+    assert smem.staged(shifted, shifted, torch.zeros(4096, dtype=bf)) == (0, 0, 0)
+    f = torch.zeros(6 * 4096 + 1)[1:].view(6, 4096)
+    assert smem.staged(f, f, torch.zeros(4096))[0] == 1
+
+
+def test_registered_unavailable_where_gluon_cannot_run():
+    """On CPU (the interpreter) it is known, unavailable, deterministic by design, and says
+    why — a config that names it records it as skipped."""
+    e = strategies.get("disjoint_smem")
+    assert "disjoint_smem" in strategies.known()
+    if strategies.interpreted():
+        assert not e.available and "interpreter" in e.reason
+        assert "disjoint_smem" not in strategies.names()
+        with pytest.raises(RuntimeError, match="not available"):
+            x = torch.zeros(2, 64)
+            e.backward(x, x, torch.ones(64), None, torch.ones(2))
+    assert e.deterministic_by_design and e.uses_groups
+
+
+def regs(*args):
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "regs.py"), "--name",
+                          "disjoint_smem", *args], capture_output=True, text=True, check=True,
+                         env={**os.environ, "NORMBENCH_QUIET": "1"})
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_the_staged_kernel_reads_shared_memory_twice_without_spilling():
+    """Compiled for sm_90: at d = 16384 (bf16, 16 warps) the rows wait in two 64 KB stages of
+    x and dy (cp.async) and γ beside them; each pass reads x, dy and γ from shared memory —
+    4 16-byte loads of each a thread, so 24 in all: were the barrier between the passes lost,
+    the compiler would merge them into 12 and spill — and nothing spills, LayerNorm or
+    RMSNorm; with an fp32 γ at 8 warps (twice the columns a thread) neither."""
+    for norm in ("layernorm", "rmsnorm"):
+        r = regs("--d", "16384", "--norm", norm)
+        assert r["num_warps"] == 16 and r["num_stages"] == 2, r
+        assert r["stack"] == 0 and r["stl"] == 0 and r["ldgsts"] > 0, r
+        assert r["lds128"] == 24, r
+        assert 2 * 65536 + 32768 <= r["dynamic"] <= 2 * 65536 + 32768 + 2048, r
+    r = regs("--d", "16384", "--weight-dtype", "fp32")
+    assert r["num_warps"] == 8 and r["stack"] == 0 and r["lds128"] == 64, r
+
+
+def test_regs_says_where_the_kernel_does_not_stage():
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "regs.py"), "--name",
+                          "disjoint_smem", "--d", "20000"], capture_output=True, text=True,
+                         env={**os.environ, "NORMBENCH_QUIET": "1"})
+    assert out.returncode != 0 and "disjoint_block's kernel" in out.stderr
