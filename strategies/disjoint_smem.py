@@ -15,9 +15,10 @@ the row's place is said outright:
   * the row sums read x, dy and γ from shared memory, and dx reads them from there again (a
     barrier between the two passes keeps the compiler from holding the first read in
     registers), so registers hold only the accumulators (32 columns a thread at d = 16384,
-    16 warps: 99 registers, no spill, compiled for sm_90 — bench/regs.py --name disjoint_smem);
+    16 warps: about 100 registers, no spill, compiled for sm_90 — bench/regs.py --name disjoint_smem);
   * each thread reads from shared memory only the bytes its own copies wrote (the copies and
-    the reads have one layout), so a stage needs no barrier to become visible.
+    the reads have one layout; Gluon still puts a barrier after each wait, and one more at the
+    end of each row guards the ring's reuse).
 
 The per-row math is rowgrad's (strategies/rowgrad.py: g = γ·dy, c1 = Σ x̂g/d, c2 = Σ g/d,
 dx = (g − (x̂·c1 + c2))·rstd, contributions dy·x̂ and dy), written for Gluon's laid-out tensors,
@@ -28,8 +29,9 @@ Where it runs: compiled code only (Gluon has no interpreter), on a CUDA GPU with
 than one stage of x and dy in a program's shared memory) or not aligned for cp.async (copies of
 16, 8 or 4 bytes: the widest whose element count divides the width and the row strides of x,
 dy and dx; 4-byte copies of single elements need fp32, and a tensor not 16-byte aligned
-leaves only those) run disjoint_block's kernel instead, with the same partial rows and
-reduce — `staged(...)` says which.
+leaves only those), or too narrow for one 4-byte copy a lane of a warp (a block of fewer than
+32 or, in 16-bit dtypes, 64 columns), run disjoint_block's kernel instead, with the same
+partial rows and reduce — `staged(...)` says which, and a record's `notes` too.
 """
 from __future__ import annotations
 
@@ -103,8 +105,17 @@ def launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=()) -> tuple
     if not p["one_chunk"]:
         return 0, 0, 0
     vec = vec_width(elem, d, *units)
+    nw = warps(p, d, elem, w_elem)
+    # a narrow row (block_d < VEC · 32 · warps) takes fewer warps, then narrower copies (down
+    # to 4 bytes), rather than a layout wider than the row; narrower still, it is not staged
+    while nw > 1 and vec * 32 * nw > p["block_d"]:
+        nw //= 2
+    while vec * elem > 4 and vec * 32 > p["block_d"]:
+        vec //= 2
+    if vec * 32 > p["block_d"]:
+        vec = 0
     st = stages(p, d, elem, w_elem, smem) if vec else 0
-    return (vec, st, warps(p, d, elem, w_elem)) if st else (0, 0, 0)
+    return (vec, st, nw) if st else (0, 0, 0)
 
 
 def staged(x, dy, weight, p=None, dx=None) -> tuple[int, int, int]:
@@ -177,3 +188,13 @@ else:
 
         launch(smem_kernel, (c.sig, groups), tensors, setup)
         return c.outputs(*reduce_partials(pw, pb, c.weight))
+
+    def _notes(x, dy, weight, mean, rstd) -> str:
+        """The path this call takes, for the record's `notes`."""
+        vec, st, nw = staged(x, dy, weight, None, x)
+        if not vec:
+            return "disjoint_block's kernel (the rows cannot be staged: see disjoint_smem.staged)"
+        return (f"staged: {vec * x.element_size()}-byte copies, {st} stage{'s' * (st > 1)} of a row, "
+                f"{nw} warps")
+
+    backward.notes = _notes
