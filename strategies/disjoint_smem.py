@@ -29,9 +29,9 @@ Where it runs: compiled code only (Gluon has no interpreter), on a CUDA GPU with
 than one stage of x and dy in a program's shared memory) or not aligned for cp.async (copies of
 16, 8 or 4 bytes: the widest whose element count divides the width and the row strides of x,
 dy and dx; 4-byte copies of single elements need fp32, and a tensor not 16-byte aligned
-leaves only those), or too narrow for one 4-byte copy a lane of a warp (a block of fewer than
-32 or, in 16-bit dtypes, 64 columns), run disjoint_block's kernel instead, with the same
-partial rows and reduce — `staged(...)` says which, and a record's `notes` too.
+leaves only those), or narrower than MIN_BLOCK_D (d ≤ 512), run disjoint_block's kernel
+instead, with the same partial rows and reduce — `staged(...)` says which, and a record's
+`notes` too.
 """
 from __future__ import annotations
 
@@ -43,14 +43,23 @@ from ._registry import register, register_unavailable
 
 NAME = "disjoint_smem"
 # Bytes of x and dy a program aims to have on their way into shared memory (the stages ahead
-# of the row being worked on): a launch parameter (`inflight`), tuned in tune-14.
+# of the row being worked on): a launch parameter (`inflight`).  Tune-14: 32 and 128 KB
+# within 1.3 % of it at rows of 12288-16384, where only 1-3 stages fit anyway; at d ≤ 8192
+# (where it decides 3-8 stages) not yet measured.
 INFLIGHT = 64 * 1024
 MAX_STAGES = 8
+# The narrowest block staged: from 1024 columns the rule's warps · 32 lanes · a copy of up to
+# 16 bytes never outgrow a row (4 warps of 8 bf16 = 1024), and that is what the GPU tests and
+# runs have covered; narrower rows run disjoint_block's kernel (which holds several rows a
+# tile there; the staged kernel at one row a stage was 0.7× it at d = 1024 in
+# results/h200-targets-bf16).
+MIN_BLOCK_D = 1024
 
 
 def _rule(d: int) -> dict:
     """Launch parameters at d: a whole row a stage (block_d = pow2(d) ≤ 16384), warps so that
-    a thread holds 8-32 columns, stages from `inflight` (num_stages 0) or as given.
+    a thread holds 8-32 columns from 1024 on (staged only there: MIN_BLOCK_D), stages from
+    `inflight` (num_stages 0) or as given.
 
     wide_weight_warps: the warps where rows wider than 8192 come with a weight wider than the
     activations (`warps`): there 16 warps' 128 registers a thread are not enough — tune-14
@@ -104,18 +113,11 @@ def launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=()) -> tuple
     not stage (disjoint_block's kernel runs)."""
     if not p["one_chunk"]:
         return 0, 0, 0
+    if p["block_d"] < MIN_BLOCK_D:
+        return 0, 0, 0
     vec = vec_width(elem, d, *units)
-    nw = warps(p, d, elem, w_elem)
-    # a narrow row (block_d < VEC · 32 · warps) takes fewer warps, then narrower copies (down
-    # to 4 bytes), rather than a layout wider than the row; narrower still, it is not staged
-    while nw > 1 and vec * 32 * nw > p["block_d"]:
-        nw //= 2
-    while vec * elem > 4 and vec * 32 > p["block_d"]:
-        vec //= 2
-    if vec * 32 > p["block_d"]:
-        vec = 0
     st = stages(p, d, elem, w_elem, smem) if vec else 0
-    return (vec, st, nw) if st else (0, 0, 0)
+    return (vec, st, warps(p, d, elem, w_elem)) if st else (0, 0, 0)
 
 
 def staged(x, dy, weight, p=None, dx=None) -> tuple[int, int, int]:

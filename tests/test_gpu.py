@@ -220,10 +220,8 @@ def _strided(t, pad):
     ("layernorm", 128, 16384, "fp32", "fp32", 0, 4),        # one stage
     ("layernorm", 300, 777, "fp32", "fp32", 0, 1),          # single fp32 elements
     ("layernorm", 600, 4096, "bf16", "bf16", 4, 4),         # row stride 4100: 8-byte copies
-    ("layernorm", 300, 64, "bf16", "bf16", 0, 2),           # narrow rows: one warp, 4-byte copies
-    ("rmsnorm", 100, 200, "fp16", "fp16", 0, 8),            # one warp of 16-byte copies
-    ("layernorm", 40, 48, "fp32", "fp32", 0, 2),
-    ("layernorm", 50, 16, "bf16", "bf16", 0, 0),            # narrower than a warp's copies
+    ("rmsnorm", 100, 512, "fp16", "fp16", 0, 0),            # narrower than MIN_BLOCK_D
+    ("layernorm", 50, 16, "bf16", "bf16", 0, 0),
     ("layernorm", 300, 1001, "bf16", "bf16", 0, 0),         # odd bf16 rows: not stageable
     ("layernorm", 300, 20000, "fp16", "fp16", 0, 0),        # wider than a stage
 ])

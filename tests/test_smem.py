@@ -72,15 +72,13 @@ def test_which_kernel_runs():
     assert smem.staged(f, f, torch.zeros(4096))[0] == 1
 
 
-def test_narrow_rows_take_fewer_warps_then_narrower_copies():
-    """A layout never wider than the row: 512 columns of bf16 in 2 warps of 16-byte copies,
-    64 in one warp of 4-byte ones, 16 not staged; fp32 48 (block 64) in 8-byte copies."""
-    def meta(d, elem):
-        return smem.launch_meta(smem._rule(d), d, elem, elem, H200)[::2]   # (VEC, warps)
-    assert meta(16384, 2) == (8, 16) and meta(1024, 2) == (8, 4) and meta(512, 2) == (8, 2)
-    assert meta(200, 2) == (8, 1) and meta(64, 2) == (2, 1) and meta(16, 2) == (0, 0)
-    assert meta(48, 4) == (2, 1) and meta(8, 4) == (0, 0)
-    for d in (1, 7, 33, 64, 100, 256, 511, 1024, 3000, 16384):
+def test_rows_narrower_than_1024_are_not_staged():
+    """Below MIN_BLOCK_D (block_d < 1024: d ≤ 512) disjoint_block's kernel runs; from 1024 on
+    the rule's layout (warps · 32 lanes · VEC) never outgrows the row, at any copy width."""
+    for d in (1, 16, 100, 512):
+        for elem in (2, 4):
+            assert smem.launch_meta(smem._rule(d), d, elem, elem, H200) == (0, 0, 0), (d, elem)
+    for d in (513, 777, 1000, 1024, 3000, 4096, 12288, 16384):
         for elem in (2, 4):
             vec, st, nw = smem.launch_meta(smem._rule(d), d, elem, elem, H200)
             assert vec == 0 or vec * 32 * nw <= smem._rule(d)["block_d"], (d, elem)
