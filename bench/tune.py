@@ -158,14 +158,19 @@ def _round12(d: int):
 def _round14(d: int, sms: int):
     """Round 14's candidates, disjoint_smem's own (docs/PERF_NOTES.md, "Round 14"): the bytes
     of x and dy a program has on their way into shared memory (`inflight`, hence its stages:
-    the rule's 64 KB, 32 and 128 KB), 8 warps instead of 16 from d = 4096 (a thread then holds
-    twice the columns), and two programs per SM where 16 warps leave room for a second."""
+    the rule's 64 KB, 32 and 128 KB); from d = 4096 the other warps — 8 instead of 16, and,
+    where the rule takes 8 for a weight wider than the activations (`wide_weight_warps`, from
+    ac24202 on; at f8026eb, where round 14 ran, every row had 16 and this candidate was
+    {"num_warps": 8} alone), 16 instead; and up to d = 4096 twice the rule's programs (a
+    second program per SM where its shared memory and registers leave room)."""
+    from normbench.strategies import disjoint_smem
     for kb in (32, 128):
         yield {"inflight": kb * 1024}, None, False
     if d >= 4096:
-        yield {"num_warps": 8}, None, False
+        yield {"num_warps": 8, "wide_weight_warps": 16}, None, False
     if d <= 4096:
-        yield {}, 2 * sms, False
+        warps = disjoint_smem._rule(d)["num_warps"]
+        yield {}, 2 * sms * max(1, 8 // warps), False
 
 
 # the rounds --round9 … --round14 time alone (issue 16); ROUND_OF: a round of one strategy's

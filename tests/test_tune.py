@@ -95,15 +95,17 @@ def test_round12_candidates(monkeypatch):
 
 
 def test_round14_candidates(monkeypatch):
-    """disjoint_smem's own parameters: 32 and 128 KB in flight at every width, 8 warps from
-    4096, two programs per SM up to 4096; every other strategy at its default alone (a
-    control), the row loop's rounds not applied to it."""
+    """disjoint_smem's own parameters: 32 and 128 KB in flight at every width, the other
+    warps from 4096, twice the rule's programs up to 4096; every other strategy at its default
+    alone (a control), the row loop's rounds not applied to it."""
     monkeypatch.setattr(tune, "ONLY_ROUND", 14)
     inflight = [{"inflight": 32768}, {"inflight": 131072}]
-    assert overrides("disjoint_smem", 16384) == inflight + [{"num_warps": 8}]
-    assert overrides("disjoint_smem", 4096) == inflight + [{"num_warps": 8}]
+    other = {"num_warps": 8, "wide_weight_warps": 16}
+    assert overrides("disjoint_smem", 16384) == inflight + [other]
+    assert overrides("disjoint_smem", 4096) == inflight + [other]
     assert overrides("disjoint_smem", 1024) == inflight
-    assert [g for ov, g, _ in tune.grid("disjoint_smem", 1024, 132) if g] == [264]
+    assert [g for ov, g, _ in tune.grid("disjoint_smem", 1024, 132) if g] == [528]
+    assert [g for ov, g, _ in tune.grid("disjoint_smem", 4096, 132) if g] == [264]
     assert [again for _, _, again in tune.grid("disjoint_smem", 8192, 132)][-1] is True
     for name in ("disjoint_block", "disjoint_fused", "grouped_atomic"):
         assert list(tune.grid(name, 16384, 132)) == [({}, None, False)]
