@@ -72,15 +72,16 @@ def compile_smem(d: int, norm: str, dtype: str, weight_dtype: str = "same",
     p = _tuning.overridden(disjoint_smem._rule(d), override or {}, d)
     elem = 4 if dtype == "fp32" else 2
     w_elem = elem if weight_dtype == "same" else (4 if weight_dtype == "fp32" else 2)
-    vec, st, nw = disjoint_smem.launch_meta(p, d, elem, w_elem, 227 * 1024)
-    p["num_warps"] = nw
+    m = disjoint_smem.launch_meta(p, d, elem, w_elem, 227 * 1024)
+    vec, st = m.vec, m.stages
+    p["num_warps"] = m.warps
     if not vec:
-        raise SystemExit(f"regs.py: disjoint_smem does not stage d = {d} {dtype} (vec {vec}, "
-                         f"stages {st}): it runs disjoint_block's kernel there")
+        raise SystemExit(f"regs.py: disjoint_smem does not stage d = {d} {dtype}: it runs "
+                         "disjoint_block's kernel there")
     act = TYPES[dtype]
     wt = act if weight_dtype == "same" else TYPES[weight_dtype]
-    consts = dict(HAS_MEAN=norm == "layernorm", BLOCK_D=p["block_d"], VEC=vec, STAGES=st,
-                  NUM_WARPS=p["num_warps"])
+    consts = dict(HAS_MEAN=norm == "layernorm", BLOCK_D=m.block_d, BLOCK_D2=m.block_d2,
+                  VEC=vec, STAGES=st, NUM_WARPS=m.warps)
     names = smem_kernel.arg_names
     sig = {n: ("constexpr" if n in consts else act if n in ACT else wt if n in WEIGHT
                else "*fp32" if n in F32 else "i32") for n in names}
@@ -92,7 +93,7 @@ def compile_smem(d: int, norm: str, dtype: str, weight_dtype: str = "same",
                          constexprs={(names.index(k),): v for k, v in consts.items()})
     k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": p["num_warps"]})
     return k, {**p, "num_stages": st, "block_r": 1, "prefetch": False, "reload": False,
-               "w_tile": False, "vec": vec}
+               "w_tile": False, "vec": vec, "block_d": m.block_d, "block_d2": m.block_d2}
 
 
 def compile_kernel(name: str, d: int, norm: str, dtype: str, weight_dtype: str = "same",
@@ -169,6 +170,7 @@ def resources(d: int, norm: str, dtype: str, override: dict | None = None,
                 lds=len(re.findall(r"\bLDS\b", sass)), lds128=len(re.findall(r"\bLDS\.128\b", sass)),
                 bar=len(re.findall(r"\bBAR\.", sass)),
                 pf2=len(re.findall(r"\bCCTL\.E\.PF2\b|\bUBLKPF\b", sass)),
+                block_d2=p.get("block_d2", 0),
                 **{k: p[k] for k in ("block_d", "block_r", "num_warps", "num_stages", "prefetch",
                                      "reload", "w_tile")})
 

@@ -13,14 +13,23 @@ _barrier = getattr(gl, "thread_barrier", None) or gl.barrier
 
 
 @gluon.jit
-def _stage_row(X, DY, xs, ds, row, r_end, cols, col_mask, stride_x, stride_dy):
-    """Copy row `row` of x and dy into the stage (xs, ds) — nothing where row ≥ r_end, a copy
-    of nothing still makes its group — and close the group (one per row, so that
-    wait_group(STAGES − 1) means: this row is here)."""
-    ok = col_mask & (row < r_end)
-    row = row.to(gl.int64)
-    _async_load(xs, X + row * stride_x + cols, mask=ok)
-    _async_load(ds, DY + row * stride_dy + cols, mask=ok)
+def _copy(smem, P, row, stride, cols, mask):
+    """Copy row `row` of P (its columns `cols`, where `mask`) into the stage `smem`."""
+    _async_load(smem, P + row.to(gl.int64) * stride + cols, mask=mask)
+
+
+@gluon.jit
+def _stage_row(X, DY, xs, ds, xs2, ds2, row, r_end, cols, col_mask, cols2, col_mask2,
+               stride_x, stride_dy, BLOCK_D2: gl.constexpr):
+    """Copy row `row` of x and dy into the stage (xs, ds; and the second part's xs2, ds2) —
+    nothing where row ≥ r_end, a copy of nothing still makes its group — and close the group
+    (one per row, so that wait_group(STAGES − 1) means: this row is here)."""
+    ok = row < r_end
+    _copy(xs, X, row, stride_x, cols, col_mask & ok)
+    _copy(ds, DY, row, stride_dy, cols, col_mask & ok)
+    if BLOCK_D2 > 0:
+        _copy(xs2, X, row, stride_x, cols2, col_mask2 & ok)
+        _copy(ds2, DY, row, stride_dy, cols2, col_mask2 & ok)
     cp.commit_group()
 
 
@@ -37,12 +46,48 @@ def _xhat(x, mean, rstd, col_mask, HAS_MEAN: gl.constexpr):
 
 
 @gluon.jit
+def _row_sums(xs, ds, ws, mean, rstd, col_mask, layout: gl.constexpr, HAS_MEAN: gl.constexpr):
+    """(Σ x̂·g, Σ g) of one part of a staged row, read from shared memory (Σ g is 0 without
+    a mean: RMSNorm)."""
+    x = xs.load(layout).to(gl.float32)
+    dy = ds.load(layout).to(gl.float32)
+    g = ws.load(layout).to(gl.float32) * dy
+    xhat = _xhat(x, mean, rstd, col_mask, HAS_MEAN)
+    if HAS_MEAN:
+        s1, s2 = gl.reduce((xhat * g, g), 0, _add2)
+    else:
+        s1 = gl.sum(xhat * g, axis=0)
+        s2 = 0.0
+    return s1, s2
+
+
+@gluon.jit
+def _dx_part(xs, ds, ws, DX_ROW, cols, col_mask, mean, rstd, c1, c2, acc_w, acc_b,
+             layout: gl.constexpr, HAS_MEAN: gl.constexpr):
+    """dx of one part of a staged row, read from shared memory again, stored; the part's
+    contributions added to its accumulators, which are returned."""
+    x = xs.load(layout).to(gl.float32)
+    dy = ds.load(layout).to(gl.float32)
+    g = ws.load(layout).to(gl.float32) * dy
+    xhat = _xhat(x, mean, rstd, col_mask, HAS_MEAN)
+    dx = (g - (xhat * c1 + c2)) * rstd
+    gl.store(DX_ROW + cols, dx.to(DX_ROW.dtype.element_ty), mask=col_mask)
+    acc_w += dy * xhat
+    if HAS_MEAN:
+        acc_b += dy
+    return acc_w, acc_b
+
+
+@gluon.jit
 def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
                 stride_x_v, stride_dy_v, stride_dx_v, HAS_MEAN: gl.constexpr,
-                BLOCK_D: gl.constexpr, VEC: gl.constexpr, STAGES: gl.constexpr,
-                NUM_WARPS: gl.constexpr):
+                BLOCK_D: gl.constexpr, BLOCK_D2: gl.constexpr, VEC: gl.constexpr,
+                STAGES: gl.constexpr, NUM_WARPS: gl.constexpr):
     """Program p: dx for rows [p·R, (p+1)·R) and its partial rows PW[p], PB[p].  N_V and the
-    strides count VEC elements (so the compiler knows each row start VEC-aligned)."""
+    strides count VEC elements (so the compiler knows each row start VEC-aligned).  A row is
+    one block of BLOCK_D columns, or with BLOCK_D2 > 0 two parts — columns [0, BLOCK_D) and
+    [BLOCK_D, BLOCK_D + BLOCK_D2), each a power of two — so that a row like 12288 (8192 +
+    4096) is staged at its width instead of in a block of 16384 (`split`, a tuning option)."""
     layout: gl.constexpr = gl.BlockedLayout([VEC], [32], [NUM_WARPS], [0])
     flat: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [0])
     N = N_V * VEC
@@ -58,11 +103,28 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
     ds = gl.allocate_shared_memory(DY.dtype.element_ty, [STAGES, BLOCK_D], flat)
     ws = gl.allocate_shared_memory(W.dtype.element_ty, [BLOCK_D], flat)
     ws.store(gl.load(W + cols, mask=col_mask, other=0.0))
-    for k in gl.static_range(STAGES - 1):
-        _stage_row(X, DY, xs.index(k), ds.index(k), r0 + k, r_end, cols, col_mask,
-                   stride_x, stride_dy)
     acc_w = gl.zeros([BLOCK_D], gl.float32, layout)
     acc_b = gl.zeros([BLOCK_D], gl.float32, layout)
+    # the second part: the same names stand in where there is none (never read then)
+    cols2 = cols
+    col_mask2 = col_mask
+    xs2 = xs
+    ds2 = ds
+    ws2 = ws
+    acc_w2 = acc_w
+    acc_b2 = acc_b
+    if BLOCK_D2 > 0:
+        cols2 = BLOCK_D + gl.arange(0, BLOCK_D2, layout=layout)
+        col_mask2 = cols2 < N
+        xs2 = gl.allocate_shared_memory(X.dtype.element_ty, [STAGES, BLOCK_D2], flat)
+        ds2 = gl.allocate_shared_memory(DY.dtype.element_ty, [STAGES, BLOCK_D2], flat)
+        ws2 = gl.allocate_shared_memory(W.dtype.element_ty, [BLOCK_D2], flat)
+        ws2.store(gl.load(W + cols2, mask=col_mask2, other=0.0))
+        acc_w2 = gl.zeros([BLOCK_D2], gl.float32, layout)
+        acc_b2 = gl.zeros([BLOCK_D2], gl.float32, layout)
+    for k in gl.static_range(STAGES - 1):
+        _stage_row(X, DY, xs.index(k), ds.index(k), xs2.index(k), ds2.index(k), r0 + k, r_end,
+                   cols, col_mask, cols2, col_mask2, stride_x, stride_dy, BLOCK_D2)
     inv_n = 1.0 / N.to(gl.float32)
     # the row statistics one row ahead, in registers: their load is not waited for until the
     # next row (clamped to the program's last row, so never out of bounds)
@@ -73,41 +135,37 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
         mean = gl.load(Mean + gl.minimum(r0, last))
     for r in range(r0, r_end):
         i = r - r0
-        ahead = i + STAGES - 1
-        _stage_row(X, DY, xs.index(ahead % STAGES), ds.index(ahead % STAGES), r0 + ahead, r_end,
-                   cols, col_mask, stride_x, stride_dy)
+        ahead = (i + STAGES - 1) % STAGES
+        _stage_row(X, DY, xs.index(ahead), ds.index(ahead), xs2.index(ahead), ds2.index(ahead),
+                   r + STAGES - 1, r_end, cols, col_mask, cols2, col_mask2, stride_x, stride_dy,
+                   BLOCK_D2)
         nrstd = gl.load(Rstd + gl.minimum(r + 1, last))
         nmean = nrstd
         if HAS_MEAN:
             nmean = gl.load(Mean + gl.minimum(r + 1, last))
         cp.wait_group(STAGES - 1)
         s = i % STAGES
-        # the row sums, from shared memory
-        x = xs.index(s).load(layout).to(gl.float32)
-        dy = ds.index(s).load(layout).to(gl.float32)
-        g = ws.load(layout).to(gl.float32) * dy
-        xhat = _xhat(x, mean, rstd, col_mask, HAS_MEAN)
-        if HAS_MEAN:
-            s1, s2 = gl.reduce((xhat * g, g), 0, _add2)
-            c2 = s2 * inv_n
-        else:
-            s1 = gl.sum(xhat * g, axis=0)
-            c2 = 0.0
+        # the row sums, from shared memory (the first part's, then the second's added)
+        s1, s2 = _row_sums(xs.index(s), ds.index(s), ws, mean, rstd, col_mask, layout, HAS_MEAN)
+        if BLOCK_D2 > 0:
+            t1, t2 = _row_sums(xs2.index(s), ds2.index(s), ws2, mean, rstd, col_mask2, layout,
+                               HAS_MEAN)
+            s1 = s1 + t1
+            s2 = s2 + t2
         c1 = s1 * inv_n
+        c2 = 0.0
+        if HAS_MEAN:
+            c2 = s2 * inv_n
         # a barrier has a memory effect: without it the compiler merges the second read of
         # shared memory into the first and holds x, dy and γ in registers across the sums
         # (at d = 16384: 360 bytes of spills instead of none)
         _barrier()
-        x = xs.index(s).load(layout).to(gl.float32)
-        dy = ds.index(s).load(layout).to(gl.float32)
-        g = ws.load(layout).to(gl.float32) * dy
-        xhat = _xhat(x, mean, rstd, col_mask, HAS_MEAN)
-        dx = (g - (xhat * c1 + c2)) * rstd
-        gl.store(DX + r.to(gl.int64) * stride_dx + cols, dx.to(DX.dtype.element_ty),
-                 mask=col_mask)
-        acc_w += dy * xhat
-        if HAS_MEAN:
-            acc_b += dy
+        dx_row = DX + r.to(gl.int64) * stride_dx
+        acc_w, acc_b = _dx_part(xs.index(s), ds.index(s), ws, dx_row, cols, col_mask, mean, rstd,
+                                c1, c2, acc_w, acc_b, layout, HAS_MEAN)
+        if BLOCK_D2 > 0:
+            acc_w2, acc_b2 = _dx_part(xs2.index(s), ds2.index(s), ws2, dx_row, cols2, col_mask2,
+                                      mean, rstd, c1, c2, acc_w2, acc_b2, layout, HAS_MEAN)
         # every thread is past its reads of stage s before any refills it (next iteration)
         _barrier()
         mean = nmean
@@ -117,3 +175,7 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
     gl.store(PW + out + cols, acc_w, mask=col_mask)
     if HAS_MEAN:
         gl.store(PB + out + cols, acc_b, mask=col_mask)
+    if BLOCK_D2 > 0:
+        gl.store(PW + out + cols2, acc_w2, mask=col_mask2)
+        if HAS_MEAN:
+            gl.store(PB + out + cols2, acc_b2, mask=col_mask2)

@@ -36,6 +36,7 @@ instead, with the same partial rows and reduce — `staged(...)` says which, and
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 from . import _device, _tuning
 from ._contention import Contention
@@ -61,6 +62,10 @@ def _rule(d: int) -> dict:
     a thread holds 8-32 columns from 1024 on (staged only there: MIN_BLOCK_D), stages from
     `inflight` (num_stages 0) or as given.
 
+    split (a tuning option, off: not yet measured): a row that is not a power of two staged in
+    two parts at about its width (`parts`) instead of in one block of pow2(d) — at 12288 a
+    quarter of the block is masked today, and three stages would fit instead of two.
+
     wide_weight_warps: the warps where rows wider than 8192 come with a weight wider than the
     activations (`warps`): there 16 warps' 128 registers a thread are not enough — tune-14
     (H200, bf16 x, fp32 γ): LayerNorm 8-12 % faster at 8 warps at 8192 × 16384, 4096 × 16384
@@ -69,7 +74,8 @@ def _rule(d: int) -> dict:
     bd = _tuning.pow2(d)
     warps = max(4, min(16, bd // 256))
     return dict(block_d=bd, one_chunk=d <= _tuning.MAX_BLOCK_D, num_warps=warps,
-                wide_weight_warps=8 if bd > 8192 else warps, num_stages=0, inflight=INFLIGHT)
+                wide_weight_warps=8 if bd > 8192 else warps, num_stages=0, inflight=INFLIGHT,
+                split=False)
 
 
 def _groups_rule(rows: int, d: int, sms: int, launch) -> int:
@@ -106,21 +112,51 @@ def warps(p, d: int, elem: int, w_elem: int) -> int:
     return p["wide_weight_warps"] if p["block_d"] > 8192 and w_elem > elem else p["num_warps"]
 
 
-def launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=()) -> tuple[int, int, int]:
-    """(VEC, STAGES, warps) of the staged kernel at launch parameters p for rows of d elements
-    of `elem` bytes, a weight of `w_elem`, `smem` bytes of shared memory a program, and the
-    other `units` a copy must divide (row strides, pointer offsets); (0, 0, 0) where it does
-    not stage (disjoint_block's kernel runs)."""
-    if not p["one_chunk"]:
-        return 0, 0, 0
-    if p["block_d"] < MIN_BLOCK_D:
-        return 0, 0, 0
+class Launch(NamedTuple):
+    """How the staged kernel runs a call: VEC elements a copy, STAGES rows in shared memory,
+    warps, and the row's block(s) — block_d columns, and with `split` a second part of
+    block_d2 (0: none).  vec = 0: not staged (disjoint_block's kernel runs)."""
+    vec: int
+    stages: int
+    warps: int
+    block_d: int
+    block_d2: int
+
+
+NOT_STAGED = Launch(0, 0, 0, 0, 0)
+
+
+def parts(p, d: int, vec: int, nw: int) -> tuple[int, int]:
+    """(block_d, block_d2): one block of pow2(d) columns, or with `split` a row that is not a
+    power of two as two — the largest power of two below d, then the next power of two of the
+    rest (12288 = 8192 + 4096; 10000 = 8192 + 2048, 208 masked) — where that is narrower than
+    one block (7168 would be 4096 + 4096) and the second part at least one copy a thread wide
+    (a layout no wider than the part)."""
+    bd = p["block_d"]
+    if p.get("split") and d != bd:
+        rest = _tuning.pow2(d - bd // 2)
+        if vec * 32 * nw <= rest < bd // 2:
+            return bd // 2, rest
+    return bd, 0
+
+
+def launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=()) -> Launch:
+    """The Launch of the staged kernel at launch parameters p for rows of d elements of `elem`
+    bytes, a weight of `w_elem`, `smem` bytes of shared memory a program, and the other
+    `units` a copy must divide (row strides, pointer offsets); NOT_STAGED where
+    disjoint_block's kernel runs."""
+    if not p["one_chunk"] or p["block_d"] < MIN_BLOCK_D:
+        return NOT_STAGED
     vec = vec_width(elem, d, *units)
-    st = stages(p, d, elem, w_elem, smem) if vec else 0
-    return (vec, st, warps(p, d, elem, w_elem)) if st else (0, 0, 0)
+    if not vec:
+        return NOT_STAGED
+    nw = warps(p, d, elem, w_elem)
+    bd, bd2 = parts(p, d, vec, nw)
+    st = stages({**p, "block_d": bd + bd2}, d, elem, w_elem, smem)
+    return Launch(vec, st, nw, bd, bd2) if st else NOT_STAGED
 
 
-def staged(x, dy, weight, p=None, dx=None) -> tuple[int, int, int]:
+def staged(x, dy, weight, p=None, dx=None) -> Launch:
     """launch_meta for this call (dx: the output, x's layout if not given)."""
     d = x.shape[1]
     p = p or _tuning.overridden(_rule(d), _tuning.OVERRIDE.get(NAME, {}), d)
@@ -171,7 +207,8 @@ else:
         """disjoint_block with each row staged in shared memory (Gluon, cp.async): read from DRAM once."""
         c = prepare(x, dy, weight, mean, rstd)
         p = backward.params(c.d)
-        vec, st, nw = staged(c.x, c.dy, c.weight, p, c.dx)
+        m = staged(c.x, c.dy, c.weight, p, c.dx)
+        vec = m.vec
         if not vec:
             pw, pb = launch_partials(_disjoint_kernel, c, groups, disjoint_block.backward.params)
             return c.outputs(*reduce_partials(pw, pb, c.weight))
@@ -184,8 +221,8 @@ else:
             # so the compiler knows every row start and the mask are VEC-aligned
             scalars = (c.rows, c.d // vec, _tuning.cdiv(c.rows, groups), sx // vec, sdy // vec,
                        sdx // vec)
-            meta = dict(HAS_MEAN=c.has_mean, BLOCK_D=p["block_d"], VEC=vec, STAGES=st,
-                        NUM_WARPS=nw, num_warps=nw)
+            meta = dict(HAS_MEAN=c.has_mean, BLOCK_D=m.block_d, BLOCK_D2=m.block_d2, VEC=vec,
+                        STAGES=m.stages, NUM_WARPS=m.warps, num_warps=m.warps)
             return (groups,), scalars, meta
 
         launch(smem_kernel, (c.sig, groups), tensors, setup)
@@ -193,10 +230,11 @@ else:
 
     def _notes(x, dy, weight, mean, rstd) -> str:
         """The path this call takes, for the record's `notes`."""
-        vec, st, nw = staged(x, dy, weight, None, x)
-        if not vec:
-            return "disjoint_block's kernel (the rows cannot be staged: see disjoint_smem.staged)"
-        return (f"staged: {vec * x.element_size()}-byte copies, {st} stage{'s' * (st > 1)} of a row, "
-                f"{nw} warps")
+        m = staged(x, dy, weight, None, x)
+        if not m.vec:
+            return "not staged: the kernel of disjoint_block runs (see disjoint_smem.staged)"
+        split = f" in parts of {m.block_d} + {m.block_d2}" if m.block_d2 else ""
+        return (f"staged: {m.vec * x.element_size()}-byte copies, {m.stages} "
+                f"stage{'s' * (m.stages > 1)} of a row{split}, {m.warps} warps")
 
     backward.notes = _notes

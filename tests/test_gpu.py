@@ -242,3 +242,25 @@ def test_smem_staged_and_fallback_paths(case):
     assert all(v <= tolerance(dt, wd) for v in errs if v is not None), (case, errs)
     for _ in range(10):
         same_bits(first, e.backward(x, dy, w, mean, rstd), case)
+
+
+@pytest.mark.parametrize("case", [("layernorm", 2048, 12288, "bf16", "bf16"),
+                                  ("rmsnorm", 777, 12288, "bf16", "fp32"),
+                                  ("layernorm", 300, 12288, "fp16", "fp32"),
+                                  ("layernorm", 256, 12288, "fp32", "fp32")])
+def test_smem_split_rows_on_gpu(case, monkeypatch):
+    """`split` (a tuning option): 12288 staged as 8192 + 4096 — right against fp64, its bits
+    over 10 repeats (the row sums add the parts' in a fixed order: not the unsplit kernel's
+    bits, which sum the row in one tree)."""
+    from normbench.strategies import disjoint_smem
+    norm, rows, d, dt, wd = case
+    monkeypatch.setitem(_tuning.OVERRIDE, "disjoint_smem", {"split": True})
+    e = strategies.get("disjoint_smem")
+    x, dy, w, mean, rstd = make_inputs(norm, rows, d, dt, wd, seed=rows ^ d, device="cuda")
+    assert disjoint_smem.staged(x, dy, w).block_d2 == 4096, case
+    first = e.backward(x, dy, w, mean, rstd)
+    ref = reference(x, dy, w, mean, rstd)
+    errs = [rel_error(o, r) for o, r in zip(first, ref)]
+    assert all(v <= tolerance(dt, wd) for v in errs if v is not None), (case, errs)
+    for _ in range(10):
+        same_bits(first, e.backward(x, dy, w, mean, rstd), case)

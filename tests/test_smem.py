@@ -55,19 +55,19 @@ def test_warps_follow_the_width_and_a_wide_weight():
 
 
 def test_which_kernel_runs():
-    """staged() -> (VEC, STAGES, warps), or zeros where disjoint_block's kernel runs: rows
+    """staged() -> its Launch (VEC first), or NOT_STAGED where disjoint_block's kernel runs: rows
     wider than 16384, bf16 rows of odd width, a tensor not 16-byte aligned in 16-bit types."""
     bf = torch.bfloat16
     x = torch.zeros(8, 16384, dtype=bf)
     assert smem.staged(x, x, torch.zeros(16384, dtype=bf))[0] == 8
     wide = torch.zeros(4, 20000, dtype=bf)
-    assert smem.staged(wide, wide, torch.zeros(20000, dtype=bf)) == (0, 0, 0)
+    assert smem.staged(wide, wide, torch.zeros(20000, dtype=bf)) == smem.NOT_STAGED
     odd = torch.zeros(4, 1001, dtype=bf)
-    assert smem.staged(odd, odd, torch.zeros(1001, dtype=bf)) == (0, 0, 0)
+    assert smem.staged(odd, odd, torch.zeros(1001, dtype=bf)) == smem.NOT_STAGED
     padded = torch.zeros(6, 4100, dtype=bf)[:, :4096]
     assert smem.staged(padded, padded, torch.zeros(4096, dtype=bf))[0] == 4
     shifted = torch.zeros(6 * 4096 + 1, dtype=bf)[1:].view(6, 4096)
-    assert smem.staged(shifted, shifted, torch.zeros(4096, dtype=bf)) == (0, 0, 0)
+    assert smem.staged(shifted, shifted, torch.zeros(4096, dtype=bf)) == smem.NOT_STAGED
     f = torch.zeros(6 * 4096 + 1)[1:].view(6, 4096)
     assert smem.staged(f, f, torch.zeros(4096))[0] == 1
 
@@ -77,11 +77,39 @@ def test_rows_narrower_than_1024_are_not_staged():
     the rule's layout (warps · 32 lanes · VEC) never outgrows the row, at any copy width."""
     for d in (1, 16, 100, 512):
         for elem in (2, 4):
-            assert smem.launch_meta(smem._rule(d), d, elem, elem, H200) == (0, 0, 0), (d, elem)
+            assert smem.launch_meta(smem._rule(d), d, elem, elem, H200) == smem.NOT_STAGED, (d, elem)
     for d in (513, 777, 1000, 1024, 3000, 4096, 12288, 16384):
         for elem in (2, 4):
-            vec, st, nw = smem.launch_meta(smem._rule(d), d, elem, elem, H200)
-            assert vec == 0 or vec * 32 * nw <= smem._rule(d)["block_d"], (d, elem)
+            m = smem.launch_meta(smem._rule(d), d, elem, elem, H200)
+            assert m.vec == 0 or m.vec * 32 * m.warps <= m.block_d, (d, elem)
+
+
+def test_split_rows_are_staged_at_about_their_width():
+    """`split` (off in the rule): 12288 as 8192 + 4096 — three 48 KB stages of bf16 where the
+    one block of 16384 fits two — never a part narrower than one copy a thread, never where
+    the two parts make a whole block (7168) or d is a power of two."""
+    on = {"split": True}
+    assert smem._rule(12288)["split"] is False
+    assert smem.parts({**smem._rule(12288), **on}, 12288, 8, 16) == (8192, 4096)
+    assert smem.parts(smem._rule(12288), 12288, 8, 16) == (16384, 0)
+    assert smem.parts({**smem._rule(10000), **on}, 10000, 8, 16) == (16384, 0)   # 2048 < 4096
+    assert smem.parts({**smem._rule(10000), **on}, 10000, 8, 8) == (8192, 2048)
+    assert smem.parts({**smem._rule(7168), **on}, 7168, 8, 16) == (8192, 0)
+    assert smem.parts({**smem._rule(16384), **on}, 16384, 8, 16) == (16384, 0)
+    m = smem.launch_meta({**smem._rule(12288), **on}, 12288, 2, 2, H200)
+    assert (m.block_d, m.block_d2, m.stages) == (8192, 4096, 3)
+    assert smem.launch_meta(smem._rule(12288), 12288, 2, 2, H200).stages == 2
+
+
+def test_the_split_kernel_compiles_without_spilling():
+    """Compiled for sm_90 at 12288 in two parts: both parts' stages in shared memory (3 of
+    (8192 + 4096) bf16 columns of x and dy, γ beside them), each read twice, no spill — with
+    an fp32 γ (8 warps) too."""
+    for extra in ((), ("--weight-dtype", "fp32"), ("--norm", "rmsnorm")):
+        r = regs("--d", "12288", "--override", '{"split": true}', *extra)
+        assert (r["block_d"], r["block_d2"], r["num_stages"]) == (8192, 4096, 3), r
+        assert r["stack"] == 0 and r["ldgsts"] > 0, r
+        assert 3 * 12288 * 4 <= r["dynamic"] <= 3 * 12288 * 4 + 12288 * 4 + 2048, r
 
 
 def test_registered_unavailable_where_gluon_cannot_run():

@@ -111,6 +111,19 @@ def test_round14_candidates(monkeypatch):
         assert list(tune.grid(name, 16384, 132)) == [({}, None, False)]
 
 
+def test_round15_candidates(monkeypatch):
+    """The split rows where they change the parts (12288, not 16384, 7168 or 10000), and
+    round 14's candidates at d ≤ 8192 alone."""
+    monkeypatch.setattr(tune, "ONLY_ROUND", 15)
+    assert overrides("disjoint_smem", 12288) == [{"split": True}]
+    assert overrides("disjoint_smem", 16384) == overrides("disjoint_smem", 10000) == []
+    monkeypatch.setattr(tune, "ONLY_ROUND", 14)
+    r14 = overrides("disjoint_smem", 7168)
+    monkeypatch.setattr(tune, "ONLY_ROUND", 15)
+    assert overrides("disjoint_smem", 7168) == r14 and r14
+    assert list(tune.grid("disjoint_block", 12288, 132)) == [({}, None, False)]
+
+
 def test_device_round14_script_on_cpu(tmp_path):
     """Round 14's device call, tiny: every grid writes its tune.csv; disjoint_block (the
     control) correct at its default alone.  disjoint_smem cannot run on CPU: its lines are
