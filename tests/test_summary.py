@@ -75,19 +75,28 @@ def test_answer_both_clocks():
                             "best deterministic on the GPU")
 
 
-def _readme_table() -> list[str]:
+def _readme_tables() -> list[list[str]]:
+    """The tables of README's results section, in order, each as its lines."""
     text = (ROOT / "README.md").read_text()
-    sec = text[text.index("## Results on the H200"):]
-    lines = sec.splitlines()
-    first = next(k for k, line in enumerate(lines) if line.startswith("| "))
-    return [line for line in itertools.takewhile(lambda x: x.startswith("|"), lines[first:])]
+    lines = text[text.index("## Results on the H200"):].splitlines()
+    tables, k = [], 0
+    while k < len(lines):
+        if lines[k].startswith("| "):
+            table = list(itertools.takewhile(lambda x: x.startswith("|"), lines[k:]))
+            tables.append(table)
+            k += len(table)
+        else:
+            k += 1
+    return tables
 
 
-def test_markdown_table_reproduces_the_readme():
-    """README's results table is `report --markdown-table` of results/h200-peers, line for line
+@pytest.mark.parametrize("k,run", [(0, "h200-targets-bf16"), (1, "h200-targets-fp-wide"),
+                                   (2, "h200-peers")])
+def test_markdown_table_reproduces_the_readme(k, run):
+    """README's results tables are `report --markdown-table` of their runs, line for line
     (both weight dtypes, in run order)."""
-    ours = markdown_table(load_records(ROOT / "results" / "h200-peers")).splitlines()
-    assert ours == _readme_table()
+    ours = markdown_table(load_records(ROOT / "results" / run)).splitlines()
+    assert ours == _readme_tables()[k]
 
 
 def test_terminal_tables_mark_winners_and_ratios():
