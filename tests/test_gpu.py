@@ -202,6 +202,16 @@ def test_direct_launch_matches_plain_launch(name, monkeypatch):
                 assert torch.equal(a.view(torch.int16), b.view(torch.int16))
 
 
+def _right_and_repeated(e, inputs, dt, wd, note, repeats=10):
+    """Entry e's outputs at `inputs` within tolerance of fp64, and the same bits `repeats`
+    times more."""
+    first = e.backward(*inputs)
+    errs = [rel_error(o, r) for o, r in zip(first, reference(*inputs))]
+    assert all(v <= tolerance(dt, wd) for v in errs if v is not None), (note, errs)
+    for _ in range(repeats):
+        same_bits(first, e.backward(*inputs), note)
+
+
 def _strided(t, pad):
     """t as a view of rows `pad` elements longer than it (row stride d + pad)."""
     rows, d = t.shape
@@ -236,12 +246,7 @@ def test_smem_staged_and_fallback_paths(case):
     if pad:
         x, dy = _strided(x, pad), _strided(dy, pad)
     assert disjoint_smem.staged(x, dy, w)[0] == vec, case
-    first = e.backward(x, dy, w, mean, rstd)
-    ref = reference(x, dy, w, mean, rstd)
-    errs = [rel_error(o, r) for o, r in zip(first, ref)]
-    assert all(v <= tolerance(dt, wd) for v in errs if v is not None), (case, errs)
-    for _ in range(10):
-        same_bits(first, e.backward(x, dy, w, mean, rstd), case)
+    _right_and_repeated(e, (x, dy, w, mean, rstd), dt, wd, case)
 
 
 @pytest.mark.parametrize("case", [("layernorm", 2048, 12288, "bf16", "bf16"),
@@ -258,9 +263,4 @@ def test_smem_split_rows_on_gpu(case, monkeypatch):
     e = strategies.get("disjoint_smem")
     x, dy, w, mean, rstd = make_inputs(norm, rows, d, dt, wd, seed=rows ^ d, device="cuda")
     assert disjoint_smem.staged(x, dy, w).block_d2 == 4096, case
-    first = e.backward(x, dy, w, mean, rstd)
-    ref = reference(x, dy, w, mean, rstd)
-    errs = [rel_error(o, r) for o, r in zip(first, ref)]
-    assert all(v <= tolerance(dt, wd) for v in errs if v is not None), (case, errs)
-    for _ in range(10):
-        same_bits(first, e.backward(x, dy, w, mean, rstd), case)
+    _right_and_repeated(e, (x, dy, w, mean, rstd), dt, wd, case)
