@@ -101,14 +101,18 @@ DECLARATION: list[Column] = [
        fmt=".1f"),
     _c("pct_copy", "Float64", "of the device-to-device copy ceiling of this run", unit="%",
        label="of copy", fmt=".1f"),
-    _c("correct", "boolean", "within the dtype's tolerance of the fp64 reference",
-       gate=TRUE_TO_FALSE, context=("max_rel_err", "tolerance")),
-    _c("max_rel_err", "Float64", "max over dx, dw, db of max|out-ref| / max|ref|",
-       label="max rel err", fmt=".2g"),
+    _c("correct", "boolean", "every output of every distinct result within its dtype's "
+       "tolerance of the fp64 reference", gate=TRUE_TO_FALSE,
+       context=("max_rel_err", "tolerance", "tolerance_dw")),
+    _c("max_rel_err", "Float64", "max over dx, dw, db (and the distinct results) of "
+       "max|out-ref| / max|ref|", label="max rel err", fmt=".2g"),
     _c("err_dx", "Float64", fmt=".2g", table=False),
     _c("err_dw", "Float64", fmt=".2g", table=False),
     _c("err_db", "Float64", fmt=".2g", table=False),
-    _c("tolerance", "Float64", fmt=".2g"),
+    _c("tolerance", "Float64", "dx's, by the activations' dtype (in a run without "
+       "tolerance_dw: the coarser dtype's, for every output)", fmt=".2g"),
+    _c("tolerance_dw", "Float64", "dγ's and dβ's, by the weight's dtype", label="tolerance dγ",
+       fmt=".2g"),
     _c("deterministic", "boolean", "all repeats bitwise identical", gate=TRUE_TO_FALSE,
        only_if="deterministic_by_design", context=("distinct_results", "repeats")),
     _c("distinct_results", "Int64", "distinct (dx, dw, db) bit patterns among the repeats",

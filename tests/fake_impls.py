@@ -96,6 +96,42 @@ def inf_later(x, dy, weight, mean, rstd, *, groups=None):
     return dx, dw, db
 
 
+_drift = [0]
+
+
+@register("test_drifts", kind="strategy", deterministic_by_design=False, uses_groups=False)
+def drifts(x, dy, weight, mean, rstd, *, groups=None):
+    """Right on its first call; call k returns k·dγ — a workspace never cleared between calls
+    (nondeterministic by design, so the repeats' distinct bits alone flag nothing)."""
+    dx, dw, db = _torch.fn(x, dy, weight, mean, rstd)
+    _drift[0] += 1
+    return dx, dw * _drift[0], db
+
+
+@register("test_coarse_dw", kind="strategy", deterministic_by_design=True, uses_groups=False)
+def coarse_dw(x, dy, weight, mean, rstd, *, groups=None):
+    """dγ and dβ in the weight's dtype, but rounded through bf16 on the way: fine for a bf16
+    weight, 300× the fp32 tolerance for an fp32 one."""
+    dx, dw, db = _torch.fn(x, dy, weight, mean, rstd)
+    return dx, dw.to(torch.bfloat16).to(dw.dtype), (db.to(torch.bfloat16).to(db.dtype)
+                                                    if db is not None else None)
+
+
+@register("test_narrow_dw", kind="strategy", deterministic_by_design=True, uses_groups=False)
+def narrow_dw(x, dy, weight, mean, rstd, *, groups=None):
+    """dγ (and dβ) returned in bf16 whatever the weight's dtype: not the contract."""
+    dx, dw, db = _torch.fn(x, dy, weight, mean, rstd)
+    return dx, dw.to(torch.bfloat16), db.to(torch.bfloat16) if db is not None else None
+
+
+@register("test_fails_odd_d", kind="strategy", deterministic_by_design=True, uses_groups=False)
+def fails_odd_d(x, dy, weight, mean, rstd, *, groups=None):
+    """torch's answer where d is even; raises where it is odd (a shape no record passes)."""
+    if x.shape[1] % 2:
+        raise RuntimeError("odd d")
+    return _torch.fn(x, dy, weight, mean, rstd)
+
+
 class _Custom(BaseException):
     pass
 

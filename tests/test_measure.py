@@ -318,7 +318,8 @@ def test_non_finite_values_after_the_first_call_are_an_error(fakes):
     sys.modules["tests.fake_impls"]._later[0] = 0
     rec = _measure_impl(_fake_name("test_inf_later"), repeats=2)
     assert rec["status"] == "error" and "dw of repeat 2" in rec["error"]
-    assert rec["correct"]           # the first call was right
+    assert rec["correct"] is False   # the first call was right, the repeat's inf was not
+    assert rec["err_dx"] < 1e-5 and rec["err_dw"] == float("inf")
     # the last timed call is checked too (a stated sample): inf only from the 4th call on
     calls = [0]
     from normbench import strategies
@@ -346,3 +347,48 @@ def test_a_plugin_raising_any_base_exception_is_its_own_record(fakes, impl, kind
     rec = _measure_impl(_fake_name(impl))
     assert rec["status"] == "error" and rec["error"].startswith(kind), rec["error"]
     assert "\n" not in rec["error"]
+
+
+def test_every_distinct_result_is_judged_not_only_the_first(fakes):
+    """A strategy right once and then drifting (k·dγ on call k) is not correct, although
+    its first call is; its worst error is the one recorded."""
+    import sys
+    sys.modules["tests.fake_impls"]._drift[0] = 0
+    rec = _measure_impl(_fake_name("test_drifts"), repeats=3)
+    assert rec["status"] == "ok" and rec["distinct_results"] == 3
+    assert rec["correct"] is False
+    assert 1.9 < rec["err_dw"] < 2.1 and rec["max_rel_err"] == rec["err_dw"]  # 3·dγ: error 2
+    assert rec["err_dx"] < 1e-5
+
+
+def _measure_mixed(impl, dtype, weight_dtype, norm="layernorm"):
+    from normbench.harness.measure import measure
+    c = Case(norm=norm, implementation=impl, rows=6, d=40, dtype=dtype,
+             weight_dtype=weight_dtype, groups="-")
+    return measure(c, _rel_settings(2))
+
+
+def test_each_output_is_judged_by_its_own_dtype(fakes):
+    """dγ/dβ by the weight's dtype, dx by the activations': rounding an fp32 dγ through bf16
+    fails with bf16 activations (it owes fp32 accuracy), and passes with a bf16 weight."""
+    bad = _measure_mixed(_fake_name("test_coarse_dw"), "bf16", "fp32")
+    assert (bad["tolerance"], bad["tolerance_dw"]) == (3e-2, 1e-4)
+    assert bad["status"] == "ok" and bad["correct"] is False and bad["err_dw"] > 1e-4
+    fine = _measure_mixed("test_coarse_dw", "fp32", "bf16")
+    assert (fine["tolerance"], fine["tolerance_dw"]) == (1e-4, 3e-2)
+    assert fine["correct"] is True and fine["err_dx"] < 1e-5
+    # (PyTorch's own CPU layer-norm backward does not pass here: with bf16 x and an fp32
+    # weight its dγ and dβ carry bf16 rounding, 1.6e-3 and 2.7e-3 in torch 2.13)
+    for impl in ("disjoint_block", "grouped_atomic"):
+        for dt, wd in (("bf16", "fp32"), ("fp32", "bf16")):
+            rec = _measure_mixed(impl, dt, wd)
+            assert rec["status"] == "ok" and rec["correct"], (impl, dt, wd, rec)
+
+
+def test_an_output_in_another_dtype_is_an_error(fakes):
+    rec = _measure_mixed(_fake_name("test_narrow_dw"), "bf16", "fp32")
+    assert rec["status"] == "error"
+    assert "dγ as torch.bfloat16 (expected torch.float32)" in rec["error"]
+    assert "dβ as torch.bfloat16" in rec["error"]
+    ok = _measure_mixed("test_narrow_dw", "bf16", "bf16")   # bf16 is the contract there
+    assert ok["status"] == "ok" and ok["correct"], ok["error"]

@@ -294,3 +294,14 @@ def test_tiny_ratios_keep_significant_digits():
     assert [fmt_ratio(v) for v in (0.0012345, 0.853, 1.0, 1.2949, 12.34, 1234.5)] == \
         ["0.00123", "0.853", "1.00", "1.29", "12.3", "1234"]
     assert fmt_ratio(float("nan")) == "" and fmt_ratio(None) == ""
+
+
+def test_an_incorrect_record_names_the_outputs_past_their_own_tolerance():
+    import pandas as pd
+    from normbench.harness.report.sections import _over_tolerance
+    r = pd.Series(dict(tolerance=3e-2, tolerance_dw=1e-4, err_dx=2e-3, err_dw=5e-3,
+                       err_db=float("inf"), max_rel_err=float("inf")))
+    assert _over_tolerance(r) == "past its tolerance: dγ 0.005 > 0.0001, dβ inf > 0.0001 (dx 0.002 within)"
+    old = pd.Series(dict(tolerance=3e-2, tolerance_dw=pd.NA, err_dx=0.5, err_dw=1e-3,
+                         err_db=None, max_rel_err=0.5))      # a run from before tolerance_dw
+    assert _over_tolerance(old) == "past its tolerance: dx 0.5 > 0.03 (dγ 0.001 within)"
