@@ -6,6 +6,7 @@ after saving every measured record.
 """
 from __future__ import annotations
 
+import shlex
 import signal
 import sys
 from enum import Enum
@@ -188,6 +189,8 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
     from normbench.harness.isolate import WorkerStartError
     from normbench.harness.run import default_out_dir, execute, preflight
     from normbench.harness.store import StoreError
+    if resume and out_dir is not None and not out_dir.exists():
+        err.print(f"run --resume: {out_dir} does not exist yet: a new run starts there")
     try:
         if out_dir is not None:
             preflight(sweep, out_dir, resume=resume, force_resume=force_resume,
@@ -202,25 +205,26 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
                           shard=shard_meta, executor=executor, force_resume=force_resume)
     except StoreError as e:
         fail(f"run: {e}")
+    except WorkerStartError as e:
+        fail(f"run: the isolate worker could not start, so no case can run: {e}", 1)
     except Exception as e:
         from normbench.harness.distributed import ClusterError
         if isinstance(e, ClusterError):
             fail(f"run: {e}", 1)
         raise
-    except WorkerStartError as e:
-        fail(f"run: the isolate worker could not start, so no case can run: {e}", 1)
     from normbench.harness.store import load_meta, load_records
     df = load_records(out_dir)
     from normbench.harness.report.terminal import print_tables
     print_tables(df, load_meta(out_dir), out)
     if outcome.interrupted:
-        again = " ".join([config, *(overrides or ()), *(f"--shape {x}" for x in shape or ())])
+        again = _again(config, overrides, shape, only=only, isolate=isolate, shard=shard,
+                       gpus=gpus, scheduler=scheduler, exclusive_below_us=exclusive_below_us,
+                       no_report=no_report, strict=strict, out_dir=out_dir)
         fail(f"interrupted by {signal.Signals(outcome.interrupted).name}: {len(df)} records kept in "
-             f"{out_dir}; finish with: run {again} --out {out_dir} --resume",
-             128 + outcome.interrupted)
+             f"{out_dir}; finish with: {again}", 128 + outcome.interrupted)
     if not no_report:
         paths = _write_report(out_dir, None)
-        err.print(f"report: {out_dir / paths['report.html']}")
+        err.print(f"report: {paths['report.html']}")
     err.print(f"records: {out_dir / 'records.csv'}")
     bad = df[df["status"] != "ok"] if len(df) else df
     if strict and len(bad):
@@ -264,7 +268,7 @@ def merge(out_dir: Path = typer.Argument(..., help="the run directory to write (
               + (f" (partial: {info['missing']} missing, listed in meta.json)" if info["partial"] else ""))
     if not no_report:
         paths = _write_report(out_dir, None)
-        err.print(f"report: {out_dir / paths['report.html']}")
+        err.print(f"report: {paths['report.html']}")
 
 
 @app.command("list")
@@ -292,9 +296,11 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory"),
                                                "write RUN_DIR/report-table.md)")):
     """Write RUN_DIR/report.html (self-contained), report.md and plots/ from a run."""
     from normbench.harness.report import ReportError, write_table
-    from normbench.harness.store import StoreError, check_run_dir
+    from normbench.harness.store import StoreError, check_run_dir, load_meta, load_records
     try:
         check_run_dir(run_dir)
+        load_records(run_dir)   # a report of records that cannot be read would only say so
+        load_meta(run_dir)
         if markdown_table:
             print(write_table(run_dir), end="")
             return
@@ -302,6 +308,22 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory"),
         fail(f"report: {e}")
     for k, v in _write_report(run_dir, baseline).items():
         out.print(f"{k}: {v}", markup=False, highlight=False)
+
+
+def _again(config, overrides, shape, *, out_dir, **options) -> str:
+    """The command that finishes an interrupted run: the same config, overrides, shapes and
+    options (the plan and the shard must match), --resume, quoted for a POSIX shell."""
+    words = ["normbench", "run", config, *(overrides or ())]
+    for x in shape or ():
+        words += ["--shape", x]
+    for name, value in options.items():
+        flag = "--" + name.replace("_", "-")
+        if value is True:
+            words.append(flag)
+        elif value not in (None, False):
+            words += [flag, str(value)]
+    words += ["--out", str(out_dir), "--resume"]
+    return shlex.join(words)
 
 
 def _write_report(run_dir: Path, baseline: Optional[str]) -> dict:
@@ -343,7 +365,8 @@ def compare(dirs: List[Path] = typer.Argument(..., help="BASE_DIR... NEW_DIR: ba
                                               "directories (or directories of runs), then the "
                                               "candidate"),
             threshold: str = typer.Option("5%", "--threshold", help="slowdown that counts, "
-                                          "e.g. 5% or 0.05"),
+                                          "e.g. 5% or 0.05 (a bare number of 1 or more is "
+                                          "percent: 5 = 5%)"),
             fmt: Format = typer.Option("table", "--format", help="output format"),
             metric: Metric = typer.Option("call", "--metric", help="call (time_ms, host "
                                           "included) or gpu (gpu_time_ms)"),
@@ -401,7 +424,12 @@ def export(run_dir: Path = typer.Argument(..., help="a run directory"),
         print(text)
     else:
         from normbench.harness.store import write_file_atomic
-        write_file_atomic(out_file, text + "\n")
+        if not str(out_file).strip() or out_file.is_dir():
+            fail(f"export: --out {str(out_file)!r}: give a file path, not a directory")
+        try:
+            write_file_atomic(out_file, text + "\n")
+        except OSError as e:
+            fail(f"export: --out {out_file}: cannot write it: {e.strerror or e}")
     if skipped:
         err.print(f"export: {skipped} record(s) not ok or without a time were left out")
 

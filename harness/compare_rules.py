@@ -146,6 +146,9 @@ def select(cand_idx: dict, bases: list[dict], only, exclude):
     """(predicate key -> gated?, description).  A name is an implementation or kind:KIND
     (strategy | baseline); a name no run holds is an error (a typo would gate nothing)."""
     only_n, excl_n = _names(only), _names(exclude)
+    for opt, arg, names in (("--only", only, only_n), ("--exclude", exclude, excl_n)):
+        if arg is not None and not names:
+            raise CompareError(f"{opt}: no implementation named in {arg!r}")
     impl_at = schema.KEY.index("implementation")
     records = {**{k: r for b in bases for k, r in b.items()}, **cand_idx}
     impls = {k[impl_at] for k in records}
@@ -167,6 +170,8 @@ def select(cand_idx: dict, bases: list[dict], only, exclude):
 
     bits = ([f"--only {','.join(only_n)}"] if only_n else []) + \
            ([f"--exclude {','.join(excl_n)}"] if excl_n else [])
+    if (only_n or excl_n) and not any(wanted(k) for k in cand_idx):
+        raise CompareError(f"{' '.join(bits)} leave no case of the candidate run to gate")
     return wanted, " ".join(bits)
 
 

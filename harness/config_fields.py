@@ -143,6 +143,9 @@ def _name(v: Any) -> str:
 
 
 def _text(v: Any) -> str:
+    """Free text; null (an empty `description:`) is no text."""
+    if v is None:
+        return ""
     if not isinstance(v, str):
         _fail(f"must be a string, got {_show(v)}")
     return v

@@ -25,6 +25,7 @@ resource each) that run under the Triton interpreter — how the tests run it.
 """
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import time
@@ -114,6 +115,26 @@ class Queue:
         return bool(self.shared or self.exclusive)
 
 
+def _check_scheduler(target: str) -> None:
+    """--scheduler names a scheduler file (JSON with its "address") or an address with a
+    port (tcp://host:8786, host:8786); anything else is refused before a run starts."""
+    from distributed.comm import get_address_host_port
+    address = target
+    if Path(target).is_file():
+        try:
+            address = json.loads(Path(target).read_text(encoding="utf-8"))["address"]
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
+            raise ClusterError(f"--scheduler {target}: not a Dask scheduler file (JSON with an "
+                               "\"address\")") from None
+        if not isinstance(address, str):
+            raise ClusterError(f"--scheduler {target}: its \"address\" is not a string")
+    try:
+        get_address_host_port(address)
+    except ValueError as e:
+        raise ClusterError(f"--scheduler {target!r}: not a scheduler address ({e}); give "
+                           "tcp://HOST:PORT or a scheduler file") from None
+
+
 def make_executor(*, gpus, scheduler, sweep, exclusive_below_us, dry_run=False):
     try:
         import distributed  # noqa: F401
@@ -124,6 +145,8 @@ def make_executor(*, gpus, scheduler, sweep, exclusive_below_us, dry_run=False):
         spec = placement.parse_gpus(gpus) if gpus is not None else None
     except placement.PlacementError as e:
         raise ClusterError(str(e)) from None
+    if scheduler is not None:
+        _check_scheduler(scheduler)
     ex = Executor(spec, scheduler, sweep, exclusive_below_us)
     if spec is not None:
         ex.choose()

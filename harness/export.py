@@ -43,6 +43,11 @@ def _rows(records, metric: str) -> tuple[list[tuple[str, dict, schema.Column]], 
             continue
         key = {k: ("" if isna(r.get(k)) else str(r[k])) for k in schema.KEY}
         out.append((key_label(key), r, col))
+    if not out:     # an empty document would pass a tracker's upload and gate nothing
+        ok = int((records["status"] == "ok").sum()) if len(records) else 0
+        raise ExportError(f"--metric {metric}: nothing to export — of {len(records)} record(s), "
+                          f"{ok} ok, none with a {col.name}"
+                          + (" (GPU time is measured on a GPU only)" if metric == "gpu" else ""))
     names = [n for n, _, _ in out]
     if len(set(names)) != len(names):
         raise ExportError("two records share a case key: the run holds duplicates")

@@ -37,12 +37,35 @@ def _version_keys(metas: list[dict]) -> list[str]:
     return sorted(keys)
 
 
+# what run --shard writes into meta.json's "shard" (harness/shard.meta_entry), by type
+_ENTRY = {"index": int, "count": int, "spec": str, "plan_digest": str, "plan_size": int,
+          "plan_keys": list, "keys": list}
+
+
+def _check_entry(d: Path, entry) -> None:
+    """A shard entry as run --shard writes it, or a one-line MergeError naming the field."""
+    where = f"{d / 'meta.json'}: shard"
+    if not isinstance(entry, dict):
+        raise MergeError(f"{where}: expected a mapping, got {type(entry).__name__}")
+    for key, typ in _ENTRY.items():
+        v = entry.get(key)
+        if not isinstance(v, typ) or isinstance(v, bool):
+            raise MergeError(f"{where}.{key}: expected {typ.__name__}, got "
+                             f"{'nothing' if v is None else type(v).__name__}")
+    for key in ("plan_keys", "keys"):
+        if not all(isinstance(k, str) for k in entry[key]):
+            raise MergeError(f"{where}.{key}: expected a list of case keys (strings)")
+    if not 0 <= entry["index"] < entry["count"]:
+        raise MergeError(f"{where}.index: {entry['index']} is not in [0, {entry['count']})")
+
+
 def check(dirs: list[Path], metas: list[dict]) -> None:
     """Raise MergeError unless the shards come from one plan, config, GPU model and stack."""
     for d, m in zip(dirs, metas):
         if not m.get("shard"):
             raise MergeError(f"{d} is not a shard (no 'shard' in its meta.json; "
                              "shards come from run --shard I/N)")
+        _check_entry(d, m["shard"])
     first = metas[0]["shard"]
     for d, m in zip(dirs[1:], metas[1:]):
         s = m["shard"]
@@ -98,7 +121,7 @@ def merge(out: str | os.PathLike, dirs: list[str | os.PathLike], *,
                          f"{', '.join(have)}): {_names(missing)}; --allow-partial merges "
                          "what exists")
     meta = _merged_meta(dirs, metas, plan, missing)
-    with RunStore(out) as store:
+    with RunStore(out, occupied_hint="merge into a new or empty --out") as store:
         store.write_meta(meta)
         for k in plan:
             if k in rows:

@@ -37,7 +37,7 @@ _SHAPE_KEYS = ("rows", "batch", "seq", "d", "shapes")
 _DROPS = {"rows": ("batch", "seq", "shapes"), "batch": ("rows", "shapes"),
           "seq": ("rows", "shapes"), "shapes": ("rows", "batch", "seq", "d")}
 _NESTED = {"timing", "determinism"}
-_SHAPE_RE = re.compile(r"\s*(\d{1,10})\s*[xX×]\s*(\d{1,10})\s*")
+_SHAPE_RE = re.compile(r"\s*([0-9]{1,19})\s*[xX×]\s*([0-9]{1,19})\s*")   # ASCII digits
 
 
 def shipped() -> dict[str, Path]:
@@ -72,6 +72,9 @@ def _parse_shape(raw: str) -> list[int]:
     m = _SHAPE_RE.fullmatch(raw)
     if not m:
         raise ConfigError(f"--shape {raw!r}", "shapes", "expected ROWSxD, e.g. 16384x5120")
+    if any(len(g) > 1 and g.startswith("0") for g in m.groups()):
+        raise ConfigError(f"--shape {raw!r}", "shapes", "a number with a leading zero; "
+                                                        "expected ROWSxD, e.g. 16384x5120")
     return [int(m.group(1)), int(m.group(2))]
 
 

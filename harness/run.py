@@ -69,7 +69,7 @@ def resume_mismatch(meta: dict, sweep: Sweep, facts: dict | None = None,
         why.append(f"it was started from another config (hash {meta.get('config_hash')}, "
                    f"this one {sweep.config_hash})")
     here, interp = _here(facts)
-    if device and meta.get("device_name") != here or bool(meta.get("interpreted")) != interp:
+    if device and (meta.get("device_name") != here or bool(meta.get("interpreted")) != interp):
         why.append(f"it was measured on {meta.get('device_name')}, this is {here}")
     return why
 

@@ -23,14 +23,19 @@ class ShardError(ValueError):
     """A bad --shard value; one line."""
 
 
+MAX_SHARDS = 100_000     # far more than any cluster; a bound keeps the partition's lists sane
+
+
 def parse(spec: str) -> tuple[int, int]:
     """'I/N' -> (I, N) with 0 <= I < N."""
-    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", str(spec))
+    m = re.fullmatch(r"\s*([0-9]{1,9})\s*/\s*([0-9]{1,9})\s*", str(spec))
     if not m:
-        raise ShardError(f"--shard: expected I/N (e.g. 0/4), got {spec!r}")
+        raise ShardError(f"--shard: expected I/N (e.g. 0/4; N at most {MAX_SHARDS}), got {spec!r}")
     i, n = int(m.group(1)), int(m.group(2))
     if n < 1 or i >= n:
         raise ShardError(f"--shard {spec}: need 0 <= I < N, got I={i}, N={n}")
+    if n > MAX_SHARDS:
+        raise ShardError(f"--shard {spec}: N at most {MAX_SHARDS}, got {n}")
     return i, n
 
 

@@ -87,8 +87,10 @@ class RunStore:
                                     which cases to skip
     """
 
-    def __init__(self, run_dir: str | os.PathLike, resume: bool = False, *, parquet_interval_s: float = 5.0):
+    def __init__(self, run_dir: str | os.PathLike, resume: bool = False, *, parquet_interval_s: float = 5.0,
+                 occupied_hint: str = "use --resume to finish it or choose another --out"):
         self.run_dir = Path(run_dir)
+        self._occupied_hint = occupied_hint     # what to do about a directory with records
         self.parquet_interval_s = float(parquet_interval_s)
         # Previous holder's pid/host/since when it died without close() (kill -9, power loss).
         self.stale_lock: dict | None = None
@@ -148,10 +150,7 @@ class RunStore:
         has_records = (self.run_dir / RECORDS_CSV).exists() or (self.run_dir / RECORDS_PARQUET).exists()
         frame = load_records(self.run_dir) if has_records else _empty_frame()
         if len(frame) and not resume:
-            raise StoreError(
-                f"{self.run_dir} already holds {len(frame)} records; "
-                "use --resume to finish it or choose another --out"
-            )
+            raise StoreError(f"{self.run_dir} already holds {len(frame)} records; {self._occupied_hint}")
         extra = [c for c in frame.columns if c not in COLUMNS]
         if extra:
             raise StoreError(
@@ -159,10 +158,18 @@ class RunStore:
             )
         if not resume:
             frame = _empty_frame()
+        odd = frame.loc[~frame["status"].isin(STATUSES).fillna(False)]
+        if len(odd):    # resumed, it would be measured again and refused as a duplicate
+            r = odd.iloc[0]
+            raise StoreError(
+                f"{self.run_dir / RECORDS_CSV}: case {r['case_id']} has status "
+                f"{None if pd.isna(r['status']) else r['status']!r}, not one of "
+                f"{', '.join(STATUSES)} ({len(odd)} such row(s)); cannot resume it — remove "
+                "the row to measure the case again")
         self._frame = frame
         self._pending: list[dict] = []  # appended rows not yet in self._frame
         self._ids: set[str] = set(frame["case_id"].dropna())
-        self._done: set[str] = set(frame.loc[frame["status"].isin(STATUSES).fillna(False), "case_id"].dropna())
+        self._done: set[str] = set(frame["case_id"].dropna())
         self._meta: dict = load_meta(self.run_dir) if resume else {}
         self.write_meta(self._meta)     # the marker from the start (a format-1 meta gains it)
         # Rewrite both files from what was loaded: the parquet file may lag the CSV after a crash.

@@ -2,6 +2,7 @@
 --only, signals, odd paths — every one exit 2 with one line, or a record; never a traceback."""
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -164,7 +165,8 @@ def test_many_signals_at_once_keep_the_resume_hint(tmp_path):
     cfg = config(tmp_path, rows=[3, 4, 5, 6, 7, 8, 9, 10], implementations=["torch", "atomic"],
                  timing={"warmup_ms": 20, "rep_ms": 40})
     out = tmp_path / "run"
-    p = subprocess.Popen([sys.executable, str(ROOT / "run_bench.py"), "run", str(cfg), "--out",
+    p = subprocess.Popen([sys.executable, str(ROOT / "run_bench.py"), "run", str(cfg),
+                          "determinism={repeats: 2}", "--only", "torch,atomic", "--out",
                           str(out), "--no-report"], cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
@@ -181,3 +183,27 @@ def test_many_signals_at_once_keep_the_resume_hint(tmp_path):
     assert f"--out {out} --resume" in err
     kept = len(load_records(out))
     assert f"{kept} records kept" in err and kept < 16
+    # the hint is a command that works as printed: quoted overrides, the same options
+    hint = shlex.split(err.split("finish with: ", 1)[1].strip().splitlines()[0])
+    assert hint[:2] == ["normbench", "run"] and "--only" in hint and "--no-report" in hint
+    done = subprocess.run([sys.executable, str(ROOT / "run_bench.py"), *hint[1:]], cwd=ROOT,
+                          env=ENV, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert len(load_records(out)) == 16
+
+
+def test_a_shape_no_record_passes_the_printed_paths_and_an_unreadable_report(tmp_path):
+    """A sweep where one shape has no passing record still prints its tables and writes its
+    report; the paths printed are the files (a relative --out is not doubled); --resume of a
+    directory that does not exist says it starts one; `report` of unreadable records is one
+    line, exit 2, not a report that only says so."""
+    cfg = config(tmp_path, d=[8, 9], implementations=["test_fails_odd_d"])
+    r = cli("run", str(cfg), "--out", "rel", "--resume", cwd=tmp_path)
+    err = r.stderr.decode()
+    assert r.returncode == 0 and "Traceback" not in err, err
+    assert "rel does not exist yet: a new run starts there" in err
+    assert "report: rel/report.html" in err and "records: rel/records.csv" in err
+    assert (tmp_path / "rel" / "report.html").is_file()
+    (tmp_path / "rel" / "records.csv").write_text('case_id,status\n"torn,ok\n')
+    (tmp_path / "rel" / "records.parquet").unlink(missing_ok=True)
+    one_line(cli("report", str(tmp_path / "rel")), "report: cannot read", "records.csv")

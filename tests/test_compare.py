@@ -260,6 +260,14 @@ def test_only_and_exclude_choose_what_is_gated(tmp_path):
     assert [c.key["implementation"] for c in res.regressions] == ["torch"]
     with pytest.raises(cmp.CompareError, match="--only: no case has implementation 'trch'"):
         cmp.compare(a, b, only="trch")
+    # a selection that gates nothing is refused, as a typo would be
+    with pytest.raises(cmp.CompareError, match="leave no case of the candidate run to gate"):
+        cmp.compare(a, b, exclude="torch,disjoint_block,atomic")
+    with pytest.raises(cmp.CompareError, match="leave no case"):
+        cmp.compare(a, b, only="torch", exclude="torch")
+    for empty in ("", ","):
+        with pytest.raises(cmp.CompareError, match="--only: no implementation named"):
+            cmp.compare(a, b, only=empty)
 
 
 def test_common_compares_two_configs(tmp_path):

@@ -110,6 +110,7 @@ def test_optional_nulls_and_weight_dtypes():
                      "weight_dtype: [same, fp32]\ntimeout_s: 0.5\nseed: 7\n")
     assert s.implementations is None and s.peak_tbps == 4.8
     assert s.weight_dtype == ["same", "fp32"] and s.timeout_s == 0.5 and s.seed == 7
+    assert parse_config("rows: 1\nd: 1\ndescription:\n").description == ""   # null: no text
 
 
 def test_hash_is_of_the_verbatim_text_and_sweep_is_frozen():

@@ -221,7 +221,9 @@ def test_bad_cluster_options_are_one_line_and_exit_2(tmp_path):
     for args, needle in ((["--gpus", "0"], "at least 1"), (["--gpus", "all"], "no GPU"),
                          (["--gpus", "2", "--scheduler", "tcp://x:1"], "exclude each other"),
                          (["--exclusive-below-us", "5"], "needs --gpus"),
-                         (["--shard", "3/3"], "0 <= I < N")):
+                         (["--shard", "3/3"], "0 <= I < N"),
+                         (["--scheduler", "garbage"], "not a scheduler address"),
+                         (["--scheduler", str(cfg)], "not a Dask scheduler file")):
         r = cli("run", cfg, *args, "--out", tmp_path / "x", "--dry-run")
         assert r.returncode == 2, (args, r.stderr)
         lines = r.stderr.strip().splitlines()

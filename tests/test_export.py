@@ -125,3 +125,19 @@ def test_export_errors_and_cli(tmp_path):
     jsonschema.validate(json.loads((tmp_path / "bmf.json").read_text()), BMF)
     r = CliRunner().invoke(app, ["export", str(run), "--format", "nope"])
     assert r.exit_code == 2 and "export: --format" in r.output
+
+
+def test_nothing_to_export_and_a_bad_out_are_one_line_errors(tmp_path):
+    from typer.testing import CliRunner
+    from normbench.harness.cli import app
+    recs = [synthetic.record(implementation=n, time_ms=0.1) for n in ("torch", "atomic")]
+    for r in recs:
+        r["gpu_time_ms"] = None                           # a CPU run: no GPU time
+    run = synthetic.write_run(tmp_path / "cpu", recs, synthetic.meta())
+    with pytest.raises(ex.ExportError, match="nothing to export .* none with a gpu_time_ms"):
+        ex.export(run, "bencher", metric="gpu")           # not an empty document
+    ok = _run(tmp_path)
+    for out in (tmp_path, tmp_path / "no" / "such" / "dir.json"):
+        r = CliRunner().invoke(app, ["export", str(ok), "--format", "bencher", "--out", str(out)])
+        assert r.exit_code == 2 and "export: --out" in r.output, r.output
+        assert "Traceback" not in r.output

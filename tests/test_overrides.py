@@ -152,3 +152,12 @@ def test_any_command_line_is_a_sweep_or_one_config_error(overrides, shapes):
         assert "Traceback" not in text and "pydantic" not in text.lower()
     else:
         assert isinstance(s, Sweep)
+
+
+@pytest.mark.parametrize("raw,problem", [
+    ("0100x33", "leading zero"), ("１２x33", "expected ROWSxD"),
+    ("12345678901x33", "must be at most 2147483647"), ("0x5", "must be at least 1"),
+])
+def test_shape_numbers_are_plain_ascii_decimals_in_range(raw, problem):
+    with pytest.raises(ConfigError, match=problem):
+        apply("rows: [1]\nd: [8]\n", "t.yaml", shapes=[raw])

@@ -319,3 +319,15 @@ def test_help_version_and_list_markup():
     assert "--shape" in cli("run", "-h").stdout and "--strict" in cli("run", "-h").stdout
     listed = cli("list").stdout
     assert "fp32 [d]" in " ".join(listed.split())          # rich markup escaped: "[d]" shows
+
+
+def test_resume_without_the_device_compares_the_config_only():
+    """device=False (a cluster run: the cases run elsewhere) never compares this machine's
+    device or timer with the run's — a GPU run resumes from a login node without a GPU."""
+    from normbench.harness.config import parse_config
+    from normbench.harness.run import resume_mismatch
+    sweep = parse_config("rows: [4]\nd: [8]\n")
+    meta = {"device_name": "NVIDIA H200", "interpreted": False, "config_hash": sweep.config_hash}
+    assert resume_mismatch(meta, sweep, device=False) == []
+    assert resume_mismatch({**meta, "config_hash": "other"}, sweep, device=False)
+    assert resume_mismatch(meta, sweep) != []       # here: CPU and the interpreter

@@ -2,6 +2,7 @@
 merge equal to the serial run, each refusal of merge (exit 2, one line), --resume per shard."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -62,6 +63,26 @@ def test_parse():
     for bad in ("3/3", "1", "a/b", "-1/2", "0/0", "1/2/3"):
         with pytest.raises(ShardError):
             parse(bad)
+    for bad in ("1/99999999999999999999", "0/100001", "１/２"):   # too many; not ASCII digits
+        with pytest.raises(ShardError, match="--shard"):
+            parse(bad)
+
+
+@pytest.mark.parametrize("entry,needle", [
+    ("0/2", "shard: expected a mapping, got str"),
+    ({"index": 0, "count": 2, "spec": "0/2", "plan_digest": "d", "plan_size": 2, "keys": []},
+     "shard.plan_keys: expected list, got nothing"),
+    ({"index": "x", "count": 2, "spec": "0/2", "plan_digest": "d", "plan_size": 2,
+      "plan_keys": [], "keys": []}, "shard.index: expected int, got str"),
+    ({"index": 3, "count": 2, "spec": "0/2", "plan_digest": "d", "plan_size": 2,
+      "plan_keys": ["a"], "keys": []}, "shard.index: 3 is not in [0, 2)"),
+    ({"index": 0, "count": 2, "spec": "0/2", "plan_digest": "d", "plan_size": 2,
+      "plan_keys": [1], "keys": []}, "shard.plan_keys: expected a list of case keys"),
+])
+def test_a_hand_broken_shard_entry_is_one_error_naming_the_field(tmp_path, entry, needle):
+    from normbench.harness.merge import MergeError, check
+    with pytest.raises(MergeError, match=re.escape(needle)):
+        check([tmp_path], [{"shard": entry}])
 
 
 def test_partition_is_balanced_deterministic_and_complete():
@@ -157,6 +178,8 @@ def test_merge_refuses_duplicates_missing_cases_and_non_shards(runs, tmp_path):
     _refusal(cli("merge", tmp_path / "m", tmp / "serial", tmp / "s0"), "is not a shard")
     _refusal(cli("merge", tmp_path / "m", tmp / "s0", tmp_path / "nothing"),
              "not a run directory")
+    _refusal(cli("merge", tmp / "serial", tmp / "s0", tmp / "s1", tmp / "s2"),
+             "already holds", "merge into a new or empty --out")   # no --resume to offer
     r = cli("merge", tmp_path / "p", tmp / "s0", tmp / "s2", "--allow-partial", "--no-report")
     assert r.returncode == 0 and "partial" in r.stderr, r.stderr
     m = json.loads((tmp_path / "p" / "meta.json").read_text())

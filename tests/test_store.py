@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -501,3 +502,22 @@ def test_undecodable_text_in_meta_reads_back(tmp_path):
         s.write_meta({"config_path": path})
         assert s.meta["config_path"] == path
     assert load_meta(tmp_path)["config_path"] == path
+
+
+def test_resume_refuses_a_row_of_an_unknown_status(tmp_path):
+    """A row whose status is none of STATUSES (edited by hand) would be measured again and its
+    new record refused as a duplicate: resuming is refused first, naming the case."""
+    with RunStore(tmp_path) as s:
+        s.append(full_record(0))
+        s.append(full_record(1))
+    csv = tmp_path / "records.csv"
+    text = csv.read_text()
+    cid = full_record(1)["case_id"]
+    lines = [ln.replace(',"ok",', ',"weird",', 1) if cid in ln else ln
+             for ln in text.splitlines(keepends=True)]
+    assert lines != text.splitlines(keepends=True)
+    csv.write_text("".join(lines))
+    (tmp_path / "records.parquet").unlink(missing_ok=True)
+    with pytest.raises(StoreError, match=f"case {re.escape(cid)} has status 'weird'"):
+        RunStore(tmp_path, resume=True)
+    assert csv.read_text() == "".join(lines)          # left as it was

@@ -8,6 +8,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from normbench.harness import hostload, summary
+from normbench.harness.cells import is_missing
 
 from .fmt import finite, fmt_ratio, fmt_us
 
@@ -44,7 +45,7 @@ def print_tables(df, meta: dict, console) -> None:
             sel = ans[(ans.norm == norm) & (ans.dtype == dtype) & (ans.weight_dtype == wdt)
                       & (ans.rows == rows) & (ans.d == d)]
             a = sel.iloc[0] if len(sel) else None
-            fastest = None if a is None or a["fastest"] is None else a[f"{a['fastest']}_impl"]
+            fastest = None if a is None or is_missing(a["fastest"]) else a[f"{a['fastest']}_impl"]
             cells = []
             for n in impls:
                 rec = best[(best.norm == norm) & (best.dtype == dtype) & (best.weight_dtype == wdt)
