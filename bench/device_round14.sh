@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One device call for tuning round 14 — or, with ROUND=15, round 15's candidates (the split
-# rows, round 14's at d ≤ 8192) in the same grids (issue 16; run from the repo root there, on one H200;
+# rows, round 14's at d ≤ 8192), with ROUND=16 round 16's (`pdl` for both strategies; then
+# K="smem or pdl" runs its GPU tests too) in the same grids (issue 16; run from the repo root there, on one H200;
 # with the peers when bench/peers_env.sh has them: about 8 minutes, each step under its own
 # timeout).  First the GPU tests of disjoint_smem (the rows staged in shared memory: against
 # fp64 at full size, its bits over repeats, the staged and the fallback paths), then

@@ -81,7 +81,7 @@ def compile_smem(d: int, norm: str, dtype: str, weight_dtype: str = "same",
     act = TYPES[dtype]
     wt = act if weight_dtype == "same" else TYPES[weight_dtype]
     consts = dict(HAS_MEAN=norm == "layernorm", BLOCK_D=m.block_d, BLOCK_D2=m.block_d2,
-                  VEC=vec, STAGES=st, NUM_WARPS=m.warps)
+                  VEC=vec, STAGES=st, NUM_WARPS=m.warps, PDL=bool(p.get("pdl")))
     names = smem_kernel.arg_names
     sig = {n: ("constexpr" if n in consts else act if n in ACT else wt if n in WEIGHT
                else "*fp32" if n in F32 else "i32") for n in names}
@@ -110,7 +110,7 @@ def compile_kernel(name: str, d: int, norm: str, dtype: str, weight_dtype: str =
                   ONE_CHUNK=p["one_chunk"], NUM_STAGES=p["num_stages"], PREFETCH=p["prefetch"],
                   RELOAD=p["reload"], W_TILE=p["w_tile"], COL_SPLIT=p.get("col_split", 1),
                   EXCHANGE=p.get("exchange", False), SPIN=p.get("spin", _tuning.EXCHANGE_SPIN),
-                  L2_AHEAD=p.get("l2_ahead", 0))
+                  L2_AHEAD=p.get("l2_ahead", 0), PDL=bool(p.get("pdl")))
     if "GRID_SYNC" in names:
         sync = bool(fused_groups)
         red_g, red_n = reduce_tile(fused_groups, d) if sync else (1, 1)
@@ -163,13 +163,15 @@ def resources(d: int, norm: str, dtype: str, override: dict | None = None,
     # `shared` is the static shared memory (reductions); `dynamic` what Triton adds at launch
     # (the pipelined loop's stages); `ldg`/`ldgsts`/`stl`: global loads, cp.async, spill stores;
     # `lds`/`lds128`: shared-memory loads, all and 16-byte ones (disjoint_smem's staged rows);
-    # `pf2`: L2 prefetches (l2_ahead: UBLKPF, bulk; CCTL.E.PF2, a line)
+    # `pf2`: L2 prefetches (l2_ahead: UBLKPF, bulk; CCTL.E.PF2, a line); `preexit`: the
+    # `pdl` option's griddepcontrol.launch_dependents
     return dict(name=name, regs=int(m[1]), stack=int(m[2]), shared=int(m[3]), local=int(m[4]),
                 dynamic=k.metadata.shared, ldg=len(re.findall(r"\bLDG\.", sass)),
                 ldgsts=len(re.findall(r"\bLDGSTS\b", sass)), stl=len(re.findall(r"\bSTL\b", sass)),
                 lds=len(re.findall(r"\bLDS\b", sass)), lds128=len(re.findall(r"\bLDS\.128\b", sass)),
                 bar=len(re.findall(r"\bBAR\.", sass)),
                 pf2=len(re.findall(r"\bCCTL\.E\.PF2\b|\bUBLKPF\b", sass)),
+                preexit=len(re.findall(r"\bPREEXIT\b", sass)),
                 block_d2=p.get("block_d2", 0),
                 **{k: p[k] for k in ("block_d", "block_r", "num_warps", "num_stages", "prefetch",
                                      "reload", "w_tile")})

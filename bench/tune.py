@@ -2,7 +2,7 @@
 
     python bench/tune.py [--names a,b] [--shapes 16384x4096,...] [--norms layernorm] [--dtype bf16]
                          [--weight-dtype same] [--rep MS] [--out DIR] [--warm-jobs N] [--budget-s S]
-                         [--new-only | --round9 | … | --round12 | --round14 | --round15]
+                         [--new-only | --round9 | … | --round12 | --round14 | --round15 | --round16]
 
 For each shape it times each strategy under several launch parameters (through
 `strategies._tuning.OVERRIDE`, the same hook the kernels read) and GROUPS values with do_bench
@@ -42,7 +42,7 @@ SHAPES = [(16384, 4096), (16384, 8192), (65536, 1024), (8192, 16384),
 DEFAULT = "default"          # marks the configuration the shipped rules pick
 REPEAT = "default-again"     # the same, timed once more after the others
 NEW_ONLY = False             # --new-only: the defaults and round 8's candidates, nothing else
-ONLY_ROUND = None            # --round9 … --round15: the defaults and that round's candidates, nothing else
+ONLY_ROUND = None            # --round9 … --round16: the defaults and that round's candidates, nothing else
 
 
 def grid(name: str, d: int, sms: int):
@@ -56,12 +56,12 @@ def grid(name: str, d: int, sms: int):
     compile: at d = 1024 three programs of 4 warps per SM at 4 rows a tile and 3 stages, five
     at 2 rows, eight at 1 row.  Round 8: disjoint_fused's grid sync over 2 and 3 programs
     per SM (--new-only: these and the defaults alone).  Rounds 1–6 searched other grids (git
-    history of this file).  Rounds 9–15 (--round9 … --round15, issue 16): see _round9 …
-    _round15."""
+    history of this file).  Rounds 9–16 (--round9 … --round16, issue 16): see _round9 …
+    _round16."""
     yield {}, None, False
     if ONLY_ROUND in ROUND_OF:
         # a round of one strategy's own parameters: the others run at their defaults
-        if name == ROUND_OF[ONLY_ROUND]:
+        if name in ROUND_OF[ONLY_ROUND]:
             yield from ROUNDS[ONLY_ROUND](d, sms)
             yield {}, None, True
         return
@@ -187,10 +187,19 @@ def _round15(d: int, sms: int):
         yield from _round14(d, sms)
 
 
-# the rounds --round9 … --round15 time alone (issue 16); ROUND_OF: a round of one strategy's
+def _round16(d: int, sms: int):
+    """Round 16's candidate (docs/PERF_NOTES.md, "Not yet measured"): `pdl` — the reduce
+    launched as a programmatic dependent of the main kernel, which lets it in at its start,
+    so the reduce's launch and scheduling overlap the main kernel's last programs (the gap
+    between the two kernels, a few µs of every call, small shapes' most)."""
+    yield {"pdl": True}, None, False
+
+
+# the rounds --round9 … --round16 time alone (issue 16); ROUND_OF: a round of some strategies'
 # own parameters (the other strategies named run at their defaults, a control)
-ROUNDS = {9: _round9, 10: _round10, 11: _round11, 12: _round12, 14: _round14, 15: _round15}
-ROUND_OF = {14: "disjoint_smem", 15: "disjoint_smem"}
+ROUNDS = {9: _round9, 10: _round10, 11: _round11, 12: _round12, 14: _round14, 15: _round15,
+          16: _round16}
+ROUND_OF = {14: ("disjoint_smem",), 15: ("disjoint_smem",), 16: ("disjoint_block", "disjoint_smem")}
 
 
 def _round7(d: int, sms: int):

@@ -56,6 +56,23 @@ def _cuda_sm_count(index: int) -> int:
     return torch.cuda.get_device_properties(index).multi_processor_count
 
 
+_PDL: dict = {}
+
+
+def pdl_supported(device: torch.device) -> bool:
+    """Whether kernels on `device` can be launched as programmatic dependents (PDL: a kernel
+    that starts while the one before it on the stream finishes, and waits in
+    `griddepcontrol.wait` for it to complete and its writes to be visible): compiled code on
+    compute capability 9.0 or newer.  Never under the interpreter."""
+    if interpreted() or device.type != "cuda":
+        return False
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    ok = _PDL.get(index)
+    if ok is None:
+        ok = _PDL[index] = torch.cuda.get_device_capability(index) >= (9, 0)
+    return ok
+
+
 _SMEM: dict = {}
 
 

@@ -13,6 +13,16 @@ _barrier = getattr(gl, "thread_barrier", None) or gl.barrier
 
 
 @gluon.jit
+def _launch_dependents():
+    """griddepcontrol.launch_dependents: the kernel launched after this one as a programmatic
+    dependent (the reduce, with `pdl`) may be scheduled now; it waits for this grid to
+    complete before it reads anything (Gluon has no helper for it: the PTX, as Triton's
+    tl.extra.cuda.gdc_launch_dependents writes it)."""
+    gl.inline_asm_elementwise("griddepcontrol.launch_dependents; // dummy $0", "=r", [],
+                              dtype=gl.int32, is_pure=False, pack=1)
+
+
+@gluon.jit
 def _copy(smem, P, row, stride, cols, mask):
     """Copy row `row` of P (its columns `cols`, where `mask`) into the stage `smem`."""
     _async_load(smem, P + row.to(gl.int64) * stride + cols, mask=mask)
@@ -82,12 +92,14 @@ def _dx_part(xs, ds, ws, DX_ROW, cols, col_mask, mean, rstd, c1, c2, acc_w, acc_
 def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
                 stride_x_v, stride_dy_v, stride_dx_v, HAS_MEAN: gl.constexpr,
                 BLOCK_D: gl.constexpr, BLOCK_D2: gl.constexpr, VEC: gl.constexpr,
-                STAGES: gl.constexpr, NUM_WARPS: gl.constexpr):
+                STAGES: gl.constexpr, NUM_WARPS: gl.constexpr, PDL: gl.constexpr):
     """Program p: dx for rows [p·R, (p+1)·R) and its partial rows PW[p], PB[p].  N_V and the
     strides count VEC elements (so the compiler knows each row start VEC-aligned).  A row is
     one block of BLOCK_D columns, or with BLOCK_D2 > 0 two parts — columns [0, BLOCK_D) and
     [BLOCK_D, BLOCK_D + BLOCK_D2), each a power of two — so that a row like 12288 (8192 +
     4096) is staged at its width instead of in a block of 16384 (`split`, a tuning option)."""
+    if PDL:
+        _launch_dependents()
     layout: gl.constexpr = gl.BlockedLayout([VEC], [32], [NUM_WARPS], [0])
     flat: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [0])
     N = N_V * VEC

@@ -25,7 +25,7 @@ CHUNK_D = 8192
 EXCHANGE_SPIN = 4
 
 # strategy name -> dict of forced parameters (block_r, num_warps, block_d, prefetch, reload,
-# num_stages, w_tile, col_split, exchange, spin, l2_ahead), for tuning.
+# num_stages, w_tile, col_split, exchange, spin, l2_ahead, pdl), for tuning.
 OVERRIDE: dict[str, dict] = {}
 
 
@@ -55,7 +55,7 @@ def block_d(d: int) -> tuple[int, bool]:
 @dataclass(frozen=True)
 class Rule:
     """A strategy's launch rule: `params(d)` -> dict(block_d, one_chunk, block_r, num_warps,
-    num_stages, prefetch, reload, w_tile, col_split, exchange, spin, l2_ahead).  `row_loop`: its
+    num_stages, prefetch, reload, w_tile, col_split, exchange, spin, l2_ahead, pdl).  `row_loop`: its
     programs loop over a block of rows each (GROUPS programs), so the row-loop tuning
     candidates of bench/tune.py apply to it."""
     params: Callable[[int], dict]
@@ -65,7 +65,7 @@ class Rule:
 # The launch options every rule starts from, off: a rule turns on what it measured (the row
 # loop's reload and w_tile at 16384), tuning the rest (OVERRIDE).
 _OPTIONS = MappingProxyType(dict(prefetch=False, reload=False, w_tile=False, col_split=1,
-                                 exchange=False, spin=EXCHANGE_SPIN, l2_ahead=0))
+                                 exchange=False, spin=EXCHANGE_SPIN, l2_ahead=0, pdl=False))
 
 
 def _one_row(d: int) -> dict:

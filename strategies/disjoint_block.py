@@ -11,6 +11,7 @@ rows, and the grid has S·GROUPS programs.
 """
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents
 
 from . import _device, _groups, _tuning
 from ._contention import Contention
@@ -188,7 +189,11 @@ def _disjoint_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N, ROWS_PER_PRO
                      BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr,
                      NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr, RELOAD: tl.constexpr,
                      W_TILE: tl.constexpr, COL_SPLIT: tl.constexpr, EXCHANGE: tl.constexpr,
-                     SPIN: tl.constexpr, L2_AHEAD: tl.constexpr):
+                     SPIN: tl.constexpr, L2_AHEAD: tl.constexpr, PDL: tl.constexpr):
+    if PDL:
+        # the reduce, launched as a programmatic dependent (`pdl`), may be scheduled from
+        # here on: it waits for this grid to complete before it reads a partial row
+        gdc_launch_dependents()
     row_partials(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N, ROWS_PER_PROG,
                  stride_x, stride_dy, stride_dx, HAS_MEAN, BLOCK_R, BLOCK_D, ONE_CHUNK,
                  NUM_STAGES, PREFETCH, RELOAD, W_TILE, COL_SPLIT, EXCHANGE, SPIN, L2_AHEAD)
@@ -203,9 +208,13 @@ def launch_partials(kernel, c, groups: int, params, extra: tuple = (), extra_met
     `extra_meta(compile, programs)` adds constexprs and launch options (they must depend on
     what the launch key fixes: GROUPS, the call's signature, the device); `compile(**meta)`
     compiles the kernel with those added, without launching it, for a caller that must look
-    at the compiled kernel (its occupancy) before it decides."""
+    at the compiled kernel (its occupancy) before it decides.  Returns (pw, pb, pdl): pdl
+    where the parameters ask for `pdl` (a tuning option, off in every rule) and it can work
+    (a kernel with a PDL parameter, compiled code on sm_90+) — the kernel then lets the
+    reduce that follows start early, and the caller launches that reduce with pdl."""
     pw, pb = scratch(groups, c.d, c.has_mean, c.x.device)
     p = params(c.d)
+    pdl = bool(p["pdl"]) and "PDL" in kernel.arg_names and _device.pdl_supported(c.x.device)
     rows_per_prog = _tuning.cdiv(c.rows, groups)
     xs = pw
     if p["exchange"] and p["col_split"] > 1:
@@ -222,6 +231,8 @@ def launch_partials(kernel, c, groups: int, params, extra: tuple = (), extra_met
                     COL_SPLIT=p["col_split"], EXCHANGE=p["exchange"], SPIN=p["spin"],
                     L2_AHEAD=0 if _device.interpreted() else p["l2_ahead"],
                     num_warps=p["num_warps"])
+        if "PDL" in kernel.arg_names:       # the kernels a reduce follows (not the fused one)
+            meta["PDL"] = pdl
         grid = (groups * p["col_split"],)
         scalars = (c.rows, c.d, rows_per_prog, *c.strides)
         if extra_meta is not None:
@@ -230,8 +241,8 @@ def launch_partials(kernel, c, groups: int, params, extra: tuple = (), extra_met
                 grid[0]))
         return grid, scalars, meta
 
-    launch(kernel, (c.sig, groups), tensors, setup)
-    return pw, pb
+    launch(kernel, (c.sig, groups, pdl), tensors, setup)
+    return pw, pb, pdl
 
 
 @register("disjoint_block", kind="strategy", deterministic_by_design=True, uses_groups=True,
@@ -240,5 +251,5 @@ def launch_partials(kernel, c, groups: int, params, extra: tuple = (), extra_met
 def backward(x, dy, weight, mean, rstd, *, groups):
     """Each program owns a contiguous block of rows, stores one partial row; fixed-order reduce."""
     c = prepare(x, dy, weight, mean, rstd)
-    pw, pb = launch_partials(_disjoint_kernel, c, groups, backward.params)
-    return c.outputs(*reduce_partials(pw, pb, c.weight))
+    pw, pb, pdl = launch_partials(_disjoint_kernel, c, groups, backward.params)
+    return c.outputs(*reduce_partials(pw, pb, c.weight, pdl))

@@ -75,7 +75,7 @@ def _rule(d: int) -> dict:
     warps = max(4, min(16, bd // 256))
     return dict(block_d=bd, one_chunk=d <= _tuning.MAX_BLOCK_D, num_warps=warps,
                 wide_weight_warps=8 if bd > 8192 else warps, num_stages=0, inflight=INFLIGHT,
-                split=False)
+                split=False, pdl=False)
 
 
 def _groups_rule(rows: int, d: int, sms: int, launch) -> int:
@@ -223,8 +223,9 @@ else:
                 _LAUNCHES[key] = m
         vec = m.vec
         if not vec:
-            pw, pb = launch_partials(_disjoint_kernel, c, groups, disjoint_block.backward.params)
-            return c.outputs(*reduce_partials(pw, pb, c.weight))
+            pw, pb, pdl = launch_partials(_disjoint_kernel, c, groups,
+                                          disjoint_block.backward.params)
+            return c.outputs(*reduce_partials(pw, pb, c.weight, pdl))
         pw, pb = scratch(groups, c.d, c.has_mean, c.x.device)
         tensors = (c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, pw, pb if pb is not None else pw)
 
@@ -235,11 +236,14 @@ else:
             scalars = (c.rows, c.d // vec, _tuning.cdiv(c.rows, groups), sx // vec, sdy // vec,
                        sdx // vec)
             meta = dict(HAS_MEAN=c.has_mean, BLOCK_D=m.block_d, BLOCK_D2=m.block_d2, VEC=vec,
-                        STAGES=m.stages, NUM_WARPS=m.warps, num_warps=m.warps)
+                        STAGES=m.stages, NUM_WARPS=m.warps, PDL=pdl, num_warps=m.warps)
             return (groups,), scalars, meta
 
-        launch(smem_kernel, (c.sig, groups), tensors, setup)
-        return c.outputs(*reduce_partials(pw, pb, c.weight))
+        # pdl (a tuning option, off): the reduce launched as a programmatic dependent, let in
+        # early by this kernel (compiled code on sm_90+ only: `_device.pdl_supported`)
+        pdl = bool(p["pdl"]) and _device.pdl_supported(c.x.device)
+        launch(smem_kernel, (c.sig, groups, pdl), tensors, setup)
+        return c.outputs(*reduce_partials(pw, pb, c.weight, pdl))
 
     def _notes(x, dy, weight, mean, rstd) -> str:
         """The path this call takes, for the record's `notes`."""

@@ -7,6 +7,7 @@ tree.  The order never depends on timing, so the same partials always give the s
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_wait
 
 from . import _tuning
 from ._launch import launch
@@ -72,7 +73,13 @@ def reduce_pair(PW, PB, DW, DB, G, N, c0, BLOCK_G: tl.constexpr, BLOCK_N: tl.con
 
 @triton.jit
 def _reduce_kernel(PW, PB, DW, DB, G, N, HAS_B: tl.constexpr,
-                   BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, PAIRED: tl.constexpr):
+                   BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, PAIRED: tl.constexpr,
+                   PDL: tl.constexpr):
+    if PDL:
+        # launched as a programmatic dependent of the kernel that wrote the partials: it may
+        # be resident before that kernel ends, and waits here until it has completed and its
+        # writes are visible (griddepcontrol.wait) — nothing is read before
+        gdc_wait()
     c0 = tl.program_id(0) * BLOCK_N
     if HAS_B and PAIRED:
         reduce_pair(PW, PB, DW, DB, G, N, c0, BLOCK_G, BLOCK_N)
@@ -88,17 +95,25 @@ def outputs(weight: torch.Tensor, has_bias: bool):
     return torch.empty_like(weight), (torch.empty_like(weight) if has_bias else None)
 
 
-def reduce_partials(pw: torch.Tensor, pb: torch.Tensor | None, weight: torch.Tensor):
-    """(dw, db) in the weight's dtype from fp32 partials [G, d]; db is None when pb is None."""
+def reduce_partials(pw: torch.Tensor, pb: torch.Tensor | None, weight: torch.Tensor,
+                    pdl: bool = False):
+    """(dw, db) in the weight's dtype from fp32 partials [G, d]; db is None when pb is None.
+    pdl: launched as a programmatic dependent of the kernel before it on the stream (the one
+    that wrote the partials; `_device.pdl_supported` must hold): its programs may start while
+    that one's last programs run, and wait for it to complete before they read (a tuning
+    option, `pdl`: the launch gap between the two kernels, not yet measured)."""
     g, n = pw.shape
     dw, db = outputs(weight, pb is not None)
 
     def setup():
         p = reduce_params(g, n, pb is not None)
-        return ((_tuning.cdiv(n, p["BLOCK_N"]),), (g, n), dict(HAS_B=pb is not None, **p))
+        meta = dict(HAS_B=pb is not None, PDL=pdl, **p)
+        if pdl:
+            meta["launch_pdl"] = True
+        return ((_tuning.cdiv(n, p["BLOCK_N"]),), (g, n), meta)
 
     # the key: the partials come from _launch.scratch (aligned; dβ's g·n·4 bytes in) and
     # the outputs fresh allocations, so sizes and dtype fix every specialisation
-    launch(_reduce_kernel, (g, n, pb is not None, weight.dtype),
+    launch(_reduce_kernel, (g, n, pb is not None, weight.dtype, pdl),
            (pw, pb if pb is not None else pw, dw, db if db is not None else dw), setup)
     return dw, db

@@ -58,3 +58,45 @@ def test_l2_ahead_prefetches_without_costing_registers_or_stages():
         assert plain["pf2"] == 0 and ahead["pf2"] > 0, (plain, ahead)
         assert ahead["dynamic"] == plain["dynamic"] and ahead["ldgsts"] == plain["ldgsts"], (plain, ahead)
         assert ahead["stack"] <= plain["stack"] + 16, (plain, ahead)
+
+
+def test_pdl_lets_the_reduce_in_early_and_changes_nothing_else():
+    """`pdl` (a tuning option, off): the main kernel's griddepcontrol.launch_dependents
+    (PREEXIT) at its start — disjoint_block's and disjoint_smem's — and nothing else of it
+    changed (registers, stages, loads); none without the option."""
+    for name in ("disjoint_block", "disjoint_smem"):
+        plain = regs("--name", name, "--d", "4096")
+        pdl = regs("--name", name, "--d", "4096", "--override", '{"pdl": true}')
+        assert plain["preexit"] == 0 and pdl["preexit"] == 1, (name, plain, pdl)
+        for k in ("regs", "stack", "dynamic", "ldgsts", "lds", "bar"):
+            assert pdl[k] == plain[k], (name, k, plain, pdl)
+
+
+def test_the_reduce_waits_for_the_kernel_before_it_only_with_pdl():
+    """The reduce launched with pdl waits (griddepcontrol.wait: ACQBULK) before its first
+    read; without it there is no wait and no programmatic launch."""
+    code = (
+        "import os, sys, subprocess, tempfile\n"
+        "os.environ.pop('TRITON_INTERPRET', None)\n"
+        "import torch; torch.cuda.is_available = lambda: True\n"
+        f"sys.path.insert(0, {ROOT!r})\n"
+        "import triton\n"
+        "from triton.backends.compiler import GPUTarget\n"
+        "from triton.compiler import ASTSource\n"
+        "from normbench.strategies.reduce import _reduce_kernel as k\n"
+        "tools = os.path.join(os.path.dirname(triton.__file__), 'backends', 'nvidia', 'bin')\n"
+        "for pdl in (False, True):\n"
+        "    c = dict(HAS_B=True, BLOCK_G=256, BLOCK_N=32, PAIRED=True, PDL=pdl)\n"
+        "    sig = {n: 'constexpr' if n in c else '*fp32' if n in ('PW', 'PB') else '*bf16'\n"
+        "           if n in ('DW', 'DB') else 'i32' for n in k.arg_names}\n"
+        "    src = ASTSource(k, sig, constexprs={(k.arg_names.index(n),): v for n, v in c.items()})\n"
+        "    b = triton.compile(src, target=GPUTarget('cuda', 90, 32),\n"
+        "                       options={'num_warps': 4, 'launch_pdl': pdl})\n"
+        "    with tempfile.NamedTemporaryFile(suffix='.cubin') as f:\n"
+        "        f.write(b.asm['cubin']); f.flush()\n"
+        "        sass = subprocess.run([os.path.join(tools, 'cuobjdump'), '-sass', f.name],\n"
+        "                              capture_output=True, text=True, check=True).stdout\n"
+        "    print(pdl, bool(b.metadata.launch_pdl), 'ACQBULK' in sass)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "NORMBENCH_QUIET": "1"})
+    assert out.stdout.split() == ["False", "False", "False", "True", "True", "True"], out.stdout

@@ -237,3 +237,16 @@ def test_the_paired_reduce_sums_like_two_reduces(g, n, monkeypatch):
         assert torch.equal(a.view(torch.int16), b.view(torch.int16))
         want = p.double().sum(0)
         assert ((a.double() - want).abs() <= 1e-2 * want.abs() + 1e-3 * p.abs().sum(0).double()).all()
+
+
+def test_pdl_is_a_no_op_under_the_interpreter(monkeypatch):
+    """`pdl` needs compiled code on sm_90+ (_device.pdl_supported); elsewhere asking for it
+    changes nothing: the same kernels, the same bits."""
+    from normbench.harness.inputs import make_inputs
+    assert not _device.pdl_supported(torch.device("cpu"))
+    inputs = make_inputs("layernorm", 9, 40, "bf16", "fp32", seed=3, device="cpu")
+    e = strategies.get("disjoint_block")
+    plain = e.backward(*inputs, groups=2)
+    monkeypatch.setitem(_tuning.OVERRIDE, "disjoint_block", {"pdl": True})
+    for a, b in zip(plain, e.backward(*inputs, groups=2)):
+        assert torch.equal(a.view(torch.uint8), b.view(torch.uint8))

@@ -124,6 +124,17 @@ def test_round15_candidates(monkeypatch):
     assert list(tune.grid("disjoint_block", 12288, 132)) == [({}, None, False)]
 
 
+def test_round16_candidates(monkeypatch):
+    """pdl for both strategies that launch the reduce after a kernel of their own (a
+    control: every other at its default alone)."""
+    monkeypatch.setattr(tune, "ONLY_ROUND", 16)
+    for name in ("disjoint_block", "disjoint_smem"):
+        for d in (1024, 3072, 16384):
+            assert overrides(name, d) == [{"pdl": True}]
+    for name in ("disjoint_fused", "grouped_atomic"):
+        assert list(tune.grid(name, 4096, 132)) == [({}, None, False)]
+
+
 def test_device_round14_script_on_cpu(tmp_path):
     """Round 14's device call, tiny: every grid writes its tune.csv; disjoint_block (the
     control) correct at its default alone.  disjoint_smem cannot run on CPU: its lines are
