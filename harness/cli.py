@@ -424,7 +424,7 @@ def export(run_dir: Path = typer.Argument(..., help="a run directory"),
         print(text)
     else:
         from normbench.harness.store import write_file_atomic
-        if not str(out_file).strip() or out_file.is_dir():
+        if out_file.is_dir():           # '' arrives as Path('.'): a directory too
             fail(f"export: --out {str(out_file)!r}: give a file path, not a directory")
         try:
             write_file_atomic(out_file, text + "\n")

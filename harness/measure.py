@@ -39,7 +39,7 @@ from normbench.harness import model, timing
 from normbench.harness.inputs import make_inputs, output_tolerances, reference, rel_error
 from normbench.harness.interrupt import reraise_if_interrupted
 from normbench.harness.plan import Case
-from normbench.harness.schema import case_id
+from normbench.harness.schema import case_id, tolerance_of
 from normbench.harness.text import describe_exception
 
 
@@ -147,7 +147,6 @@ def _judge(rec: dict, out, ref) -> None:
     """Fold one result's errors against the fp64 reference into the record: the worst error
     of each output so far, and `correct` only while every output of every result judged is
     within its own tolerance (dx: `tolerance`, dγ/dβ: `tolerance_dw`)."""
-    tol = {"dx": rec["tolerance"], "dw": rec["tolerance_dw"], "db": rec["tolerance_dw"]}
     ok = rec.get("correct", True)
     for k, o, r in zip(_OUTPUTS, out, ref):
         e = rel_error(o, r)
@@ -155,7 +154,7 @@ def _judge(rec: dict, out, ref) -> None:
             continue
         prev = rec.get(f"err_{k}")
         rec[f"err_{k}"] = e if prev is None else max(prev, e)
-        ok = ok and e <= tol[k]
+        ok = ok and e <= tolerance_of(rec, f"err_{k}")
     rec["correct"] = bool(ok)
     rec["max_rel_err"] = max(v for v in (rec.get(f"err_{k}") for k in _OUTPUTS) if v is not None)
 

@@ -143,6 +143,18 @@ DECLARATION: list[Column] = [
        "(itself included; harness/hostload.py)", label="concurrent"),
 ]
 
+# Each output's error column and the tolerance column it is judged by: dx by the activations'
+# dtype, dγ and dβ by the weight's (harness/inputs.output_tolerances).
+ERRORS = {"err_dx": "tolerance", "err_dw": "tolerance_dw", "err_db": "tolerance_dw"}
+
+
+def tolerance_of(rec, err: str):
+    """The tolerance a record's error column `err` is judged by (ERRORS); a record without
+    tolerance_dw (a run from before it) held one, the coarser dtype's, in `tolerance`."""
+    t = rec.get(ERRORS[err])
+    return rec.get("tolerance") if is_missing(t) else t
+
+
 # Derived (rebuild() refreshes them in place, so `from schema import COLUMNS` stays live).
 COLUMNS: dict[str, str] = {}
 KEY: tuple = ()

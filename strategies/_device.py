@@ -73,6 +73,11 @@ def pdl_supported(device: torch.device) -> bool:
     return ok
 
 
+def pdl_on(p, device: torch.device) -> bool:
+    """Whether launch parameters `p` ask for the tuning option `pdl` where it can work."""
+    return bool(p["pdl"]) and pdl_supported(device)
+
+
 _SMEM: dict = {}
 
 

@@ -214,7 +214,7 @@ def launch_partials(kernel, c, groups: int, params, extra: tuple = (), extra_met
     reduce that follows start early, and the caller launches that reduce with pdl."""
     pw, pb = scratch(groups, c.d, c.has_mean, c.x.device)
     p = params(c.d)
-    pdl = bool(p["pdl"]) and "PDL" in kernel.arg_names and _device.pdl_supported(c.x.device)
+    pdl = _device.pdl_on(p, c.x.device) and "PDL" in kernel.arg_names
     rows_per_prog = _tuning.cdiv(c.rows, groups)
     xs = pw
     if p["exchange"] and p["col_split"] > 1:

@@ -241,7 +241,7 @@ else:
 
         # pdl (a tuning option, off): the reduce launched as a programmatic dependent, let in
         # early by this kernel (compiled code on sm_90+ only: `_device.pdl_supported`)
-        pdl = bool(p["pdl"]) and _device.pdl_supported(c.x.device)
+        pdl = _device.pdl_on(p, c.x.device)
         launch(smem_kernel, (c.sig, groups, pdl), tensors, setup)
         return c.outputs(*reduce_partials(pw, pb, c.weight, pdl))
 

@@ -54,14 +54,12 @@ def _over_tolerance(r) -> str:
     """Which outputs were past their tolerance, by how much ("dγ 0.05 > 0.0001"): each output
     has its own (dx the activations' dtype's, dγ/dβ the weight's; a run without
     tolerance_dw held one, the coarser, for all)."""
-    tol_dw = r.get("tolerance_dw")
-    tol = {"dx": r["tolerance"], "dγ": r["tolerance"] if na(tol_dw) else tol_dw}
-    tol["dβ"] = tol["dγ"]
     over, within = [], []
     for k, c in (("dx", "err_dx"), ("dγ", "err_dw"), ("dβ", "err_db")):
-        if na(r.get(c)) or na(tol[k]):
+        t = schema.tolerance_of(r, c)
+        if na(r.get(c)) or na(t):
             continue
-        e, t = float(r[c]), float(tol[k])
+        e, t = float(r[c]), float(t)
         if e <= t:
             within.append(f"{k} {e:.3g}")
         else:
