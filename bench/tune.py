@@ -182,7 +182,7 @@ def _round15(d: int, sms: int):
     from normbench.strategies import disjoint_smem
     p = disjoint_smem._rule(d)
     if disjoint_smem.parts({**p, "split": True}, d, 8, p["num_warps"])[1]:
-        yield {"split": True}, None, False
+        yield {"split": not p["split"]}, None, False      # the other choice than the rule's
     if d <= 8192:
         yield from _round14(d, sms)
 

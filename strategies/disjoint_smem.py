@@ -62,9 +62,12 @@ def _rule(d: int) -> dict:
     a thread holds 8-32 columns from 1024 on (staged only there: MIN_BLOCK_D), stages from
     `inflight` (num_stages 0) or as given.
 
-    split (a tuning option, off: not yet measured): a row that is not a power of two staged in
-    two parts at about its width (`parts`) instead of in one block of pow2(d) — at 12288 a
-    quarter of the block is masked today, and three stages would fit instead of two.
+    split: a row that is not a power of two staged in two parts at about its width (`parts`)
+    instead of in one block of pow2(d), on for rows wider than 8192 — tuning round 15 (H200,
+    docs/perf/tune-15/): LayerNorm 8192 × 12288 in 8192 + 4096 columns, three stages instead
+    of two, 1.12× faster with a bf16 γ (202.4 -> 180.4 µs) and 1.19× with an fp32 one (208.4
+    -> 175.3); unmeasured at d ≤ 8192, where disjoint_block's kernel is the faster anyway, so
+    off there.
 
     wide_weight_warps: the warps where rows wider than 8192 come with a weight wider than the
     activations (`warps`): there 16 warps' 128 registers a thread are not enough — tune-14
@@ -75,7 +78,7 @@ def _rule(d: int) -> dict:
     warps = max(4, min(16, bd // 256))
     return dict(block_d=bd, one_chunk=d <= _tuning.MAX_BLOCK_D, num_warps=warps,
                 wide_weight_warps=8 if bd > 8192 else warps, num_stages=0, inflight=INFLIGHT,
-                split=False, pdl=False)
+                split=bd > 8192, pdl=False)
 
 
 def _groups_rule(rows: int, d: int, sms: int, launch) -> int:

@@ -85,20 +85,22 @@ def test_rows_narrower_than_1024_are_not_staged():
 
 
 def test_split_rows_are_staged_at_about_their_width():
-    """`split` (off in the rule): 12288 as 8192 + 4096 — three 48 KB stages of bf16 where the
-    one block of 16384 fits two — never a part narrower than one copy a thread, never where
-    the two parts make a whole block (7168) or d is a power of two."""
-    on = {"split": True}
-    assert smem._rule(12288)["split"] is False
-    assert smem.parts({**smem._rule(12288), **on}, 12288, 8, 16) == (8192, 4096)
-    assert smem.parts(smem._rule(12288), 12288, 8, 16) == (16384, 0)
+    """`split` (on in the rule above 8192, round 15): 12288 as 8192 + 4096 — three 48 KB
+    stages of bf16 where the one block of 16384 fits two — never a part narrower than one copy
+    a thread, never where the two parts make a whole block (7168) or d is a power of two."""
+    on, off = {"split": True}, {"split": False}
+    assert smem._rule(12288)["split"] is True and smem._rule(10000)["split"] is True
+    assert smem._rule(8192)["split"] is False and smem._rule(5120)["split"] is False
+    assert smem.parts(smem._rule(12288), 12288, 8, 16) == (8192, 4096)
+    assert smem.parts({**smem._rule(12288), **off}, 12288, 8, 16) == (16384, 0)
+    assert smem.parts(smem._rule(5120), 5120, 8, 16) == (8192, 0)
     assert smem.parts({**smem._rule(10000), **on}, 10000, 8, 16) == (16384, 0)   # 2048 < 4096
     assert smem.parts({**smem._rule(10000), **on}, 10000, 8, 8) == (8192, 2048)
     assert smem.parts({**smem._rule(7168), **on}, 7168, 8, 16) == (8192, 0)
     assert smem.parts({**smem._rule(16384), **on}, 16384, 8, 16) == (16384, 0)
-    m = smem.launch_meta({**smem._rule(12288), **on}, 12288, 2, 2, H200)
+    m = smem.launch_meta(smem._rule(12288), 12288, 2, 2, H200)
     assert (m.block_d, m.block_d2, m.stages) == (8192, 4096, 3)
-    assert smem.launch_meta(smem._rule(12288), 12288, 2, 2, H200).stages == 2
+    assert smem.launch_meta({**smem._rule(12288), **off}, 12288, 2, 2, H200).stages == 2
 
 
 def test_the_split_kernel_compiles_without_spilling():

@@ -112,10 +112,11 @@ def test_round14_candidates(monkeypatch):
 
 
 def test_round15_candidates(monkeypatch):
-    """The split rows where they change the parts (12288, not 16384, 7168 or 10000), and
-    round 14's candidates at d ≤ 8192 alone."""
+    """The split rows against the rule's choice where they change the parts (12288, not
+    16384, 7168 or 10000): the rule splits there since round 15, so the candidate is the
+    unsplit row; and round 14's candidates at d ≤ 8192 alone."""
     monkeypatch.setattr(tune, "ONLY_ROUND", 15)
-    assert overrides("disjoint_smem", 12288) == [{"split": True}]
+    assert overrides("disjoint_smem", 12288) == [{"split": False}]
     assert overrides("disjoint_smem", 16384) == overrides("disjoint_smem", 10000) == []
     monkeypatch.setattr(tune, "ONLY_ROUND", 14)
     r14 = overrides("disjoint_smem", 7168)
