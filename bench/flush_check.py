@@ -75,6 +75,8 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=60)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("flush_check: needs a CUDA GPU (it times the L2 flush of one)")
     dev = torch.device("cuda")
     flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device=dev)
     reader = torch.ones(FLUSH_BYTES // 4, dtype=torch.int32, device=dev)

@@ -18,7 +18,11 @@ def test_committed_run_loads(run):
     meta = load_meta(run)
     assert meta["device_name"] == "NVIDIA H200" and meta["timer"] == "cuda_event"
     ok = df[df["status"] == "ok"]
-    assert ok["correct"].all()
+    # ours are right everywhere; a peer may be recorded wrong (since 30862c7 each output is
+    # judged by its own dtype's tolerance: liger's RMSNorm dγ with an fp32 weight fails)
+    assert ok.loc[ok["kind"] == "strategy", "correct"].all()
+    peers = ok.loc[ok["kind"] == "baseline", "correct"]
+    assert peers.empty or peers.astype(bool).mean() > 0.9
 
 
 def test_the_ci_baseline_compares_clean_against_itself():

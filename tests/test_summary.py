@@ -106,3 +106,13 @@ def test_terminal_tables_mark_winners_and_ratios():
     assert "★ 30.0" in text and "◆ 40.0 G16" in text
     assert "1.33" in text and "1.50" in text and "GPU time not measured" in text
     assert re.search(r"✗ ok|✗", text)
+
+
+def test_markdown_table_marks_an_incorrect_peer():
+    """A peer measured at a shape but wrong against fp64 there shows as ✗, not as a blank
+    (which would read as "not run") nor as its time (it does not compete)."""
+    table = markdown_table(pd.DataFrame(_shape()))
+    header, _, row = table.splitlines()
+    cells = dict(zip((c.strip() for c in header.strip("|").split("|")),
+                     (c.strip() for c in row.strip("|").split("|"))))
+    assert cells["peer_e"] == "✗" and cells["peer_c"] == "60.0" and cells["vs best peer"] == "1.50"

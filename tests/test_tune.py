@@ -240,3 +240,23 @@ def test_peers_split_rejoins_to_the_same_runtime(tmp_path):
     found = sorted(p.name for k in (1, 2, 3) for p in (tmp_path / f".pk{k}").glob("*.whl"))
     assert found == sorted(wheels)
     assert r.stdout.count("MiB of 64") == 3
+
+
+def test_device_round16_script_on_cpu(tmp_path):
+    """Rounds 16 and 15's device call, tiny: every grid writes its tune.csv, disjoint_block
+    correct at its default and with `pdl` (a no-op under the interpreter); the flush check
+    says in one line that it needs a GPU, and the call goes on."""
+    env = {**os.environ, "OUT": str(tmp_path), "DEVICE": "cpu", "J": "1", "REP": "1",
+           "NORMS": "rmsnorm", "SHAPES": "2x40", "FP32W": "2x40", "R15": "2x40",
+           "K": "nothing_selected", "PYTHONPATH": ROOT}
+    r = subprocess.run(["bash", os.path.join(ROOT, "bench", "device_round16.sh")], cwd=ROOT,
+                       env=env, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "flush_check: needs a CUDA GPU" in r.stdout and "Traceback" not in r.stdout
+    with tarfile.open(tmp_path / "round16.tgz") as tar:
+        for grid in ("r16-bf16", "r16-fp32w", "r15-bf16", "r15-fp32w"):
+            rows = list(csv.DictReader(io.TextIOWrapper(tar.extractfile(f"t/{grid}/tune.csv"))))
+            block = [x for x in rows if x["name"] == "disjoint_block"]
+            assert block and all(x["status"] == "ok" for x in block), grid
+        assert {x["override"] for x in block} == {""}          # round 15: the control alone
+        assert "t/gpu-tests.log" in tar.getnames() and "t/flush.log" in tar.getnames()

@@ -138,7 +138,8 @@ def _cell(us, spread, bold: bool) -> str:
 def markdown_table(df: pd.DataFrame) -> str:
     """The README's results table from a run: shape, ours (the best deterministic strategy, and
     which), its % of the copy ceiling, each peer's best time, and t(best peer) / t(ours).
-    Shapes in run order; µs; the row's fastest in bold; † a wide spread (p80/p20 > 1.15)."""
+    Shapes in run order; µs; the row's fastest in bold; † a wide spread (p80/p20 > 1.15); ✗ a
+    peer whose result failed against fp64 there (it does not compete)."""
     a = summary.answer(df, order="run")
     if a.empty:
         return "(no records)\n"
@@ -146,6 +147,9 @@ def markdown_table(df: pd.DataFrame) -> str:
     peers = list(dict.fromkeys(df.loc[df["kind"] == "baseline", "implementation"].dropna()))
     short = _short_names(a["det_impl"])
     many = df[["dtype", "weight_dtype"]].drop_duplicates().shape[0] > 1
+    # a peer measured at a shape whose every result failed against fp64: "✗", not a blank
+    wrong = {(*(r[k] for k in summary.SHAPE), r["implementation"])
+             for _, r in df[(df["status"] == "ok") & df["correct"].map(summary.is_false)].iterrows()}
     rows = []
     for _, r in a.iterrows():
         key = tuple(r[k] for k in summary.SHAPE)
@@ -168,7 +172,7 @@ def markdown_table(df: pd.DataFrame) -> str:
         row["% copy"] = f"{r['det_pct_copy']:.0f} %" if finite(r["det_pct_copy"]) else ""
         for p in peers:
             t, s = peer_t.get(p, (np.nan, np.nan))
-            row[p] = _cell(t, s, finite(t) and t == fastest)
+            row[p] = _cell(t, s, finite(t) and t == fastest) or ("✗" if (*key, p) in wrong else "")
         ratio = r["peer_over_det"]
         row["vs best peer"] = ("" if not finite(ratio) else
                                f"*{fmt_ratio(ratio)}*" if ratio < 1 else fmt_ratio(ratio))
