@@ -97,7 +97,7 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
     strides count VEC elements (so the compiler knows each row start VEC-aligned).  A row is
     one block of BLOCK_D columns, or with BLOCK_D2 > 0 two parts — columns [0, BLOCK_D) and
     [BLOCK_D, BLOCK_D + BLOCK_D2), each a power of two — so that a row like 12288 (8192 +
-    4096) is staged at its width instead of in a block of 16384 (`split`, a tuning option)."""
+    4096) is staged at its width instead of in a block of 16384 (`split`: the rule's above 8192)."""
     if PDL:
         _launch_dependents()
     layout: gl.constexpr = gl.BlockedLayout([VEC], [32], [NUM_WARPS], [0])
