@@ -148,8 +148,8 @@ def markdown_table(df: pd.DataFrame) -> str:
     short = _short_names(a["det_impl"])
     many = df[["dtype", "weight_dtype"]].drop_duplicates().shape[0] > 1
     # a peer measured at a shape whose every result failed against fp64: "✗", not a blank
-    wrong = {(*(r[k] for k in summary.SHAPE), r["implementation"])
-             for _, r in df[(df["status"] == "ok") & df["correct"].map(summary.is_false)].iterrows()}
+    bad = df[(df["status"] == "ok") & df["correct"].map(summary.is_false)]
+    wrong = set(bad[[*summary.SHAPE, "implementation"]].itertuples(index=False, name=None))
     rows = []
     for _, r in a.iterrows():
         key = tuple(r[k] for k in summary.SHAPE)
