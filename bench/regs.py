@@ -110,7 +110,8 @@ def compile_kernel(name: str, d: int, norm: str, dtype: str, weight_dtype: str =
                   ONE_CHUNK=p["one_chunk"], NUM_STAGES=p["num_stages"], PREFETCH=p["prefetch"],
                   RELOAD=p["reload"], W_TILE=p["w_tile"], COL_SPLIT=p.get("col_split", 1),
                   EXCHANGE=p.get("exchange", False), SPIN=p.get("spin", _tuning.EXCHANGE_SPIN),
-                  L2_AHEAD=p.get("l2_ahead", 0), PDL=bool(p.get("pdl")))
+                  L2_AHEAD=p.get("l2_ahead", 0), PDL=bool(p.get("pdl")),
+                  INTERLEAVE=bool(p.get("interleave")))
     if "GRID_SYNC" in names:
         sync = bool(fused_groups)
         red_g, red_n = reduce_tile(fused_groups, d) if sync else (1, 1)

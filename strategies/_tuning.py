@@ -25,7 +25,7 @@ CHUNK_D = 8192
 EXCHANGE_SPIN = 4
 
 # strategy name -> dict of forced parameters (block_r, num_warps, block_d, prefetch, reload,
-# num_stages, w_tile, col_split, exchange, spin, l2_ahead, pdl), for tuning.
+# num_stages, w_tile, col_split, exchange, spin, l2_ahead, pdl, interleave), for tuning.
 OVERRIDE: dict[str, dict] = {}
 
 
@@ -55,9 +55,9 @@ def block_d(d: int) -> tuple[int, bool]:
 @dataclass(frozen=True)
 class Rule:
     """A strategy's launch rule: `params(d)` -> dict(block_d, one_chunk, block_r, num_warps,
-    num_stages, prefetch, reload, w_tile, col_split, exchange, spin, l2_ahead, pdl).  `row_loop`: its
-    programs loop over a block of rows each (GROUPS programs), so the row-loop tuning
-    candidates of bench/tune.py apply to it."""
+    num_stages, prefetch, reload, w_tile, col_split, exchange, spin, l2_ahead, pdl, interleave).
+    `row_loop`: its programs loop over a block of rows each (GROUPS programs), so the row-loop
+    tuning candidates of bench/tune.py apply to it."""
     params: Callable[[int], dict]
     row_loop: bool = False
 
@@ -65,7 +65,8 @@ class Rule:
 # The launch options every rule starts from, off: a rule turns on what it measured (the row
 # loop's reload and w_tile at 16384), tuning the rest (OVERRIDE).
 _OPTIONS = MappingProxyType(dict(prefetch=False, reload=False, w_tile=False, col_split=1,
-                                 exchange=False, spin=EXCHANGE_SPIN, l2_ahead=0, pdl=False))
+                                 exchange=False, spin=EXCHANGE_SPIN, l2_ahead=0, pdl=False,
+                                 interleave=False))
 
 
 def _one_row(d: int) -> dict:

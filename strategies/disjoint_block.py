@@ -27,7 +27,7 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
                       stride_x, stride_dy, stride_dx, HAS_MEAN: tl.constexpr,
                       BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr,
                       NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr, RELOAD: tl.constexpr,
-                      W_TILE: tl.constexpr, L2_AHEAD: tl.constexpr):
+                      W_TILE: tl.constexpr, L2_AHEAD: tl.constexpr, INTERLEAVE: tl.constexpr):
     """Program p: dx for rows [p·R, (p+1)·R) and its partial rows PW[p], PB[p].
 
     Keeping bytes in flight is the whole game (the kernel is bandwidth-bound).  NUM_STAGES > 1
@@ -37,7 +37,11 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
     tune-7; kept as a tuning option).  RELOAD (rows of 16384) reads each tile twice rather
     than spill registers (rowgrad_reload; W_TILE: its weight loaded as a tile, see there).
     L2_AHEAD > 0 asks L2 for the tile that many iterations ahead (prefetch_l2: no registers,
-    no shared memory), so the loads of a loop that is not pipelined find their tile there."""
+    no shared memory), so the loads of a loop that is not pipelined find their tile there.
+    INTERLEAVE (whole rows in one block, without PREFETCH) deals the tiles out round-robin
+    instead: program p takes tiles p, p + P, p + 2P, … of all the rows (P programs), so the
+    programs sweep the inputs side by side rather than each through its own block; still a
+    fixed set of rows in a fixed order a program (deterministic), other sums than the blocks'."""
     pid = tl.program_id(0)
     r0 = pid * ROWS_PER_PROG
     r_end = tl.minimum(r0 + ROWS_PER_PROG, ROWS)
@@ -72,13 +76,20 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
                     acc_b += tl.sum(gb, axis=0)
                 x, dy, mean, rstd, rows, mask = nx, ndy, nmean, nrstd, nrows, nmask
         else:
+            start = r0
+            stop = r_end
+            step = BLOCK_R
+            if INTERLEAVE:
+                start = pid * BLOCK_R
+                stop = ROWS
+                step = tl.num_programs(0) * BLOCK_R
             for k in tl.static_range(1, L2_AHEAD):
-                prefetch_l2(X, DY, r0 + k * BLOCK_R, r_end, N, stride_x, stride_dy, BLOCK_R)
-            for r in tl.range(r0, r_end, BLOCK_R, num_stages=NUM_STAGES):
+                prefetch_l2(X, DY, start + k * step, stop, N, stride_x, stride_dy, BLOCK_R)
+            for r in tl.range(start, stop, step, num_stages=NUM_STAGES):
                 rows = r + tl.arange(0, BLOCK_R)
-                row_mask = rows < r_end
+                row_mask = rows < stop
                 if L2_AHEAD > 0:
-                    prefetch_l2(X, DY, r + L2_AHEAD * BLOCK_R, r_end, N, stride_x, stride_dy,
+                    prefetch_l2(X, DY, r + L2_AHEAD * step, stop, N, stride_x, stride_dy,
                                 BLOCK_R)
                 if RELOAD:
                     gw, gb = rowgrad_reload(X, DY, DX, W, Mean, Rstd, rows.to(tl.int64),
@@ -170,7 +181,7 @@ def row_partials(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N, ROWS_PER_PROG,
                  BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr,
                  NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr, RELOAD: tl.constexpr,
                  W_TILE: tl.constexpr, COL_SPLIT: tl.constexpr, EXCHANGE: tl.constexpr,
-                 SPIN: tl.constexpr, L2_AHEAD: tl.constexpr):
+                 SPIN: tl.constexpr, L2_AHEAD: tl.constexpr, INTERLEAVE: tl.constexpr):
     """The partial rows, by whole rows a program (disjoint_partials) or by parts of rows
     (split_partials, COL_SPLIT > 1)."""
     if COL_SPLIT > 1:
@@ -180,7 +191,7 @@ def row_partials(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N, ROWS_PER_PROG,
     else:
         disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
                           stride_x, stride_dy, stride_dx, HAS_MEAN, BLOCK_R, BLOCK_D, ONE_CHUNK,
-                          NUM_STAGES, PREFETCH, RELOAD, W_TILE, L2_AHEAD)
+                          NUM_STAGES, PREFETCH, RELOAD, W_TILE, L2_AHEAD, INTERLEAVE)
 
 
 @triton.jit
@@ -189,14 +200,16 @@ def _disjoint_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N, ROWS_PER_PRO
                      BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr,
                      NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr, RELOAD: tl.constexpr,
                      W_TILE: tl.constexpr, COL_SPLIT: tl.constexpr, EXCHANGE: tl.constexpr,
-                     SPIN: tl.constexpr, L2_AHEAD: tl.constexpr, PDL: tl.constexpr):
+                     SPIN: tl.constexpr, L2_AHEAD: tl.constexpr, INTERLEAVE: tl.constexpr,
+                     PDL: tl.constexpr):
     if PDL:
         # the reduce, launched as a programmatic dependent (`pdl`), may be scheduled from
         # here on: it waits for this grid to complete before it reads a partial row
         gdc_launch_dependents()
     row_partials(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N, ROWS_PER_PROG,
                  stride_x, stride_dy, stride_dx, HAS_MEAN, BLOCK_R, BLOCK_D, ONE_CHUNK,
-                 NUM_STAGES, PREFETCH, RELOAD, W_TILE, COL_SPLIT, EXCHANGE, SPIN, L2_AHEAD)
+                 NUM_STAGES, PREFETCH, RELOAD, W_TILE, COL_SPLIT, EXCHANGE, SPIN, L2_AHEAD,
+                 INTERLEAVE)
 
 
 def launch_partials(kernel, c, groups: int, params, extra: tuple = (), extra_meta=None):
@@ -230,7 +243,7 @@ def launch_partials(kernel, c, groups: int, params, extra: tuple = (), extra_met
                     PREFETCH=p["prefetch"], RELOAD=p["reload"], W_TILE=p["w_tile"],
                     COL_SPLIT=p["col_split"], EXCHANGE=p["exchange"], SPIN=p["spin"],
                     L2_AHEAD=0 if _device.interpreted() else p["l2_ahead"],
-                    num_warps=p["num_warps"])
+                    INTERLEAVE=p["interleave"], num_warps=p["num_warps"])
         if "PDL" in kernel.arg_names:       # the kernels a reduce follows (not the fused one)
             meta["PDL"] = pdl
         grid = (groups * p["col_split"],)

@@ -40,11 +40,13 @@ def _fused_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, XS, DW, DB, Counter, ROWS, N
                   BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr,
                   NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr, RELOAD: tl.constexpr,
                   W_TILE: tl.constexpr, COL_SPLIT: tl.constexpr, EXCHANGE: tl.constexpr,
-                  SPIN: tl.constexpr, L2_AHEAD: tl.constexpr, GRID_SYNC: tl.constexpr,
+                  SPIN: tl.constexpr, L2_AHEAD: tl.constexpr, INTERLEAVE: tl.constexpr,
+                  GRID_SYNC: tl.constexpr,
                   RED_G: tl.constexpr, RED_N: tl.constexpr):
     row_partials(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N, ROWS_PER_PROG,
                  stride_x, stride_dy, stride_dx, HAS_MEAN, BLOCK_R, BLOCK_D, ONE_CHUNK,
-                 NUM_STAGES, PREFETCH, RELOAD, W_TILE, COL_SPLIT, EXCHANGE, SPIN, L2_AHEAD)
+                 NUM_STAGES, PREFETCH, RELOAD, W_TILE, COL_SPLIT, EXCHANGE, SPIN, L2_AHEAD,
+                 INTERLEAVE)
     # all of this program's partial stores precede its arrival (barrier, then release)
     tl.debug_barrier()
     P = tl.num_programs(0)

@@ -145,6 +145,30 @@ def test_prefetching_row_loop(poisoned, monkeypatch, name, norm):
 
 
 @pytest.mark.parametrize("norm", NORMS)
+@pytest.mark.parametrize("name", ["disjoint_block", "disjoint_fused"])
+def test_interleaved_row_loop(poisoned, monkeypatch, name, norm):
+    """`interleave` deals the tiles out round-robin: right answers, the same bits again, and
+    partial row p holds the tiles p, p + G, … (not program p's block of rows)."""
+    from normbench.strategies import _launch
+    monkeypatch.setitem(_tuning.OVERRIDE, name, {"interleave": True, "block_r": 2})
+    check(name, norm, 13, 40, "bf16", groups=3)     # 7 tiles over 3 programs, a partial last
+    check(name, norm, 9, 33, "fp16", groups=9)      # more programs than tiles
+    x, dy, w, mean, rstd = make_inputs(norm, 11, 48, "fp32", "fp32", seed=4, device="cpu")
+    e = strategies.get(name)
+    first = e.backward(x, dy, w, mean, rstd, groups=2)
+    same_bits(first, e.backward(x, dy, w, mean, rstd, groups=2))
+    pw, _ = _launch.scratch(2, 48, norm == "layernorm", x.device)
+    xd = x.double()
+    xhat = (xd - mean.double()[:, None]) * rstd.double()[:, None] if mean is not None \
+        else xd * rstd.double()[:, None]
+    contrib = dy.double() * xhat
+    for p in range(2):
+        rows = [r for r in range(11) if (r // 2) % 2 == p]
+        want = contrib[rows].sum(0)
+        assert torch.allclose(pw[p].double(), want, rtol=1e-5, atol=1e-5), p
+
+
+@pytest.mark.parametrize("norm", NORMS)
 @pytest.mark.parametrize("name", STRATEGIES)
 def test_reloading_rows(poisoned, monkeypatch, name, norm):
     """Reading a tile a second time after the row sums (the rule at d = 16384, forced here at

@@ -136,6 +136,39 @@ def test_round16_candidates(monkeypatch):
         assert list(tune.grid(name, 4096, 132)) == [({}, None, False)]
 
 
+def test_round17_candidates(monkeypatch):
+    """The pipelined row loop's own (d ≤ 8192): interleave everywhere there, tiles of twice
+    the rows at 16 warps from d = 2048; nothing for rows read twice or in chunks, nor for the
+    strategies not in the round."""
+    monkeypatch.setattr(tune, "ONLY_ROUND", 17)
+    for name in ("disjoint_block", "disjoint_fused"):
+        assert overrides(name, 1024) == [{"interleave": True}]
+        assert overrides(name, 4096) == [{"interleave": True}, {"block_r": 4, "num_warps": 16}]
+        assert overrides(name, 7168) == [{"interleave": True}, {"block_r": 2, "num_warps": 16}]
+        assert overrides(name, 16384) == overrides(name, 32768) == []
+    assert list(tune.grid("disjoint_smem", 4096, 132)) == [({}, None, False)]
+
+
+def test_device_round17_script_on_cpu(tmp_path):
+    """Round 17's device call, tiny: every grid writes its tune.csv, every timing correct,
+    the candidates among them; the timeline says it needs a GPU (in its log) instead of
+    failing the call."""
+    env = {**os.environ, "OUT": str(tmp_path), "DEVICE": "cpu", "J": "1", "REP": "1",
+           "NORMS": "rmsnorm", "SHAPES": "3x40", "FP32W": "3x40", "FP32": "3x40",
+           "PYTHONPATH": ROOT}
+    r = subprocess.run(["bash", os.path.join(ROOT, "bench", "device_round17.sh")], cwd=ROOT,
+                       env=env, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-2000:]
+    with tarfile.open(tmp_path / "round17.tgz") as tar:
+        for grid in ("bf16", "fp32w", "fp32"):
+            rows = list(csv.DictReader(io.TextIOWrapper(tar.extractfile(f"t/r17-{grid}/tune.csv"))))
+            ours = [x for x in rows if x["name"] in ("disjoint_block", "disjoint_fused")]
+            assert ours and all(x["status"] == "ok" for x in ours), grid
+            assert {x["override"] for x in ours} == {"", '{"interleave": true}'}, grid
+        log = tar.extractfile("t/timeline.log").read().decode()
+        assert "needs a CUDA GPU" in log
+
+
 def test_device_round14_script_on_cpu(tmp_path):
     """Round 14's device call, tiny: every grid writes its tune.csv; disjoint_block (the
     control) correct at its default alone.  disjoint_smem cannot run on CPU: its lines are
