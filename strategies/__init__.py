@@ -14,6 +14,7 @@ from ._tuning import ONE_ROW, ROW_LOOP, Rule
 
 # One module per implementation; importing registers it.
 from . import atomic, grouped_atomic, spin_lock, disjoint_block, disjoint_fused  # noqa: E402,F401
+from . import disjoint_strided  # noqa: E402,F401
 from . import disjoint_smem  # noqa: E402,F401  (Gluon: registered unavailable where it cannot run)
 from . import torch_native  # noqa: E402,F401
 from . import peers  # noqa: E402,F401  (liger, quack: registered only as far as importable)

@@ -38,14 +38,23 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
     than spill registers (rowgrad_reload; W_TILE: its weight loaded as a tile, see there).
     L2_AHEAD > 0 asks L2 for the tile that many iterations ahead (prefetch_l2: no registers,
     no shared memory), so the loads of a loop that is not pipelined find their tile there.
-    INTERLEAVE (whole rows in one block, without PREFETCH) deals the tiles out round-robin
-    instead: program p takes tiles p, p + P, p + 2P, … of all the rows (P programs), so the
-    programs sweep the inputs side by side rather than each through its own block; still a
-    fixed set of rows in a fixed order a program (deterministic), other sums than the blocks'."""
+    INTERLEAVE (disjoint_strided's rule; every loop here) deals the tiles out
+    round-robin instead: program p takes tiles p, p + P, p + 2P, … of all the rows (P
+    programs), so the programs sweep the inputs side by side rather than each through its own
+    block; still a fixed set of rows in a fixed order a program (deterministic), other sums
+    than the blocks'."""
     pid = tl.program_id(0)
     r0 = pid * ROWS_PER_PROG
     r_end = tl.minimum(r0 + ROWS_PER_PROG, ROWS)
     out = pid.to(tl.int64) * N
+    # the rows of the loops below that take INTERLEAVE: from start to stop, a tile every step
+    start = r0
+    stop = r_end
+    step = BLOCK_R
+    if INTERLEAVE:
+        start = pid * BLOCK_R
+        stop = ROWS
+        step = tl.num_programs(0) * BLOCK_R
     if ONE_CHUNK:
         cols = tl.arange(0, BLOCK_D)
         col_mask = cols < N
@@ -55,15 +64,15 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
         if PREFETCH:
             # register double buffering: the next tile's loads are issued before this tile's
             # reductions and stores, so the loads of one program never stop while it computes
-            rows = r0 + tl.arange(0, BLOCK_R)
-            row_mask = rows < r_end
+            rows = start + tl.arange(0, BLOCK_R)
+            row_mask = rows < stop
             mask = row_mask[:, None] & col_mask[None, :]
             rows = rows.to(tl.int64)
             x, dy, mean, rstd = load_rows(X, DY, Mean, Rstd, rows, row_mask, cols, mask,
                                           stride_x, stride_dy, HAS_MEAN, "evict_first")
-            for r in range(r0, r_end, BLOCK_R):
-                nrows = r + BLOCK_R + tl.arange(0, BLOCK_R)
-                nrow_mask = nrows < r_end
+            for r in range(start, stop, step):
+                nrows = r + step + tl.arange(0, BLOCK_R)
+                nrow_mask = nrows < stop
                 nmask = nrow_mask[:, None] & col_mask[None, :]
                 nrows = nrows.to(tl.int64)
                 nx, ndy, nmean, nrstd = load_rows(X, DY, Mean, Rstd, nrows, nrow_mask, cols,
@@ -76,13 +85,6 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
                     acc_b += tl.sum(gb, axis=0)
                 x, dy, mean, rstd, rows, mask = nx, ndy, nmean, nrstd, nrows, nmask
         else:
-            start = r0
-            stop = r_end
-            step = BLOCK_R
-            if INTERLEAVE:
-                start = pid * BLOCK_R
-                stop = ROWS
-                step = tl.num_programs(0) * BLOCK_R
             for k in tl.static_range(1, L2_AHEAD):
                 prefetch_l2(X, DY, start + k * step, stop, N, stride_x, stride_dy, BLOCK_R)
             for r in tl.range(start, stop, step, num_stages=NUM_STAGES):
@@ -112,12 +114,12 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
             tl.store(PW + out + cols, tl.zeros([BLOCK_D], dtype=tl.float32), mask=cols < N)
             if HAS_MEAN:
                 tl.store(PB + out + cols, tl.zeros([BLOCK_D], dtype=tl.float32), mask=cols < N)
-        for r in range(r0, r_end, BLOCK_R):
+        for r in range(start, stop, step):
             rows = r + tl.arange(0, BLOCK_R)
-            row_mask = rows < r_end
+            row_mask = rows < stop
             rows = rows.to(tl.int64)
             if L2_AHEAD > 0:
-                prefetch_l2(X, DY, r + L2_AHEAD * BLOCK_R, r_end, N, stride_x, stride_dy, BLOCK_R)
+                prefetch_l2(X, DY, r + L2_AHEAD * step, stop, N, stride_x, stride_dy, BLOCK_R)
             c1, c2 = row_coeffs(X, DY, W, Mean, Rstd, rows, row_mask, stride_x, stride_dy, N,
                                 HAS_MEAN, BLOCK_R, BLOCK_D)
             for c0 in range(0, N, BLOCK_D):
@@ -227,6 +229,9 @@ def launch_partials(kernel, c, groups: int, params, extra: tuple = (), extra_met
     reduce that follows start early, and the caller launches that reduce with pdl."""
     pw, pb = scratch(groups, c.d, c.has_mean, c.x.device)
     p = params(c.d)
+    if p["interleave"] and p["col_split"] > 1:
+        raise ValueError("interleave deals out tiles of whole rows: it does not combine with "
+                         "col_split (programs sharing rows)")
     pdl = _device.pdl_on(p, c.x.device) and "PDL" in kernel.arg_names
     rows_per_prog = _tuning.cdiv(c.rows, groups)
     xs = pw
@@ -254,7 +259,9 @@ def launch_partials(kernel, c, groups: int, params, extra: tuple = (), extra_met
                 grid[0]))
         return grid, scalars, meta
 
-    launch(kernel, (c.sig, groups, pdl), tensors, setup)
+    # params in the key: strategies that share a kernel (disjoint_strided's is this one) keep
+    # their own plans
+    launch(kernel, (c.sig, groups, pdl, params), tensors, setup)
     return pw, pb, pdl
 
 

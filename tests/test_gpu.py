@@ -11,6 +11,7 @@ pytestmark = pytest.mark.gpu
 
 SHAPES = [("bf16", 16384, 4096), ("bf16", 16384, 8192), ("bf16", 8192, 16384), ("fp32", 1024, 65536)]
 NAMES = [n for n in ("atomic", "grouped_atomic", "spin_lock", "disjoint_block", "disjoint_fused",
+                     "disjoint_strided",
                      "disjoint_smem", "torch", "liger", "quack") if n in strategies.names()]
 
 
@@ -297,3 +298,21 @@ def test_pdl_gives_the_same_bits(name, case, monkeypatch):
         g.replay()
         torch.cuda.synchronize()
         same_bits(plain, out, (name, case, "graph"))
+
+
+@pytest.mark.parametrize("interleave", [True, False])
+@pytest.mark.parametrize("name", ["disjoint_strided", "disjoint_block", "disjoint_fused"])
+@pytest.mark.parametrize("case", [("layernorm", 16384, 4096, "bf16", "bf16"),
+                                  ("rmsnorm", 65536, 1024, "bf16", "fp32"),
+                                  ("layernorm", 32768, 3072, "fp16", "fp32"),
+                                  ("rmsnorm", 16384, 8192, "fp32", "fp32"),
+                                  ("layernorm", 5001, 2048, "bf16", "bf16"),
+                                  ("layernorm", 77, 333, "fp16", "fp16")])
+def test_interleave_right_and_repeated(name, case, interleave, monkeypatch):
+    """The row loop with its tiles dealt round-robin (`interleave`, disjoint_strided's rule)
+    and in blocks, whichever the rule picks: right against fp64 and the same bits 10 times
+    more, compiled and pipelined (the CPU tests check which rows each partial row holds)."""
+    norm, rows, d, dt, wd = case
+    monkeypatch.setitem(_tuning.OVERRIDE, name, {"interleave": interleave})
+    _right_and_repeated(strategies.get(name), make_inputs(norm, rows, d, dt, wd, seed=rows ^ d,
+                                                          device="cuda"), dt, wd, (name, case))

@@ -145,12 +145,15 @@ def test_prefetching_row_loop(poisoned, monkeypatch, name, norm):
 
 
 @pytest.mark.parametrize("norm", NORMS)
-@pytest.mark.parametrize("name", ["disjoint_block", "disjoint_fused"])
+@pytest.mark.parametrize("name", ["disjoint_strided", "disjoint_block", "disjoint_fused"])
 def test_interleaved_row_loop(poisoned, monkeypatch, name, norm):
-    """`interleave` deals the tiles out round-robin: right answers, the same bits again, and
-    partial row p holds the tiles p, p + G, … (not program p's block of rows)."""
+    """`interleave` (disjoint_strided's rule, a tuning option of the other two) deals the
+    tiles out round-robin: right answers, the same bits again, and partial row p holds the
+    tiles p, p + G, … (not program p's block of rows)."""
     from normbench.strategies import _launch
-    monkeypatch.setitem(_tuning.OVERRIDE, name, {"interleave": True, "block_r": 2})
+    assert strategies.get("disjoint_strided").params(40)["interleave"]
+    over = {"block_r": 2} if name == "disjoint_strided" else {"interleave": True, "block_r": 2}
+    monkeypatch.setitem(_tuning.OVERRIDE, name, over)
     check(name, norm, 13, 40, "bf16", groups=3)     # 7 tiles over 3 programs, a partial last
     check(name, norm, 9, 33, "fp16", groups=9)      # more programs than tiles
     x, dy, w, mean, rstd = make_inputs(norm, 11, 48, "fp32", "fp32", seed=4, device="cpu")
@@ -166,6 +169,25 @@ def test_interleaved_row_loop(poisoned, monkeypatch, name, norm):
         rows = [r for r in range(11) if (r // 2) % 2 == p]
         want = contrib[rows].sum(0)
         assert torch.allclose(pw[p].double(), want, rtol=1e-5, atol=1e-5), p
+
+
+@pytest.mark.parametrize("norm", NORMS)
+def test_strided_rows_wider_than_one_block(poisoned, monkeypatch, norm):
+    """disjoint_strided's tiles dealt round-robin in the loop over column chunks too (a row
+    wider than the block: each program's own partial row read and written back per chunk)."""
+    monkeypatch.setattr(_tuning, "MAX_BLOCK_D", 32)
+    monkeypatch.setattr(_tuning, "CHUNK_D", 16)
+    check("disjoint_strided", norm, 11, 40, "bf16", groups=3)
+    check("disjoint_strided", norm, 5, 33, "fp32", groups=8)
+
+
+def test_interleave_refuses_rows_shared_by_programs(monkeypatch):
+    """col_split's programs share blocks of rows (a loop of its own): interleave with it is
+    an error, not a silent contiguous schedule."""
+    inputs = make_inputs("rmsnorm", 8, 64, "fp32", "fp32", seed=1, device="cpu")
+    monkeypatch.setitem(_tuning.OVERRIDE, "disjoint_block", {"interleave": True, "col_split": 2})
+    with pytest.raises(ValueError, match="interleave"):
+        strategies.get("disjoint_block").backward(*inputs, groups=2)
 
 
 @pytest.mark.parametrize("norm", NORMS)
