@@ -102,7 +102,8 @@ def markdown(df: pd.DataFrame) -> str:
             f"| {'LN' if r['norm'] == 'layernorm' else 'RMS'} | {r['rows']} × {r['d']} | {r['dtype']} | "
             f"{r.ours_us:.1f} {str(r.ours).replace('disjoint_', '')} | "
             f"{r.pct_copy:.0f} % (≥ {r.copy_target:.0f}) | {r.peer_us:.1f} {r.peer} | "
-            f"{r.vs_peer:.3f} (≥ {r.speed_target:.2f}) | {_fmt(r.vs_peer_gpu)} | {met} | {r.run} |")
+            f"{r.vs_peer:.3f} (≥ {r.speed_target:.2f}) | {_fmt(r.vs_peer_gpu)} | {met} | "
+            f"{r.run} |")
     both = int((df.speed_met & df.copy_met).sum())
     lines.append("")
     lines.append(f"Both targets met at {both} of {len(df)}; the speed target at "

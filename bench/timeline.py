@@ -24,7 +24,6 @@ the whole calls (printed) hold for the instrumented kernel's arithmetic too.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import statistics
@@ -32,6 +31,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
@@ -39,7 +39,8 @@ from triton.language.extra.cuda import globaltimer, smid  # noqa: E402
 
 from normbench import strategies  # noqa: E402
 from normbench.harness import model  # noqa: E402
-from normbench.harness.inputs import make_inputs, output_tolerances, reference, rel_error  # noqa: E402
+from normbench.harness.inputs import (make_inputs, output_tolerances, reference,  # noqa: E402
+                                      rel_error)
 from normbench.strategies import _launch, _tuning, disjoint_block  # noqa: E402
 
 FLUSH_BYTES = 256 << 20
@@ -176,10 +177,7 @@ def main() -> None:
                   f"{r['end_first']:7.1f} {r['end_p50']:7.1f} {r['end_last']:7.1f} "
                   f"{r['busy']:7.1f} {r['copy_us']:7.1f}")
     if args.out and rows_out:
-        with open(args.out, "w", newline="") as f:
-            wr = csv.DictWriter(f, fieldnames=list(rows_out[0]))
-            wr.writeheader()
-            wr.writerows(rows_out)
+        pd.DataFrame(rows_out).to_csv(args.out, index=False)
 
 
 if __name__ == "__main__":

@@ -8,11 +8,14 @@ workspace, and the same fixed-order reduce sums the partial rows: one writer per
 atomics, bitwise deterministic — with other sums than disjoint_block's (other rows a partial
 row), so the two agree with fp64, not with each other's bits.
 
-Why a strategy of its own (tuning round 17, docs/PERF_NOTES.md): on the H200 the programs'
-in-kernel spans (bench/timeline.py) ended 2–7 % sooner this way at 11 of the 13 bf16 widths
-measured from 512 to 8192, within 2 % the other way at the two LayerNorm rows of 2560 and 3072,
-and the fp32 rows measured 2–3 % sooner.  The kernel is disjoint_block's (its INTERLEAVE); the
-launch rule is disjoint_block's with `interleave` on.
+Why a strategy of its own (tuning round 17, docs/PERF_NOTES.md; H200): the programs'
+in-kernel span (bench/timeline.py, bf16) was 0.8–7.4 % shorter at 12 of 15 cases — LayerNorm
+512–8192, RMSNorm 1024–6144 — and 0.6–2.1 % longer at LayerNorm 2560 and 3072, where the whole
+call was still 1–2 % faster; fp32 rows 2–3 % shorter.  With every peer in one run
+(results/h200-targets-narrow, d ≤ 8192, five dtype mixes): 1.02–1.12× disjoint_fused (the
+contiguous blocks in one launch) at all 50 lines.  Rows wider than 8192 (read twice, or in
+chunks) deal their tiles out alike but were not measured.  The kernel is disjoint_block's (its
+INTERLEAVE); the launch rule is disjoint_block's with `interleave` on.
 """
 from . import _groups, _tuning
 from ._contention import Contention

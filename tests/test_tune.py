@@ -21,6 +21,17 @@ def round9(monkeypatch):
     monkeypatch.setattr(tune, "ONLY_ROUND", 9)
 
 
+def _device_script(tmp_path, script, **env):
+    """Run bench/`script` on CPU, tiny (DEVICE=cpu, one warm job, 1 ms a timing, its $OUT in
+    tmp_path) with `env` added (its shapes and names); it must exit 0."""
+    env = {**os.environ, "OUT": str(tmp_path), "DEVICE": "cpu", "J": "1", "REP": "1",
+           "PYTHONPATH": ROOT, **env}
+    r = subprocess.run(["bash", os.path.join(ROOT, "bench", script)], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return r
+
+
 def overrides(name, d):
     return [ov for ov, g, again in tune.grid(name, d, 132) if ov]
 
@@ -153,12 +164,8 @@ def test_device_round17_script_on_cpu(tmp_path):
     """Round 17's device call, tiny: every grid writes its tune.csv, every timing correct,
     the candidates among them; the timeline says it needs a GPU (in its log) instead of
     failing the call."""
-    env = {**os.environ, "OUT": str(tmp_path), "DEVICE": "cpu", "J": "1", "REP": "1",
-           "NORMS": "rmsnorm", "SHAPES": "3x40", "FP32W": "3x40", "FP32": "3x40",
-           "PYTHONPATH": ROOT}
-    r = subprocess.run(["bash", os.path.join(ROOT, "bench", "device_round17.sh")], cwd=ROOT,
-                       env=env, capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, r.stderr[-2000:]
+    _device_script(tmp_path, "device_round17.sh", NORMS="rmsnorm", SHAPES="3x40", FP32W="3x40",
+                   FP32="3x40")
     with tarfile.open(tmp_path / "round17.tgz") as tar:
         for grid in ("bf16", "fp32w", "fp32"):
             rows = list(csv.DictReader(io.TextIOWrapper(tar.extractfile(f"t/r17-{grid}/tune.csv"))))
@@ -173,12 +180,8 @@ def test_device_round14_script_on_cpu(tmp_path):
     """Round 14's device call, tiny: every grid writes its tune.csv; disjoint_block (the
     control) correct at its default alone.  disjoint_smem cannot run on CPU: its lines are
     recorded as not available, not lost."""
-    env = {**os.environ, "OUT": str(tmp_path), "DEVICE": "cpu", "J": "1", "REP": "1",
-           "NORMS": "rmsnorm", "SHAPES": "2x40", "FP32": "2x40", "K": "nothing_selected",
-           "PYTHONPATH": ROOT}
-    r = subprocess.run(["bash", os.path.join(ROOT, "bench", "device_round14.sh")], cwd=ROOT,
-                       env=env, capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, r.stderr[-2000:]
+    _device_script(tmp_path, "device_round14.sh", NORMS="rmsnorm", SHAPES="2x40", FP32="2x40",
+                   K="nothing_selected")
     with tarfile.open(tmp_path / "round14.tgz") as tar:
         for grid in ("bf16", "fp32w", "fp32"):
             rows = list(csv.DictReader(io.TextIOWrapper(tar.extractfile(f"t/{grid}/tune.csv"))))
@@ -192,13 +195,9 @@ def test_device_round14_script_on_cpu(tmp_path):
 def test_device_round12_script_on_cpu(tmp_path):
     """Round 12's device call, tiny: every grid writes its tune.csv, every timing correct
     (under the interpreter the prefetch is off: the candidates run the rule's code)."""
-    env = {**os.environ, "OUT": str(tmp_path), "DEVICE": "cpu", "J": "1", "REP": "1",
-           "NAMES": "disjoint_block", "NORMS": "rmsnorm", "WIDE": "2x40", "WIDE_W": "2x40",
-           "WIDER": "2x48", "FP32": "2x40", "PIPE": "3x40", "K": "nothing_selected",
-           "PYTHONPATH": ROOT}
-    r = subprocess.run(["bash", os.path.join(ROOT, "bench", "device_round12.sh")], cwd=ROOT,
-                       env=env, capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, r.stderr[-2000:]
+    _device_script(tmp_path, "device_round12.sh", NAMES="disjoint_block", NORMS="rmsnorm",
+                   WIDE="2x40", WIDE_W="2x40", WIDER="2x48", FP32="2x40", PIPE="3x40",
+                   K="nothing_selected")
     with tarfile.open(tmp_path / "round12.tgz") as tar:
         for grid in ("wide-bf16", "wide-fp32w", "wider", "fp32", "pipe"):
             rows = list(csv.DictReader(io.TextIOWrapper(tar.extractfile(f"t/{grid}/tune.csv"))))
@@ -212,12 +211,8 @@ def test_device_round10_script_on_cpu(tmp_path):
     """Round 10's device call, tiny (widths where no candidate applies but a partly masked
     tile's: the interpreter is slow at wide rows; test_round10_candidates checks the grid and
     test_strategies the shared rows): every grid writes its tune.csv, every timing correct."""
-    env = {**os.environ, "OUT": str(tmp_path), "DEVICE": "cpu", "J": "1", "REP": "1",
-           "NAMES": "disjoint_block", "NORMS": "layernorm", "WIDE": "2x40", "WIDER": "2x48",
-           "POW2": "2x1100", "FP32": "2x40", "K": "nothing_selected", "PYTHONPATH": ROOT}
-    r = subprocess.run(["bash", os.path.join(ROOT, "bench", "device_round10.sh")], cwd=ROOT,
-                       env=env, capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, r.stderr[-2000:]
+    _device_script(tmp_path, "device_round10.sh", NAMES="disjoint_block", NORMS="layernorm",
+                   WIDE="2x40", WIDER="2x48", POW2="2x1100", FP32="2x40", K="nothing_selected")
     with tarfile.open(tmp_path / "round10.tgz") as tar:
         rows = {}
         for grid in ("wide-bf16", "wide-fp32w", "wider", "pow2", "fp32"):
@@ -232,12 +227,8 @@ def test_device_round10_script_on_cpu(tmp_path):
 
 def test_device_targets_script_on_cpu(tmp_path):
     """The whole device call, tiny: every grid writes its tune.csv, every timing correct."""
-    env = {**os.environ, "OUT": str(tmp_path), "DEVICE": "cpu", "J": "1", "REP": "1",
-           "NAMES": "disjoint_block", "NORMS": "rmsnorm", "WIDE": "2x40", "WIDE_BF16": "2x40",
-           "POW2": "2x1100", "K": "nothing_selected", "PYTHONPATH": ROOT}
-    r = subprocess.run(["bash", os.path.join(ROOT, "bench", "device_targets.sh")], cwd=ROOT,
-                       env=env, capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, r.stderr[-2000:]
+    _device_script(tmp_path, "device_targets.sh", NAMES="disjoint_block", NORMS="rmsnorm",
+                   WIDE="2x40", WIDE_BF16="2x40", POW2="2x1100", K="nothing_selected")
     with tarfile.open(tmp_path / "targets.tgz") as tar:
         names = tar.getnames()
         for grid in ("wide-fp32w", "wide-bf16", "pow2"):
@@ -279,12 +270,8 @@ def test_device_round16_script_on_cpu(tmp_path):
     """Rounds 16 and 15's device call, tiny: every grid writes its tune.csv, disjoint_block
     correct at its default and with `pdl` (a no-op under the interpreter); the flush check
     says in one line that it needs a GPU, and the call goes on."""
-    env = {**os.environ, "OUT": str(tmp_path), "DEVICE": "cpu", "J": "1", "REP": "1",
-           "NORMS": "rmsnorm", "SHAPES": "2x40", "FP32W": "2x40", "R15": "2x40",
-           "K": "nothing_selected", "PYTHONPATH": ROOT}
-    r = subprocess.run(["bash", os.path.join(ROOT, "bench", "device_round16.sh")], cwd=ROOT,
-                       env=env, capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, r.stderr[-2000:]
+    r = _device_script(tmp_path, "device_round16.sh", NORMS="rmsnorm", SHAPES="2x40", FP32W="2x40",
+                       R15="2x40", K="nothing_selected")
     assert "flush_check: needs a CUDA GPU" in r.stdout and "Traceback" not in r.stdout
     with tarfile.open(tmp_path / "round16.tgz") as tar:
         for grid in ("r16-bf16", "r16-fp32w", "r15-bf16", "r15-fp32w"):
