@@ -128,7 +128,6 @@ def main() -> None:
     flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device=dev)
     wd = args.dtype if args.weight_dtype == "same" else args.weight_dtype
     variants = [v.split("=", 1) for v in args.variants.split(";") if v]
-    sms = strategies.sm_count(dev)
     rows_out = []
     for spec in args.shapes.split(","):
         norm, shape = spec.split(":")
