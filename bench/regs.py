@@ -81,7 +81,8 @@ def compile_smem(d: int, norm: str, dtype: str, weight_dtype: str = "same",
     act = TYPES[dtype]
     wt = act if weight_dtype == "same" else TYPES[weight_dtype]
     consts = dict(HAS_MEAN=norm == "layernorm", BLOCK_D=m.block_d, BLOCK_D2=m.block_d2,
-                  VEC=vec, STAGES=st, NUM_WARPS=m.warps, PDL=bool(p.get("pdl")))
+                  VEC=vec, STAGES=st, NUM_WARPS=m.warps, PDL=bool(p.get("pdl")),
+                  INTERLEAVE=bool(p.get("interleave")))
     names = smem_kernel.arg_names
     sig = {n: ("constexpr" if n in consts else act if n in ACT else wt if n in WEIGHT
                else "*fp32" if n in F32 else "i32") for n in names}

@@ -2,7 +2,7 @@
 
     python bench/tune.py [--names a,b] [--shapes 16384x4096,...] [--norms layernorm] [--dtype bf16]
                          [--weight-dtype same] [--rep MS] [--out DIR] [--warm-jobs N] [--budget-s S]
-                         [--new-only | --round9 | … | --round12 | --round14 | … | --round17]
+                         [--new-only | --round9 | … | --round12 | --round14 | … | --round18]
 
 For each shape it times each strategy under several launch parameters (through
 `strategies._tuning.OVERRIDE`, the same hook the kernels read) and GROUPS values with do_bench
@@ -42,7 +42,7 @@ SHAPES = [(16384, 4096), (16384, 8192), (65536, 1024), (8192, 16384),
 DEFAULT = "default"          # marks the configuration the shipped rules pick
 REPEAT = "default-again"     # the same, timed once more after the others
 NEW_ONLY = False             # --new-only: the defaults and round 8's candidates, nothing else
-ONLY_ROUND = None            # --round9 … --round17: the defaults and that round's candidates, nothing else
+ONLY_ROUND = None            # --round9 … --round18: the defaults and that round's candidates, nothing else
 
 
 def grid(name: str, d: int, sms: int):
@@ -56,8 +56,8 @@ def grid(name: str, d: int, sms: int):
     compile: at d = 1024 three programs of 4 warps per SM at 4 rows a tile and 3 stages, five
     at 2 rows, eight at 1 row.  Round 8: disjoint_fused's grid sync over 2 and 3 programs
     per SM (--new-only: these and the defaults alone).  Rounds 1–6 searched other grids (git
-    history of this file).  Rounds 9–17 (--round9 … --round17, issue 16): see _round9 …
-    _round17."""
+    history of this file).  Rounds 9–18 (--round9 … --round18, issue 16): see _round9 …
+    _round18."""
     yield {}, None, False
     if ONLY_ROUND in ROUND_OF:
         # a round of one strategy's own parameters: the others run at their defaults
@@ -209,12 +209,25 @@ def _round17(d: int, sms: int):
         yield {"block_r": 2 * p["block_r"], "num_warps": 16}, None, False
 
 
-# the rounds --round9 … --round17 time alone (issue 16); ROUND_OF: a round of some strategies'
+def _round18(d: int, sms: int):
+    """Round 18's candidates, disjoint_smem's (docs/PERF_NOTES.md, "Round 18"): its staged rows
+    dealt round-robin over the programs (`interleave`, round 17's schedule, adopted for the
+    row loop as disjoint_strided), alone and with `pdl` (round 16: 0.5-1 %, not adopted
+    alone) — where the rule stages rows wider than 8192 (below, disjoint_block's row loop
+    is the faster)."""
+    from normbench.strategies import disjoint_smem
+    if disjoint_smem._rule(d)["block_d"] <= 8192:
+        return
+    yield {"interleave": True}, None, False
+    yield {"interleave": True, "pdl": True}, None, False
+
+
+# the rounds --round9 … --round18 time alone (issue 16); ROUND_OF: a round of some strategies'
 # own parameters (the other strategies named run at their defaults, a control)
 ROUNDS = {9: _round9, 10: _round10, 11: _round11, 12: _round12, 14: _round14, 15: _round15,
-          16: _round16, 17: _round17}
+          16: _round16, 17: _round17, 18: _round18}
 ROUND_OF = {14: ("disjoint_smem",), 15: ("disjoint_smem",), 16: ("disjoint_block", "disjoint_smem"),
-            17: ("disjoint_block", "disjoint_fused")}
+            17: ("disjoint_block", "disjoint_fused"), 18: ("disjoint_smem",)}
 
 
 def _round7(d: int, sms: int):

@@ -29,12 +29,11 @@ def _copy(smem, P, row, stride, cols, mask):
 
 
 @gluon.jit
-def _stage_row(X, DY, xs, ds, xs2, ds2, row, r_end, cols, col_mask, cols2, col_mask2,
+def _stage_row(X, DY, xs, ds, xs2, ds2, row, ok, cols, col_mask, cols2, col_mask2,
                stride_x, stride_dy, BLOCK_D2: gl.constexpr):
     """Copy row `row` of x and dy into the stage (xs, ds; and the second part's xs2, ds2) —
-    nothing where row ≥ r_end, a copy of nothing still makes its group — and close the group
-    (one per row, so that wait_group(STAGES − 1) means: this row is here)."""
-    ok = row < r_end
+    nothing where not `ok` (past the program's rows), a copy of nothing still makes its group —
+    and close the group (one per row, so that wait_group(STAGES − 1) means: this row is here)."""
     _copy(xs, X, row, stride_x, cols, col_mask & ok)
     _copy(ds, DY, row, stride_dy, cols, col_mask & ok)
     if BLOCK_D2 > 0:
@@ -92,8 +91,10 @@ def _dx_part(xs, ds, ws, DX_ROW, cols, col_mask, mean, rstd, c1, c2, acc_w, acc_
 def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
                 stride_x_v, stride_dy_v, stride_dx_v, HAS_MEAN: gl.constexpr,
                 BLOCK_D: gl.constexpr, BLOCK_D2: gl.constexpr, VEC: gl.constexpr,
-                STAGES: gl.constexpr, NUM_WARPS: gl.constexpr, PDL: gl.constexpr):
-    """Program p: dx for rows [p·R, (p+1)·R) and its partial rows PW[p], PB[p].  N_V and the
+                STAGES: gl.constexpr, NUM_WARPS: gl.constexpr, PDL: gl.constexpr,
+                INTERLEAVE: gl.constexpr):
+    """Program p: dx for rows [p·R, (p+1)·R) — with INTERLEAVE the rows p, p + P, p + 2P, …
+    (P programs) instead — and its partial rows PW[p], PB[p].  N_V and the
     strides count VEC elements (so the compiler knows each row start VEC-aligned).  A row is
     one block of BLOCK_D columns, or with BLOCK_D2 > 0 two parts — columns [0, BLOCK_D) and
     [BLOCK_D, BLOCK_D + BLOCK_D2), each a power of two — so that a row like 12288 (8192 +
@@ -107,8 +108,15 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
     stride_dy = stride_dy_v * VEC
     stride_dx = stride_dx_v * VEC
     pid = gl.program_id(0)
-    r0 = pid * ROWS_PER_PROG
-    r_end = gl.minimum(r0 + ROWS_PER_PROG, ROWS)
+    # the program's rows: first, first + step, … — n of them
+    first = pid * ROWS_PER_PROG
+    step = 1
+    n = gl.minimum(first + ROWS_PER_PROG, ROWS) - first
+    if INTERLEAVE:
+        first = pid
+        step = gl.num_programs(0)
+        n = gl.cdiv(ROWS - pid, step)
+    n = gl.maximum(n, 0)
     cols = gl.arange(0, BLOCK_D, layout=layout)
     col_mask = cols < N
     xs = gl.allocate_shared_memory(X.dtype.element_ty, [STAGES, BLOCK_D], flat)
@@ -135,26 +143,28 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
         acc_w2 = gl.zeros([BLOCK_D2], gl.float32, layout)
         acc_b2 = gl.zeros([BLOCK_D2], gl.float32, layout)
     for k in gl.static_range(STAGES - 1):
-        _stage_row(X, DY, xs.index(k), ds.index(k), xs2.index(k), ds2.index(k), r0 + k, r_end,
-                   cols, col_mask, cols2, col_mask2, stride_x, stride_dy, BLOCK_D2)
+        _stage_row(X, DY, xs.index(k), ds.index(k), xs2.index(k), ds2.index(k), first + k * step,
+                   k < n, cols, col_mask, cols2, col_mask2, stride_x, stride_dy, BLOCK_D2)
     inv_n = 1.0 / N.to(gl.float32)
     # the row statistics one row ahead, in registers: their load is not waited for until the
-    # next row (clamped to the program's last row, so never out of bounds)
-    last = gl.maximum(r_end - 1, 0)
-    rstd = gl.load(Rstd + gl.minimum(r0, last))
+    # next row (clamped to the program's last row and to the rows, so never out of bounds)
+    last = gl.maximum(n - 1, 0)
+    at = gl.minimum(first, ROWS - 1)
+    rstd = gl.load(Rstd + at)
     mean = rstd
     if HAS_MEAN:
-        mean = gl.load(Mean + gl.minimum(r0, last))
-    for r in range(r0, r_end):
-        i = r - r0
+        mean = gl.load(Mean + at)
+    for i in range(0, n):
+        r = first + i * step
         ahead = (i + STAGES - 1) % STAGES
         _stage_row(X, DY, xs.index(ahead), ds.index(ahead), xs2.index(ahead), ds2.index(ahead),
-                   r + STAGES - 1, r_end, cols, col_mask, cols2, col_mask2, stride_x, stride_dy,
-                   BLOCK_D2)
-        nrstd = gl.load(Rstd + gl.minimum(r + 1, last))
+                   r + (STAGES - 1) * step, i + STAGES - 1 < n, cols, col_mask, cols2,
+                   col_mask2, stride_x, stride_dy, BLOCK_D2)
+        at = gl.minimum(first + gl.minimum(i + 1, last) * step, ROWS - 1)
+        nrstd = gl.load(Rstd + at)
         nmean = nrstd
         if HAS_MEAN:
-            nmean = gl.load(Mean + gl.minimum(r + 1, last))
+            nmean = gl.load(Mean + at)
         cp.wait_group(STAGES - 1)
         s = i % STAGES
         # the row sums, from shared memory (the first part's, then the second's added)

@@ -78,7 +78,7 @@ def _rule(d: int) -> dict:
     warps = max(4, min(16, bd // 256))
     return dict(block_d=bd, one_chunk=d <= _tuning.MAX_BLOCK_D, num_warps=warps,
                 wide_weight_warps=8 if bd > 8192 else warps, num_stages=0, inflight=INFLIGHT,
-                split=bd > 8192, pdl=False)
+                split=bd > 8192, pdl=False, interleave=False)
 
 
 def _groups_rule(rows: int, d: int, sms: int, launch) -> int:
@@ -239,13 +239,14 @@ else:
             scalars = (c.rows, c.d // vec, _tuning.cdiv(c.rows, groups), sx // vec, sdy // vec,
                        sdx // vec)
             meta = dict(HAS_MEAN=c.has_mean, BLOCK_D=m.block_d, BLOCK_D2=m.block_d2, VEC=vec,
-                        STAGES=m.stages, NUM_WARPS=m.warps, PDL=pdl, num_warps=m.warps)
+                        STAGES=m.stages, NUM_WARPS=m.warps, PDL=pdl,
+                        INTERLEAVE=bool(p["interleave"]), num_warps=m.warps)
             return (groups,), scalars, meta
 
         # pdl (a tuning option, off): the reduce launched as a programmatic dependent, let in
         # early by this kernel (compiled code on sm_90+ only: `_device.pdl_supported`)
         pdl = _device.pdl_on(p, c.x.device)
-        launch(smem_kernel, (c.sig, groups, pdl), tensors, setup)
+        launch(smem_kernel, (c.sig, groups, pdl, p["interleave"]), tensors, setup)
         return c.outputs(*reduce_partials(pw, pb, c.weight, pdl))
 
     def _notes(x, dy, weight, mean, rstd) -> str:

@@ -267,6 +267,34 @@ def test_smem_split_rows_on_gpu(case, monkeypatch):
     _right_and_repeated(e, (x, dy, w, mean, rstd), dt, wd, case)
 
 
+@pytest.mark.parametrize("case", [("layernorm", 4096, 16384, "bf16", "bf16", None),
+                                  ("rmsnorm", 8192, 12288, "bf16", "fp32", None),
+                                  ("layernorm", 777, 12288, "fp16", "fp32", None),
+                                  ("rmsnorm", 1000, 16384, "fp32", "fp32", None),
+                                  ("layernorm", 301, 2048, "bf16", "bf16", 7),
+                                  ("layernorm", 5, 4096, "bf16", "bf16", 9)])
+def test_smem_interleave_on_gpu(case, monkeypatch):
+    """The staged kernel with its rows dealt round-robin (`interleave`): right against fp64,
+    its bits over 10 repeats, and partial row p holds rows p, p + G, … (their fp64 dγ) — the
+    rows a program stages are not its contiguous block.  Every case is staged."""
+    from normbench.strategies import _launch, disjoint_smem
+    norm, rows, d, dt, wd, groups = case
+    monkeypatch.setitem(_tuning.OVERRIDE, "disjoint_smem", {"interleave": True})
+    e = strategies.get("disjoint_smem")
+    inputs = make_inputs(norm, rows, d, dt, wd, seed=rows ^ d, device="cuda")
+    x, dy, w, mean, rstd = inputs
+    assert disjoint_smem.staged(x, dy, w).vec, case
+    _right_and_repeated(e, inputs, dt, wd, case)
+    e.backward(*inputs, groups=groups)
+    g = e.effective_groups(rows, d, groups, x.device)
+    pw, _ = _launch.scratch(g, d, norm == "layernorm", x.device)
+    for p in sorted({0, 1, g - 1}):
+        part = list(range(p, rows, g))
+        want = reference(x[part], dy[part], w, None if mean is None else mean[part], rstd[part])[1]
+        got = pw[p].double()
+        assert torch.allclose(got, want, rtol=1e-4, atol=1e-4 * want.abs().max().item()), (case, p)
+
+
 @pytest.mark.parametrize("name", ["disjoint_block", "disjoint_smem"])
 @pytest.mark.parametrize("case", [("layernorm", 16384, 4096, "bf16", "bf16"),
                                   ("rmsnorm", 65536, 1024, "bf16", "fp32"),

@@ -149,6 +149,9 @@ def test_the_staged_kernel_reads_shared_memory_twice_without_spilling():
         assert 2 * 65536 + 32768 <= r["dynamic"] <= 2 * 65536 + 32768 + 2048, r
     r = regs("--d", "16384", "--weight-dtype", "fp32")
     assert r["num_warps"] == 8 and r["stack"] == 0 and r["lds128"] == 64, r
+    # the rows dealt round-robin (`interleave`): the same stages and reads, no spill
+    r = regs("--d", "16384", "--override", '{"interleave": true}')
+    assert r["num_stages"] == 2 and r["stack"] == 0 and r["lds128"] == 24, r
 
 
 def test_regs_says_where_the_kernel_does_not_stage():

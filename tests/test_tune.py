@@ -176,6 +176,34 @@ def test_device_round17_script_on_cpu(tmp_path):
         assert "needs a CUDA GPU" in log
 
 
+def test_round18_candidates(monkeypatch):
+    """disjoint_smem's own where its rule stages rows wider than 8192: interleave, alone and
+    with pdl; nothing at d ≤ 8192, nothing for the other strategies (controls)."""
+    monkeypatch.setattr(tune, "ONLY_ROUND", 18)
+    for d in (12288, 14336, 16384):
+        assert overrides("disjoint_smem", d) == [{"interleave": True},
+                                                 {"interleave": True, "pdl": True}]
+    assert overrides("disjoint_smem", 8192) == overrides("disjoint_smem", 1024) == []
+    for name in ("disjoint_strided", "disjoint_block"):
+        assert list(tune.grid(name, 16384, 132)) == [({}, None, False)]
+
+
+def test_device_round18_script_on_cpu(tmp_path):
+    """Round 18's device call, tiny: every grid writes its tune.csv; disjoint_strided (the
+    control) correct at its default; disjoint_smem recorded as not available on CPU, not
+    lost; the GPU tests' log is kept."""
+    _device_script(tmp_path, "device_round18.sh", NORMS="rmsnorm", SHAPES="2x40", EXTRA="3x40",
+                   K="nothing_selected")
+    with tarfile.open(tmp_path / "round18.tgz") as tar:
+        for grid in ("bf16", "fp32w", "fp32"):
+            rows = list(csv.DictReader(io.TextIOWrapper(tar.extractfile(f"t/{grid}/tune.csv"))))
+            ctl = [x for x in rows if x["name"] == "disjoint_strided"]
+            assert ctl and all(x["status"] == "ok" and not x["override"] for x in ctl), grid
+            staged = [x for x in rows if x["name"] == "disjoint_smem"]
+            assert staged and all("not available" in x["status"] for x in staged), grid
+        assert "t/gpu-tests.log" in tar.getnames()
+
+
 def test_device_round14_script_on_cpu(tmp_path):
     """Round 14's device call, tiny: every grid writes its tune.csv; disjoint_block (the
     control) correct at its default alone.  disjoint_smem cannot run on CPU: its lines are
