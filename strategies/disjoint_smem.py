@@ -73,12 +73,19 @@ def _rule(d: int) -> dict:
     activations (`warps`): there 16 warps' 128 registers a thread are not enough — tune-14
     (H200, bf16 x, fp32 γ): LayerNorm 8-12 % faster at 8 warps at 8192 × 16384, 4096 × 16384
     and 8192 × 12288, RMSNorm within 0.7 %; with a bf16 γ LayerNorm 2 % slower at 8 warps
-    (so 16 stay there), fp32 x with fp32 γ within 0.3 %."""
+    (so 16 stay there), fp32 x with fp32 γ within 0.3 %.
+
+    pdl: the reduce launched as a programmatic dependent of the staged kernel, on for rows
+    wider than 8192 — faster in both rounds that timed it (H200): round 16 0.5-1.0 % where
+    its timings were readable (LN 8192 × 16384 bf16 231.4 against 233.4/233.5 µs), round 18
+    0.3-2.8 % at 16 of 16 readable pairs with the rows dealt round-robin (fp32 LN 8192 ×
+    16384 401.8 against 406.2); unmeasured at d ≤ 8192.  Off where the GPU cannot
+    (`_device.pdl_supported`: sm_90 on)."""
     bd = _tuning.pow2(d)
     warps = max(4, min(16, bd // 256))
     return dict(block_d=bd, one_chunk=d <= _tuning.MAX_BLOCK_D, num_warps=warps,
                 wide_weight_warps=8 if bd > 8192 else warps, num_stages=0, inflight=INFLIGHT,
-                split=bd > 8192, pdl=False, interleave=False)
+                split=bd > 8192, pdl=bd > 8192, interleave=False)
 
 
 def _groups_rule(rows: int, d: int, sms: int, launch) -> int:
@@ -207,18 +214,17 @@ else:
     # its Launch: every call asks, and working it out again costs host time (~8 µs here)
     _LAUNCHES: dict = {}
 
-    @register(NAME, kind="strategy", deterministic_by_design=True, uses_groups=True,
-              launch=_tuning.Rule(_rule), auto_groups=_groups_rule,
-              contention=Contention(writers=1, partial_rows="groups"))
-    def backward(x, dy, weight, mean, rstd, *, groups):
-        """disjoint_block with each row staged in shared memory (Gluon, cp.async): read from DRAM once."""
-        c = prepare(x, dy, weight, mean, rstd)
-        p = backward.params(c.d)
+    def run_staged(c, groups: int, p, fallback, tag: str = NAME):
+        """The outputs of the call `c` (`_launch.prepare`) at launch parameters p: the staged
+        kernel where `staged` says it runs — rows in a program's contiguous block, or dealt
+        round-robin with p's `interleave` (disjoint_strided's wide rows) — else
+        disjoint_block's kernel at the parameters `fallback(d)`; the reduce after either.
+        `tag` (the calling strategy's name) keeps each caller's launch plans apart."""
         # the sig fixes what staged() reads (dx is empty_like(x): x's sizes and strides fix
         # its layout, a fresh allocation its alignment), the device its shared memory;
         # a tuning override changes p, so then nothing is kept (nor does a narrowed block limit
         # get the rule's old answer back: the limit is in the key, as in _tuning._frozen)
-        key = (c.sig, c.x.device, _tuning.MAX_BLOCK_D)
+        key = (c.sig, c.x.device, _tuning.MAX_BLOCK_D, tag)
         m = None if _tuning.OVERRIDE else _LAUNCHES.get(key)
         if m is None:
             m = staged(c.x, c.dy, c.weight, p, c.dx)
@@ -226,8 +232,7 @@ else:
                 _LAUNCHES[key] = m
         vec = m.vec
         if not vec:
-            pw, pb, pdl = launch_partials(_disjoint_kernel, c, groups,
-                                          disjoint_block.backward.params)
+            pw, pb, pdl = launch_partials(_disjoint_kernel, c, groups, fallback)
             return c.outputs(*reduce_partials(pw, pb, c.weight, pdl))
         pw, pb = scratch(groups, c.d, c.has_mean, c.x.device)
         tensors = (c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, pw, pb if pb is not None else pw)
@@ -243,19 +248,30 @@ else:
                         INTERLEAVE=bool(p["interleave"]), num_warps=m.warps)
             return (groups,), scalars, meta
 
-        # pdl (a tuning option, off): the reduce launched as a programmatic dependent, let in
-        # early by this kernel (compiled code on sm_90+ only: `_device.pdl_supported`)
+        # pdl: the reduce launched as a programmatic dependent, let in early by this kernel
+        # (compiled code on sm_90+ only: `_device.pdl_supported`)
         pdl = _device.pdl_on(p, c.x.device)
-        launch(smem_kernel, (c.sig, groups, pdl, p["interleave"]), tensors, setup)
+        launch(smem_kernel, (c.sig, groups, pdl, tag), tensors, setup)
         return c.outputs(*reduce_partials(pw, pb, c.weight, pdl))
 
-    def _notes(x, dy, weight, mean, rstd) -> str:
-        """The path this call takes, for the record's `notes`."""
-        m = staged(x, dy, weight, None, x)
+    @register(NAME, kind="strategy", deterministic_by_design=True, uses_groups=True,
+              launch=_tuning.Rule(_rule), auto_groups=_groups_rule,
+              contention=Contention(writers=1, partial_rows="groups"))
+    def backward(x, dy, weight, mean, rstd, *, groups):
+        """disjoint_block with each row staged in shared memory (Gluon, cp.async): read from DRAM once."""
+        c = prepare(x, dy, weight, mean, rstd)
+        return run_staged(c, groups, backward.params(c.d), disjoint_block.backward.params)
+
+    def notes(x, dy, weight, p) -> str:
+        """The path a call at launch parameters p takes, for the record's `notes`."""
+        m = staged(x, dy, weight, p, x)
         if not m.vec:
             return "not staged: the kernel of disjoint_block runs (see disjoint_smem.staged)"
         split = f" in parts of {m.block_d} + {m.block_d2}" if m.block_d2 else ""
         return (f"staged: {m.vec * x.element_size()}-byte copies, {m.stages} "
                 f"stage{'s' * (m.stages > 1)} of a row{split}, {m.warps} warps")
+
+    def _notes(x, dy, weight, mean, rstd) -> str:
+        return notes(x, dy, weight, backward.params(x.shape[1]))
 
     backward.notes = _notes

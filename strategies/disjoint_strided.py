@@ -1,4 +1,4 @@
-"""disjoint_strided — disjoint_block with the tiles of rows dealt round-robin over the programs.
+"""disjoint_strided — disjoint_block's partial rows with the rows dealt round-robin over the programs.
 
 Program p owns the tiles p, p + G, p + 2G, … (BLOCK_R rows each) of all the rows instead of
 one contiguous block: at any moment the G programs work on neighbouring tiles, so together
@@ -8,32 +8,65 @@ workspace, and the same fixed-order reduce sums the partial rows: one writer per
 atomics, bitwise deterministic — with other sums than disjoint_block's (other rows a partial
 row), so the two agree with fp64, not with each other's bits.
 
-Why a strategy of its own (tuning round 17, docs/PERF_NOTES.md; H200): the programs'
-in-kernel span (bench/timeline.py, bf16) was 0.8–7.4 % shorter at 12 of 15 cases — LayerNorm
-512–8192, RMSNorm 1024–6144 — and 0.6–2.1 % longer at LayerNorm 2560 and 3072, where the whole
-call was still 1–2 % faster; fp32 rows 2–3 % shorter.  With every peer in one run
-(results/h200-targets-narrow, d ≤ 8192, five dtype mixes): 1.02–1.12× disjoint_fused (the
-contiguous blocks in one launch) at all 50 lines.  Rows wider than 8192 (read twice, or in
-chunks) deal their tiles out alike but were not measured.  The kernel is disjoint_block's (its
-INTERLEAVE); the launch rule is disjoint_block's with `interleave` on.
+Where a row is held, by width — the faster way measured for each:
+  * d ≤ 8192: disjoint_block's pipelined row loop (its kernel's INTERLEAVE).  Tuning round 17
+    (docs/PERF_NOTES.md; H200): the programs' in-kernel span (bench/timeline.py, bf16) 0.8–7.4 %
+    shorter at 12 of 15 cases, 0.6–2.1 % longer at LayerNorm 2560 and 3072 (where the whole
+    call was still 1–2 % faster); with every peer (results/h200-targets-narrow) 1.02–1.12×
+    disjoint_fused at all 50 lines.
+  * 8192 < d ≤ 16384, where disjoint_smem stages rows (a CUDA GPU with Gluon; aligned rows):
+    its staged kernel with the rows dealt round-robin (INTERLEAVE there), at disjoint_smem's
+    rule.  Round 18 (H200): faster than this strategy's row loop read twice at every shape
+    (LN 8192 × 16384 bf16 245.8 against 305.7 µs) — and than disjoint_smem's contiguous blocks
+    in RMSNorm with 16-bit activations at unsplit rows (8192 × 16384 208.7 against 217.9) and
+    with fp32 activations (2.5–4 %), slower in LayerNorm with 16-bit activations (5–8 %) and
+    at RMSNorm's split rows of 12288 (7 %): there disjoint_smem is the faster strategy.
+  * wider rows, or rows the staged kernel does not take: the row loop in column chunks, or
+    read twice, its tiles dealt alike (not timed).
 """
-from . import _groups, _tuning
+from . import _groups, _tuning, disjoint_smem
 from ._contention import Contention
 from ._launch import prepare
 from ._registry import register
 from .disjoint_block import _disjoint_kernel, launch_partials
 from .reduce import reduce_partials
 
+NAME = "disjoint_strided"
+
+
+def _loop_rule(d: int) -> dict:
+    """The row loop's parameters (disjoint_block's rule) with `interleave` on."""
+    return {**_tuning.ROW_LOOP.params(d), "interleave": True, "staged": False}
+
 
 def _rule(d: int) -> dict:
-    return {**_tuning.ROW_LOOP.params(d), "interleave": True}
+    """_loop_rule, or where disjoint_smem stages rows wider than 8192 here (`staged`):
+    disjoint_smem's rule with `interleave` on."""
+    sm = disjoint_smem._rule(d)
+    if disjoint_smem._WHY or not sm["one_chunk"] or sm["block_d"] <= 8192:
+        return _loop_rule(d)
+    return {**_loop_rule(d), **sm, "interleave": True, "staged": True}
 
 
-@register("disjoint_strided", kind="strategy", deterministic_by_design=True, uses_groups=True,
+@register(NAME, kind="strategy", deterministic_by_design=True, uses_groups=True,
           launch=_tuning.Rule(_rule, row_loop=True), auto_groups=_groups.row_loop_programs,
           contention=Contention(writers=1, partial_rows="groups"))
 def backward(x, dy, weight, mean, rstd, *, groups):
-    """disjoint_block with tiles dealt round-robin: program p sums tiles p, p+G, …; fixed-order reduce."""
+    """disjoint_block with rows dealt round-robin: program p sums tiles p, p+G, …; fixed-order reduce."""
     c = prepare(x, dy, weight, mean, rstd)
+    p = backward.params(c.d)
+    if p["staged"]:
+        return disjoint_smem.run_staged(c, groups, p, _loop_rule, NAME)
     pw, pb, pdl = launch_partials(_disjoint_kernel, c, groups, backward.params)
     return c.outputs(*reduce_partials(pw, pb, c.weight, pdl))
+
+
+def _notes(x, dy, weight, mean, rstd) -> str:
+    """The path this call takes, for the record's `notes`."""
+    p = backward.params(x.shape[1])
+    if p["staged"]:
+        return disjoint_smem.notes(x, dy, weight, p) + ", rows dealt round-robin"
+    return "the row loop, tiles dealt round-robin"
+
+
+backward.notes = _notes

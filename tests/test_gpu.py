@@ -267,6 +267,31 @@ def test_smem_split_rows_on_gpu(case, monkeypatch):
     _right_and_repeated(e, (x, dy, w, mean, rstd), dt, wd, case)
 
 
+@pytest.mark.parametrize("case", [("layernorm", 4096, 16384, "bf16", "bf16"),
+                                  ("rmsnorm", 8192, 12288, "bf16", "fp32"),
+                                  ("layernorm", 777, 12288, "fp16", "fp32"),
+                                  ("rmsnorm", 1000, 16384, "fp32", "fp32"),
+                                  ("rmsnorm", 300, 10000, "bf16", "bf16")])
+def test_strided_staged_on_gpu(case):
+    """disjoint_strided at rows wider than 8192 runs disjoint_smem's staged kernel with its
+    rows dealt round-robin (its rule): right against fp64, its bits over 10 repeats, partial
+    row p holding rows p, p + G, … — and its record's notes say so."""
+    from normbench.strategies import _launch, disjoint_strided
+    norm, rows, d, dt, wd = case
+    e = strategies.get("disjoint_strided")
+    assert e.params(d)["staged"] and e.params(d)["interleave"], case
+    inputs = make_inputs(norm, rows, d, dt, wd, seed=rows ^ d, device="cuda")
+    x, dy, w, mean, rstd = inputs
+    assert "round-robin" in disjoint_strided._notes(*inputs) and "staged" in disjoint_strided._notes(*inputs)
+    _right_and_repeated(e, inputs, dt, wd, case)
+    g = e.effective_groups(rows, d, None, x.device)
+    pw, _ = _launch.scratch(g, d, norm == "layernorm", x.device)
+    for p in sorted({0, 1, g - 1}):
+        part = list(range(p, rows, g))
+        want = reference(x[part], dy[part], w, None if mean is None else mean[part], rstd[part])[1]
+        assert torch.allclose(pw[p].double(), want, rtol=1e-4, atol=1e-4 * want.abs().max().item()), (case, p)
+
+
 @pytest.mark.parametrize("case", [("layernorm", 4096, 16384, "bf16", "bf16", None),
                                   ("rmsnorm", 8192, 12288, "bf16", "fp32", None),
                                   ("layernorm", 777, 12288, "fp16", "fp32", None),

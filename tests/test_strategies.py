@@ -178,6 +178,26 @@ def test_strided_rows_wider_than_one_block(poisoned, monkeypatch, norm):
     check("disjoint_strided", norm, 5, 33, "fp32", groups=8)
 
 
+def test_strided_rule_stages_rows_wider_than_8192_where_disjoint_smem_can(monkeypatch):
+    """disjoint_strided's rule by width: the row loop (interleaved) up to 8192; above, where
+    disjoint_smem's staged kernel can run here, that strategy's rule with interleave; the row
+    loop again where it cannot (here on CPU) and for rows wider than one stage (d > 16384)."""
+    from normbench.strategies import disjoint_smem, disjoint_strided
+    assert not disjoint_strided._rule(16384)["staged"] or not disjoint_smem._WHY
+    monkeypatch.setattr(disjoint_smem, "_WHY", "")
+    for d in (12288, 10000, 16384):
+        p = disjoint_strided._rule(d)
+        assert p["staged"] and p["interleave"], d
+        assert {k: p[k] for k in disjoint_smem._rule(d) if k != "interleave"} == \
+            {k: v for k, v in disjoint_smem._rule(d).items() if k != "interleave"}
+    for d in (1024, 8192, 20000):
+        p = disjoint_strided._rule(d)
+        assert not p["staged"] and p["interleave"], d
+        assert p == disjoint_strided._loop_rule(d)
+    # the fallback of the staged path (rows it cannot stage) is the interleaved row loop
+    assert disjoint_strided._loop_rule(16384)["reload"]
+
+
 def test_interleave_refuses_rows_shared_by_programs(monkeypatch):
     """col_split's programs share blocks of rows (a loop of its own): interleave with it is
     an error, not a silent contiguous schedule."""
