@@ -90,8 +90,9 @@ def _readme_tables() -> list[list[str]]:
     return tables
 
 
-@pytest.mark.parametrize("k,run", [(0, "h200-targets-narrow"), (1, "h200-targets-bf16"),
-                                   (2, "h200-targets-fp-wide"), (3, "h200-peers")])
+@pytest.mark.parametrize("k,run", [(0, "h200-targets-narrow"), (1, "h200-targets-widest"),
+                                   (2, "h200-targets-bf16"), (3, "h200-targets-fp-wide"),
+                                   (4, "h200-peers")])
 def test_markdown_table_reproduces_the_readme(k, run):
     """README's results tables are `report --markdown-table` of their runs, line for line
     (both weight dtypes, in run order)."""
