@@ -20,7 +20,10 @@ Where a row is held, by width — the faster way measured for each:
     (LN 8192 × 16384 bf16 245.8 against 305.7 µs) — and than disjoint_smem's contiguous blocks
     in RMSNorm with 16-bit activations at unsplit rows (8192 × 16384 208.7 against 217.9) and
     with fp32 activations (2.5–4 %), slower in LayerNorm with 16-bit activations (5–8 %) and
-    at RMSNorm's split rows of 12288 (7 %): there disjoint_smem is the faster strategy.
+    at RMSNorm's split rows of 12288 (7 %): there disjoint_smem is the faster strategy.  With
+    every peer (results/h200-targets-widest, ac26d9c): 1.04–1.07× disjoint_smem at RMS 16384
+    with 16-bit activations, 1.02–1.04× at every fp32 line; 0.93–0.97× it in LayerNorm with
+    16-bit activations, 0.84–0.93× at RMS 12288.
   * wider rows, or rows the staged kernel does not take: the row loop in column chunks, or
     read twice, its tiles dealt alike (not timed).
 """
