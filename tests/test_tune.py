@@ -188,33 +188,19 @@ def test_round18_candidates(monkeypatch):
         assert list(tune.grid(name, 16384, 132)) == [({}, None, False)]
 
 
-def test_device_round18_script_on_cpu(tmp_path):
-    """Round 18's device call, tiny: every grid writes its tune.csv; disjoint_strided (the
-    control) correct at its default; disjoint_smem recorded as not available on CPU, not
-    lost; the GPU tests' log is kept."""
-    _device_script(tmp_path, "device_round18.sh", NORMS="rmsnorm", SHAPES="2x40", EXTRA="3x40",
-                   K="nothing_selected")
-    with tarfile.open(tmp_path / "round18.tgz") as tar:
+@pytest.mark.parametrize("script,control,env", [
+    ("device_round14.sh", "disjoint_block", dict(SHAPES="2x40", FP32="2x40")),
+    ("device_round18.sh", "disjoint_strided", dict(SHAPES="2x40", EXTRA="3x40"))])
+def test_device_staged_round_scripts_on_cpu(tmp_path, script, control, env):
+    """Rounds 14's and 18's device calls (disjoint_smem's candidates), tiny: every grid writes
+    its tune.csv; the control strategy correct at its default alone; disjoint_smem cannot run
+    on CPU: its lines are recorded as not available, not lost; the GPU tests' log is kept."""
+    _device_script(tmp_path, script, NORMS="rmsnorm", K="nothing_selected", **env)
+    with tarfile.open(tmp_path / script.replace("device_", "").replace(".sh", ".tgz")) as tar:
         for grid in ("bf16", "fp32w", "fp32"):
             rows = list(csv.DictReader(io.TextIOWrapper(tar.extractfile(f"t/{grid}/tune.csv"))))
-            ctl = [x for x in rows if x["name"] == "disjoint_strided"]
+            ctl = [x for x in rows if x["name"] == control]
             assert ctl and all(x["status"] == "ok" and not x["override"] for x in ctl), grid
-            staged = [x for x in rows if x["name"] == "disjoint_smem"]
-            assert staged and all("not available" in x["status"] for x in staged), grid
-        assert "t/gpu-tests.log" in tar.getnames()
-
-
-def test_device_round14_script_on_cpu(tmp_path):
-    """Round 14's device call, tiny: every grid writes its tune.csv; disjoint_block (the
-    control) correct at its default alone.  disjoint_smem cannot run on CPU: its lines are
-    recorded as not available, not lost."""
-    _device_script(tmp_path, "device_round14.sh", NORMS="rmsnorm", SHAPES="2x40", FP32="2x40",
-                   K="nothing_selected")
-    with tarfile.open(tmp_path / "round14.tgz") as tar:
-        for grid in ("bf16", "fp32w", "fp32"):
-            rows = list(csv.DictReader(io.TextIOWrapper(tar.extractfile(f"t/{grid}/tune.csv"))))
-            block = [x for x in rows if x["name"] == "disjoint_block"]
-            assert block and all(x["status"] == "ok" and not x["override"] for x in block), grid
             staged = [x for x in rows if x["name"] == "disjoint_smem"]
             assert staged and all("not available" in x["status"] for x in staged), grid
         assert "t/gpu-tests.log" in tar.getnames()
