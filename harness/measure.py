@@ -39,7 +39,7 @@ from normbench.harness import model, timing
 from normbench.harness.inputs import make_inputs, output_tolerances, reference, rel_error
 from normbench.harness.interrupt import reraise_if_interrupted
 from normbench.harness.plan import Case
-from normbench.harness.schema import case_id, tolerance_of
+from normbench.harness.schema import SHOWN, case_id, tolerance_of
 from normbench.harness.text import describe_exception
 
 
@@ -131,15 +131,14 @@ def base_record(case: Case, s: Settings) -> dict:
 
 
 _OUTPUTS = ("dx", "dw", "db")
-_SHOWN = {"dx": "dx", "dw": "dγ", "db": "dβ"}
 
 
 def _wrong_dtypes(out, x, w) -> str:
     """Why the outputs' dtypes are not the contract's (dx as x, dγ and dβ as the weight):
     an output in a narrower dtype would be judged, and credited bytes, as one it is not."""
     want = (x.dtype, w.dtype, w.dtype)
-    bad = [f"{_SHOWN[k]} as {o.dtype} (expected {t})" for k, o, t in zip(_OUTPUTS, out, want)
-           if isinstance(o, torch.Tensor) and o.dtype != t]
+    bad = [f"{SHOWN['err_' + k]} as {o.dtype} (expected {t})"
+           for k, o, t in zip(_OUTPUTS, out, want) if isinstance(o, torch.Tensor) and o.dtype != t]
     return "returned " + ", ".join(bad) if bad else ""
 
 

@@ -146,6 +146,8 @@ DECLARATION: list[Column] = [
 # Each output's error column and the tolerance column it is judged by: dx by the activations'
 # dtype, dγ and dβ by the weight's (harness/inputs.output_tolerances).
 ERRORS = {"err_dx": "tolerance", "err_dw": "tolerance_dw", "err_db": "tolerance_dw"}
+# and the output's name as reports and error messages show it
+SHOWN = {"err_dx": "dx", "err_dw": "dγ", "err_db": "dβ"}
 
 
 def tolerance_of(rec, err: str):

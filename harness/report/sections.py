@@ -55,7 +55,7 @@ def _over_tolerance(r) -> str:
     has its own (dx the activations' dtype's, dγ/dβ the weight's; a run without
     tolerance_dw held one, the coarser, for all)."""
     over, within = [], []
-    for k, c in (("dx", "err_dx"), ("dγ", "err_dw"), ("dβ", "err_db")):
+    for c, k in schema.SHOWN.items():
         t = schema.tolerance_of(r, c)
         if na(r.get(c)) or na(t):
             continue
