@@ -32,6 +32,9 @@ import torch
 # decides (it reads both once, at import).
 os.environ.pop("TRITON_INTERPRET", None)
 torch.cuda.is_available = lambda: True
+# an H200's compute capability, so that the rules that depend on the GPU's features (the
+# staged kernel of disjoint_smem, which disjoint_strided takes above 8192) pick what it runs
+torch.cuda.get_device_capability = lambda *a, **k: (9, 0)
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import triton  # noqa: E402
@@ -53,10 +56,11 @@ TOOLS = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bi
 
 
 def kernel_of(name: str) -> JITFunction:
-    """The kernel a strategy launches: the `*_kernel` jit function defined in its module."""
+    """The kernel a strategy launches: the `*_kernel` jit function defined in its module, or
+    where it defines none, the one it imports (disjoint_strided runs disjoint_block's)."""
     mod = sys.modules[strategies.get(name).fn.__module__]
-    found = [v for k, v in vars(mod).items() if isinstance(v, JITFunction) and k.endswith("_kernel")
-             and v.fn.__module__ == mod.__name__]
+    kernels = [v for k, v in vars(mod).items() if isinstance(v, JITFunction) and k.endswith("_kernel")]
+    found = [v for v in kernels if v.fn.__module__ == mod.__name__] or kernels
     if len(found) != 1:
         raise SystemExit(f"regs.py: {name}: expected one *_kernel in {mod.__name__}, found {len(found)}")
     return found[0]
@@ -102,6 +106,11 @@ def compile_kernel(name: str, d: int, norm: str, dtype: str, weight_dtype: str =
     """The compiled kernel of strategy `name` and the launch parameters it was compiled at."""
     if name == "disjoint_smem":
         return compile_smem(d, norm, dtype, weight_dtype, override)
+    rule = strategies.get(name).params(d)
+    if rule.get("staged"):
+        # disjoint_strided above 8192: disjoint_smem's kernel at its rule, rows round-robin
+        return compile_smem(d, norm, dtype, weight_dtype,
+                            {"interleave": rule["interleave"], **(override or {})})
     kernel = kernel_of(name)
     p = _tuning.overridden(strategies.get(name).params(d), override or {}, d)
     act = TYPES[dtype]
