@@ -113,4 +113,4 @@ def test_strided_compiles_the_kernel_its_rule_runs_at_each_width():
     assert staged["lds128"] == 24 and staged["num_stages"] == 2 and staged["stack"] == 0, staged
     assert staged["dynamic"] >= 2 * 65536, staged
     chunks = regs("--name", "disjoint_strided", "--d", "32768")
-    assert chunks["block_d"] == 8192 and chunks["lds128"] == 0, chunks
+    assert chunks["block_d"] == 8192 and chunks["dynamic"] < 65536, chunks   # nothing staged
