@@ -33,10 +33,36 @@ import torch  # noqa: E402
 
 from normbench import strategies  # noqa: E402
 from normbench.harness import model  # noqa: E402
-from normbench.harness.inputs import make_inputs, output_tolerances, reference, rel_error  # noqa: E402
+from normbench.harness.inputs import make_inputs, reference, within_tolerances  # noqa: E402
 
 FLUSH_BYTES = 256 << 20
 MODES = ("dirty", "clean", "steady")
+
+
+def gpu_args(ap: argparse.ArgumentParser, shapes: str, n: int) -> None:
+    """The options this script and bench/timeline.py share: the cases and samples a case."""
+    ap.add_argument("--shapes", default=shapes, help="norm:ROWSxD,...")
+    ap.add_argument("--dtype", default="bf16")
+    ap.add_argument("--weight-dtype", default="same")
+    ap.add_argument("--n", type=int, default=n)
+    ap.add_argument("--out", default=None)
+
+
+def gpu_setup(args, why: str):
+    """(device, the flush buffer, the weight dtype) — or exit with `why` where there is no GPU."""
+    if not torch.cuda.is_available():
+        sys.exit(why)
+    dev = torch.device("cuda")
+    flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device=dev)
+    return dev, flush, args.dtype if args.weight_dtype == "same" else args.weight_dtype
+
+
+def cases(shapes: str):
+    """(norm, rows, d) of each `norm:ROWSxD` in the comma-separated `shapes`."""
+    for spec in shapes.split(","):
+        norm, shape = spec.split(":")
+        rows, d = (int(v) for v in shape.split("x"))
+        yield norm, rows, d
 
 
 def timed(fn, mode: str, n: int, flush, reader, k: int = 20) -> float:
@@ -67,20 +93,12 @@ def timed(fn, mode: str, n: int, flush, reader, k: int = 20) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--shapes", default="layernorm:16384x4096,rmsnorm:16384x4096,"
-                    "layernorm:16384x8192,layernorm:65536x1024,layernorm:8192x16384")
+    gpu_args(ap, "layernorm:16384x4096,rmsnorm:16384x4096,layernorm:16384x8192,"
+             "layernorm:65536x1024,layernorm:8192x16384", 60)
     ap.add_argument("--names", default="disjoint_block,disjoint_smem,torch,quack")
-    ap.add_argument("--dtype", default="bf16")
-    ap.add_argument("--weight-dtype", default="same")
-    ap.add_argument("--n", type=int, default=60)
-    ap.add_argument("--out", default=None)
     args = ap.parse_args()
-    if not torch.cuda.is_available():
-        sys.exit("flush_check: needs a CUDA GPU (it times the L2 flush of one)")
-    dev = torch.device("cuda")
-    flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device=dev)
+    dev, flush, wd = gpu_setup(args, "flush_check: needs a CUDA GPU (it times the L2 flush of one)")
     reader = torch.ones(FLUSH_BYTES // 4, dtype=torch.int32, device=dev)
-    wd = args.dtype if args.weight_dtype == "same" else args.weight_dtype
     avail = set(strategies.names())
     names = [s for s in args.names.split(",") if s in avail]
     rows_out = []
@@ -96,9 +114,7 @@ def main() -> None:
         emit("copy 2GiB", "copy", mode, timed(lambda: dst.copy_(src), mode, 20, flush, reader, 3),
              2 * big)
     ceiling = {r["mode"]: r["gbps"] for r in rows_out}
-    for spec in args.shapes.split(","):
-        norm, shape = spec.split(":")
-        rows, d = (int(v) for v in shape.split("x"))
+    for norm, rows, d in cases(args.shapes):
         nbytes = model.bytes_moved(norm, rows, d, args.dtype, wd)
         case = f"{norm} {rows}x{d} {args.dtype}/{wd}"
         half = nbytes // 2 // 4
@@ -107,13 +123,11 @@ def main() -> None:
             emit(case, "copy", mode, timed(lambda: t.copy_(s), mode, args.n, flush, reader), nbytes)
         x, dy, w, mean, rstd = make_inputs(norm, rows, d, args.dtype, wd, seed=rows ^ d, device=dev)
         ref = reference(x, dy, w, mean, rstd)
-        tol_x, tol_w = output_tolerances(args.dtype, wd)
         for name in names:
             impl = strategies.get(name)
             try:
-                out = impl.backward(x, dy, w, mean, rstd, groups=None)
-                errs = [rel_error(o, r) for o, r in zip(out, ref)]
-                ok = all(e is None or e <= tol for e, tol in zip(errs, (tol_x, tol_w, tol_w)))
+                ok = within_tolerances(impl.backward(x, dy, w, mean, rstd, groups=None), ref,
+                                       args.dtype, wd)
                 for mode in MODES:
                     us = timed(lambda: impl.backward(x, dy, w, mean, rstd, groups=None), mode,
                                args.n, flush, reader)

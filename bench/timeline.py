@@ -39,11 +39,10 @@ from triton.language.extra.cuda import globaltimer, smid  # noqa: E402
 
 from normbench import strategies  # noqa: E402
 from normbench.harness import model  # noqa: E402
-from normbench.harness.inputs import (make_inputs, output_tolerances, reference,  # noqa: E402
-                                      rel_error)
+from normbench.harness.inputs import make_inputs, reference, within_tolerances  # noqa: E402
 from normbench.strategies import _launch, _tuning, disjoint_block  # noqa: E402
 
-FLUSH_BYTES = 256 << 20
+from flush_check import cases, gpu_args, gpu_setup  # noqa: E402  (bench/, the script's folder)
 
 
 @triton.jit
@@ -111,31 +110,20 @@ def timeline(c, groups: int, flush, n: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--shapes", default="layernorm:16384x4096,rmsnorm:16384x4096,"
-                    "layernorm:65536x1024,rmsnorm:65536x1024,layernorm:32768x3072,"
-                    "layernorm:16384x8192")
-    ap.add_argument("--dtype", default="bf16")
-    ap.add_argument("--weight-dtype", default="same")
+    gpu_args(ap, "layernorm:16384x4096,rmsnorm:16384x4096,layernorm:65536x1024,"
+             "rmsnorm:65536x1024,layernorm:32768x3072,layernorm:16384x8192", 30)
     ap.add_argument("--variants", default='rule={};interleave={"interleave":true}',
                     help="label=JSON override of disjoint_block's (and disjoint_fused's) "
                          "launch parameters, ';'-separated")
-    ap.add_argument("--n", type=int, default=30)
-    ap.add_argument("--out", default=None)
     args = ap.parse_args()
-    if not torch.cuda.is_available():
-        sys.exit("timeline: needs a CUDA GPU (it reads the GPU's clock in each program)")
-    dev = torch.device("cuda")
-    flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device=dev)
-    wd = args.dtype if args.weight_dtype == "same" else args.weight_dtype
+    dev, flush, wd = gpu_setup(args, "timeline: needs a CUDA GPU (it reads the GPU's clock in "
+                                     "each program)")
     variants = [v.split("=", 1) for v in args.variants.split(";") if v]
     rows_out = []
-    for spec in args.shapes.split(","):
-        norm, shape = spec.split(":")
-        rows, d = (int(v) for v in shape.split("x"))
+    for norm, rows, d in cases(args.shapes):
         nbytes = model.bytes_moved(norm, rows, d, args.dtype, wd)
         x, dy, w, mean, rstd = make_inputs(norm, rows, d, args.dtype, wd, seed=rows ^ d, device=dev)
         ref = reference(x, dy, w, mean, rstd)
-        tol_x, tol_w = output_tolerances(args.dtype, wd)
         src = torch.empty(nbytes // 8, dtype=torch.float32, device=dev)   # nbytes moved
         dst = torch.empty_like(src)
         copy_us = _median_us(lambda: dst.copy_(src), flush, args.n)
@@ -148,9 +136,8 @@ def main() -> None:
                 for name in ("disjoint_block", "disjoint_fused"):
                     _tuning.OVERRIDE[name] = ov
                     impl = strategies.get(name)
-                    out = impl.backward(x, dy, w, mean, rstd, groups=None)
-                    errs = [rel_error(o, r) for o, r in zip(out, ref)]
-                    ok = all(e is None or e <= tol for e, tol in zip(errs, (tol_x, tol_w, tol_w)))
+                    ok = within_tolerances(impl.backward(x, dy, w, mean, rstd, groups=None),
+                                           ref, args.dtype, wd)
                     row[f"{name}_us"] = round(_median_us(
                         lambda: impl.backward(x, dy, w, mean, rstd, groups=None), flush, args.n), 2)
                     row[f"{name}_ok"] = ok

@@ -80,3 +80,11 @@ def rel_error(out: torch.Tensor | None, ref: torch.Tensor | None) -> float | Non
         return float("inf")
     scale = r.abs().max().item() or 1.0
     return (o - r).abs().max().item() / scale
+
+
+def within_tolerances(out, ref, dtype: str, weight_dtype: str) -> bool:
+    """Whether every output of `out` (dx, dγ, dβ) is within its own tolerance of the fp64
+    `ref` (output_tolerances: dx by the activations' dtype, dγ and dβ by the weight's)."""
+    tol_x, tol_w = output_tolerances(dtype, weight_dtype)
+    errs = (rel_error(o, r) for o, r in zip(out, ref))
+    return all(e is None or e <= t for e, t in zip(errs, (tol_x, tol_w, tol_w)))

@@ -392,3 +392,19 @@ def test_an_output_in_another_dtype_is_an_error(fakes):
     assert "dβ as torch.bfloat16" in rec["error"]
     ok = _measure_mixed("test_narrow_dw", "bf16", "bf16")   # bf16 is the contract there
     assert ok["status"] == "ok" and ok["correct"], ok["error"]
+
+
+def test_within_tolerances_judges_each_output_by_its_own_dtype():
+    """The bench scripts' verdict (harness.inputs.within_tolerances): dx by the activations'
+    tolerance, dγ and dβ by the weight's — an fp32 dγ 1e-3 off fails with bf16 activations,
+    where dx may be that far off; a missing dβ (RMSNorm) is not judged."""
+    import torch
+
+    from normbench.harness.inputs import within_tolerances
+    ref = (torch.ones(2, 4, dtype=torch.float64), torch.ones(4, dtype=torch.float64), None)
+    off = lambda t, e: (t * (1 + e)).float()   # noqa: E731
+    assert within_tolerances((ref[0].float(), ref[1].float(), None), ref, "bf16", "fp32")
+    assert within_tolerances((off(ref[0], 1e-3), ref[1].float(), None), ref, "bf16", "fp32")
+    assert not within_tolerances((ref[0].float(), off(ref[1], 1e-3), None), ref, "bf16", "fp32")
+    assert within_tolerances((ref[0].float(), off(ref[1], 1e-3), None), ref, "bf16", "bf16")
+    assert not within_tolerances((off(ref[0], 0.1), ref[1].float(), None), ref, "bf16", "bf16")
