@@ -214,17 +214,19 @@ else:
     # its Launch: every call asks, and working it out again costs host time (~8 µs here)
     _LAUNCHES: dict = {}
 
-    def run_staged(c, groups: int, p, fallback, tag: str = NAME):
-        """The outputs of the call `c` (`_launch.prepare`) at launch parameters p: the staged
-        kernel where `staged` says it runs — rows in a program's contiguous block, or dealt
-        round-robin with p's `interleave` (disjoint_strided's wide rows) — else
-        disjoint_block's kernel at the parameters `fallback(d)`; the reduce after either.
-        `tag` (the calling strategy's name) keeps each caller's launch plans apart."""
+    def run_staged(c, groups: int, params, fallback):
+        """The outputs of the call `c` (`_launch.prepare`) at the launch parameters
+        `params(d)` (the calling strategy's `backward.params`): the staged kernel where
+        `staged` says it runs — rows in a program's contiguous block, or dealt round-robin with
+        `interleave` (disjoint_strided's wide rows) — else disjoint_block's kernel at the
+        parameters `fallback(d)`; the reduce after either.  Plans are kept by `params`, as
+        disjoint_block.launch_partials keeps them: each caller its own."""
+        p = params(c.d)
         # the sig fixes what staged() reads (dx is empty_like(x): x's sizes and strides fix
         # its layout, a fresh allocation its alignment), the device its shared memory;
         # a tuning override changes p, so then nothing is kept (nor does a narrowed block limit
         # get the rule's old answer back: the limit is in the key, as in _tuning._frozen)
-        key = (c.sig, c.x.device, _tuning.MAX_BLOCK_D, tag)
+        key = (c.sig, c.x.device, _tuning.MAX_BLOCK_D, params)
         m = None if _tuning.OVERRIDE else _LAUNCHES.get(key)
         if m is None:
             m = staged(c.x, c.dy, c.weight, p, c.dx)
@@ -251,7 +253,7 @@ else:
         # pdl: the reduce launched as a programmatic dependent, let in early by this kernel
         # (compiled code on sm_90+ only: `_device.pdl_supported`)
         pdl = _device.pdl_on(p, c.x.device)
-        launch(smem_kernel, (c.sig, groups, pdl, tag), tensors, setup)
+        launch(smem_kernel, (c.sig, groups, pdl, params), tensors, setup)
         return c.outputs(*reduce_partials(pw, pb, c.weight, pdl))
 
     @register(NAME, kind="strategy", deterministic_by_design=True, uses_groups=True,
@@ -260,7 +262,7 @@ else:
     def backward(x, dy, weight, mean, rstd, *, groups):
         """disjoint_block with each row staged in shared memory (Gluon, cp.async): read from DRAM once."""
         c = prepare(x, dy, weight, mean, rstd)
-        return run_staged(c, groups, backward.params(c.d), disjoint_block.backward.params)
+        return run_staged(c, groups, backward.params, disjoint_block.backward.params)
 
     def notes(x, dy, weight, p) -> str:
         """The path a call at launch parameters p takes, for the record's `notes`."""

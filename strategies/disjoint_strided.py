@@ -57,9 +57,8 @@ def _rule(d: int) -> dict:
 def backward(x, dy, weight, mean, rstd, *, groups):
     """disjoint_block with rows dealt round-robin: program p sums tiles p, p+G, …; fixed-order reduce."""
     c = prepare(x, dy, weight, mean, rstd)
-    p = backward.params(c.d)
-    if p["staged"]:
-        return disjoint_smem.run_staged(c, groups, p, _loop_rule, NAME)
+    if backward.params(c.d)["staged"]:
+        return disjoint_smem.run_staged(c, groups, backward.params, _loop_rule)
     pw, pb, pdl = launch_partials(_disjoint_kernel, c, groups, backward.params)
     return c.outputs(*reduce_partials(pw, pb, c.weight, pdl))
 
