@@ -2,7 +2,7 @@
 
     python bench/tune.py [--names a,b] [--shapes 16384x4096,...] [--norms layernorm] [--dtype bf16]
                          [--weight-dtype same] [--rep MS] [--out DIR] [--warm-jobs N] [--budget-s S]
-                         [--new-only | --round9 | … | --round12 | --round14 | … | --round18]
+                         [--new-only | --round9 | … | --round12 | --round14 | … | --round19]
 
 For each shape it times each strategy under several launch parameters (through
 `strategies._tuning.OVERRIDE`, the same hook the kernels read) and GROUPS values with do_bench
@@ -42,7 +42,7 @@ SHAPES = [(16384, 4096), (16384, 8192), (65536, 1024), (8192, 16384),
 DEFAULT = "default"          # marks the configuration the shipped rules pick
 REPEAT = "default-again"     # the same, timed once more after the others
 NEW_ONLY = False             # --new-only: the defaults and round 8's candidates, nothing else
-ONLY_ROUND = None            # --round9 … --round18: the defaults and that round's candidates, nothing else
+ONLY_ROUND = None            # --round9 … --round19: the defaults and that round's candidates, nothing else
 
 
 def grid(name: str, d: int, sms: int):
@@ -56,8 +56,8 @@ def grid(name: str, d: int, sms: int):
     compile: at d = 1024 three programs of 4 warps per SM at 4 rows a tile and 3 stages, five
     at 2 rows, eight at 1 row.  Round 8: disjoint_fused's grid sync over 2 and 3 programs
     per SM (--new-only: these and the defaults alone).  Rounds 1–6 searched other grids (git
-    history of this file).  Rounds 9–18 (--round9 … --round18, issue 16): see _round9 …
-    _round18."""
+    history of this file).  Rounds 9–19 (--round9 … --round19, issue 16): see _round9 …
+    _round19."""
     yield {}, None, False
     if ONLY_ROUND in ROUND_OF:
         # a round of one strategy's own parameters: the others run at their defaults
@@ -222,12 +222,19 @@ def _round18(d: int, sms: int):
     yield {"interleave": True, "pdl": True}, None, False
 
 
-# the rounds --round9 … --round18 time alone (issue 16); ROUND_OF: a round of some strategies'
+def _round19(d: int, sms: int):
+    """Round 19 compares code, not launch parameters (docs/PERF_NOTES.md, "Round 19"): every
+    strategy at its shipped default alone, timed once with each variant of the source files
+    in place (bench/device_ab.sh swaps them) — so no candidates here."""
+    return iter(())
+
+
+# the rounds --round9 … --round19 time alone (issue 16); ROUND_OF: a round of some strategies'
 # own parameters (the other strategies named run at their defaults, a control)
 ROUNDS = {9: _round9, 10: _round10, 11: _round11, 12: _round12, 14: _round14, 15: _round15,
-          16: _round16, 17: _round17, 18: _round18}
+          16: _round16, 17: _round17, 18: _round18, 19: _round19}
 ROUND_OF = {14: ("disjoint_smem",), 15: ("disjoint_smem",), 16: ("disjoint_block", "disjoint_smem"),
-            17: ("disjoint_block", "disjoint_fused"), 18: ("disjoint_smem",)}
+            17: ("disjoint_block", "disjoint_fused"), 18: ("disjoint_smem",), 19: ()}
 
 
 def _round7(d: int, sms: int):

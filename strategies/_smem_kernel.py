@@ -48,20 +48,22 @@ def _add2(a, b, c, d):
 
 
 @gluon.jit
-def _xhat(x, mean, rstd, col_mask, HAS_MEAN: gl.constexpr):
+def _xhat(x, mean, rstd, HAS_MEAN: gl.constexpr):
+    """x̂ of a part; its masked columns (zero-filled copies: dy = 0 there) add nothing to the
+    sums or the contributions whatever their x̂, so nothing selects them (round 19)."""
     if HAS_MEAN:
-        return gl.where(col_mask, (x - mean) * rstd, 0.0)
+        return (x - mean) * rstd
     return x * rstd
 
 
 @gluon.jit
-def _row_sums(xs, ds, ws, mean, rstd, col_mask, layout: gl.constexpr, HAS_MEAN: gl.constexpr):
+def _row_sums(xs, ds, ws, mean, rstd, layout: gl.constexpr, HAS_MEAN: gl.constexpr):
     """(Σ x̂·g, Σ g) of one part of a staged row, read from shared memory (Σ g is 0 without
     a mean: RMSNorm)."""
     x = xs.load(layout).to(gl.float32)
     dy = ds.load(layout).to(gl.float32)
     g = ws.load(layout).to(gl.float32) * dy
-    xhat = _xhat(x, mean, rstd, col_mask, HAS_MEAN)
+    xhat = _xhat(x, mean, rstd, HAS_MEAN)
     if HAS_MEAN:
         s1, s2 = gl.reduce((xhat * g, g), 0, _add2)
     else:
@@ -78,7 +80,7 @@ def _dx_part(xs, ds, ws, DX_ROW, cols, col_mask, mean, rstd, c1, c2, acc_w, acc_
     x = xs.load(layout).to(gl.float32)
     dy = ds.load(layout).to(gl.float32)
     g = ws.load(layout).to(gl.float32) * dy
-    xhat = _xhat(x, mean, rstd, col_mask, HAS_MEAN)
+    xhat = _xhat(x, mean, rstd, HAS_MEAN)
     dx = (g - (xhat * c1 + c2)) * rstd
     gl.store(DX_ROW + cols, dx.to(DX_ROW.dtype.element_ty), mask=col_mask)
     acc_w += dy * xhat
@@ -168,10 +170,9 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
         cp.wait_group(STAGES - 1)
         s = i % STAGES
         # the row sums, from shared memory (the first part's, then the second's added)
-        s1, s2 = _row_sums(xs.index(s), ds.index(s), ws, mean, rstd, col_mask, layout, HAS_MEAN)
+        s1, s2 = _row_sums(xs.index(s), ds.index(s), ws, mean, rstd, layout, HAS_MEAN)
         if BLOCK_D2 > 0:
-            t1, t2 = _row_sums(xs2.index(s), ds2.index(s), ws2, mean, rstd, col_mask2, layout,
-                               HAS_MEAN)
+            t1, t2 = _row_sums(xs2.index(s), ds2.index(s), ws2, mean, rstd, layout, HAS_MEAN)
             s1 = s1 + t1
             s2 = s2 + t2
         c1 = s1 * inv_n

@@ -75,18 +75,20 @@ def load_rows(X, DY, Mean, Rstd, rows, row_mask, cols, mask, stride_x, stride_dy
 
 
 @triton.jit
-def xhat_g(x, dy, mean, rstd, w, mask, HAS_MEAN: tl.constexpr):
-    """(x̂, g = γ·dy, dy) in fp32 from a loaded tile; masked elements stay exact zeros."""
-    return xhat_g_tile(x, dy, mean, rstd, w[None, :], mask, HAS_MEAN)
+def xhat_g(x, dy, mean, rstd, w, HAS_MEAN: tl.constexpr):
+    """(x̂, g = γ·dy, dy) in fp32 from a loaded tile.  Masked elements (loaded as zeros) give
+    dy = g = 0, so they add nothing to the row sums (x̂·g) or the contributions (dy·x̂) whatever
+    their x̂ — LayerNorm's is −mean·rstd there, left so: no select an element (round 19)."""
+    return xhat_g_tile(x, dy, mean, rstd, w[None, :], HAS_MEAN)
 
 
 @triton.jit
-def xhat_g_tile(x, dy, mean, rstd, w, mask, HAS_MEAN: tl.constexpr):
+def xhat_g_tile(x, dy, mean, rstd, w, HAS_MEAN: tl.constexpr):
     """xhat_g for a weight given as a tile: [BLOCK_R, BLOCK_D], or [1, BLOCK_D] broadcast."""
     x = x.to(tl.float32)
     dy = dy.to(tl.float32)
     if HAS_MEAN:
-        xhat = tl.where(mask, (x - mean[:, None]) * rstd[:, None], 0.0)
+        xhat = (x - mean[:, None]) * rstd[:, None]
     else:
         xhat = x * rstd[:, None]
     return xhat, w * dy, dy
@@ -139,7 +141,7 @@ def _load_xhat_g(X, DY, w, rows, cols, mask, row_mask, Mean, Rstd, stride_x, str
     """load_rows then xhat_g: (x̂, g, dy, rstd) in fp32."""
     x, dy, mean, rstd = load_rows(X, DY, Mean, Rstd, rows, row_mask, cols, mask, stride_x,
                                   stride_dy, HAS_MEAN, EVICT)
-    xhat, g, dy = xhat_g(x, dy, mean, rstd, w, mask, HAS_MEAN)
+    xhat, g, dy = xhat_g(x, dy, mean, rstd, w, HAS_MEAN)
     return xhat, g, dy, rstd
 
 
@@ -194,11 +196,11 @@ def rowgrad_loaded(x, dy, mean, rstd, w, rows, mask, cols, DX, stride_dx, N,
 
     RELOAD: after the row sums, read x and dy again (from L1) instead of keeping x̂ and g in
     registers across them (see rowgrad_reload); the same arithmetic, the same bits."""
-    xhat, g, dy = xhat_g(x, dy, mean, rstd, w, mask, HAS_MEAN)
+    xhat, g, dy = xhat_g(x, dy, mean, rstd, w, HAS_MEAN)
     c1, c2 = row_sums(xhat, g, N, HAS_MEAN)
     if RELOAD:
         x, dy = reread_rows(X, DY, rows, cols, mask, stride_x, stride_dy)
-        xhat, g, dy = xhat_g(x, dy, mean, rstd, w, mask, HAS_MEAN)
+        xhat, g, dy = xhat_g(x, dy, mean, rstd, w, HAS_MEAN)
     dx = _dx(xhat, g, c1, c2, rstd, HAS_MEAN)
     tl.store(DX + rows[:, None] * stride_dx + cols[None, :], dx.to(DX.dtype.element_ty), mask=mask)
     return dy * xhat, dy
@@ -234,18 +236,18 @@ def rowgrad_reload(X, DY, DX, W, Mean, Rstd, rows, row_mask, cols, col_mask,
                                   stride_dy, HAS_MEAN, "evict_last")
     if W_TILE:
         w = load_weight_tile(W, rows, cols, mask, "evict_last", "")
-        xhat, g, dy = xhat_g_tile(x, dy, mean, rstd, w, mask, HAS_MEAN)
+        xhat, g, dy = xhat_g_tile(x, dy, mean, rstd, w, HAS_MEAN)
     else:
         w = tl.load(W + cols, mask=col_mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
-        xhat, g, dy = xhat_g(x, dy, mean, rstd, w, mask, HAS_MEAN)
+        xhat, g, dy = xhat_g(x, dy, mean, rstd, w, HAS_MEAN)
     c1, c2 = row_sums(xhat, g, N, HAS_MEAN)
     x, dy = reread_rows(X, DY, rows, cols, mask, stride_x, stride_dy)
     if W_TILE:
         w = load_weight_tile(W, rows, cols, mask, "", ".ca")
-        xhat, g, dy = xhat_g_tile(x, dy, mean, rstd, w, mask, HAS_MEAN)
+        xhat, g, dy = xhat_g_tile(x, dy, mean, rstd, w, HAS_MEAN)
     else:
         w = tl.load(W + cols, mask=col_mask, other=0.0, cache_modifier=".ca").to(tl.float32)
-        xhat, g, dy = xhat_g(x, dy, mean, rstd, w, mask, HAS_MEAN)
+        xhat, g, dy = xhat_g(x, dy, mean, rstd, w, HAS_MEAN)
     dx = _dx(xhat, g, c1, c2, rstd, HAS_MEAN)
     tl.store(DX + rows[:, None] * stride_dx + cols[None, :], dx.to(DX.dtype.element_ty), mask=mask)
     return dy * xhat, dy
@@ -262,7 +264,7 @@ def other_sums(X, DY, W, mean, rstd, rows, need, q, part_w, N, stride_x, stride_
     qm = need[:, None] & (qcols < tl.minimum(q * part_w + part_w, N))[None, :]
     xq, dyq = load_xdy(X, DY, rows, qcols, qm, stride_x, stride_dy, "", "")
     wq = load_weight_tile(W, rows, qcols, qm, "", "")
-    xhq, gq, _ = xhat_g_tile(xq, dyq, mean, rstd, wq, qm, HAS_MEAN)
+    xhq, gq, _ = xhat_g_tile(xq, dyq, mean, rstd, wq, HAS_MEAN)
     return pair_sums(xhq, gq, HAS_MEAN)
 
 
@@ -289,7 +291,7 @@ def rowgrad_split(X, DY, DX, w, W, Mean, Rstd, XS, slot, patience, rows, row_mas
     mask = row_mask[:, None] & col_mask[None, :]
     x, dy, mean, rstd = load_rows(X, DY, Mean, Rstd, rows, row_mask, cols, mask, stride_x,
                                   stride_dy, HAS_MEAN, "")
-    xhat, g, dy = xhat_g(x, dy, mean, rstd, w, mask, HAS_MEAN)
+    xhat, g, dy = xhat_g(x, dy, mean, rstd, w, HAS_MEAN)
     own1, own2 = pair_sums(xhat, g, HAS_MEAN)
     if EXCHANGE:
         found = send(XS, slot, part, pack(own1, own2), BLOCK_R, COL_SPLIT)
@@ -314,7 +316,7 @@ def rowgrad_split(X, DY, DX, w, W, Mean, Rstd, XS, slot, patience, rows, row_mas
     c2 = s2 / N
     if RELOAD:
         x, dy = reread_rows(X, DY, rows, cols, mask, stride_x, stride_dy)
-        xhat, g, dy = xhat_g(x, dy, mean, rstd, w, mask, HAS_MEAN)
+        xhat, g, dy = xhat_g(x, dy, mean, rstd, w, HAS_MEAN)
     dx = _dx(xhat, g, c1, c2, rstd, HAS_MEAN)
     tl.store(DX + rows[:, None] * stride_dx + cols[None, :], dx.to(DX.dtype.element_ty), mask=mask)
     if EXCHANGE:

@@ -206,6 +206,37 @@ def test_device_staged_round_scripts_on_cpu(tmp_path, script, control, env):
         assert "t/gpu-tests.log" in tar.getnames()
 
 
+def test_round19_times_the_defaults_alone(monkeypatch):
+    """Round 19 compares source files, not parameters: every strategy at its default, once."""
+    monkeypatch.setattr(tune, "ONLY_ROUND", 19)
+    for name in ("disjoint_smem", "disjoint_strided", "disjoint_block"):
+        for d in (1024, 16384):
+            assert list(tune.grid(name, d, 132)) == [({}, None, False)]
+
+
+def test_device_ab_script_on_cpu(tmp_path):
+    """bench/device_ab.sh, tiny: A, the variant, A again, each with its tune.csv and every
+    timing correct; the variant's file recorded as swapped in, and this tree's file back in
+    place afterwards, byte for byte."""
+    target = os.path.join(ROOT, "strategies", "grouped_atomic.py")
+    original = open(target, "rb").read()
+    variant = tmp_path / "v1" / "strategies"
+    variant.mkdir(parents=True)
+    (variant / "grouped_atomic.py").write_bytes(original + b"# a variant of round 19's test\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    _device_script(out, "device_ab.sh",
+                   GRIDS=f"tiny|--norms rmsnorm --names grouped_atomic --shapes 2x40|{tmp_path}/v1")
+    assert open(target, "rb").read() == original
+    with tarfile.open(out / "ab.tgz") as tar:
+        for name in ("a", "v1", "a2"):
+            rows = list(csv.DictReader(io.TextIOWrapper(tar.extractfile(f"t/tiny/{name}/tune.csv"))))
+            ours = [x for x in rows if x["name"] == "grouped_atomic"]
+            assert len(ours) == 1 and ours[0]["status"] == "ok", name
+        swapped = tar.extractfile("t/swapped.txt").read().decode()
+        assert "strategies/grouped_atomic.py" in swapped
+
+
 def test_device_round12_script_on_cpu(tmp_path):
     """Round 12's device call, tiny: every grid writes its tune.csv, every timing correct
     (under the interpreter the prefetch is off: the candidates run the rule's code)."""
