@@ -6,7 +6,10 @@ For each of the issue's eight shapes, both norms and every dtype mix found in th
 fastest bitwise-deterministic normbench strategy (harness.summary's "det" role) against the
 fastest peer at the same weight dtype ("peer"), both as the runs recorded them (do_bench
 median call time, L2 flushed; % of the copy ceiling measured in the same run).  A shape found
-in several runs is taken from the last one named.  Where the runs recorded GPU time, the speed
+in several runs is taken from the last one named that has a record there of every peer it has
+a record of anywhere (a run cut short can lack the fastest peer at its last line); where none did, from
+the last one named, its missing peers listed ("peers missing") and its speed target not met:
+it cannot be judged without them.  Where the runs recorded GPU time, the speed
 target must hold by it too: ours against the peer with the least GPU time (`vs_peer_gpu`), so
 a peer's call time inflated by a burst of host time cannot meet it for us.  The targets
 (issue 16):
@@ -49,10 +52,15 @@ def status(run_dirs: list[str]) -> pd.DataFrame:
         recs = plain(store.load_records(run))
         ans = summary.answer(recs)
         peer_gpu = _peer_gpu_us(recs)
+        peers = _peers(recs)
+        run_peers = set().union(*peers.values()) if peers else set()
         for _, r in ans.iterrows():
             if (int(r["rows"]), int(r["d"])) not in SHAPES:
                 continue
             key = tuple(r[k] for k in summary.SHAPE)
+            missing = sorted(run_peers - peers.get(key, set()))
+            if missing and key in rows and not rows[key]["peers_missing"]:
+                continue        # an earlier run holds this line with every peer
             speed, copy = targets(r["norm"], r["dtype"])
             ratio, pct = r["peer_over_det"], r["det_pct_copy"]
             gpu_ratio = _ratio(peer_gpu.get(key, np.nan), r.get("det_gpu_us", np.nan))
@@ -61,8 +69,9 @@ def status(run_dirs: list[str]) -> pd.DataFrame:
                              ours=r["det_impl"], pct_copy=pct, copy_target=copy,
                              peer=r["peer_impl"], peer_us=r["peer_us"], vs_peer=ratio,
                              vs_peer_gpu=gpu_ratio, speed_target=speed,
-                             speed_met=bool(np.isfinite(ratio) and ratio >= speed
+                             speed_met=bool(np.isfinite(ratio) and ratio >= speed and not missing
                                             and not (np.isfinite(gpu_ratio) and gpu_ratio < speed)),
+                             peers_missing=", ".join(missing),
                              copy_met=bool(np.isfinite(pct) and pct >= copy),
                              run=os.path.basename(os.path.normpath(run)))
     df = pd.DataFrame(rows.values())
@@ -76,6 +85,15 @@ def status(run_dirs: list[str]) -> pd.DataFrame:
 def _ratio(a, b) -> float:
     a, b = float(a), float(b)
     return a / b if np.isfinite(a) and np.isfinite(b) and b > 0 else np.nan
+
+
+def _peers(recs: pd.DataFrame) -> dict:
+    """Shape key -> the peers (implementation names) with a record there, whatever its status
+    (an incorrect or skipped peer was measured or tried: only a run cut short has none)."""
+    if recs.empty:
+        return {}
+    recs = recs[recs.apply(summary.role, axis=1) == "peer"]
+    return {k: set(v) for k, v in recs.groupby(list(summary.SHAPE))["implementation"]}
 
 
 def _peer_gpu_us(recs: pd.DataFrame) -> dict:
@@ -103,7 +121,7 @@ def markdown(df: pd.DataFrame) -> str:
             f"{r.ours_us:.1f} {str(r.ours).replace('disjoint_', '')} | "
             f"{r.pct_copy:.0f} % (≥ {r.copy_target:.0f}) | {r.peer_us:.1f} {r.peer} | "
             f"{r.vs_peer:.3f} (≥ {r.speed_target:.2f}) | {_fmt(r.vs_peer_gpu)} | {met} | "
-            f"{r.run} |")
+            f"{r.run}{f' (peers missing: {r.peers_missing})' if r.peers_missing else ''} |")
     both = int((df.speed_met & df.copy_met).sum())
     lines.append("")
     lines.append(f"Both targets met at {both} of {len(df)}; the speed target at "

@@ -60,3 +60,33 @@ def test_the_speed_target_holds_by_gpu_time_too():
     line = df[(df["norm"] == "rmsnorm") & (df["d"] == 1024) & (df["dtype"] == "bf16/bf16")].iloc[0]
     assert line["vs_peer"] >= 1.10 > line["vs_peer_gpu"] and not line["speed_met"]
     assert (df["vs_peer_gpu"] > 0).all()
+
+
+NARROW_LN = os.path.join(ROOT, "results", "h200-targets-narrow-ln")
+
+
+@pytest.mark.skipif(not (os.path.isdir(NARROW) and os.path.isdir(NARROW_LN)),
+                    reason="runs not here")
+def test_a_line_without_a_peer_is_not_judged_by_the_others():
+    """h200-targets-narrow-ln was cut before quack's fp32 LayerNorm 32768 × 3072: alone, that
+    line lists quack as missing and does not meet the speed target (whatever the peers present
+    say); named after the complete run, the complete run's line stands, the cut run's others
+    replace theirs."""
+    key = ("layernorm", 32768, 3072, "fp32/fp32")
+
+    def line(df):
+        hit = df[(df.norm == key[0]) & (df.rows == key[1]) & (df.d == key[2]) & (df.dtype == key[3])]
+        assert len(hit) == 1
+        return hit.iloc[0]
+
+    cut = targets_status.status([NARROW_LN])
+    r = line(cut)
+    assert r.peers_missing == "quack" and not r.speed_met and r.vs_peer >= 1.0
+    assert "peers missing: quack" in targets_status.markdown(cut)
+    assert (cut.drop(cut.index[(cut.norm == key[0]) & (cut.rows == key[1]) & (cut.dtype == key[3])])
+            .peers_missing == "").all()
+    both = targets_status.status([NARROW, NARROW_LN])
+    r = line(both)
+    assert r.run == "h200-targets-narrow" and r.peer == "quack" and r.peers_missing == ""
+    other = both[(both.norm == "layernorm") & (both.rows == 16384) & (both.d == 4096)]
+    assert set(other.run) == {"h200-targets-narrow-ln"}
