@@ -133,6 +133,9 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
         sweep = load_sweep(config, overrides or (), shape or (), known_implementations=s.known())
     except ConfigError as e:
         fail(str(e))
+    from normbench.harness.env import told_commit_problem
+    if told_commit_problem():
+        fail(f"run: {told_commit_problem()}")
     resume = resume or force_resume
     if resume and out_dir is None:
         fail("run: --resume needs --out DIR (the run directory to finish)")

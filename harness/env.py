@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import socket
 import subprocess
 import sys
@@ -39,6 +40,16 @@ def _git(*args: str) -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out.stdout.strip() if out.returncode == 0 else None
+
+
+def told_commit_problem() -> str:
+    """'' where NORMBENCH_GIT_COMMIT is unset or a commit id (7-40 hex digits), else why not:
+    a run would record whatever it says as its commit."""
+    told = os.environ.get("NORMBENCH_GIT_COMMIT") or ""
+    if not told or re.fullmatch(r"[0-9a-fA-F]{7,40}", told):
+        return ""
+    return (f"environment NORMBENCH_GIT_COMMIT: {told[:60]!r} is not a commit id (7-40 hex "
+            "digits): set it to the commit of this tree, e.g. $(git rev-parse HEAD), or unset it")
 
 
 def git_state() -> tuple[str | None, bool | None]:

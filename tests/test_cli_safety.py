@@ -117,6 +117,22 @@ def test_a_broken_plugin_is_one_line_naming_it(tmp_path, module):
         one_line(cli(*args, env=env, cwd=tmp_path), f"plugin {module} ", "cannot be loaded")
 
 
+def test_a_commit_told_that_is_no_commit_is_refused(tmp_path):
+    """NORMBENCH_GIT_COMMIT goes into meta.json as the run's commit: a value that is not a
+    commit id (a placeholder left in a device script) is one line, exit 2, nothing written;
+    a short or full hex id is taken."""
+    cfg = config(tmp_path)
+    for bad in ("COMMIT_PLACEHOLDER", "abc", "<sha>", "4389895 "):
+        one_line(cli("run", str(cfg), "--out", str(tmp_path / "o"),
+                     env={**ENV, "NORMBENCH_GIT_COMMIT": bad}),
+                 "NORMBENCH_GIT_COMMIT", "not a commit id")
+    assert not (tmp_path / "o").exists()
+    r = cli("run", str(cfg), "--out", str(tmp_path / "o"), "--no-report",
+            env={**ENV, "NORMBENCH_GIT_COMMIT": "4389895"})
+    assert r.returncode == 0, r.stderr.decode()
+    assert json.loads((tmp_path / "o" / "meta.json").read_text())["git_commit"] == "4389895"
+
+
 def test_only_that_selects_nothing_is_refused(tmp_path):
     cfg = config(tmp_path)
     for only, words in (("", "no implementation"), (",,,", "no implementation"),
