@@ -28,8 +28,6 @@ timeout ${D_S:-100} $TUNE --out $T/pow2 \
   --shapes ${POW2:-65536x1536,32768x2560,32768x3072,32768x2048,16384x4096} > $T/pow2.log 2>&1
 timeout ${E_S:-60} $TUNE --dtype fp32 --out $T/fp32 --shapes ${FP32:-8192x16384,16384x8192} \
   > $T/fp32.log 2>&1
-timeout ${G_S:-110} python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py \
-  -k "${K:-rows_shared_by_programs}" > $T/gpu-tests.log 2>&1
-tail -n 3 $T/gpu-tests.log
+gpu_tests 110 "rows_shared_by_programs"
 tail -n 4 $T/*.log
 tar -czf $OUT/round10.tgz -C $OUT t && rm -rf $T

@@ -14,9 +14,7 @@
 # norms and device can be changed through the environment (tests/test_tune.py runs this on
 # CPU, tiny).
 . bench/device_start.sh
-timeout ${G_S:-100} python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py \
-  -k "${K:-row_sums_exchanged}" > $T/gpu-tests.log 2>&1
-tail -n 3 $T/gpu-tests.log
+gpu_tests 100 "row_sums_exchanged"
 TUNE="python3 bench/tune.py --round11 --warm-jobs ${J:-14} --rep ${REP:-25} --device ${DEVICE:-cuda}
   --names ${NAMES:-disjoint_block,disjoint_fused} --norms ${NORMS:-layernorm,rmsnorm}"
 timeout ${A_S:-130} $TUNE --out $T/wide-bf16 --shapes ${WIDE:-8192x16384,4096x16384,8192x12288} \

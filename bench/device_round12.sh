@@ -15,9 +15,7 @@
 # norms and device can be changed through the environment (tests/test_tune.py runs this on
 # CPU, tiny).
 . bench/device_start.sh
-timeout ${G_S:-100} python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py \
-  -k "${K:-l2_prefetch}" > $T/gpu-tests.log 2>&1
-tail -n 3 $T/gpu-tests.log
+gpu_tests 100 "l2_prefetch"
 TUNE="python3 bench/tune.py --round12 --warm-jobs ${J:-14} --rep ${REP:-25} --device ${DEVICE:-cuda}
   --norms ${NORMS:-layernorm,rmsnorm}"
 NAMES=${NAMES:-disjoint_block,disjoint_fused}

@@ -16,9 +16,7 @@
 # norms and device can be changed through the environment (tests/test_tune.py runs this on
 # CPU, tiny).
 . bench/device_start.sh
-timeout ${G_S:-120} python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py \
-  -k "${K:-smem}" > $T/gpu-tests.log 2>&1
-tail -n 3 $T/gpu-tests.log
+gpu_tests 120 "smem"
 TUNE="python3 bench/tune.py --round${ROUND:-14} --warm-jobs ${J:-14} --rep ${REP:-25} --device ${DEVICE:-cuda}
   --norms ${NORMS:-layernorm,rmsnorm}"
 NAMES=${NAMES:-disjoint_block,disjoint_smem}

@@ -13,9 +13,7 @@
 # check needs a GPU and says so there).  Measured at 3f6d28f: docs/perf/tune-15, tune-16,
 # flush-3f6d28f (docs/PERF_NOTES.md, rounds 15 and 16).
 . bench/device_start.sh
-timeout ${G_S:-130} python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py \
-  -k "${K:-smem or pdl}" > $T/gpu-tests.log 2>&1
-tail -n 3 $T/gpu-tests.log
+gpu_tests 130 "smem or pdl"
 timeout ${F_S:-90} python3 bench/flush_check.py --out $T/flush.csv > $T/flush.log 2>&1
 cat $T/flush.log
 TUNE="python3 bench/tune.py --warm-jobs ${J:-14} --rep ${REP:-25} --device ${DEVICE:-cuda}

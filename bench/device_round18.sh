@@ -13,9 +13,7 @@
 # gpu-tests.log).  Shapes, names, norms and device can be changed through the environment
 # (tests/test_tune.py runs this on CPU, tiny).
 . bench/device_start.sh
-timeout ${G_S:-150} python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py \
-  -k "${K:-smem}" > $T/gpu-tests.log 2>&1
-tail -n 3 $T/gpu-tests.log
+gpu_tests 150 "smem"
 TUNE="python3 bench/tune.py --round18 --warm-jobs ${J:-14} --rep ${REP:-25} --device ${DEVICE:-cuda}
   --norms ${NORMS:-layernorm,rmsnorm} --names ${NAMES:-disjoint_smem,disjoint_strided}"
 SHAPES=${SHAPES:-8192x16384,4096x16384,8192x12288}

@@ -6,3 +6,8 @@ export PYTHONUNBUFFERED=1 NORMBENCH_QUIET=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHO
 T=$OUT/t; mkdir -p $T
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv | tee $T/gpu.txt
 python3 -c "import triton, torch; print('triton', triton.__version__, 'torch', torch.__version__)" | tee -a $T/gpu.txt
+gpu_tests() {   # default seconds, default -k expression: this call's GPU tests into $T/gpu-tests.log
+  timeout ${G_S:-$1} python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py -k "${K:-$2}" \
+    > $T/gpu-tests.log 2>&1
+  tail -n 3 $T/gpu-tests.log
+}

@@ -17,9 +17,7 @@
 # device can be changed through the environment (tests/test_tune.py runs this script on CPU
 # under the interpreter with tiny shapes: DEVICE=cpu J=1 REP=1 WIDE=2x40 ...).
 . bench/device_start.sh
-timeout ${G_S:-90} python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py \
-  -k "${K:-direct_launch or full_size and not torch and not liger and not quack}" > $T/gpu-tests.log 2>&1
-tail -n 3 $T/gpu-tests.log
+gpu_tests 90 "direct_launch or full_size and not torch and not liger and not quack"
 TUNE="python3 bench/tune.py --round9 --warm-jobs ${J:-14} --rep ${REP:-25} --device ${DEVICE:-cuda}
   --names ${NAMES:-disjoint_block,disjoint_fused} --norms ${NORMS:-layernorm,rmsnorm}"
 timeout ${A_S:-120} $TUNE --weight-dtype fp32 --out $T/wide-fp32w \

@@ -134,8 +134,9 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
     except ConfigError as e:
         fail(str(e))
     from normbench.harness.env import told_commit_problem
-    if told_commit_problem():
-        fail(f"run: {told_commit_problem()}")
+    problem = told_commit_problem()
+    if problem:
+        fail(f"run: {problem}")
     resume = resume or force_resume
     if resume and out_dir is None:
         fail("run: --resume needs --out DIR (the run directory to finish)")
