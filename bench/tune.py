@@ -2,7 +2,7 @@
 
     python bench/tune.py [--names a,b] [--shapes 16384x4096,...] [--norms layernorm] [--dtype bf16]
                          [--weight-dtype same] [--rep MS] [--out DIR] [--warm-jobs N] [--budget-s S]
-                         [--new-only | --round9 | … | --round12 | --round14 | … | --round19]
+                         [--new-only | --round9 | … | --round12 | --round14 | … | --round20]
 
 For each shape it times each strategy under several launch parameters (through
 `strategies._tuning.OVERRIDE`, the same hook the kernels read) and GROUPS values with do_bench
@@ -42,12 +42,12 @@ SHAPES = [(16384, 4096), (16384, 8192), (65536, 1024), (8192, 16384),
 DEFAULT = "default"          # marks the configuration the shipped rules pick
 REPEAT = "default-again"     # the same, timed once more after the others
 NEW_ONLY = False             # --new-only: the defaults and round 8's candidates, nothing else
-ONLY_ROUND = None            # --round9 … --round19: the defaults and that round's candidates, nothing else
+ONLY_ROUND = None            # --round9 … --round20: the defaults and that round's candidates, nothing else
 
 
-def grid(name: str, d: int, sms: int):
-    """(override, groups, again) candidates for one strategy at width d; the shipped default
-    first.  `again` marks the default timed a second time, last.
+def grid(name: str, d: int, sms: int, rows: int | None = None):
+    """(override, groups, again) candidates for one strategy at width d (and `rows`, which
+    round 20's groups depend on); the shipped default first.  `again` marks the default timed a second time, last.
 
     Round 7 (docs/perf/tune-7/): the row loop without the register prefetch, pipelined by
     Triton instead (`num_stages` 2–4: the loads of the next tiles go to shared memory by
@@ -56,13 +56,14 @@ def grid(name: str, d: int, sms: int):
     compile: at d = 1024 three programs of 4 warps per SM at 4 rows a tile and 3 stages, five
     at 2 rows, eight at 1 row.  Round 8: disjoint_fused's grid sync over 2 and 3 programs
     per SM (--new-only: these and the defaults alone).  Rounds 1–6 searched other grids (git
-    history of this file).  Rounds 9–19 (--round9 … --round19, issue 16): see _round9 …
-    _round19."""
+    history of this file).  Rounds 9–20 (--round9 … --round20, issue 16): see _round9 …
+    _round20."""
     yield {}, None, False
     if ONLY_ROUND in ROUND_OF:
         # a round of one strategy's own parameters: the others run at their defaults
         if name in ROUND_OF[ONLY_ROUND]:
-            yield from ROUNDS[ONLY_ROUND](d, sms)
+            fn = ROUNDS[ONLY_ROUND]
+            yield from (fn(d, sms, rows) if ONLY_ROUND >= 20 else fn(d, sms))
             yield {}, None, True
         return
     if not row_loop(name):
@@ -229,12 +230,36 @@ def _round19(d: int, sms: int):
     return iter(())
 
 
-# the rounds --round9 … --round19 time alone (issue 16); ROUND_OF: a round of some strategies'
+def _round20(d: int, sms: int, rows: int | None):
+    """Round 20's candidates, disjoint_strided's row loop (d ≤ 8192; docs/PERF_NOTES.md,
+    "Round 20"): the reduce as a programmatic dependent (`pdl`: round 16 measured it on the
+    contiguous row loop, round 18 adopted it for the staged rows); one stage more (more bytes
+    in flight: round 7 found a fourth stage slower with contiguous blocks, before the rows
+    were dealt round-robin); and GROUPS that deal the tiles out evenly — the largest divisor
+    of the tiles between 90 % of the rule's programs and the rule's (16384 tiles over 132
+    programs leave 16 of them a 63rd tile while the other 116 are done; over 128, each has 64)."""
+    from normbench.strategies import _groups, disjoint_strided
+    p = disjoint_strided.backward.params(d)
+    if p["staged"] or not (p["one_chunk"] and p["block_d"] <= 8192):
+        return
+    yield {"pdl": True}, None, False
+    yield {"num_stages": p["num_stages"] + 1}, None, False
+    if rows:
+        g0 = _groups.row_loop_programs(rows, d, sms, p)
+        tiles = _tuning.cdiv(rows, p["block_r"])
+        even = [g for g in range(g0 - 1, int(0.9 * g0) - 1, -1) if tiles % g == 0]
+        if tiles % g0 and even:
+            yield {}, even[0], False
+            yield {"pdl": True}, even[0], False
+
+
+# the rounds --round9 … --round20 time alone (issue 16); ROUND_OF: a round of some strategies'
 # own parameters (the other strategies named run at their defaults, a control)
 ROUNDS = {9: _round9, 10: _round10, 11: _round11, 12: _round12, 14: _round14, 15: _round15,
-          16: _round16, 17: _round17, 18: _round18, 19: _round19}
+          16: _round16, 17: _round17, 18: _round18, 19: _round19, 20: _round20}
 ROUND_OF = {14: ("disjoint_smem",), 15: ("disjoint_smem",), 16: ("disjoint_block", "disjoint_smem"),
-            17: ("disjoint_block", "disjoint_fused"), 18: ("disjoint_smem",), 19: ()}
+            17: ("disjoint_block", "disjoint_fused"), 18: ("disjoint_smem",), 19: (),
+            20: ("disjoint_strided",)}
 
 
 def _round7(d: int, sms: int):
@@ -269,7 +294,7 @@ def warm(args, shapes, sms, part: int, nparts: int) -> None:
         inputs = None
         for name in args.names.split(","):
             e = strategies.get(name)
-            for ov, g, _ in grid(name, d, sms):
+            for ov, g, _ in grid(name, d, sms, rows):
                 k += 1
                 if k % nparts != part:
                     continue
@@ -359,7 +384,7 @@ def main():
         recs = []
         for name in names + peers:
             e = strategies.get(name)
-            for ov, g, again in (grid(name, d, sms) if name in names else [({}, None, False)]):
+            for ov, g, again in (grid(name, d, sms, rows) if name in names else [({}, None, False)]):
                 _tuning.OVERRIDE[name] = ov
                 p = e.params(d) if name in names else {}
                 try:

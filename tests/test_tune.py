@@ -214,6 +214,45 @@ def test_round19_times_the_defaults_alone(monkeypatch):
             assert list(tune.grid(name, d, 132)) == [({}, None, False)]
 
 
+def test_round20_candidates(monkeypatch):
+    """disjoint_strided's row loop (d ≤ 8192): pdl, one stage more, and — where the rule's
+    programs leave some a tile more than the others — the largest GROUPS within 10 % below
+    that deals the tiles out evenly, alone and with pdl; nothing at the staged widths, nothing
+    for the other strategies (controls)."""
+    monkeypatch.setattr(tune, "ONLY_ROUND", 20)
+    monkeypatch.setattr(tune._tuning, "OVERRIDE", {})
+
+    def cands(d, rows):
+        return [(ov, g) for ov, g, again in tune.grid("disjoint_strided", d, 132, rows)][1:-1]
+    # 16384 rows, 2 a tile: 8192 tiles, 132 programs -> 128 (64 tiles each)
+    assert cands(4096, 16384) == [({"pdl": True}, None), ({"num_stages": 4}, None),
+                                  ({}, 128), ({"pdl": True}, 128)]
+    # d = 1024: 4 rows a tile, 264 programs (4 warps: two a SM) -> 256
+    assert cands(1024, 65536)[2:] == [({}, 256), ({"pdl": True}, 256)]
+    # 3072: a fourth stage in the rule already, so a fifth
+    assert cands(3072, 32768)[1] == ({"num_stages": 5}, None)
+    # tiles that the rule's programs already share evenly (132 · 64 rows): no GROUPS candidate
+    assert cands(8192, 132 * 64) == [({"pdl": True}, None), ({"num_stages": 4}, None)]
+    # no divisor within 10 %: 8191 tiles (prime) — none either
+    assert len(cands(8192, 8191)) == 2
+    assert cands(16384, 8192) == []
+    assert list(tune.grid("disjoint_block", 4096, 132, 16384)) == [({}, None, False)]
+
+
+def test_device_round20_script_on_cpu(tmp_path):
+    """Round 20's device call, tiny: every grid writes its tune.csv, every timing correct,
+    the candidates among them (3 rows of 40 make one tile, for 3 programs: no GROUPS
+    candidate — so pdl and the stage)."""
+    _device_script(tmp_path, "device_round20.sh", NORMS="rmsnorm", SHAPES="3x40")
+    with tarfile.open(tmp_path / "round20.tgz") as tar:
+        for grid in ("bf16", "fp32w", "fp32"):
+            rows = list(csv.DictReader(io.TextIOWrapper(tar.extractfile(f"t/{grid}/tune.csv"))))
+            ours = [x for x in rows if x["name"] == "disjoint_strided"]
+            assert ours and all(x["status"] == "ok" for x in ours), grid
+            assert {x["override"] for x in ours} == {"", '{"pdl": true}',
+                                                     '{"num_stages": 4}'}, grid
+
+
 def test_device_ab_script_on_cpu(tmp_path):
     """bench/device_ab.sh, tiny: A, the variant, A again, each with its tune.csv and every
     timing correct; the variant's file recorded as swapped in, and this tree's file back in
