@@ -113,7 +113,12 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
     # the program's rows: first, first + step, … below end.  The loop below runs over the rows
     # themselves (as before round 18's interleave): counting iterations from 0 instead cost
     # 8 % at RMSNorm 8192 × 12288 with an fp32 γ (round 19, docs/PERF_NOTES.md), the code
-    # the same but for the loop's indexing
+    # the same but for the loop's indexing.  Its stage index, with the rows dealt round-robin:
+    # a counter carried through the loop where a row is staged in two parts, (r − first) //
+    # step where in one — round 20, H200, bf16: the counter 19 % faster at LayerNorm 8192 ×
+    # 12288 than the division (170.0 against 209.6 µs) and 1.7 % at RMSNorm, the division
+    # 2.5 % faster at LayerNorm 16384 (one part) and level at RMSNorm; the two compile to
+    # different code at one part and two (sm_90 SASS), for reasons not read
     first = pid * ROWS_PER_PROG
     step = 1
     end = gl.minimum(first + ROWS_PER_PROG, ROWS)
@@ -159,9 +164,13 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
     mean = rstd
     if HAS_MEAN:
         mean = gl.load(Mean + gl.minimum(first, last))
+    j = 0
     for r in range(first, end, step):
         if INTERLEAVE:
-            i = (r - first) // step
+            if BLOCK_D2 > 0:
+                i = j
+            else:
+                i = (r - first) // step
         else:
             i = r - first
         ahead = (i + STAGES - 1) % STAGES
@@ -198,6 +207,7 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
         _barrier()
         mean = nmean
         rstd = nrstd
+        j += 1
     cp.wait_group(0)
     out = pid.to(gl.int64) * N
     gl.store(PW + out + cols, acc_w, mask=col_mask)
