@@ -41,7 +41,8 @@ def _loop_rule(d: int) -> dict:
     """The row loop's parameters (disjoint_block's rule) with `interleave` on, and `pdl` (the
     reduce launched as a programmatic dependent: round 20, H200, at issue 16's five shapes of
     d ≤ 8192 — faster than both timings of the rule at all 8 lines with fp32 activations, by
-    0.3–0.8 %, and at 6 of 7 readable lines in bf16, by 0.2–1.3 %)."""
+    0.3–0.8 %, and at 5 of 7 lines in bf16, by 0.2–1.3 %, level at a sixth; the seventh, LN
+    32768 × 3072, 7.5 % slower in that call and level when timed again)."""
     return {**_tuning.ROW_LOOP.params(d), "interleave": True, "staged": False, "pdl": True}
 
 
