@@ -21,8 +21,13 @@ def test_committed_run_loads(run):
     # ours are right everywhere; a peer may be recorded wrong (since 30862c7 each output is
     # judged by its own dtype's tolerance: liger's RMSNorm dγ with an fp32 weight fails)
     assert ok.loc[ok["kind"] == "strategy", "correct"].all()
-    peers = ok.loc[ok["kind"] == "baseline", "correct"]
-    assert peers.empty or peers.astype(bool).mean() > 0.9
+    # the one peer failure known and written in the README: liger's RMSNorm dγ with an fp32
+    # weight; any other wrong peer record is news (a fraction would hide it in a run where
+    # that failure is a tenth of the records, as in h200-targets-narrow-rms)
+    bad = ok[(ok["kind"] == "baseline") & ~ok["correct"].astype(bool)]
+    known = ((bad["implementation"] == "liger") & (bad["norm"] == "rmsnorm")
+             & (bad["weight_dtype"] == "fp32"))
+    assert known.all(), bad.loc[~known, ["implementation", "norm", "dtype", "weight_dtype"]]
 
 
 def test_the_ci_baseline_compares_clean_against_itself():

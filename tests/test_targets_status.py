@@ -62,13 +62,13 @@ def test_the_speed_target_holds_by_gpu_time_too():
     assert (df["vs_peer_gpu"] > 0).all()
 
 
-NARROW_LN = os.path.join(ROOT, "results", "h200-targets-narrow-ln")
+NARROW_LN = os.path.join(ROOT, "results", "h200-targets-narrow-ln-4389895")
 
 
 @pytest.mark.skipif(not (os.path.isdir(NARROW) and os.path.isdir(NARROW_LN)),
                     reason="runs not here")
 def test_a_line_without_a_peer_is_not_judged_by_the_others():
-    """h200-targets-narrow-ln was cut before quack's fp32 LayerNorm 32768 × 3072: alone, that
+    """h200-targets-narrow-ln-4389895 was cut before quack's fp32 LayerNorm 32768 × 3072: alone, that
     line lists quack as missing and does not meet the speed target (whatever the peers present
     say); named after the complete run, the complete run's line stands, the cut run's others
     replace theirs."""
@@ -89,4 +89,4 @@ def test_a_line_without_a_peer_is_not_judged_by_the_others():
     r = line(both)
     assert r.run == "h200-targets-narrow" and r.peer == "quack" and r.peers_missing == ""
     other = both[(both.norm == "layernorm") & (both.rows == 16384) & (both.d == 4096)]
-    assert set(other.run) == {"h200-targets-narrow-ln"}
+    assert set(other.run) == {"h200-targets-narrow-ln-4389895"}
