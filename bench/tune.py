@@ -236,8 +236,9 @@ def _round20(d: int, sms: int, rows: int | None):
     contiguous row loop, round 18 adopted it for the staged rows); one stage more (more bytes
     in flight: round 7 found a fourth stage slower with contiguous blocks, before the rows
     were dealt round-robin); and GROUPS that deal the tiles out evenly — the largest divisor
-    of the tiles between 90 % of the rule's programs and the rule's (16384 tiles over 132
-    programs leave 16 of them a 63rd tile while the other 116 are done; over 128, each has 64).
+    of the tiles between 90 % of the rule's programs and the rule's (16384 × 4096 is 8192 tiles
+    of two rows: over 132 programs 16 of them take a 63rd tile while the other 116 are done;
+    over 128, each takes 64).
     `pdl` is in the rule since round 20 (its candidate is then the rule itself)."""
     from normbench.strategies import _groups, disjoint_strided
     p = disjoint_strided.backward.params(d)
