@@ -47,7 +47,8 @@ ONLY_ROUND = None            # --round9 … --round20: the defaults and that rou
 
 def grid(name: str, d: int, sms: int, rows: int | None = None):
     """(override, groups, again) candidates for one strategy at width d (and `rows`, which
-    round 20's groups depend on); the shipped default first.  `again` marks the default timed a second time, last.
+    round 20's groups depend on); the shipped default first.  `again` marks the default timed
+    a second time, last.
 
     Round 7 (docs/perf/tune-7/): the row loop without the register prefetch, pipelined by
     Triton instead (`num_stages` 2–4: the loads of the next tiles go to shared memory by

@@ -115,10 +115,11 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
     # 8 % at RMSNorm 8192 × 12288 with an fp32 γ (round 19, docs/PERF_NOTES.md), the code
     # the same but for the loop's indexing.  Its stage index, with the rows dealt round-robin:
     # a counter carried through the loop where a row is staged in two parts, (r − first) //
-    # step where in one — round 20, H200, bf16: the counter 19 % faster at LayerNorm 8192 ×
-    # 12288 than the division (170.0 against 209.6 µs) and 1.7 % at RMSNorm, the division
-    # 2.5 % faster at LayerNorm 16384 (one part) and level at RMSNorm; the two compile to
-    # different code at one part and two (sm_90 SASS), for reasons not read
+    # step where in one — round 20, H200: at two parts (10240, 12288, 14336; bf16, an fp32 γ,
+    # fp32) the counter nowhere slower beyond 0.2 % and up to 19 % faster (LayerNorm 8192 ×
+    # 12288 bf16: 170.0 against 209.6 µs); at one part (16384) the division 2.5 % faster in
+    # LayerNorm and level in RMSNorm.  Why the two forms are this differently fast (their sm_90
+    # SASS differs in integer and uniform-register instructions alone) was not read
     first = pid * ROWS_PER_PROG
     step = 1
     end = gl.minimum(first + ROWS_PER_PROG, ROWS)
