@@ -320,26 +320,30 @@ def test_smem_interleave_on_gpu(case, monkeypatch):
         assert torch.allclose(got, want, rtol=1e-4, atol=1e-4 * want.abs().max().item()), (case, p)
 
 
-@pytest.mark.parametrize("name", ["disjoint_block", "disjoint_smem"])
+@pytest.mark.parametrize("name", ["disjoint_block", "disjoint_smem", "disjoint_strided"])
 @pytest.mark.parametrize("case", [("layernorm", 16384, 4096, "bf16", "bf16"),
                                   ("rmsnorm", 65536, 1024, "bf16", "fp32"),
                                   ("layernorm", 2048, 16384, "bf16", "fp32"),
                                   ("layernorm", 77, 333, "fp16", "fp16")])
 def test_pdl_gives_the_same_bits(name, case, monkeypatch):
-    """`pdl` (a tuning option): the reduce launched as a programmatic dependent, let in early
-    by the main kernel, waits for it before it reads — so it sums the same partials in the same
-    order: the bits of the call without pdl, every time (10 repeats, the reduce racing the
-    main kernel's tail each time), and right against fp64.  Also from a CUDA graph (the
-    harness's GPU time replays one)."""
+    """`pdl` (a tuning option; in disjoint_strided's rule and disjoint_smem's above 8192): the
+    reduce launched as a programmatic dependent, let in early by the main kernel, waits for it
+    before it reads — so it sums the same partials in the same order: the bits of the call
+    with pdl off, every time (10 repeats, the reduce racing the main kernel's tail each time),
+    and right against fp64.  Also from a CUDA graph (the harness's GPU time replays one)."""
     from normbench.strategies import _device
     assert _device.pdl_supported(torch.device("cuda")) == (torch.cuda.get_device_capability() >= (9, 0))
     norm, rows, d, dt, wd = case
     e = strategies.get(name)
     inputs = make_inputs(norm, rows, d, dt, wd, seed=rows ^ d, device="cuda")
+
+    def pdl(on):
+        monkeypatch.setitem(_tuning.OVERRIDE, name, {"pdl": on})
+        if name == "disjoint_smem":      # its fallback path runs disjoint_block's kernel
+            monkeypatch.setitem(_tuning.OVERRIDE, "disjoint_block", {"pdl": on})
+    pdl(False)
     plain = e.backward(*inputs)
-    monkeypatch.setitem(_tuning.OVERRIDE, name, {"pdl": True})
-    if name == "disjoint_smem":          # its fallback path runs disjoint_block's kernel
-        monkeypatch.setitem(_tuning.OVERRIDE, "disjoint_block", {"pdl": True})
+    pdl(True)
     _right_and_repeated(e, inputs, dt, wd, (name, case))
     same_bits(plain, e.backward(*inputs), (name, case))
     g = torch.cuda.CUDAGraph()
