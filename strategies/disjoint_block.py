@@ -224,7 +224,8 @@ def launch_partials(kernel, c, groups: int, params, extra: tuple = (), extra_met
     what the launch key fixes: GROUPS, the call's signature, the device); `compile(**meta)`
     compiles the kernel with those added, without launching it, for a caller that must look
     at the compiled kernel (its occupancy) before it decides.  Returns (pw, pb, pdl): pdl
-    where the parameters ask for `pdl` (a tuning option, off in every rule) and it can work
+    where the parameters ask for `pdl` (on in disjoint_strided's rule, a tuning option in
+    the others) and it can work
     (a kernel with a PDL parameter, compiled code on sm_90+) — the kernel then lets the
     reduce that follows start early, and the caller launches that reduce with pdl."""
     pw, pb = scratch(groups, c.d, c.has_mean, c.x.device)
