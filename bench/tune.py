@@ -2,7 +2,7 @@
 
     python bench/tune.py [--names a,b] [--shapes 16384x4096,...] [--norms layernorm] [--dtype bf16]
                          [--weight-dtype same] [--rep MS] [--out DIR] [--warm-jobs N] [--budget-s S]
-                         [--new-only | --round9 | … | --round12 | --round14 | … | --round20]
+                         [--new-only | --round9 | … | --round12 | --round14 | … | --round21]
 
 For each shape it times each strategy under several launch parameters (through
 `strategies._tuning.OVERRIDE`, the same hook the kernels read) and GROUPS values with do_bench
@@ -42,7 +42,7 @@ SHAPES = [(16384, 4096), (16384, 8192), (65536, 1024), (8192, 16384),
 DEFAULT = "default"          # marks the configuration the shipped rules pick
 REPEAT = "default-again"     # the same, timed once more after the others
 NEW_ONLY = False             # --new-only: the defaults and round 8's candidates, nothing else
-ONLY_ROUND = None            # --round9 … --round20: the defaults and that round's candidates, nothing else
+ONLY_ROUND = None            # --round9 … --round21: the defaults and that round's candidates, nothing else
 
 
 def grid(name: str, d: int, sms: int, rows: int | None = None):
@@ -57,8 +57,8 @@ def grid(name: str, d: int, sms: int, rows: int | None = None):
     compile: at d = 1024 three programs of 4 warps per SM at 4 rows a tile and 3 stages, five
     at 2 rows, eight at 1 row.  Round 8: disjoint_fused's grid sync over 2 and 3 programs
     per SM (--new-only: these and the defaults alone).  Rounds 1–6 searched other grids (git
-    history of this file).  Rounds 9–20 (--round9 … --round20, issue 16): see _round9 …
-    _round20."""
+    history of this file).  Rounds 9–21 (--round9 … --round21, issue 16): see _round9 …
+    _round21."""
     yield {}, None, False
     if ONLY_ROUND in ROUND_OF:
         # a round of one strategy's own parameters: the others run at their defaults
@@ -256,13 +256,30 @@ def _round20(d: int, sms: int, rows: int | None):
             yield {"pdl": True}, even[0], False
 
 
-# the rounds --round9 … --round20 time alone (issue 16); ROUND_OF: a round of some strategies'
+def _round21(d: int, sms: int, rows: int | None):
+    """Round 21's candidates, the staged kernel's (disjoint_smem and disjoint_strided) where
+    it stages a row in two parts (docs/PERF_NOTES.md, "Round 21"): the other warps — 8 where
+    the rule has 16 and 16 where it has 8 (`wide_weight_warps`, 8 for a weight wider than the
+    activations: tune-14 chose it at rows of one part) — and other bytes in flight (32 KB:
+    two stages; 128 KB: four where they fit, with a bf16 γ; with an fp32 one three still fit,
+    as at the rule's 64 KB, so that candidate times the rule once more).  Round 20 left
+    disjoint_strided 20 % behind disjoint_smem at RMS 12288 with an fp32 γ."""
+    from normbench.strategies import disjoint_smem
+    p = disjoint_smem._rule(d)
+    if p["block_d"] <= 8192 or not disjoint_smem.parts(p, d, 8, 8)[1]:
+        return
+    yield {"num_warps": 8, "wide_weight_warps": 16}, None, False
+    for kb in (32, 128):
+        yield {"inflight": kb * 1024}, None, False
+
+
+# the rounds --round9 … --round21 time alone (issue 16); ROUND_OF: a round of some strategies'
 # own parameters (the other strategies named run at their defaults, a control)
 ROUNDS = {9: _round9, 10: _round10, 11: _round11, 12: _round12, 14: _round14, 15: _round15,
-          16: _round16, 17: _round17, 18: _round18, 19: _round19, 20: _round20}
+          16: _round16, 17: _round17, 18: _round18, 19: _round19, 20: _round20, 21: _round21}
 ROUND_OF = {14: ("disjoint_smem",), 15: ("disjoint_smem",), 16: ("disjoint_block", "disjoint_smem"),
             17: ("disjoint_block", "disjoint_fused"), 18: ("disjoint_smem",), 19: (),
-            20: ("disjoint_strided",)}
+            20: ("disjoint_strided",), 21: ("disjoint_smem", "disjoint_strided")}
 
 
 def _round7(d: int, sms: int):

@@ -253,6 +253,36 @@ def test_device_round20_script_on_cpu(tmp_path):
                                                      '{"num_stages": 4}'}, grid
 
 
+def test_round21_candidates(monkeypatch):
+    """The staged kernel at rows it stages in two parts (12288 = 8192 + 4096, 10240, 11264):
+    the other warps and 32 / 128 KB in flight, for disjoint_smem and disjoint_strided; nothing
+    at one part (16384, 14336 — whose rest is not narrower than half a block —, 8192 and
+    narrower) and nothing for the other strategies (controls)."""
+    monkeypatch.setattr(tune, "ONLY_ROUND", 21)
+    want = [{"num_warps": 8, "wide_weight_warps": 16}, {"inflight": 32768}, {"inflight": 131072}]
+    for name in ("disjoint_smem", "disjoint_strided"):
+        for d in (12288, 10240, 11264):
+            assert overrides(name, d) == want, (name, d)
+            assert [again for _, _, again in tune.grid(name, d, 132)] == [False] * 4 + [True]
+        for d in (16384, 14336, 8192, 3072, 1024):
+            assert overrides(name, d) == [], (name, d)
+    assert list(tune.grid("disjoint_block", 12288, 132, 8192)) == [({}, None, False)]
+
+
+def test_device_round21_script_on_cpu(tmp_path):
+    """Round 21's device call, tiny: every grid writes its tune.csv and every timing of the
+    strategy that runs here is correct (the staged kernel needs a CUDA GPU: disjoint_smem is
+    recorded as not available, disjoint_strided takes its row loop)."""
+    _device_script(tmp_path, "device_round21.sh", NORMS="rmsnorm", SHAPES="3x40")
+    with tarfile.open(tmp_path / "round21.tgz") as tar:
+        for grid in ("bf16", "fp32w", "fp16w"):
+            rows = list(csv.DictReader(io.TextIOWrapper(tar.extractfile(f"t/{grid}/tune.csv"))))
+            ours = [x for x in rows if x["name"] == "disjoint_strided"]
+            assert ours and all(x["status"] == "ok" for x in ours), grid
+            staged = [x for x in rows if x["name"] == "disjoint_smem"]
+            assert staged and all("not available" in x["status"] for x in staged), grid
+
+
 def test_device_ab_script_on_cpu(tmp_path):
     """bench/device_ab.sh, tiny: A, the variant, A again, each with its tune.csv and every
     timing correct; the variant's file recorded as swapped in, and this tree's file back in
