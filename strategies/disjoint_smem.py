@@ -75,6 +75,14 @@ def _rule(d: int) -> dict:
     and 8192 × 12288, RMSNorm within 0.7 %; with a bf16 γ LayerNorm 2 % slower at 8 warps
     (so 16 stay there), fp32 x with fp32 γ within 0.3 %.
 
+    ln_split_warps: the warps of a LayerNorm row staged in two parts with 16-bit activations
+    and a weight of their width (`warps`) — tuning round 21 (H200, bf16, docs/perf/tune-21/):
+    8 instead of 16 faster at all three widths timed, for both strategies, by 4-24 %
+    (disjoint_strided LN 8192 × 12288 170.0 -> 163.0 µs, 11264 167.3 -> 157.4, 10240 197.5 ->
+    150.0, where 8 warps are what lets the rule split the row at all: a 2048-column part is
+    one 16-byte copy a thread wide at 8 warps, not at 16); not in RMSNorm, where 8 warps were
+    4 % slower at 12288 and disjoint_strided 19 % slower at 10240.
+
     pdl: the reduce launched as a programmatic dependent of the staged kernel, on for rows
     wider than 8192 — faster in both rounds that timed it (H200): round 16 0.5-1.0 % where
     its timings were readable (LN 8192 × 16384 bf16 231.4 against 233.4/233.5 µs), round 18
@@ -84,7 +92,8 @@ def _rule(d: int) -> dict:
     bd = _tuning.pow2(d)
     warps = max(4, min(16, bd // 256))
     return dict(block_d=bd, one_chunk=d <= _tuning.MAX_BLOCK_D, num_warps=warps,
-                wide_weight_warps=8 if bd > 8192 else warps, num_stages=0, inflight=INFLIGHT,
+                wide_weight_warps=8 if bd > 8192 else warps,
+                ln_split_warps=8 if bd > 8192 else warps, num_stages=0, inflight=INFLIGHT,
                 split=bd > 8192, pdl=bd > 8192, interleave=False)
 
 
@@ -116,10 +125,18 @@ def stages(p, d: int, elem: int, w_elem: int, smem: int) -> int:
     return st
 
 
-def warps(p, d: int, elem: int, w_elem: int) -> int:
+def warps(p, d: int, elem: int, w_elem: int, ln_vec: int = 0) -> int:
     """The warps of a program: `num_warps`, or `wide_weight_warps` where rows wider than 8192
-    come with a weight wider than the activations (an fp32 γ with 16-bit x)."""
-    return p["wide_weight_warps"] if p["block_d"] > 8192 and w_elem > elem else p["num_warps"]
+    come with a weight wider than the activations (an fp32 γ with 16-bit x), or
+    `ln_split_warps` for a LayerNorm call (`ln_vec`: its copy width; 0 for RMSNorm) with
+    16-bit activations and a weight of their width whose rows the rule stages in two parts
+    at those warps."""
+    if p["block_d"] > 8192 and w_elem > elem:
+        return p["wide_weight_warps"]
+    nw = p.get("ln_split_warps", p["num_warps"])
+    if ln_vec and elem == w_elem == 2 and nw != p["num_warps"] and parts(p, d, ln_vec, nw)[1]:
+        return nw
+    return p["num_warps"]
 
 
 class Launch(NamedTuple):
@@ -150,24 +167,24 @@ def parts(p, d: int, vec: int, nw: int) -> tuple[int, int]:
     return bd, 0
 
 
-def launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=()) -> Launch:
+def launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=(), ln: bool = False) -> Launch:
     """The Launch of the staged kernel at launch parameters p for rows of d elements of `elem`
     bytes, a weight of `w_elem`, `smem` bytes of shared memory a program, and the other
-    `units` a copy must divide (row strides, pointer offsets); NOT_STAGED where
-    disjoint_block's kernel runs."""
+    `units` a copy must divide (row strides, pointer offsets), for LayerNorm (`ln`) or
+    RMSNorm; NOT_STAGED where disjoint_block's kernel runs."""
     if not p["one_chunk"] or p["block_d"] < MIN_BLOCK_D:
         return NOT_STAGED
     vec = vec_width(elem, d, *units)
     if not vec:
         return NOT_STAGED
-    nw = warps(p, d, elem, w_elem)
+    nw = warps(p, d, elem, w_elem, vec if ln else 0)
     bd, bd2 = parts(p, d, vec, nw)
     st = stages({**p, "block_d": bd + bd2}, d, elem, w_elem, smem)
     return Launch(vec, st, nw, bd, bd2) if st else NOT_STAGED
 
 
-def staged(x, dy, weight, p=None, dx=None) -> Launch:
-    """launch_meta for this call (dx: the output, x's layout if not given)."""
+def staged(x, dy, weight, p=None, dx=None, ln: bool = False) -> Launch:
+    """launch_meta for this call (dx: the output, x's layout if not given; `ln`: LayerNorm)."""
     d = x.shape[1]
     p = p or _tuning.overridden(_rule(d), _tuning.OVERRIDE.get(NAME, {}), d)
     elem = x.element_size()
@@ -176,7 +193,8 @@ def staged(x, dy, weight, p=None, dx=None) -> Launch:
     for t in (x, dy, dx):
         # Triton knows of a pointer only whether it is 16-byte aligned (its specialisation)
         units.append(0 if t.data_ptr() % 16 == 0 else 1)
-    return launch_meta(p, d, elem, weight.element_size(), _device.smem_per_program(x.device), units)
+    return launch_meta(p, d, elem, weight.element_size(), _device.smem_per_program(x.device), units,
+                       ln)
 
 
 def _available() -> str:
@@ -229,7 +247,7 @@ else:
         key = (c.sig, c.x.device, _tuning.MAX_BLOCK_D, params)
         m = None if _tuning.OVERRIDE else _LAUNCHES.get(key)
         if m is None:
-            m = staged(c.x, c.dy, c.weight, p, c.dx)
+            m = staged(c.x, c.dy, c.weight, p, c.dx, c.has_mean)
             if not _tuning.OVERRIDE:
                 _LAUNCHES[key] = m
         vec = m.vec
@@ -264,9 +282,9 @@ else:
         c = prepare(x, dy, weight, mean, rstd)
         return run_staged(c, groups, backward.params, disjoint_block.backward.params)
 
-    def notes(x, dy, weight, p) -> str:
+    def notes(x, dy, weight, p, ln: bool = False) -> str:
         """The path a call at launch parameters p takes, for the record's `notes`."""
-        m = staged(x, dy, weight, p, x)
+        m = staged(x, dy, weight, p, x, ln)
         if not m.vec:
             return "not staged: the kernel of disjoint_block runs (see disjoint_smem.staged)"
         split = f" in parts of {m.block_d} + {m.block_d2}" if m.block_d2 else ""
@@ -274,6 +292,6 @@ else:
                 f"stage{'s' * (m.stages > 1)} of a row{split}, {m.warps} warps")
 
     def _notes(x, dy, weight, mean, rstd) -> str:
-        return notes(x, dy, weight, backward.params(x.shape[1]))
+        return notes(x, dy, weight, backward.params(x.shape[1]), mean is not None)
 
     backward.notes = _notes

@@ -71,7 +71,7 @@ def _notes(x, dy, weight, mean, rstd) -> str:
     """The path this call takes, for the record's `notes`."""
     p = backward.params(x.shape[1])
     if p["staged"]:
-        return disjoint_smem.notes(x, dy, weight, p) + ", rows dealt round-robin"
+        return disjoint_smem.notes(x, dy, weight, p, mean is not None) + ", rows dealt round-robin"
     return "the row loop, tiles dealt round-robin"
 
 

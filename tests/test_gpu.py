@@ -292,6 +292,24 @@ def test_strided_staged_on_gpu(case):
         assert torch.allclose(pw[p].double(), want, rtol=1e-4, atol=1e-4 * want.abs().max().item()), (case, p)
 
 
+@pytest.mark.parametrize("name", ["disjoint_smem", "disjoint_strided"])
+@pytest.mark.parametrize("case", [("layernorm", 1000, 10240, "fp16", "fp16", 2048),
+                                  ("layernorm", 777, 11264, "bf16", "bf16", 4096)])
+def test_smem_layernorm_two_parts_at_8_warps(name, case):
+    """Round 21's rule: a LayerNorm row with 16-bit activations and a weight of their width,
+    staged in two parts (10240 = 8192 + 2048, which only 8 warps split off; 11264 = 8192 +
+    4096 with 1024 masked), runs 8 warps — right against fp64, its bits over 10 repeats."""
+    from normbench.strategies import disjoint_smem
+    norm, rows, d, dt, wd, rest = case
+    e = strategies.get(name)
+    inputs = make_inputs(norm, rows, d, dt, wd, seed=rows ^ d, device="cuda")
+    x, dy, w = inputs[:3]
+    m = disjoint_smem.staged(x, dy, w, e.params(d), ln=True)
+    assert (m.warps, m.block_d, m.block_d2) == (8, 8192, rest), case
+    assert f"8192 + {rest}, 8 warps" in e.fn.notes(*inputs), case
+    _right_and_repeated(e, inputs, dt, wd, case)
+
+
 @pytest.mark.parametrize("case", [("layernorm", 4096, 16384, "bf16", "bf16", None),
                                   ("rmsnorm", 8192, 12288, "bf16", "fp32", None),
                                   ("layernorm", 777, 12288, "fp16", "fp32", None),

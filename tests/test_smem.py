@@ -54,6 +54,29 @@ def test_warps_follow_the_width_and_a_wide_weight():
     assert smem.warps({**p, "wide_weight_warps": 16}, 16384, 2, 4) == 16
 
 
+def test_a_layernorm_row_in_two_parts_takes_8_warps():
+    """Round 21: LayerNorm with 16-bit activations and a weight of their width, at rows the
+    rule stages in two parts at 8 warps (12288, 11264; 10240, whose 2048-column part only 8
+    warps can split off), runs 8 warps; RMSNorm, fp32 activations, an fp32 γ (its own 8),
+    rows of one part (16384, 14336) and narrower rows keep the rule's warps."""
+    def launch(d, elem=2, w_elem=2, ln=True):
+        return smem.launch_meta(smem._rule(d), d, elem, w_elem, H200, ln=ln)
+    for d, rest in ((12288, 4096), (11264, 4096), (10240, 2048)):
+        m = launch(d)
+        assert (m.warps, m.block_d, m.block_d2) == (8, 8192, rest), d
+        assert launch(d, ln=False).warps == 16, d
+        assert launch(d, 4, 4).warps == 16, d
+        assert launch(d, 2, 4).warps == 8, d                 # wide_weight_warps
+    assert launch(10240, ln=False).block_d2 == 0              # 16 warps: no split there
+    for d in (16384, 14336):
+        assert launch(d).warps == 16, d
+    for d in (8192, 7168, 3072):
+        assert launch(d).warps == smem._rule(d)["num_warps"], d
+    # the switch: with ln_split_warps at the rule's warps nothing changes
+    p = {**smem._rule(12288), "ln_split_warps": 16}
+    assert smem.launch_meta(p, 12288, 2, 2, H200, ln=True).warps == 16
+
+
 def test_which_kernel_runs():
     """staged() -> its Launch (VEC first), or NOT_STAGED where disjoint_block's kernel runs: rows
     wider than 16384, bf16 rows of odd width, a tensor not 16-byte aligned in 16-bit types."""
