@@ -77,11 +77,12 @@ def _rule(d: int) -> dict:
 
     ln_split_warps: the warps of a LayerNorm row staged in two parts with 16-bit activations
     and a weight of their width (`warps`) — tuning round 21 (H200, bf16, docs/perf/tune-21/):
-    8 instead of 16 faster at all three widths timed, for both strategies, by 4-24 %
+    8 instead of 16 faster at all three widths timed, for both strategies, by 3-24 %
     (disjoint_strided LN 8192 × 12288 170.0 -> 163.0 µs, 11264 167.3 -> 157.4, 10240 197.5 ->
     150.0, where 8 warps are what lets the rule split the row at all: a 2048-column part is
-    one 16-byte copy a thread wide at 8 warps, not at 16); not in RMSNorm, where 8 warps were
-    4 % slower at 12288 and disjoint_strided 19 % slower at 10240.
+    one 16-byte copy a thread wide at 8 warps, not at 16); rows of one part keep 16 (round 14:
+    8 warps 2 % slower at 16384).  Not in RMSNorm, where 8 warps were 1-4 % slower at 12288 and
+    disjoint_strided 19 % slower at 10240.
 
     pdl: the reduce launched as a programmatic dependent of the staged kernel, on for rows
     wider than 8192 — faster in both rounds that timed it (H200): round 16 0.5-1.0 % where
