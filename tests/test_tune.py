@@ -32,6 +32,19 @@ def _device_script(tmp_path, script, **env):
     return r
 
 
+def _ours_ok(tgz, grids, name):
+    """{grid: rows of tune.csv} from a device script's tarball, with every row of `name` (the
+    strategy tuned) there and correct."""
+    out = {}
+    with tarfile.open(tgz) as tar:
+        for grid in grids:
+            rows = list(csv.DictReader(io.TextIOWrapper(tar.extractfile(f"t/{grid}/tune.csv"))))
+            ours = [x for x in rows if x["name"] == name]
+            assert ours and all(x["status"] == "ok" for x in ours), grid
+            out[grid] = rows
+    return out
+
+
 def overrides(name, d):
     return [ov for ov, g, again in tune.grid(name, d, 132) if ov]
 
@@ -244,13 +257,10 @@ def test_device_round20_script_on_cpu(tmp_path):
     the candidates among them (3 rows of 40 make one tile, for 3 programs: no GROUPS
     candidate — so pdl and the stage)."""
     _device_script(tmp_path, "device_round20.sh", NORMS="rmsnorm", SHAPES="3x40")
-    with tarfile.open(tmp_path / "round20.tgz") as tar:
-        for grid in ("bf16", "fp32w", "fp32"):
-            rows = list(csv.DictReader(io.TextIOWrapper(tar.extractfile(f"t/{grid}/tune.csv"))))
-            ours = [x for x in rows if x["name"] == "disjoint_strided"]
-            assert ours and all(x["status"] == "ok" for x in ours), grid
-            assert {x["override"] for x in ours} == {"", '{"pdl": true}',
-                                                     '{"num_stages": 4}'}, grid
+    for grid, rows in _ours_ok(tmp_path / "round20.tgz", ("bf16", "fp32w", "fp32"),
+                               "disjoint_strided").items():
+        assert {x["override"] for x in rows if x["name"] == "disjoint_strided"} == {
+            "", '{"pdl": true}', '{"num_stages": 4}'}, grid
 
 
 def test_round21_candidates(monkeypatch):
@@ -274,13 +284,10 @@ def test_device_round21_script_on_cpu(tmp_path):
     strategy that runs here is correct (the staged kernel needs a CUDA GPU: disjoint_smem is
     recorded as not available, disjoint_strided takes its row loop)."""
     _device_script(tmp_path, "device_round21.sh", NORMS="rmsnorm", SHAPES="3x40")
-    with tarfile.open(tmp_path / "round21.tgz") as tar:
-        for grid in ("bf16", "fp32w", "fp16w"):
-            rows = list(csv.DictReader(io.TextIOWrapper(tar.extractfile(f"t/{grid}/tune.csv"))))
-            ours = [x for x in rows if x["name"] == "disjoint_strided"]
-            assert ours and all(x["status"] == "ok" for x in ours), grid
-            staged = [x for x in rows if x["name"] == "disjoint_smem"]
-            assert staged and all("not available" in x["status"] for x in staged), grid
+    for grid, rows in _ours_ok(tmp_path / "round21.tgz", ("bf16", "fp32w", "fp16w"),
+                               "disjoint_strided").items():
+        staged = [x for x in rows if x["name"] == "disjoint_smem"]
+        assert staged and all("not available" in x["status"] for x in staged), grid
 
 
 def test_device_ab_script_on_cpu(tmp_path):
