@@ -9,8 +9,9 @@ For each shape it times each strategy under several launch parameters (through
 (median, L2 flushed), checks every configuration against the fp64 reference (each output
 within its own dtype's tolerance, as the harness judges a record:
 `inputs.within_tolerances`), times `torch` (and liger/quack when importable) in the same run,
-and appends each measurement to tune.csv as it goes (a cut run keeps what it measured).  Prints the best configuration per shape and
-strategy, and where `groups=auto` and the default parameters land against that best.
+and appends each measurement to tune.csv as it goes (a cut run keeps what it measured).
+Prints the best configuration per shape and strategy, and where `groups=auto` and the
+default parameters land against that best.
 Results and their reading go into docs/PERF_NOTES.md.
 """
 from __future__ import annotations

@@ -134,10 +134,8 @@ def warps(p, d: int, elem: int, w_elem: int, ln_vec: int = 0) -> int:
     at those warps."""
     if p["block_d"] > 8192 and w_elem > elem:
         return p["wide_weight_warps"]
-    nw = p.get("ln_split_warps", p["num_warps"])
-    if ln_vec and elem == w_elem == 2 and nw != p["num_warps"] and parts(p, d, ln_vec, nw)[1]:
-        return nw
-    return p["num_warps"]
+    nw = p["ln_split_warps"]
+    return nw if ln_vec and elem == w_elem == 2 and parts(p, d, ln_vec, nw)[1] else p["num_warps"]
 
 
 class Launch(NamedTuple):
