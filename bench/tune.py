@@ -2,7 +2,7 @@
 
     python bench/tune.py [--names a,b] [--shapes 16384x4096,...] [--norms layernorm] [--dtype bf16]
                          [--weight-dtype same] [--rep MS] [--out DIR] [--warm-jobs N] [--budget-s S]
-                         [--new-only | --round9 | … | --round12 | --round14 | … | --round21]
+                         [--new-only | --round9 | … | --round12 | --round14 | … | --round22]
 
 For each shape it times each strategy under several launch parameters (through
 `strategies._tuning.OVERRIDE`, the same hook the kernels read) and GROUPS values with do_bench
@@ -44,7 +44,7 @@ SHAPES = [(16384, 4096), (16384, 8192), (65536, 1024), (8192, 16384),
 DEFAULT = "default"          # marks the configuration the shipped rules pick
 REPEAT = "default-again"     # the same, timed once more after the others
 NEW_ONLY = False             # --new-only: the defaults and round 8's candidates, nothing else
-ONLY_ROUND = None            # --round9 … --round21: the defaults and that round's candidates, nothing else
+ONLY_ROUND = None            # --round9 … --round22: the defaults and that round's candidates, nothing else
 
 
 def grid(name: str, d: int, sms: int, rows: int | None = None):
@@ -59,8 +59,8 @@ def grid(name: str, d: int, sms: int, rows: int | None = None):
     compile: at d = 1024 three programs of 4 warps per SM at 4 rows a tile and 3 stages, five
     at 2 rows, eight at 1 row.  Round 8: disjoint_fused's grid sync over 2 and 3 programs
     per SM (--new-only: these and the defaults alone).  Rounds 1–6 searched other grids (git
-    history of this file).  Rounds 9–21 (--round9 … --round21, issue 16): see _round9 …
-    _round21."""
+    history of this file).  Rounds 9–22 (--round9 … --round22, issue 16): see _round9 …
+    _round22."""
     yield {}, None, False
     if ONLY_ROUND in ROUND_OF:
         # a round of one strategy's own parameters: the others run at their defaults
@@ -275,13 +275,35 @@ def _round21(d: int, sms: int, rows: int | None):
         yield {"inflight": kb * 1024}, None, False
 
 
-# the rounds --round9 … --round21 time alone (issue 16); ROUND_OF: a round of some strategies'
+def _round22(d: int, sms: int, rows: int | None):
+    """Round 22's candidates, disjoint_strided's row loop where its tile is partly masked (d
+    ≤ 8192 not a power of two; docs/PERF_NOTES.md, "Round 22"): LayerNorm at 32768 × 3072 is
+    82-86 % of copy where RMSNorm is 91-92 %, and 3-4 points behind LayerNorm at 4096.  Round
+    10 (contiguous blocks, before the rows were dealt round-robin) found twice the rows a tile
+    12 % faster for LayerNorm at 2560 and 3072 and up to 19 % slower for RMSNorm at 1536, and
+    adopted the fourth stage instead; no rule could see the norm then.  Here: twice the rows
+    a tile at the rule's stages and at one stage fewer, and half the warps (fewer warps a row
+    to sum across) — at every partly masked width, both norms timed."""
+    from normbench.strategies import disjoint_strided
+    p = disjoint_strided.backward.params(d)
+    if p["staged"] or not (p["one_chunk"] and p["block_d"] <= 8192) or p["block_d"] == d:
+        return
+    br, st = p["block_r"], p["num_stages"]
+    yield {"block_r": 2 * br}, None, False
+    yield {"block_r": 2 * br, "num_stages": st - 1}, None, False
+    if p["num_warps"] >= 8:
+        yield {"num_warps": p["num_warps"] // 2}, None, False
+
+
+# the rounds --round9 … --round22 time alone (issue 16); ROUND_OF: a round of some strategies'
 # own parameters (the other strategies named run at their defaults, a control)
 ROUNDS = {9: _round9, 10: _round10, 11: _round11, 12: _round12, 14: _round14, 15: _round15,
-          16: _round16, 17: _round17, 18: _round18, 19: _round19, 20: _round20, 21: _round21}
+          16: _round16, 17: _round17, 18: _round18, 19: _round19, 20: _round20, 21: _round21,
+          22: _round22}
 ROUND_OF = {14: ("disjoint_smem",), 15: ("disjoint_smem",), 16: ("disjoint_block", "disjoint_smem"),
             17: ("disjoint_block", "disjoint_fused"), 18: ("disjoint_smem",), 19: (),
-            20: ("disjoint_strided",), 21: ("disjoint_smem", "disjoint_strided")}
+            20: ("disjoint_strided",), 21: ("disjoint_smem", "disjoint_strided"),
+            22: ("disjoint_strided",)}
 
 
 def _round7(d: int, sms: int):

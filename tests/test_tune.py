@@ -290,6 +290,38 @@ def test_device_round21_script_on_cpu(tmp_path):
         assert staged and all("not available" in x["status"] for x in staged), grid
 
 
+def test_round22_candidates(monkeypatch):
+    """disjoint_strided's row loop where its tile is partly masked: twice the rows a tile (at
+    the rule's stages and one fewer) and half the warps; nothing at powers of two, at the
+    staged widths or for the other strategies (controls)."""
+    monkeypatch.setattr(tune, "ONLY_ROUND", 22)
+    monkeypatch.setattr(tune._tuning, "OVERRIDE", {})
+    # 3072: [2, 4096] tiles, 4 stages, 16 warps
+    assert overrides("disjoint_strided", 3072) == [
+        {"block_r": 4}, {"block_r": 4, "num_stages": 3}, {"num_warps": 8}]
+    # 1536: [4, 2048] tiles at 8 warps; 7168: [1, 8192] at 3 stages, 16 warps
+    assert overrides("disjoint_strided", 1536) == [
+        {"block_r": 8}, {"block_r": 8, "num_stages": 3}, {"num_warps": 4}]
+    assert overrides("disjoint_strided", 7168) == [
+        {"block_r": 2}, {"block_r": 2, "num_stages": 2}, {"num_warps": 8}]
+    for d in (4096, 1024, 8192, 16384, 12288):
+        assert overrides("disjoint_strided", d) == [], d
+    assert [again for _, _, again in tune.grid("disjoint_strided", 3072, 132)] == [False] * 4 + [True]
+    assert list(tune.grid("disjoint_block", 3072, 132, 32768)) == [({}, None, False)]
+
+
+def test_device_round22_script_on_cpu(tmp_path):
+    """Round 22's device call, tiny: every grid writes its tune.csv, every timing correct and
+    the candidates among them (40 columns: a partly masked tile of 64 at 4 warps — twice the
+    rows a tile at two stage counts, no fewer warps)."""
+    _device_script(tmp_path, "device_round22.sh", NORMS="layernorm", SHAPES="3x40",
+                   SHAPES_FP32="3x40")
+    for grid, rows in _ours_ok(tmp_path / "round22.tgz", ("bf16", "fp32w", "fp16", "fp32"),
+                               "disjoint_strided").items():
+        assert {x["override"] for x in rows if x["name"] == "disjoint_strided"} == {
+            "", '{"block_r": 32}', '{"block_r": 32, "num_stages": 2}'}, grid
+
+
 def test_device_ab_script_on_cpu(tmp_path):
     """bench/device_ab.sh, tiny: A, the variant, A again, each with its tune.csv and every
     timing correct; the variant's file recorded as swapped in, and this tree's file back in
