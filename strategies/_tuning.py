@@ -150,13 +150,24 @@ def params(name: str, d: int):
 def overridden(p, ov: dict, d: int) -> dict:
     """Launch parameters `p` (a rule's, at d) under the tuning override `ov`, with what the
     override implies: a col_split > 1 starts from split_params' parameters, a block_d decides
-    one_chunk (tuning through OVERRIDE and bench/regs.py's --override both come here)."""
+    one_chunk, a num_warps holds for LayerNorm too (tuning through OVERRIDE and
+    bench/regs.py's --override both come here)."""
     if ov.get("col_split", 1) > 1:
         return {**split_params(d, ov["col_split"]), **ov}
     p = {**p, **ov}
+    if "num_warps" in ov and "ln_warps" not in ov and p.get("ln_warps"):
+        p["ln_warps"] = 0           # the warps asked for, in either norm
     if "block_d" in ov:
         p["one_chunk"] = p["block_d"] >= d
     return p
+
+
+def row_loop_warps(p, has_mean: bool, elem: int) -> int:
+    """The warps of a row-loop launch at parameters p: `num_warps`, or `ln_warps` where a rule
+    sets it (disjoint_strided's) for a LayerNorm call (`has_mean`) with 16-bit activations
+    (`elem` bytes)."""
+    lw = p.get("ln_warps", 0)
+    return lw if lw and has_mean and elem == 2 else p["num_warps"]
 
 
 def fit_stages(p, elem_bytes: int, smem_bytes: int) -> int:

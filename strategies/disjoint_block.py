@@ -249,7 +249,8 @@ def launch_partials(kernel, c, groups: int, params, extra: tuple = (), extra_met
                     PREFETCH=p["prefetch"], RELOAD=p["reload"], W_TILE=p["w_tile"],
                     COL_SPLIT=p["col_split"], EXCHANGE=p["exchange"], SPIN=p["spin"],
                     L2_AHEAD=0 if _device.interpreted() else p["l2_ahead"],
-                    INTERLEAVE=p["interleave"], num_warps=p["num_warps"])
+                    INTERLEAVE=p["interleave"],
+                    num_warps=_tuning.row_loop_warps(p, c.has_mean, c.x.element_size()))
         if "PDL" in kernel.arg_names:       # the kernels a reduce follows (not the fused one)
             meta["PDL"] = pdl
         grid = (groups * p["col_split"],)

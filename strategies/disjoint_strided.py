@@ -42,8 +42,18 @@ def _loop_rule(d: int) -> dict:
     reduce launched as a programmatic dependent: round 20, H200, at issue 16's five shapes of
     d ≤ 8192 — faster than both timings of the rule at all 8 lines with fp32 activations, by
     0.3–0.8 %, and at 5 of 7 lines in bf16, by 0.2–1.3 %, level at a sixth; the seventh, LN
-    32768 × 3072, 7.5 % slower in that call and level when timed again)."""
-    return {**_tuning.ROW_LOOP.params(d), "interleave": True, "staged": False, "pdl": True}
+    32768 × 3072, 7.5 % slower in that call and level when timed again).
+
+    ln_warps (`_tuning.row_loop_warps`): 8 warps instead of 16 for LayerNorm with 16-bit
+    activations where the tile of 4096 is partly masked (2048 < d < 4096) — tuning round 22
+    (H200, docs/perf/tune-22/): LN 32768 × 3072 and 32768 × 2560, bf16, fp16 and bf16 with an
+    fp32 γ, 146-154 µs against the rule's 165-173 in 8 of 13 timings (9-17 % faster) and
+    186-213 in the other 5, against the rule's 1 of 13; in turn with 16 warps, round after
+    round (bench/ab_repeat.py): see PERF_NOTES.  Not in RMSNorm (level at 3072) nor with fp32
+    activations (level)."""
+    p = _tuning.ROW_LOOP.params(d)
+    masked = p["one_chunk"] and p["block_d"] == 4096 and d != 4096
+    return {**p, "interleave": True, "staged": False, "pdl": True, "ln_warps": 8 if masked else 0}
 
 
 def _rule(d: int) -> dict:

@@ -250,3 +250,32 @@ def test_pdl_is_a_no_op_under_the_interpreter(monkeypatch):
     monkeypatch.setitem(_tuning.OVERRIDE, "disjoint_block", {"pdl": True})
     for a, b in zip(plain, e.backward(*inputs, groups=2)):
         assert torch.equal(a.view(torch.uint8), b.view(torch.uint8))
+
+
+def test_strided_layernorm_takes_8_warps_at_partly_masked_tiles_of_4096(monkeypatch):
+    """Round 22: disjoint_strided launches its row loop at 8 warps for LayerNorm with 16-bit
+    activations (any weight) where the tile of 4096 is partly masked (2048 < d < 4096); RMSNorm,
+    fp32 activations, d = 4096 and other widths keep the rule's warps, and a num_warps override
+    holds in both norms."""
+    from normbench.harness.inputs import make_inputs
+    from normbench.strategies import disjoint_block, disjoint_strided
+    seen = []
+    monkeypatch.setattr(disjoint_block, "launch",
+                        lambda kernel, key, tensors, setup: seen.append(setup()[2]["num_warps"]))
+
+    def warps(norm, d, dt="bf16", wd=None):
+        seen.clear()
+        disjoint_strided.backward(*make_inputs(norm, 3, d, dt, wd or dt, seed=0, device="cpu"),
+                                  groups=2)
+        return seen[0]
+    for d in (3072, 2560, 2049, 4095):
+        assert warps("layernorm", d) == 8, d
+        assert warps("rmsnorm", d) == 16, d
+    assert warps("layernorm", 3072, "fp16") == warps("layernorm", 3072, "bf16", "fp32") == 8
+    assert warps("layernorm", 3072, "fp32") == 16
+    assert warps("layernorm", 4096) == 16 and warps("layernorm", 7168) == 16
+    assert warps("layernorm", 1536) == 8 == _tuning.params("disjoint_strided", 1536)["num_warps"]
+    monkeypatch.setitem(_tuning.OVERRIDE, "disjoint_strided", {"num_warps": 16})
+    assert warps("layernorm", 3072) == 16
+    monkeypatch.setitem(_tuning.OVERRIDE, "disjoint_strided", {"num_warps": 4})
+    assert warps("layernorm", 3072) == warps("rmsnorm", 3072) == 4

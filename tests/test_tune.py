@@ -322,6 +322,17 @@ def test_device_round22_script_on_cpu(tmp_path):
             "", '{"block_r": 32}', '{"block_r": 32, "num_stages": 2}'}, grid
 
 
+def test_device_round22b_ab_step_on_cpu(tmp_path):
+    """Round 22's second call, its A/B step alone (RUN=0: no GPU tests or run), tiny: each
+    configuration timed once a round, first-slot turns rotated, every answer correct."""
+    _device_script(tmp_path, "device_round22b.sh", SHAPES="3x40", ROUNDS="2", RUN="0")
+    with tarfile.open(tmp_path / "round22b.tgz") as tar:
+        rows = list(csv.DictReader(io.TextIOWrapper(tar.extractfile("t/ab/ab.csv"))))
+    assert len(rows) == 4 and all(x["status"] == "ok" for x in rows)
+    assert [x["config"] for x in rows if x["slot"] == "0"] == ['{"num_warps": 16}',
+                                                               '{"num_warps": 8}']
+
+
 def test_device_ab_script_on_cpu(tmp_path):
     """bench/device_ab.sh, tiny: A, the variant, A again, each with its tune.csv and every
     timing correct; the variant's file recorded as swapped in, and this tree's file back in

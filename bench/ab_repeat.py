@@ -1,0 +1,102 @@
+"""Launch parameters timed in turn, round after round: is a difference the configuration's, or
+the moment's?
+
+    python bench/ab_repeat.py --name disjoint_strided --norm layernorm --shapes 32768x3072
+        --dtype bf16 [--weight-dtype same] --configs '{"num_warps": 16}' '{"num_warps": 8}'
+        [--rounds 6] [--fresh-inputs] [--rep MS] [--out DIR]
+
+bench/tune.py times each configuration once, one after the other; round 22 (docs/PERF_NOTES.md)
+saw the same configuration read 150 µs in one process and 186-210 µs in another, and the
+rule's own two timings of one process differ by 28 % once.  Here every configuration (a
+`strategies._tuning.OVERRIDE` for --name, JSON) is timed once a round, in an order rotated
+each round (so none is always first after the inputs are made), for --rounds rounds —
+with --fresh-inputs on newly allocated inputs each round (other addresses: whether the
+reading follows the allocation) — do_bench median with the L2 flushed, as tune.py times.
+Each configuration's answer is checked against the fp64 reference (each output within its
+dtype's tolerance) the first time it runs on each set of inputs.  Writes ab.csv (one row a
+timing) to --out and prints, per shape and configuration, the median, min and max over the
+rounds.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from normbench import strategies  # noqa: E402
+from normbench.harness import model, timing  # noqa: E402
+from normbench.harness.inputs import make_inputs, reference, within_tolerances  # noqa: E402
+from normbench.strategies import _tuning  # noqa: E402
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--name", default="disjoint_strided", help="the strategy whose parameters are timed")
+    ap.add_argument("--norm", default="layernorm", help="layernorm or rmsnorm")
+    ap.add_argument("--shapes", default="32768x3072", help="ROWSxD,...")
+    ap.add_argument("--dtype", default="bf16", help="bf16, fp16 or fp32 (x, dy)")
+    ap.add_argument("--weight-dtype", default="same", help="same, bf16, fp16 or fp32")
+    ap.add_argument("--configs", nargs="+", default=["{}"], help="OVERRIDE dicts, JSON ({} = the rule)")
+    ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--fresh-inputs", action="store_true", help="new inputs (allocations) each round")
+    ap.add_argument("--rep", type=float, default=25, help="do_bench repetition time, ms")
+    ap.add_argument("--device", default="cuda", help="cpu: a smoke test under the interpreter")
+    ap.add_argument("--out", default=os.environ.get("OUT", "."))
+    args = ap.parse_args(argv)
+    configs = [json.loads(c) for c in args.configs]
+    wd = args.dtype if args.weight_dtype == "same" else args.weight_dtype
+    gpu = args.device == "cuda"
+    e = strategies.get(args.name)
+    copy = timing.copy_ceiling_gbps(args.device, gpu)
+    os.makedirs(args.out, exist_ok=True)
+    rows_out = []
+    with open(os.path.join(args.out, "ab.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["shape", "round", "slot", "config", "us", "pct_copy",
+                                          "status"])
+        w.writeheader()
+        for shape in args.shapes.split(","):
+            rows, d = map(int, shape.split("x"))
+            nbytes = model.bytes_moved(args.norm, rows, d, args.dtype, wd)
+            inputs = ref = None
+            for r in range(args.rounds):
+                if inputs is None or args.fresh_inputs:
+                    inputs = make_inputs(args.norm, rows, d, args.dtype, wd, seed=rows ^ d ^ r,
+                                         device=args.device)
+                    ref, checked = reference(*inputs), set()
+                order = [(k + r) % len(configs) for k in range(len(configs))]
+                for slot, k in enumerate(order):
+                    _tuning.OVERRIDE[args.name] = configs[k]
+                    status = "ok"
+                    if k not in checked:
+                        checked.add(k)
+                        if not within_tolerances(e.backward(*inputs), ref, args.dtype, wd):
+                            status = "WRONG"
+                    ms = timing.summarize(timing.bench(lambda: e.backward(*inputs), 5, args.rep,
+                                                       gpu))["time_ms"]
+                    rec = dict(shape=shape, round=r, slot=slot, config=args.configs[k],
+                               us=round(ms * 1e3, 2),
+                               pct_copy=round(model.pct(model.gbps(nbytes, ms), copy), 1),
+                               status=status)
+                    w.writerow(rec)
+                    f.flush()
+                    rows_out.append(rec)
+            _tuning.OVERRIDE.pop(args.name, None)
+    print(f"{args.name} {args.norm} {args.dtype}/{wd}, {args.rounds} rounds"
+          f"{', fresh inputs each' if args.fresh_inputs else ''}; µs median [min, max]; copy "
+          f"ceiling {copy:.0f} GB/s")
+    for shape in args.shapes.split(","):
+        for c in args.configs:
+            us = [x["us"] for x in rows_out if x["shape"] == shape and x["config"] == c]
+            bad = sum(x["status"] != "ok" for x in rows_out if x["shape"] == shape and x["config"] == c)
+            print(f"  {shape} {c:40s} {statistics.median(us):8.1f} [{min(us):.1f}, {max(us):.1f}]"
+                  f"  {' '.join(f'{u:.0f}' for u in us)}{f'  WRONG x{bad}' if bad else ''}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
