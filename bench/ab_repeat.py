@@ -36,14 +36,17 @@ from normbench.strategies import _tuning  # noqa: E402
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--name", default="disjoint_strided", help="the strategy whose parameters are timed")
+    ap.add_argument("--name", default="disjoint_strided",
+                    help="the strategy whose parameters are timed")
     ap.add_argument("--norm", default="layernorm", help="layernorm or rmsnorm")
     ap.add_argument("--shapes", default="32768x3072", help="ROWSxD,...")
     ap.add_argument("--dtype", default="bf16", help="bf16, fp16 or fp32 (x, dy)")
     ap.add_argument("--weight-dtype", default="same", help="same, bf16, fp16 or fp32")
-    ap.add_argument("--configs", nargs="+", default=["{}"], help="OVERRIDE dicts, JSON ({} = the rule)")
+    ap.add_argument("--configs", nargs="+", default=["{}"],
+                    help="OVERRIDE dicts, JSON ({} = the rule)")
     ap.add_argument("--rounds", type=int, default=6)
-    ap.add_argument("--fresh-inputs", action="store_true", help="new inputs (allocations) each round")
+    ap.add_argument("--fresh-inputs", action="store_true",
+                    help="new inputs (allocations) each round")
     ap.add_argument("--rep", type=float, default=25, help="do_bench repetition time, ms")
     ap.add_argument("--device", default="cuda", help="cpu: a smoke test under the interpreter")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
@@ -91,8 +94,9 @@ def main(argv=None) -> int:
           f"ceiling {copy:.0f} GB/s")
     for shape in args.shapes.split(","):
         for c in args.configs:
-            us = [x["us"] for x in rows_out if x["shape"] == shape and x["config"] == c]
-            bad = sum(x["status"] != "ok" for x in rows_out if x["shape"] == shape and x["config"] == c)
+            mine = [x for x in rows_out if x["shape"] == shape and x["config"] == c]
+            us = [x["us"] for x in mine]
+            bad = sum(x["status"] != "ok" for x in mine)
             print(f"  {shape} {c:40s} {statistics.median(us):8.1f} [{min(us):.1f}, {max(us):.1f}]"
                   f"  {' '.join(f'{u:.0f}' for u in us)}{f'  WRONG x{bad}' if bad else ''}")
     return 0

@@ -13,7 +13,8 @@ Where a row is held, by width — the faster way measured for each:
     (docs/PERF_NOTES.md; H200): the programs' in-kernel span (bench/timeline.py, bf16) 0.8–7.4 %
     shorter at 12 of 15 cases, 0.6–2.1 % longer at LayerNorm 2560 and 3072 (where the whole
     call was still 1–2 % faster); with every peer (results/h200-targets-narrow) 1.02–1.12×
-    disjoint_fused at all 50 lines.
+    disjoint_fused at all 50 lines.  LayerNorm with 16-bit activations at 2048 < d < 4096
+    runs it at 8 warps (round 22: `ln_warps` below).
   * 8192 < d ≤ 16384, where disjoint_smem stages rows (a CUDA GPU with Gluon; aligned rows):
     its staged kernel with the rows dealt round-robin (INTERLEAVE there), at disjoint_smem's
     rule.  Round 18 (H200): faster than this strategy's row loop read twice at every shape
@@ -46,11 +47,15 @@ def _loop_rule(d: int) -> dict:
 
     ln_warps (`_tuning.row_loop_warps`): 8 warps instead of 16 for LayerNorm with 16-bit
     activations where the tile of 4096 is partly masked (2048 < d < 4096) — tuning round 22
-    (H200, docs/perf/tune-22/): LN 32768 × 3072 and 32768 × 2560, bf16, fp16 and bf16 with an
-    fp32 γ, 146-154 µs against the rule's 165-173 in 8 of 13 timings (9-17 % faster) and
-    186-213 in the other 5, against the rule's 1 of 13; in turn with 16 warps, round after
-    round (bench/ab_repeat.py): see PERF_NOTES.  Not in RMSNorm (level at 3072) nor with fp32
-    activations (level)."""
+    (H200, docs/perf/tune-22/): timed in turn with 16, six rounds on fresh inputs
+    (bench/ab_repeat.py), LN 32768 × 3072 bf16 152.8 against 173.4 µs (medians; faster in all
+    six rounds) and 32768 × 2560 149.7 against 172.1 (in five of six); in five tuning
+    processes 146-154 against 165-173 with bf16, fp16 and bf16 with an fp32 γ.  (Single
+    timings of either, and of the other candidates, now and then read 20-50 % slow: round
+    22's first call.)  Not in RMSNorm (level at 3072 in the timings that were not slow; not
+    timed in turn) nor with fp32 activations (level); 2048 < d < 4096 was timed at 2560 and
+    3072 only.  With torch and torch_compile (results/h200-targets-narrow-ln-3072): LN 32768 ×
+    3072 at 91-93 % of copy in the four 16-bit mixes, 82-86 % before."""
     p = _tuning.ROW_LOOP.params(d)
     masked = p["one_chunk"] and p["block_d"] == 4096 and d != 4096
     return {**p, "interleave": True, "staged": False, "pdl": True, "ln_warps": 8 if masked else 0}
@@ -82,7 +87,9 @@ def _notes(x, dy, weight, mean, rstd) -> str:
     p = backward.params(x.shape[1])
     if p["staged"]:
         return disjoint_smem.notes(x, dy, weight, p, mean is not None) + ", rows dealt round-robin"
-    return "the row loop, tiles dealt round-robin"
+    w = _tuning.row_loop_warps(p, mean is not None, x.element_size())
+    own = ", LayerNorm's 8 warps" if w != p["num_warps"] else ""
+    return "the row loop, tiles dealt round-robin" + own
 
 
 backward.notes = _notes

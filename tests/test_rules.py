@@ -275,7 +275,10 @@ def test_strided_layernorm_takes_8_warps_at_partly_masked_tiles_of_4096(monkeypa
     assert warps("layernorm", 3072, "fp32") == 16
     assert warps("layernorm", 4096) == 16 and warps("layernorm", 7168) == 16
     assert warps("layernorm", 1536) == 8 == _tuning.params("disjoint_strided", 1536)["num_warps"]
+    x, dy, w, mean, rstd = make_inputs("layernorm", 3, 3072, "bf16", "bf16", seed=0, device="cpu")
+    assert disjoint_strided.backward.notes(x, dy, w, mean, rstd).endswith("LayerNorm's 8 warps")
     monkeypatch.setitem(_tuning.OVERRIDE, "disjoint_strided", {"num_warps": 16})
     assert warps("layernorm", 3072) == 16
+    assert "8 warps" not in disjoint_strided.backward.notes(x, dy, w, mean, rstd)
     monkeypatch.setitem(_tuning.OVERRIDE, "disjoint_strided", {"num_warps": 4})
     assert warps("layernorm", 3072) == warps("rmsnorm", 3072) == 4
