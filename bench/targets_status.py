@@ -7,9 +7,10 @@ fastest bitwise-deterministic normbench strategy (harness.summary's "det" role) 
 fastest peer at the same weight dtype ("peer"), both as the runs recorded them (do_bench
 median call time, L2 flushed; % of the copy ceiling measured in the same run).  A shape found
 in several runs is taken from the last one named that has a record there of every peer it has
-a record of anywhere (a run cut short can lack the fastest peer at its last line); where none did, from
-the last one named, its missing peers listed ("peers missing") and its speed target not met:
-it cannot be judged without them.  Where the runs recorded GPU time, the speed
+a record of anywhere (a run cut short can lack the fastest peer at its last line, and a run
+whose peers' packages were not installed records them as skipped: neither measured them);
+where none did, from the last one named, its missing peers listed ("peers missing") and its
+speed target not met: it cannot be judged without them.  Where the runs recorded GPU time, the speed
 target must hold by it too: ours against the peer with the least GPU time (`vs_peer_gpu`), so
 a peer's call time inflated by a burst of host time cannot meet it for us.  The targets
 (issue 16):
@@ -53,7 +54,8 @@ def status(run_dirs: list[str]) -> pd.DataFrame:
         ans = summary.answer(recs)
         peer_gpu = _peer_gpu_us(recs)
         peers = _peers(recs)
-        run_peers = set().union(*peers.values()) if peers else set()
+        tried = _peers(recs, skipped=True)
+        run_peers = set().union(*tried.values()) if tried else set()
         for _, r in ans.iterrows():
             if (int(r["rows"]), int(r["d"])) not in SHAPES:
                 continue
@@ -87,12 +89,16 @@ def _ratio(a, b) -> float:
     return a / b if np.isfinite(a) and np.isfinite(b) and b > 0 else np.nan
 
 
-def _peers(recs: pd.DataFrame) -> dict:
-    """Shape key -> the peers (implementation names) with a record there, whatever its status
-    (an incorrect or skipped peer was measured or tried: only a run cut short has none)."""
+def _peers(recs: pd.DataFrame, skipped: bool = False) -> dict:
+    """Shape key -> the peers (implementation names) with a record there: a measured one,
+    correct or not (an incorrect peer was run and is out of the race); with `skipped` also
+    those recorded as skipped — a peer this run knew of but did not measure (its package not
+    installed), which is missing from the line as much as a peer a cut run never reached."""
     if recs.empty:
         return {}
     recs = recs[recs.apply(summary.role, axis=1) == "peer"]
+    if not skipped and "status" in recs:
+        recs = recs[recs["status"] != "skipped"]
     return {k: set(v) for k, v in recs.groupby(list(summary.SHAPE))["implementation"]}
 
 

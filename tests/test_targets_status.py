@@ -90,3 +90,22 @@ def test_a_line_without_a_peer_is_not_judged_by_the_others():
     assert r.run == "h200-targets-narrow" and r.peer == "quack" and r.peers_missing == ""
     other = both[(both.norm == "layernorm") & (both.rows == 16384) & (both.d == 4096)]
     assert set(other.run) == {"h200-targets-narrow-ln-4389895"}
+
+
+LN_3072 = os.path.join(ROOT, "results", "h200-targets-narrow-ln-3072")
+NARROW_LN_51 = os.path.join(ROOT, "results", "h200-targets-narrow-ln")
+
+
+@pytest.mark.skipif(not (os.path.isdir(LN_3072) and os.path.isdir(NARROW_LN_51)),
+                    reason="runs not here")
+def test_a_skipped_peer_is_missing_not_beaten():
+    """h200-targets-narrow-ln-3072 ran without quack's and liger's packages (their records
+    `skipped`): alone, its lines list both as missing and meet no speed target, whatever
+    torch_compile's figures say; named after a run that measured them, that run's lines stand."""
+    alone = targets_status.status([LN_3072])
+    assert len(alone) == 5
+    assert (alone.peers_missing == "liger, quack").all() and not alone.speed_met.any()
+    assert alone.copy_met.all()
+    both = targets_status.status([NARROW_LN_51, LN_3072])
+    ln = both[(both.norm == "layernorm") & (both.d == 3072)]
+    assert set(ln.run) == {"h200-targets-narrow-ln"} and (ln.peers_missing == "").all()
