@@ -333,6 +333,23 @@ def test_device_round22b_ab_step_on_cpu(tmp_path):
                                                                '{"num_warps": 8}']
 
 
+def test_passes_time_every_configuration_again_in_a_rotated_order(tmp_path):
+    """--passes 2: each configuration (the strategy's and torch's) twice, its correctness
+    judged once, the second pass starting one configuration later; the summary prints."""
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "tune.py"), "--device", "cpu",
+                        "--names", "disjoint_strided", "--norms", "rmsnorm", "--shapes", "3x40",
+                        "--round22", "--rep", "1", "--passes", "2", "--out", str(tmp_path)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "PYTHONPATH": ROOT})
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = list(csv.DictReader(open(tmp_path / "tune.csv")))
+    assert all(x["status"] == "ok" for x in rows) and len(rows) == 10
+    first = [(x["name"], x["override"], x["config"]) for x in rows if x["pass"] == "0"]
+    second = [(x["name"], x["override"], x["config"]) for x in rows if x["pass"] == "1"]
+    assert second == first[1:] + first[:1]
+    assert "== rmsnorm 3x40" in r.stdout
+
+
 def test_device_ab_script_on_cpu(tmp_path):
     """bench/device_ab.sh, tiny: A, the variant, A again, each with its tune.csv and every
     timing correct; the variant's file recorded as swapped in, and this tree's file back in
