@@ -113,6 +113,9 @@ def compile_kernel(name: str, d: int, norm: str, dtype: str, weight_dtype: str =
                             {"interleave": rule["interleave"], **(override or {})})
     kernel = kernel_of(name)
     p = _tuning.overridden(strategies.get(name).params(d), override or {}, d)
+    # the warps the launch takes (disjoint_strided: LayerNorm's own at some widths)
+    p = {**p, "num_warps": _tuning.row_loop_warps(p, norm == "layernorm",
+                                                  4 if dtype == "fp32" else 2)}
     act = TYPES[dtype]
     wt = act if weight_dtype == "same" else TYPES[weight_dtype]
     names = kernel.arg_names

@@ -114,3 +114,13 @@ def test_strided_compiles_the_kernel_its_rule_runs_at_each_width():
     assert staged["dynamic"] >= 2 * 65536, staged
     chunks = regs("--name", "disjoint_strided", "--d", "32768")
     assert chunks["block_d"] == 8192 and chunks["dynamic"] < 65536, chunks   # nothing staged
+
+
+def test_strided_layernorm_at_3072_compiles_at_its_8_warps_without_spilling():
+    """Round 22's rule as regs.py compiles it: LayerNorm at 3072 with 16-bit activations at 8
+    warps (170 registers a thread in Triton 3.6, no spill: one program an SM, as at 16), RMSNorm
+    and fp32 activations at the rule's 16."""
+    ln = regs("--name", "disjoint_strided", "--d", "3072")
+    assert ln["num_warps"] == 8 and ln["stack"] == 0, ln
+    assert regs("--name", "disjoint_strided", "--d", "3072", "--norm", "rmsnorm")["num_warps"] == 16
+    assert regs("--name", "disjoint_strided", "--d", "3072", "--dtype", "fp32")["num_warps"] == 16
