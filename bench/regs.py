@@ -43,6 +43,7 @@ from triton.compiler import ASTSource  # noqa: E402
 from triton.runtime.jit import JITFunction  # noqa: E402
 
 from normbench import strategies  # noqa: E402
+from normbench.harness.model import ITEMSIZE  # noqa: E402
 from normbench.strategies import _tuning  # noqa: E402
 from normbench.strategies.disjoint_fused import reduce_tile  # noqa: E402
 
@@ -114,8 +115,7 @@ def compile_kernel(name: str, d: int, norm: str, dtype: str, weight_dtype: str =
     kernel = kernel_of(name)
     p = _tuning.overridden(strategies.get(name).params(d), override or {}, d)
     # the warps the launch takes (disjoint_strided: LayerNorm's own at some widths)
-    p = {**p, "num_warps": _tuning.row_loop_warps(p, norm == "layernorm",
-                                                  4 if dtype == "fp32" else 2)}
+    p = {**p, "num_warps": _tuning.row_loop_warps(p, norm == "layernorm", ITEMSIZE[dtype])}
     act = TYPES[dtype]
     wt = act if weight_dtype == "same" else TYPES[weight_dtype]
     names = kernel.arg_names
