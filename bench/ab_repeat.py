@@ -5,6 +5,11 @@ the moment's?
         --dtype bf16 [--weight-dtype same] --configs '{"num_warps": 16}' '{"num_warps": 8}'
         [--rounds 6] [--fresh-inputs] [--rep MS] [--out DIR]
 
+A configuration may carry a "reduce" entry — the partial rows' reduce kernel's parameters
+(`strategies/reduce.py`'s BLOCK_G, BLOCK_N, num_warps, PAIRED, through
+`OVERRIDE["reduce"]`): '{"reduce": {"BLOCK_G": 256, "BLOCK_N": 16}}' times the strategy's
+rule with that reduce.
+
 bench/tune.py times each configuration once, one after the other; round 22 (docs/PERF_NOTES.md)
 saw the same configuration read 150 µs in one process and 186-210 µs in another, and the
 rule's own two timings of one process differ by 28 % once.  Here every configuration (a
@@ -32,6 +37,18 @@ from normbench import strategies  # noqa: E402
 from normbench.harness import model, timing  # noqa: E402
 from normbench.harness.inputs import make_inputs, reference, within_tolerances  # noqa: E402
 from normbench.strategies import _tuning  # noqa: E402
+
+
+def apply(config: dict, name: str) -> None:
+    """Set `strategies._tuning.OVERRIDE` to `config`: its "reduce" entry for the reduce kernel,
+    the rest for strategy `name` (an empty rest: the strategy's rule)."""
+    rest = dict(config)
+    red = rest.pop("reduce", None)
+    _tuning.OVERRIDE[name] = rest
+    if red is None:
+        _tuning.OVERRIDE.pop("reduce", None)
+    else:
+        _tuning.OVERRIDE["reduce"] = dict(red)
 
 
 def main(argv=None) -> int:
@@ -73,7 +90,7 @@ def main(argv=None) -> int:
                     ref, checked = reference(*inputs), set()
                 order = [(k + r) % len(configs) for k in range(len(configs))]
                 for slot, k in enumerate(order):
-                    _tuning.OVERRIDE[args.name] = configs[k]
+                    apply(configs[k], args.name)
                     status = "ok"
                     if k not in checked:
                         checked.add(k)
@@ -89,6 +106,7 @@ def main(argv=None) -> int:
                     f.flush()
                     rows_out.append(rec)
             _tuning.OVERRIDE.pop(args.name, None)
+            _tuning.OVERRIDE.pop("reduce", None)
     print(f"{args.name} {args.norm} {args.dtype}/{wd}, {args.rounds} rounds"
           f"{', fresh inputs each' if args.fresh_inputs else ''}; µs median [min, max]; copy "
           f"ceiling {copy:.0f} GB/s")

@@ -469,3 +469,22 @@ def test_device_round16_script_on_cpu(tmp_path):
             assert block and all(x["status"] == "ok" for x in block), grid
         assert {x["override"] for x in block} == {""}          # round 15: the control alone
         assert "t/gpu-tests.log" in tar.getnames() and "t/flush.log" in tar.getnames()
+
+
+def test_ab_repeat_times_a_reduce_configuration(tmp_path, monkeypatch):
+    """A configuration's "reduce" entry reaches the reduce kernel (OVERRIDE["reduce"]), the rest
+    the strategy; the rule's configuration runs with the reduce's own rule; nothing is left in
+    OVERRIDE afterwards."""
+    import ab_repeat
+    from normbench.strategies import reduce
+    seen = []
+    real = reduce.reduce_params
+    monkeypatch.setattr(reduce, "reduce_params", lambda *a: seen.append(real(*a)) or seen[-1])
+    monkeypatch.setattr(tune._tuning, "OVERRIDE", {})
+    assert ab_repeat.main(["--device", "cpu", "--norm", "rmsnorm", "--shapes", "5x40",
+                           "--rounds", "2", "--rep", "1", "--out", str(tmp_path), "--configs",
+                           "{}", '{"reduce": {"BLOCK_G": 2, "BLOCK_N": 16}}']) == 0
+    rows = list(csv.DictReader(open(tmp_path / "ab.csv")))
+    assert len(rows) == 4 and all(x["status"] == "ok" for x in rows)
+    assert {(p["BLOCK_G"], p["BLOCK_N"]) for p in seen} == {(2, 16), (reduce.BLOCK_G, 16)}
+    assert tune._tuning.OVERRIDE == {}
