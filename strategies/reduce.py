@@ -30,10 +30,18 @@ def reduce_params(g: int, n: int, has_b: bool) -> dict:
     n ≥ 2048, both partials in one loop over every partial row at once (BLOCK_G 256 ≥ G, 32
     columns a program) made the call 1.7-3.7 % faster (LN 8192 × 16384 318.1 -> 306.4 µs,
     8192 × 12288 272.3 -> 262.2, 16384 × 8192 216.3 -> 212.6, 32768 × 3072 182.0 -> 178.8;
-    16384 × 4096 119.1 -> 119.4); at n = 1024 (G = 264: 32 programs) and without dβ (RMSNorm:
-    within the run's noise, ±1 % but at 4096, where every timing was noisy) the shipped rule stays."""
-    if has_b and n >= 2048:
-        p = dict(BLOCK_G=min(256, max(16, _tuning.pow2(g))), BLOCK_N=32, num_warps=4, PAIRED=True)
+    16384 × 4096 119.1 -> 119.4); at n = 1024 (G = 264: 32 programs) the shipped rule stays.
+
+    Round 23 (H200, disjoint_strided's whole call timed in turn with the rule's 64 rows a step,
+    six rounds on fresh inputs, bench/ab_repeat.py; docs/perf/tune-23/): without dβ (RMSNorm)
+    at n ≥ 2048 every partial row in one step too, 32 columns a program — RMS 16384 × 4096
+    108.5 -> 107.4 µs bf16, 108.6 -> 106.7 with an fp32 γ; fp32 32768 × 3072 303.0 -> 301.4,
+    16384 × 8192 398.0 -> 393.9 (medians; three or four rounds there, the step's time limit
+    cut the rest; reduce-13's RMSNorm timings of it were within that call's noise).  At n = 1024 (G = 264) one step was 0.6 % slower (BLOCK_G 512, 8 columns;
+    256 with 16): the rule there is unchanged."""
+    if n >= 2048:
+        p = dict(BLOCK_G=min(256, max(16, _tuning.pow2(g))), BLOCK_N=32, num_warps=4,
+                 PAIRED=has_b)
     else:
         p = dict(BLOCK_G=BLOCK_G, BLOCK_N=block_n(n), num_warps=4, PAIRED=False)
     return {**p, **_tuning.OVERRIDE.get("reduce", {})}

@@ -207,14 +207,19 @@ def test_the_shipped_contention_models():
 
 def test_reduce_rule_is_the_measured_one(monkeypatch):
     """reduce-13: with dβ and n ≥ 2048 both partials in one loop over all G rows at once, 32
-    columns a program; otherwise (n = 1024, RMSNorm) the earlier rule; an override wins."""
+    columns a program; round 23: without dβ there too (one loop, all G rows a step); at
+    n < 2048 the earlier rule; an override wins."""
     from normbench.strategies import reduce
     assert reduce.reduce_params(131, 16384, True) == dict(BLOCK_G=256, BLOCK_N=32, num_warps=4,
                                                           PAIRED=True)
     assert reduce.reduce_params(40, 3072, True)["BLOCK_G"] == 64
     assert reduce.reduce_params(264, 1024, True) == dict(BLOCK_G=64, BLOCK_N=16, num_warps=4,
                                                          PAIRED=False)
-    assert not reduce.reduce_params(131, 16384, False)["PAIRED"]
+    assert reduce.reduce_params(131, 16384, False) == dict(BLOCK_G=256, BLOCK_N=32, num_warps=4,
+                                                           PAIRED=False)
+    assert reduce.reduce_params(132, 2048, False)["BLOCK_G"] == 256
+    assert reduce.reduce_params(264, 1024, False) == dict(BLOCK_G=64, BLOCK_N=16, num_warps=4,
+                                                          PAIRED=False)
     monkeypatch.setitem(_tuning.OVERRIDE, "reduce", {"BLOCK_N": 64})
     assert reduce.reduce_params(131, 16384, True)["BLOCK_N"] == 64
 
