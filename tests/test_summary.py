@@ -99,8 +99,9 @@ def _readme_tables() -> list[list[str]]:
                                    (8, "h200-targets-narrow-ln-rest"),
                                    (9, "h200-targets-narrow-ln-3072-peers"),
                                    (10, "h200-targets-narrow-rms-a61b342"),
-                                   (11, "h200-targets-bf16"),
-                                   (12, "h200-targets-fp-wide"), (13, "h200-peers")])
+                                   (11, "h200-targets-narrow-rms-8192"),
+                                   (12, "h200-targets-bf16"),
+                                   (13, "h200-targets-fp-wide"), (14, "h200-peers")])
 def test_markdown_table_reproduces_the_readme(k, run):
     """README's results tables are `report --markdown-table` of their runs, line for line
     (both weight dtypes, in run order)."""
