@@ -9,8 +9,7 @@
 # Everything lands in $OUT/round22b.tgz.  Shapes and device can be changed through the
 # environment (tests/test_tune.py runs the A/B step on CPU, tiny).
 . bench/device_start.sh
-for w in .pyd/*.whl; do [ -f "$w" ] && python3 -m zipfile -e "$w" /tmp/site; done
-export PYTHONPATH=$PWD:/tmp/site
+. bench/peers_env.sh     # .pyd/'s wheels unpacked into /tmp/site, on PYTHONPATH
 timeout ${A_S:-120} python3 bench/ab_repeat.py --name disjoint_strided --norm layernorm \
   --shapes ${SHAPES:-32768x3072,32768x2560} --rounds ${ROUNDS:-6} --fresh-inputs \
   --rep ${REP:-25} --device ${DEVICE:-cuda} --configs '{"num_warps": 16}' '{"num_warps": 8}' \

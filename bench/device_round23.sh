@@ -10,9 +10,7 @@
 # $OUT/round23.tgz.  ROUNDS, REP, DEVICE and SHAPE_* come from the environment (a CPU smoke
 # test: DEVICE=cpu with tiny shapes).
 . bench/device_start.sh
-[ -f bench/peers_env.sh ] && . bench/peers_env.sh
-for w in .pyd/*.whl; do [ -f "$w" ] && python3 -m zipfile -e "$w" /tmp/site; done
-export PYTHONPATH=$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+. bench/peers_env.sh     # .pk1/'s pieces to /tmp/peers, and .pyd/'s wheels unpacked
 ab() {   # ab NAME NORM SHAPES DTYPE WEIGHT CONFIG...: one bench/ab_repeat.py into $T/NAME
   local name=$1 norm=$2 shapes=$3 dt=$4 wd=$5; shift 5
   timeout ${A_S:-85} python3 bench/ab_repeat.py --name disjoint_strided --norm $norm \

@@ -10,9 +10,7 @@
 # SHAPE_* from the environment (DEVICE=cpu with tiny shapes: a smoke test, GPU=0 skips the
 # GPU tests).
 . bench/device_start.sh
-[ -f bench/peers_env.sh ] && . bench/peers_env.sh
-for w in .pyd/*.whl; do [ -f "$w" ] && python3 -m zipfile -e "$w" /tmp/site; done
-export PYTHONPATH=$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+. bench/peers_env.sh     # .pk1/'s pieces to /tmp/peers, and .pyd/'s wheels unpacked
 [ "${GPU:-1}" = 1 ] && gpu_tests 120 "full_size and rmsnorm or deterministic_by_design or pdl_gives"
 ab() {   # ab NAME NORM SHAPES DTYPE WEIGHT CONFIG...: one bench/ab_repeat.py into $T/NAME
   local name=$1 norm=$2 shapes=$3 dt=$4 wd=$5; shift 5

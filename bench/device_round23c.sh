@@ -7,9 +7,7 @@
 # in turn against the rule by bench/ab_repeat.py (six rounds rotated, fresh inputs each).
 # Everything lands in $OUT/round23c.tgz; ROUNDS, REP, DEVICE and SHAPE_* from the environment.
 . bench/device_start.sh
-[ -f bench/peers_env.sh ] && . bench/peers_env.sh
-for w in .pyd/*.whl; do [ -f "$w" ] && python3 -m zipfile -e "$w" /tmp/site; done
-export PYTHONPATH=$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+. bench/peers_env.sh     # .pk1/'s pieces to /tmp/peers, and .pyd/'s wheels unpacked
 ab() {   # ab NAME NORM SHAPES DTYPE WEIGHT CONFIG...: one bench/ab_repeat.py into $T/NAME
   local name=$1 norm=$2 shapes=$3 dt=$4 wd=$5; shift 5
   timeout ${A_S:-75} python3 bench/ab_repeat.py --name disjoint_strided --norm $norm \

@@ -1,5 +1,5 @@
-# Sourced by the device scripts (bench/device_tune.sh, device_session.sh, device_small.sh) on
-# the device, in every call.  The peers' wheels: quack's CUTLASS DSL runtime travels as a
+# Sourced by the device scripts (bench/device_tune.sh, device_session.sh, device_small.sh,
+# device_round22b.sh, device_round23*.sh) on the device, in every call.  The peers' wheels: quack's CUTLASS DSL runtime travels as a
 # .tar.xz in two parts, since a call carries at most 64 MiB.  A first call carries part one —
 # .peers-a/ as ../shared/tools/peer-wheels.sh makes it, or .peers-a1/ — and this file copies it
 # to /tmp; the next call on the same warm machine carries part two and the small wheels —
@@ -31,8 +31,9 @@ if ! ls -d /tmp/site/nvidia_cutlass_dsl_libs_cu13-*.dist-info > /dev/null 2>&1; 
   fi
 fi
 # wheels: the small ones may travel in either call (part one's leave room for the tree in
-# part two's); unpack whatever has arrived
-for w in /tmp/peers/*.whl .peers-b/*.whl; do
+# part two's); unpack whatever has arrived — and .pyd/, pydantic's wheels alone (what the
+# harness needs of the extras, for a call that carries no peers or only their first part)
+for w in /tmp/peers/*.whl .peers-b/*.whl .pyd/*.whl; do
   [ -f "$w" ] && python3 -m zipfile -e "$w" /tmp/site
 done
 export PYTHONPATH=$PWD:/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages

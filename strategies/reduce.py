@@ -37,8 +37,10 @@ def reduce_params(g: int, n: int, has_b: bool) -> dict:
     at n ≥ 2048 every partial row in one step too, 32 columns a program — RMS 16384 × 4096
     108.5 -> 107.4 µs bf16, 108.6 -> 106.7 with an fp32 γ; fp32 32768 × 3072 303.0 -> 301.4,
     16384 × 8192 398.0 -> 393.9 (medians; three or four rounds there, the step's time limit
-    cut the rest; reduce-13's RMSNorm timings of it were within that call's noise).  At n = 1024 (G = 264) one step was 0.6 % slower (BLOCK_G 512, 8 columns;
-    256 with 16): the rule there is unchanged."""
+    cut the rest; reduce-13's RMSNorm timings of it were within that call's noise); with every
+    peer (results/h200-targets-narrow-rms-a61b342, -narrow-rms-8192) 0.6-1.9 % faster at all
+    15 lines of RMS 16384 × 4096, 32768 × 3072 and 16384 × 8192.  At n = 1024 (G = 264) one
+    step was 0.6 % slower (BLOCK_G 512, 8 columns; 256 with 16): the rule there is unchanged."""
     if n >= 2048:
         p = dict(BLOCK_G=min(256, max(16, _tuning.pow2(g))), BLOCK_N=32, num_warps=4,
                  PAIRED=has_b)
