@@ -11,13 +11,6 @@
 # test: DEVICE=cpu with tiny shapes).
 . bench/device_start.sh
 . bench/peers_env.sh     # .pk1/'s pieces to /tmp/peers, and .pyd/'s wheels unpacked
-ab() {   # ab NAME NORM SHAPES DTYPE WEIGHT CONFIG...: one bench/ab_repeat.py into $T/NAME
-  local name=$1 norm=$2 shapes=$3 dt=$4 wd=$5; shift 5
-  timeout ${A_S:-85} python3 bench/ab_repeat.py --name disjoint_strided --norm $norm \
-    --shapes $shapes --dtype $dt --weight-dtype $wd --rounds ${ROUNDS:-6} --fresh-inputs \
-    --rep ${REP:-25} --device ${DEVICE:-cuda} --configs "$@" --out $T/$name > $T/$name.log 2>&1
-  echo "== $name (rc $?)"; tail -n 6 $T/$name.log
-}
 R16='{"reduce": {"BLOCK_G": 256, "BLOCK_N": 16}}'
 R32='{"reduce": {"BLOCK_G": 256, "BLOCK_N": 32}}'
 ab rms4096 rmsnorm ${SHAPE_4096:-16384x4096} bf16 same '{}' "$R16" "$R32" \

@@ -12,13 +12,6 @@
 . bench/device_start.sh
 . bench/peers_env.sh     # .pk1/'s pieces to /tmp/peers, and .pyd/'s wheels unpacked
 [ "${GPU:-1}" = 1 ] && gpu_tests 120 "full_size and rmsnorm or deterministic_by_design or pdl_gives"
-ab() {   # ab NAME NORM SHAPES DTYPE WEIGHT CONFIG...: one bench/ab_repeat.py into $T/NAME
-  local name=$1 norm=$2 shapes=$3 dt=$4 wd=$5; shift 5
-  timeout ${A_S:-85} python3 bench/ab_repeat.py --name disjoint_strided --norm $norm \
-    --shapes $shapes --dtype $dt --weight-dtype $wd --rounds ${ROUNDS:-6} --fresh-inputs \
-    --rep ${REP:-25} --device ${DEVICE:-cuda} --configs "$@" --out $T/$name > $T/$name.log 2>&1
-  echo "== $name (rc $?)"; tail -n 6 $T/$name.log
-}
 OLD='{"reduce": {"BLOCK_G": 64, "BLOCK_N": 128}}'
 ab rmswide rmsnorm ${SHAPES_WIDE:-8192x12288,4096x16384} bf16 same '{}' "$OLD"
 ab rmswide32 rmsnorm ${SHAPES_WIDE:-8192x12288,4096x16384} fp32 same '{}' "$OLD"

@@ -7,14 +7,8 @@
 # in turn against the rule by bench/ab_repeat.py (six rounds rotated, fresh inputs each).
 # Everything lands in $OUT/round23c.tgz; ROUNDS, REP, DEVICE and SHAPE_* from the environment.
 . bench/device_start.sh
+: ${A_S:=75}     # each A/B step's time limit, s
 . bench/peers_env.sh     # .pk1/'s pieces to /tmp/peers, and .pyd/'s wheels unpacked
-ab() {   # ab NAME NORM SHAPES DTYPE WEIGHT CONFIG...: one bench/ab_repeat.py into $T/NAME
-  local name=$1 norm=$2 shapes=$3 dt=$4 wd=$5; shift 5
-  timeout ${A_S:-75} python3 bench/ab_repeat.py --name disjoint_strided --norm $norm \
-    --shapes $shapes --dtype $dt --weight-dtype $wd --rounds ${ROUNDS:-6} --fresh-inputs \
-    --rep ${REP:-25} --device ${DEVICE:-cuda} --configs "$@" --out $T/$name > $T/$name.log 2>&1
-  echo "== $name (rc $?)"; tail -n 6 $T/$name.log
-}
 ab rms4096w rmsnorm ${SHAPE_4096:-16384x4096} bf16 fp32 '{}' '{"num_stages": 4}' \
   '{"num_warps": 8}'
 ab rms1024 rmsnorm ${SHAPE_1024:-65536x1024} bf16 same '{}' '{"block_r": 2, "num_stages": 4}' \

@@ -11,3 +11,11 @@ gpu_tests() {   # default seconds, default -k expression: this call's GPU tests 
     > $T/gpu-tests.log 2>&1
   tail -n 3 $T/gpu-tests.log
 }
+ab() {   # ab NAME NORM SHAPES DTYPE WEIGHT CONFIG...: bench/ab_repeat.py of disjoint_strided (or
+         # $AB_NAME), configurations timed in turn on fresh inputs, into $T/NAME and its log
+  local name=$1 norm=$2 shapes=$3 dt=$4 wd=$5; shift 5
+  timeout ${A_S:-85} python3 bench/ab_repeat.py --name ${AB_NAME:-disjoint_strided} --norm $norm \
+    --shapes $shapes --dtype $dt --weight-dtype $wd --rounds ${ROUNDS:-6} --fresh-inputs \
+    --rep ${REP:-25} --device ${DEVICE:-cuda} --configs "$@" --out $T/$name > $T/$name.log 2>&1
+  echo "== $name (rc $?)"; tail -n 6 $T/$name.log
+}

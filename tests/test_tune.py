@@ -488,3 +488,15 @@ def test_ab_repeat_times_a_reduce_configuration(tmp_path, monkeypatch):
     assert len(rows) == 4 and all(x["status"] == "ok" for x in rows)
     assert {(p["BLOCK_G"], p["BLOCK_N"]) for p in seen} == {(2, 16), (reduce.BLOCK_G, 16)}
     assert tune._tuning.OVERRIDE == {}
+
+
+def test_device_round23c_script_on_cpu(tmp_path):
+    """Round 23's third call, tiny: device_start.sh's shared `ab` step runs each A/B comparison
+    into its own folder, every timing correct, the configurations in a rotated order."""
+    _device_script(tmp_path, "device_round23c.sh", SHAPE_4096="3x64", SHAPE_1024="3x32",
+                   ROUNDS="2")
+    with tarfile.open(tmp_path / "round23c.tgz") as tar:
+        for step, n in (("rms4096w", 3), ("rms1024", 4)):
+            rows = list(csv.DictReader(io.TextIOWrapper(tar.extractfile(f"t/{step}/ab.csv"))))
+            assert len(rows) == 2 * n and all(x["status"] == "ok" for x in rows), step
+            assert rows[0]["config"] == "{}" and rows[n]["config"] != "{}"
