@@ -439,7 +439,8 @@ def export(run_dir: Path = typer.Argument(..., help="a run directory"),
 
 
 def main():
-    from normbench.harness.interrupt import Interrupted, install, reraise_if_interrupted
+    from normbench.harness.interrupt import (Interrupted, exit_quietly, install,
+                                             reraise_if_interrupted)
     install()      # from the first moment: Ctrl-C or SIGTERM never leaves a traceback
     try:
         try:
@@ -458,4 +459,6 @@ def main():
     except Interrupted as e:   # before or after a sweep (a sweep handles its own)
         err.print(f"interrupted by {signal.Signals(e.signum).name}; nothing was being measured")
         sys.exit(128 + e.signum)
+    finally:
+        exit_quietly()     # and to the very end: a signal in an exit hook is no traceback
 

@@ -1,7 +1,9 @@
 """SIGINT/SIGTERM as an exception, so that a sweep stops between two stores, never mid-write."""
 from __future__ import annotations
 
+import os
 import signal
+import sys
 
 
 class Interrupted(BaseException):
@@ -62,3 +64,21 @@ def reraise_if_interrupted(e: BaseException) -> None:
     i = interruption(e)
     if i is not None:
         raise i
+
+
+def _exit_now(signum, frame):
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except Exception:
+            pass
+    os._exit(128 + signum)
+
+
+def exit_quietly() -> None:
+    """From here to the interpreter's end — its atexit hooks and finalizers, which a signal
+    handler that raises would interrupt with a traceback ("Exception ignored in …") — SIGINT
+    and SIGTERM end the process at once with 128 + the signal.  For the CLI once its command
+    is done: what it measured is stored by then."""
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, _exit_now)

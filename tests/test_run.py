@@ -338,3 +338,21 @@ def test_resume_without_the_device_compares_the_config_only():
     assert resume_mismatch(meta, sweep, device=False) == []
     assert resume_mismatch({**meta, "config_hash": "other"}, sweep, device=False)
     assert resume_mismatch(meta, sweep) != []       # here: CPU and the interpreter
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_in_an_exit_hook_is_an_exit_code_not_a_traceback(sig):
+    """Once the CLI's command is done (interrupt.exit_quietly, in cli.main's finally), SIGINT
+    or SIGTERM landing in an atexit hook or a finalizer — CI saw one land in weakref's exit
+    function after a sweep — ends the process with 128 + the signal and no traceback.
+    Without it the signal handler's exception is printed as "Exception ignored in …" with a
+    traceback."""
+    code = ("import atexit, os, signal, time\n"
+            "from normbench.harness import interrupt\n"
+            "interrupt.install()\n"
+            f"atexit.register(lambda: (os.kill(os.getpid(), {int(sig)}), time.sleep(2)))\n"
+            "interrupt.exit_quietly()\n")
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=ENV, capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 128 + sig, (p.returncode, p.stderr)
+    assert "Traceback" not in p.stderr
