@@ -1,7 +1,7 @@
 # Sourced by the device scripts (bench/device_tune.sh, device_session.sh, device_small.sh,
-# device_round22b.sh, device_round23*.sh) on the device, in every call.  The peers' wheels: quack's CUTLASS DSL runtime travels as a
-# .tar.xz in two parts, since a call carries at most 64 MiB.  A first call carries part one —
-# .peers-a/ as ../shared/tools/peer-wheels.sh makes it, or .peers-a1/ — and this file copies it
+# device_round22b.sh, device_round23*.sh) on the device, in every call.  The peers' wheels:
+# quack's CUTLASS DSL runtime travels as a .tar.xz in two parts, since a call carries at most
+# 64 MiB.  A first call carries part one — .peers-a/ as ../shared/tools/peer-wheels.sh makes it, or .peers-a1/ — and this file copies it
 # to /tmp; the next call on the same warm machine carries part two and the small wheels —
 # .peers-b/ (the tool's layout) or .peers-a2/ + .peers-b/ — and this file unpacks everything
 # into /tmp/site, which PYTHONPATH names.  Without them the peers are skipped with a note.
