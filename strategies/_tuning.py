@@ -25,7 +25,7 @@ CHUNK_D = 8192
 EXCHANGE_SPIN = 4
 
 # strategy name -> dict of forced parameters (block_r, num_warps, block_d, prefetch, reload,
-# num_stages, w_tile, col_split, exchange, spin, l2_ahead, pdl, interleave), for tuning.
+# num_stages, w_tile, col_split, exchange, spin, l2_ahead, pdl, interleave, balance), for tuning.
 OVERRIDE: dict[str, dict] = {}
 
 
@@ -55,7 +55,8 @@ def block_d(d: int) -> tuple[int, bool]:
 @dataclass(frozen=True)
 class Rule:
     """A strategy's launch rule: `params(d)` -> dict(block_d, one_chunk, block_r, num_warps,
-    num_stages, prefetch, reload, w_tile, col_split, exchange, spin, l2_ahead, pdl, interleave).
+    num_stages, prefetch, reload, w_tile, col_split, exchange, spin, l2_ahead, pdl, interleave,
+    balance).
     `row_loop`: its programs loop over a block of rows each (GROUPS programs), so the row-loop
     tuning candidates of bench/tune.py apply to it."""
     params: Callable[[int], dict]
@@ -66,7 +67,7 @@ class Rule:
 # loop's reload and w_tile at 16384), tuning the rest (OVERRIDE).
 _OPTIONS = MappingProxyType(dict(prefetch=False, reload=False, w_tile=False, col_split=1,
                                  exchange=False, spin=EXCHANGE_SPIN, l2_ahead=0, pdl=False,
-                                 interleave=False))
+                                 interleave=False, balance=False))
 
 
 def _one_row(d: int) -> dict:

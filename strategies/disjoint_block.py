@@ -23,6 +23,23 @@ from .rowgrad import (load_rows, prefetch_l2, row_coeffs, rowgrad_chunk, rowgrad
 
 
 @triton.jit
+def _tile_rows(r, stop, full, last, ROWS, BLOCK_R: tl.constexpr, INTERLEAVE: tl.constexpr):
+    """(rows, row_mask) of the tile at row r of a program's loop (rows before `stop`); with
+    INTERLEAVE = 2 a tile of the last round (r ≥ full) holds `last` rows at full + p·last
+    instead (p = (r − full) / BLOCK_R), those before ROWS."""
+    off = tl.arange(0, BLOCK_R)
+    if INTERLEAVE == 2:
+        tail = r >= full
+        base = tl.where(tail, full + (r - full) // BLOCK_R * last, r)
+        rows = base + off
+        row_mask = (off < tl.where(tail, last, BLOCK_R)) & (rows < ROWS)
+    else:
+        rows = r + off
+        row_mask = rows < stop
+    return rows, row_mask
+
+
+@triton.jit
 def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
                       stride_x, stride_dy, stride_dx, HAS_MEAN: tl.constexpr,
                       BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr,
@@ -42,7 +59,12 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
     round-robin instead: program p takes tiles p, p + P, p + 2P, … of all the rows (P
     programs), so the programs sweep the inputs side by side rather than each through its own
     block; still a fixed set of rows in a fixed order a program (deterministic), other sums
-    than the blocks'."""
+    than the blocks'.  INTERLEAVE = 2 (`balance` on) spreads the last, partial round of tiles
+    over the programs by rows: where ROWS leaves R rows after the last whole round of P tiles,
+    programs 0, 1, … take ⌈R/P⌉ rows each of them (a tile with its other rows masked off)
+    instead of BLOCK_R each — at RMS 16384 × 4096 (2 rows a tile, 132 programs) 16 programs
+    with one row instead of 8 with two, so the call waits for half a tile less.  Still a
+    fixed set of rows a program, in a fixed order: deterministic (its own bits)."""
     pid = tl.program_id(0)
     r0 = pid * ROWS_PER_PROG
     r_end = tl.minimum(r0 + ROWS_PER_PROG, ROWS)
@@ -51,10 +73,18 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
     start = r0
     stop = r_end
     step = BLOCK_R
+    full = stop         # rows before the balanced last round (INTERLEAVE = 2); all others
+    last = 1            # that round's rows a program
     if INTERLEAVE:
         start = pid * BLOCK_R
         stop = ROWS
         step = tl.num_programs(0) * BLOCK_R
+        if INTERLEAVE == 2:
+            full = ROWS // step * step
+            last = tl.maximum(tl.cdiv(ROWS - full, tl.num_programs(0)), 1)
+            # the loop runs over tiles as before; a tile of the last round at full + p·BLOCK_R
+            # stands for rows full + p·last … (_tile_rows), and only programs that have some
+            stop = full + tl.cdiv(ROWS - full, last) * BLOCK_R
     if ONE_CHUNK:
         cols = tl.arange(0, BLOCK_D)
         col_mask = cols < N
@@ -64,15 +94,14 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
         if PREFETCH:
             # register double buffering: the next tile's loads are issued before this tile's
             # reductions and stores, so the loads of one program never stop while it computes
-            rows = start + tl.arange(0, BLOCK_R)
-            row_mask = rows < stop
+            rows, row_mask = _tile_rows(start, stop, full, last, ROWS, BLOCK_R, INTERLEAVE)
             mask = row_mask[:, None] & col_mask[None, :]
             rows = rows.to(tl.int64)
             x, dy, mean, rstd = load_rows(X, DY, Mean, Rstd, rows, row_mask, cols, mask,
                                           stride_x, stride_dy, HAS_MEAN, "evict_first")
             for r in range(start, stop, step):
-                nrows = r + step + tl.arange(0, BLOCK_R)
-                nrow_mask = nrows < stop
+                nrows, nrow_mask = _tile_rows(r + step, stop, full, last, ROWS, BLOCK_R,
+                                              INTERLEAVE)
                 nmask = nrow_mask[:, None] & col_mask[None, :]
                 nrows = nrows.to(tl.int64)
                 nx, ndy, nmean, nrstd = load_rows(X, DY, Mean, Rstd, nrows, nrow_mask, cols,
@@ -85,14 +114,16 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
                     acc_b += tl.sum(gb, axis=0)
                 x, dy, mean, rstd, rows, mask = nx, ndy, nmean, nrstd, nrows, nmask
         else:
+            # (the L2 hint asks for the tiles' first rows as if whole: in the balanced last
+            # round other rows than the tile's — a hint, bounded by the rows that exist)
             for k in tl.static_range(1, L2_AHEAD):
-                prefetch_l2(X, DY, start + k * step, stop, N, stride_x, stride_dy, BLOCK_R)
+                prefetch_l2(X, DY, start + k * step, tl.minimum(stop, ROWS), N, stride_x,
+                            stride_dy, BLOCK_R)
             for r in tl.range(start, stop, step, num_stages=NUM_STAGES):
-                rows = r + tl.arange(0, BLOCK_R)
-                row_mask = rows < stop
+                rows, row_mask = _tile_rows(r, stop, full, last, ROWS, BLOCK_R, INTERLEAVE)
                 if L2_AHEAD > 0:
-                    prefetch_l2(X, DY, r + L2_AHEAD * step, stop, N, stride_x, stride_dy,
-                                BLOCK_R)
+                    prefetch_l2(X, DY, r + L2_AHEAD * step, tl.minimum(stop, ROWS), N, stride_x,
+                                stride_dy, BLOCK_R)
                 if RELOAD:
                     gw, gb = rowgrad_reload(X, DY, DX, W, Mean, Rstd, rows.to(tl.int64),
                                             row_mask, cols, col_mask, stride_x, stride_dy,
@@ -115,11 +146,11 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
             if HAS_MEAN:
                 tl.store(PB + out + cols, tl.zeros([BLOCK_D], dtype=tl.float32), mask=cols < N)
         for r in range(start, stop, step):
-            rows = r + tl.arange(0, BLOCK_R)
-            row_mask = rows < stop
+            rows, row_mask = _tile_rows(r, stop, full, last, ROWS, BLOCK_R, INTERLEAVE)
             rows = rows.to(tl.int64)
             if L2_AHEAD > 0:
-                prefetch_l2(X, DY, r + L2_AHEAD * step, stop, N, stride_x, stride_dy, BLOCK_R)
+                prefetch_l2(X, DY, r + L2_AHEAD * step, tl.minimum(stop, ROWS), N, stride_x,
+                            stride_dy, BLOCK_R)
             c1, c2 = row_coeffs(X, DY, W, Mean, Rstd, rows, row_mask, stride_x, stride_dy, N,
                                 HAS_MEAN, BLOCK_R, BLOCK_D)
             for c0 in range(0, N, BLOCK_D):
@@ -233,6 +264,9 @@ def launch_partials(kernel, c, groups: int, params, extra: tuple = (), extra_met
     if p["interleave"] and p["col_split"] > 1:
         raise ValueError("interleave deals out tiles of whole rows: it does not combine with "
                          "col_split (programs sharing rows)")
+    if p.get("balance") and not p["interleave"]:
+        raise ValueError("balance spreads the last round of tiles dealt round-robin: it needs "
+                         "interleave")
     pdl = _device.pdl_on(p, c.x.device) and "PDL" in kernel.arg_names
     rows_per_prog = _tuning.cdiv(c.rows, groups)
     xs = pw
@@ -249,7 +283,7 @@ def launch_partials(kernel, c, groups: int, params, extra: tuple = (), extra_met
                     PREFETCH=p["prefetch"], RELOAD=p["reload"], W_TILE=p["w_tile"],
                     COL_SPLIT=p["col_split"], EXCHANGE=p["exchange"], SPIN=p["spin"],
                     L2_AHEAD=0 if _device.interpreted() else p["l2_ahead"],
-                    INTERLEAVE=p["interleave"],
+                    INTERLEAVE=2 if p["interleave"] and p.get("balance") else p["interleave"],
                     num_warps=_tuning.row_loop_warps(p, c.has_mean, c.x.element_size()))
         if "PDL" in kernel.arg_names:       # the kernels a reduce follows (not the fused one)
             meta["PDL"] = pdl

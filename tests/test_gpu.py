@@ -375,7 +375,7 @@ def test_pdl_gives_the_same_bits(name, case, monkeypatch):
         same_bits(plain, out, (name, case, "graph"))
 
 
-@pytest.mark.parametrize("interleave", [True, False])
+@pytest.mark.parametrize("interleave", [True, False, "balance"])
 @pytest.mark.parametrize("name", ["disjoint_strided", "disjoint_block", "disjoint_fused"])
 @pytest.mark.parametrize("case", [("layernorm", 16384, 4096, "bf16", "bf16"),
                                   ("rmsnorm", 65536, 1024, "bf16", "fp32"),
@@ -385,9 +385,11 @@ def test_pdl_gives_the_same_bits(name, case, monkeypatch):
                                   ("layernorm", 77, 333, "fp16", "fp16")])
 def test_interleave_right_and_repeated(name, case, interleave, monkeypatch):
     """The row loop with its tiles dealt round-robin (`interleave`, disjoint_strided's rule)
-    and in blocks, whichever the rule picks: right against fp64 and the same bits 10 times
-    more, compiled and pipelined (the CPU tests check which rows each partial row holds)."""
+    and in blocks, whichever the rule picks, and round-robin with the last round spread by rows
+    (`balance`): right against fp64 and the same bits 10 times more, compiled and pipelined
+    (the CPU tests check which rows each partial row holds)."""
     norm, rows, d, dt, wd = case
-    monkeypatch.setitem(_tuning.OVERRIDE, name, {"interleave": interleave})
+    monkeypatch.setitem(_tuning.OVERRIDE, name, {"interleave": bool(interleave),
+                                                 "balance": interleave == "balance"})
     _right_and_repeated(strategies.get(name), make_inputs(norm, rows, d, dt, wd, seed=rows ^ d,
                                                           device="cuda"), dt, wd, (name, case))

@@ -168,6 +168,55 @@ def test_interleaved_row_loop(poisoned, monkeypatch, name, norm):
         assert torch.allclose(pw[p].double(), want, rtol=1e-5, atol=1e-5), p
 
 
+def balanced_rows(rows: int, groups: int, block_r: int, p: int) -> list[int]:
+    """The rows partial row p holds with `balance`: tiles p, p + G, … of the whole rounds,
+    then its ⌈R/G⌉ rows of the R left over."""
+    step = groups * block_r
+    full = rows // step * step
+    last = max(-(-(rows - full) // groups), 1)
+    return ([r for r in range(full) if (r // block_r) % groups == p]
+            + list(range(full + p * last, min(full + (p + 1) * last, rows))))
+
+
+@pytest.mark.parametrize("norm", NORMS)
+@pytest.mark.parametrize("name", ["disjoint_strided", "disjoint_block"])
+@pytest.mark.parametrize("rows,groups,block_r", [(16, 3, 4), (30, 2, 4), (17, 4, 4), (24, 3, 4),
+                                                 (13, 3, 2), (13, 4, 2), (5, 4, 2)])
+def test_balanced_last_round(poisoned, monkeypatch, name, norm, rows, groups, block_r):
+    """`balance`: the last, partial round of tiles dealt round-robin is spread over the
+    programs by rows (16 rows, 3 programs of 4-row tiles: programs 0 and 1 take rows 12-13 and
+    14-15, not program 0 all four; 13 rows, 4 programs of 2: 0-2 take 8-9, 10-11, 12 and 3
+    none) — right answers, the same bits again, and each partial row
+    holds exactly the rows the schedule gives it."""
+    from normbench.strategies import _launch
+    over = {"interleave": True, "balance": True, "block_r": block_r}
+    monkeypatch.setitem(_tuning.OVERRIDE, name, over)
+    check(name, norm, rows, 40, "bf16", groups=groups)
+    x, dy, w, mean, rstd = make_inputs(norm, rows, 48, "fp32", "fp32", seed=rows, device="cpu")
+    e = strategies.get(name)
+    first = e.backward(x, dy, w, mean, rstd, groups=groups)
+    same_bits(first, e.backward(x, dy, w, mean, rstd, groups=groups))
+    groups = e.effective_groups(rows, 48, groups)
+    pw, _ = _launch.scratch(groups, 48, norm == "layernorm", x.device)
+    held = []
+    for p in range(groups):
+        mine = balanced_rows(rows, groups, block_r, p)
+        held += mine
+        want = reference(x[mine], dy[mine], w, None if mean is None else mean[mine],
+                         rstd[mine])[1]
+        assert torch.allclose(pw[p].double(), want, rtol=1e-5, atol=1e-5), (p, mine)
+    assert sorted(held) == list(range(rows))
+
+
+def test_balance_needs_interleave(monkeypatch):
+    """balance reshapes the round-robin schedule's last round: without interleave it is an
+    error, not silently ignored."""
+    inputs = make_inputs("rmsnorm", 8, 64, "fp32", "fp32", seed=1, device="cpu")
+    monkeypatch.setitem(_tuning.OVERRIDE, "disjoint_block", {"balance": True})
+    with pytest.raises(ValueError, match="interleave"):
+        strategies.get("disjoint_block").backward(*inputs, groups=2)
+
+
 @pytest.mark.parametrize("norm", NORMS)
 def test_strided_rows_wider_than_one_block(poisoned, monkeypatch, norm):
     """disjoint_strided's tiles dealt round-robin in the loop over column chunks too (a row
