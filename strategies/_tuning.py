@@ -151,13 +151,16 @@ def params(name: str, d: int):
 def overridden(p, ov: dict, d: int) -> dict:
     """Launch parameters `p` (a rule's, at d) under the tuning override `ov`, with what the
     override implies: a col_split > 1 starts from split_params' parameters, a block_d decides
-    one_chunk, a num_warps holds for LayerNorm too (tuning through OVERRIDE and
+    one_chunk, a num_warps holds for LayerNorm too, an inflight for rows staged in two parts
+    too (tuning through OVERRIDE and
     bench/regs.py's --override both come here)."""
     if ov.get("col_split", 1) > 1:
         return {**split_params(d, ov["col_split"]), **ov}
     p = {**p, **ov}
     if "num_warps" in ov and "ln_warps" not in ov and p.get("ln_warps"):
         p["ln_warps"] = 0           # the warps asked for, in either norm
+    if "inflight" in ov and "split_inflight" not in ov and p.get("split_inflight"):
+        p["split_inflight"] = 0     # the bytes asked for, at rows of one part or two
     if "block_d" in ov:
         p["one_chunk"] = p["block_d"] >= d
     return p

@@ -89,13 +89,18 @@ def _rule(d: int) -> dict:
     its timings were readable (LN 8192 × 16384 bf16 231.4 against 233.4/233.5 µs), round 18
     0.3-2.8 % at 16 of 16 readable pairs with the rows dealt round-robin (fp32 LN 8192 ×
     16384 401.8 against 406.2); unmeasured at d ≤ 8192.  Off where the GPU cannot
-    (`_device.pdl_supported`: sm_90 on)."""
+    (`_device.pdl_supported`: sm_90 on).
+
+    split_inflight: `inflight` for a row staged in two parts (0: the same as one part's) —
+    this strategy's contiguous blocks keep 64 KB (round 24: 32 KB 3.4 % slower at RMS 8192 ×
+    12288 with an fp32 γ; round 21: 2-10 % slower in LayerNorm); disjoint_strided's rows dealt
+    round-robin take 32 KB (its rule)."""
     bd = _tuning.pow2(d)
     warps = max(4, min(16, bd // 256))
     return dict(block_d=bd, one_chunk=d <= _tuning.MAX_BLOCK_D, num_warps=warps,
                 wide_weight_warps=8 if bd > 8192 else warps,
                 ln_split_warps=8 if bd > 8192 else warps, num_stages=0, inflight=INFLIGHT,
-                split=bd > 8192, pdl=bd > 8192, interleave=False)
+                split_inflight=0, split=bd > 8192, pdl=bd > 8192, interleave=False)
 
 
 def _groups_rule(rows: int, d: int, sms: int, launch) -> int:
@@ -178,7 +183,9 @@ def launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=(), ln: bool
         return NOT_STAGED
     nw = warps(p, d, elem, w_elem, vec if ln else 0)
     bd, bd2 = parts(p, d, vec, nw)
-    st = stages({**p, "block_d": bd + bd2}, d, elem, w_elem, smem)
+    inflight = p.get("split_inflight") if bd2 else 0
+    st = stages({**p, "block_d": bd + bd2, "inflight": inflight or p["inflight"]}, d, elem,
+                w_elem, smem)
     return Launch(vec, st, nw, bd, bd2) if st else NOT_STAGED
 
 

@@ -24,7 +24,8 @@ Where a row is held, by width — the faster way measured for each:
     at RMSNorm's split rows of 12288 (7 %): there disjoint_smem is the faster strategy.  With
     every peer (results/h200-targets-widest, ac26d9c): 1.04–1.07× disjoint_smem at RMS 16384
     with 16-bit activations, 1.02–1.04× at every fp32 line; 0.93–0.97× it in LayerNorm with
-    16-bit activations, 0.84–0.93× at RMS 12288.
+    16-bit activations, 0.84–0.93× at RMS 12288.  Rows staged in two parts (12288, 10240)
+    keep 32 KB of x and dy in flight, not 64 (SPLIT_INFLIGHT: round 24, 1-3.5 % faster).
   * wider rows, or rows the staged kernel does not take: the row loop in column chunks, or
     read twice, its tiles dealt alike (not timed).
 """
@@ -61,13 +62,23 @@ def _loop_rule(d: int) -> dict:
     return {**p, "interleave": True, "staged": False, "pdl": True, "ln_warps": 8 if masked else 0}
 
 
+# Bytes of x and dy in flight for a row the staged kernel holds in two parts (12288 = 8192 +
+# 4096: two stages instead of disjoint_smem's three).  Tuning round 24 (H200,
+# docs/perf/tune-24/call2/; six rounds in turn on fresh inputs, bench/ab_repeat.py): LN 8192 ×
+# 12288 bf16/fp32 166.7 -> 162.4 µs, fp16/fp32 164.5 -> 162.5, bf16/bf16 163.6 -> 162.0,
+# 8192 × 10240 bf16/fp32 148.2 -> 143.0, RMS 8192 × 12288 bf16 163.0 -> 161.1 — faster in
+# every round at all five; RMS with an fp32 γ (this strategy's slow line there, 198 µs) 1 %.
+SPLIT_INFLIGHT = 32 * 1024
+
+
 def _rule(d: int) -> dict:
     """_loop_rule, or where disjoint_smem stages rows wider than 8192 here (`staged`):
-    disjoint_smem's rule with `interleave` on."""
+    disjoint_smem's rule with `interleave` on and SPLIT_INFLIGHT at rows of two parts."""
     sm = disjoint_smem._rule(d)
     if disjoint_smem._WHY or not sm["one_chunk"] or sm["block_d"] <= 8192:
         return _loop_rule(d)
-    return {**_loop_rule(d), **sm, "interleave": True, "staged": True}
+    return {**_loop_rule(d), **sm, "interleave": True, "staged": True,
+            "split_inflight": SPLIT_INFLIGHT}
 
 
 @register(NAME, kind="strategy", deterministic_by_design=True, uses_groups=True,

@@ -77,6 +77,28 @@ def test_a_layernorm_row_in_two_parts_takes_8_warps():
     assert smem.launch_meta(p, 12288, 2, 2, H200, ln=True).warps == 16
 
 
+def test_a_row_in_two_parts_takes_split_inflight():
+    """`split_inflight` sets the bytes in flight of a row staged in two parts (disjoint_strided's
+    rule: 32 KB, two stages of 12288 instead of three) and of no other row; disjoint_smem's 0
+    keeps `inflight`; a tuning override of `inflight` reaches two-part rows too."""
+    from normbench.strategies import _tuning, disjoint_strided
+
+    def stages(p, d, elem=2, w_elem=2, ln=True):
+        return smem.launch_meta(p, d, elem, w_elem, H200, ln=ln).stages
+    rule = smem._rule(12288)
+    strided = {**rule, "split_inflight": disjoint_strided.SPLIT_INFLIGHT}
+    for ln in (True, False):
+        assert stages(rule, 12288, ln=ln) == 3 and stages(strided, 12288, ln=ln) == 2, ln
+    assert stages(rule, 10240) == 3 and stages(strided, 10240) == 2   # 8192 + 2048 at LN's 8 warps
+    assert stages(rule, 10240, ln=False) == stages(strided, 10240, ln=False) == 2  # one part
+    assert stages(rule, 12288, 2, 4) == 3 and stages(strided, 12288, 2, 4) == 2
+    one = {**smem._rule(16384), "split_inflight": 1024}
+    assert stages(one, 16384) == stages(smem._rule(16384), 16384) == 2   # one part: inflight
+    over = _tuning.overridden(strided, {"inflight": 128 * 1024}, 12288)
+    assert over["split_inflight"] == 0 and stages(over, 12288) == 4
+    assert stages(_tuning.overridden(strided, {"split_inflight": 65536}, 12288), 12288) == 3
+
+
 def test_which_kernel_runs():
     """staged() -> its Launch (VEC first), or NOT_STAGED where disjoint_block's kernel runs: rows
     wider than 16384, bf16 rows of odd width, a tensor not 16-byte aligned in 16-bit types."""
