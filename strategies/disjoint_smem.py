@@ -91,10 +91,12 @@ def _rule(d: int) -> dict:
     16384 401.8 against 406.2); unmeasured at d ≤ 8192.  Off where the GPU cannot
     (`_device.pdl_supported`: sm_90 on).
 
-    split_inflight: `inflight` for a row staged in two parts (0: the same as one part's) —
-    this strategy's contiguous blocks keep 64 KB (round 24: 32 KB 3.4 % slower at RMS 8192 ×
-    12288 with an fp32 γ; round 21: 2-10 % slower in LayerNorm); disjoint_strided's rows dealt
-    round-robin take 32 KB (its rule)."""
+    split_inflight: `inflight` for a row staged in two parts (0: the same as one part's), but
+    in RMSNorm with a weight wider than the activations — this strategy's contiguous blocks
+    keep 64 KB (round 24: 32 KB 3.4 % slower at RMS 8192 × 12288 with an fp32 γ; round 21:
+    2-10 % slower in LayerNorm); disjoint_strided's rows dealt round-robin take 32 KB (its
+    rule), but not in RMSNorm with a wider weight (round 24: 16 % slower with fp16 x and an
+    fp32 γ, level with bf16 x)."""
     bd = _tuning.pow2(d)
     warps = max(4, min(16, bd // 256))
     return dict(block_d=bd, one_chunk=d <= _tuning.MAX_BLOCK_D, num_warps=warps,
@@ -183,7 +185,9 @@ def launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=(), ln: bool
         return NOT_STAGED
     nw = warps(p, d, elem, w_elem, vec if ln else 0)
     bd, bd2 = parts(p, d, vec, nw)
-    inflight = p.get("split_inflight") if bd2 else 0
+    # RMSNorm with a weight wider than its activations keeps `inflight` (round 24: 32 KB 16 %
+    # slower for disjoint_strided at RMS 8192 × 12288 fp16/fp32, level with bf16/fp32)
+    inflight = p.get("split_inflight") if bd2 and (ln or w_elem <= elem) else 0
     st = stages({**p, "block_d": bd + bd2, "inflight": inflight or p["inflight"]}, d, elem,
                 w_elem, smem)
     return Launch(vec, st, nw, bd, bd2) if st else NOT_STAGED

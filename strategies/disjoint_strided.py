@@ -68,6 +68,10 @@ def _loop_rule(d: int) -> dict:
 # 12288 bf16/fp32 166.7 -> 162.4 µs, fp16/fp32 164.5 -> 162.5, bf16/bf16 163.6 -> 162.0,
 # 8192 × 10240 bf16/fp32 148.2 -> 143.0, RMS 8192 × 12288 bf16 163.0 -> 161.1 — faster in
 # every round at all five; RMS with an fp32 γ (this strategy's slow line there, 198 µs) 1 %.
+# The third call (docs/perf/tune-24/call3/): LN fp16/fp16 level, LN 4096 × 12288 bf16/fp32
+# 95.5 -> 92.4, LN 8192 × 11264 bf16 158.2 -> 154.6, RMS 4096 × 12288 bf16 faster where
+# readable (89-91 against 90-151) — but RMS fp16 with an fp32 γ 181.0 -> 209.1: RMSNorm with
+# a weight wider than the activations keeps 64 KB (disjoint_smem.launch_meta).
 SPLIT_INFLIGHT = 32 * 1024
 
 

@@ -79,8 +79,9 @@ def test_a_layernorm_row_in_two_parts_takes_8_warps():
 
 def test_a_row_in_two_parts_takes_split_inflight():
     """`split_inflight` sets the bytes in flight of a row staged in two parts (disjoint_strided's
-    rule: 32 KB, two stages of 12288 instead of three) and of no other row; disjoint_smem's 0
-    keeps `inflight`; a tuning override of `inflight` reaches two-part rows too."""
+    rule: 32 KB, two stages of 12288 instead of three) and of no other row, but in RMSNorm with
+    a weight wider than the activations (round 24: 16 % slower there); disjoint_smem's 0 keeps
+    `inflight`; a tuning override of `inflight` reaches two-part rows too."""
     from normbench.strategies import _tuning, disjoint_strided
 
     def stages(p, d, elem=2, w_elem=2, ln=True):
@@ -92,6 +93,8 @@ def test_a_row_in_two_parts_takes_split_inflight():
     assert stages(rule, 10240) == 3 and stages(strided, 10240) == 2   # 8192 + 2048 at LN's 8 warps
     assert stages(rule, 10240, ln=False) == stages(strided, 10240, ln=False) == 2  # one part
     assert stages(rule, 12288, 2, 4) == 3 and stages(strided, 12288, 2, 4) == 2
+    assert stages(strided, 12288, 2, 4, ln=False) == 3      # RMSNorm with a wider γ: 64 KB
+    assert stages(strided, 12288, 4, 4, ln=False) == stages(rule, 12288, 4, 4, ln=False)
     one = {**smem._rule(16384), "split_inflight": 1024}
     assert stages(one, 16384) == stages(smem._rule(16384), 16384) == 2   # one part: inflight
     over = _tuning.overridden(strided, {"inflight": 128 * 1024}, 12288)
