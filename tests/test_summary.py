@@ -100,8 +100,10 @@ def _readme_tables() -> list[list[str]]:
                                    (9, "h200-targets-narrow-ln-3072-peers"),
                                    (10, "h200-targets-narrow-rms-a61b342"),
                                    (11, "h200-targets-narrow-rms-8192"),
-                                   (12, "h200-targets-bf16"),
-                                   (13, "h200-targets-fp-wide"), (14, "h200-peers")])
+                                   (12, "h200-targets-widest-rms-4096"),
+                                   (13, "h200-targets-widest-12288-63cd8b2"),
+                                   (14, "h200-targets-bf16"),
+                                   (15, "h200-targets-fp-wide"), (16, "h200-peers")])
 def test_markdown_table_reproduces_the_readme(k, run):
     """README's results tables are `report --markdown-table` of their runs, line for line
     (both weight dtypes, in run order)."""
