@@ -159,8 +159,9 @@ def overridden(p, ov: dict, d: int) -> dict:
     p = {**p, **ov}
     if "num_warps" in ov and "ln_warps" not in ov and p.get("ln_warps"):
         p["ln_warps"] = 0           # the warps asked for, in either norm
-    if "inflight" in ov and "split_inflight" not in ov and p.get("split_inflight"):
-        p["split_inflight"] = 0     # the bytes asked for, at rows of one part or two
+    for k in ("split_inflight", "ln_inflight"):
+        if "inflight" in ov and k not in ov and p.get(k):
+            p[k] = 0                # the bytes asked for, at every row and in either norm
     if "block_d" in ov:
         p["one_chunk"] = p["block_d"] >= d
     return p

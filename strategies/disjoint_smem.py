@@ -49,6 +49,13 @@ NAME = "disjoint_smem"
 # (where it decides 3-8 stages) not yet measured.
 INFLIGHT = 64 * 1024
 MAX_STAGES = 8
+# Bytes in flight for a LayerNorm row of one 16384-column block with a weight of the
+# activations' 16-bit width (`ln_inflight`): three stages of x and dy (192 KB, with γ's 32 KB
+# still within an H200's 227 KB) instead of two.  Tuning round 24 (H200, docs/perf/tune-24/
+# call4/; six rounds in turn on fresh inputs, bench/ab_repeat.py): LN 8192 × 16384 bf16 231.5
+# -> 225.7 µs (faster in all six rounds), 4096 × 16384 127.1 -> 125.9; round 14 had RMSNorm
+# 1-1.5 % slower with it, so RMSNorm keeps INFLIGHT.
+LN_INFLIGHT = 128 * 1024
 # The narrowest block staged: from 1024 columns the rule's warps · 32 lanes · a copy of up to
 # 16 bytes never outgrow a row (4 warps of 8 bf16 = 1024), and that is what the GPU tests and
 # runs have covered; narrower rows run disjoint_block's kernel (which holds several rows a
@@ -96,13 +103,19 @@ def _rule(d: int) -> dict:
     keep 64 KB (round 24: 32 KB 3.4 % slower at RMS 8192 × 12288 with an fp32 γ; round 21:
     2-10 % slower in LayerNorm); disjoint_strided's rows dealt round-robin take 32 KB (its
     rule), but not in RMSNorm with a wider weight (round 24: 16 % slower with fp16 x and an
-    fp32 γ, level with bf16 x)."""
+    fp32 γ, level with bf16 x).
+
+    ln_inflight: `inflight` for a LayerNorm row of one block with a weight of the activations'
+    width — LN_INFLIGHT at blocks of 16384 (round 24: 2.5 % faster at 8192 × 16384 bf16), 0
+    (= inflight) elsewhere; disjoint_strided's rule sets 0 (its rows dealt round-robin were
+    not timed with it, and wanted fewer bytes in flight at two-part rows)."""
     bd = _tuning.pow2(d)
     warps = max(4, min(16, bd // 256))
     return dict(block_d=bd, one_chunk=d <= _tuning.MAX_BLOCK_D, num_warps=warps,
                 wide_weight_warps=8 if bd > 8192 else warps,
                 ln_split_warps=8 if bd > 8192 else warps, num_stages=0, inflight=INFLIGHT,
-                split_inflight=0, split=bd > 8192, pdl=bd > 8192, interleave=False)
+                split_inflight=0, ln_inflight=LN_INFLIGHT if bd == 16384 else 0,
+                split=bd > 8192, pdl=bd > 8192, interleave=False)
 
 
 def _groups_rule(rows: int, d: int, sms: int, launch) -> int:
@@ -188,6 +201,8 @@ def launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=(), ln: bool
     # RMSNorm with a weight wider than its activations keeps `inflight` (round 24: 32 KB 16 %
     # slower for disjoint_strided at RMS 8192 × 12288 fp16/fp32, level with bf16/fp32)
     inflight = p.get("split_inflight") if bd2 and (ln or w_elem <= elem) else 0
+    if ln and not bd2 and w_elem == elem:
+        inflight = p.get("ln_inflight") or inflight
     st = stages({**p, "block_d": bd + bd2, "inflight": inflight or p["inflight"]}, d, elem,
                 w_elem, smem)
     return Launch(vec, st, nw, bd, bd2) if st else NOT_STAGED

@@ -77,12 +77,13 @@ SPLIT_INFLIGHT = 32 * 1024
 
 def _rule(d: int) -> dict:
     """_loop_rule, or where disjoint_smem stages rows wider than 8192 here (`staged`):
-    disjoint_smem's rule with `interleave` on and SPLIT_INFLIGHT at rows of two parts."""
+    disjoint_smem's rule with `interleave` on and SPLIT_INFLIGHT at rows of two parts, but not
+    its `ln_inflight` (128 KB at LayerNorm's rows of 16384: timed for contiguous blocks only)."""
     sm = disjoint_smem._rule(d)
     if disjoint_smem._WHY or not sm["one_chunk"] or sm["block_d"] <= 8192:
         return _loop_rule(d)
     return {**_loop_rule(d), **sm, "interleave": True, "staged": True,
-            "split_inflight": SPLIT_INFLIGHT}
+            "split_inflight": SPLIT_INFLIGHT, "ln_inflight": 0}
 
 
 @register(NAME, kind="strategy", deterministic_by_design=True, uses_groups=True,

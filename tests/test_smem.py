@@ -96,10 +96,35 @@ def test_a_row_in_two_parts_takes_split_inflight():
     assert stages(strided, 12288, 2, 4, ln=False) == 3      # RMSNorm with a wider γ: 64 KB
     assert stages(strided, 12288, 4, 4, ln=False) == stages(rule, 12288, 4, 4, ln=False)
     one = {**smem._rule(16384), "split_inflight": 1024}
-    assert stages(one, 16384) == stages(smem._rule(16384), 16384) == 2   # one part: inflight
+    assert stages(one, 16384, ln=False) == stages(smem._rule(16384), 16384, ln=False) == 2
     over = _tuning.overridden(strided, {"inflight": 128 * 1024}, 12288)
     assert over["split_inflight"] == 0 and stages(over, 12288) == 4
     assert stages(_tuning.overridden(strided, {"split_inflight": 65536}, 12288), 12288) == 3
+
+
+def test_a_layernorm_row_of_16384_takes_ln_inflight(monkeypatch):
+    """`ln_inflight` (round 24): a LayerNorm row of one 16384-column block with a weight of
+    the activations' 16-bit width keeps 128 KB in flight — three stages, which fit an H200
+    beside γ — in disjoint_smem's rule; RMSNorm, a wider weight, fp32 rows, narrower blocks
+    and disjoint_strided's rule keep the two stages of `inflight`; an `inflight` override
+    holds in LayerNorm too."""
+    from normbench.strategies import _tuning, disjoint_strided
+
+    def stages(p, d, elem=2, w_elem=2, ln=True):
+        return smem.launch_meta(p, d, elem, w_elem, H200, ln=ln).stages
+    rule = smem._rule(16384)
+    assert stages(rule, 16384) == 3 and stages(rule, 14336) == 3 and stages(rule, 9000) == 3
+    assert stages(rule, 16384, ln=False) == 2
+    assert stages(rule, 16384, 2, 4) == 2                     # fp32 γ: three would not fit
+    assert stages(rule, 16384, 4, 4) == 1
+    assert stages(smem._rule(8192), 8192) == stages(smem._rule(8192), 8192, ln=False) == 3
+    assert stages(rule, 12288) == 3                            # two parts: split_inflight's
+    assert smem.launch_meta(rule, 16384, 2, 2, 200 * 1024, ln=True).stages == 2  # less smem
+    monkeypatch.setattr(smem, "_WHY", "")                     # its staged rule, on CPU too
+    strided = disjoint_strided._rule(16384)
+    assert strided["ln_inflight"] == 0 and stages({**rule, **strided}, 16384) == 2
+    over = _tuning.overridden(rule, {"inflight": 65536}, 16384)
+    assert over["ln_inflight"] == 0 and stages(over, 16384) == 2
 
 
 def test_which_kernel_runs():
@@ -189,8 +214,8 @@ def test_the_staged_kernel_reads_shared_memory_twice_without_spilling():
     4 16-byte loads of each a thread, so 24 in all: were the barrier between the passes lost,
     the compiler would merge them into 12 and spill — and nothing spills, LayerNorm or
     RMSNorm; with an fp32 γ at 8 warps (twice the columns a thread) neither."""
-    for norm in ("layernorm", "rmsnorm"):
-        r = regs("--d", "16384", "--norm", norm)
+    for norm, over in (("layernorm", '{"ln_inflight": 0}'), ("rmsnorm", "{}")):
+        r = regs("--d", "16384", "--norm", norm, "--override", over)
         assert r["num_warps"] == 16 and r["num_stages"] == 2, r
         assert r["stack"] == 0 and r["stl"] == 0 and r["ldgsts"] > 0, r
         assert r["lds128"] == 24, r
@@ -198,8 +223,20 @@ def test_the_staged_kernel_reads_shared_memory_twice_without_spilling():
     r = regs("--d", "16384", "--weight-dtype", "fp32")
     assert r["num_warps"] == 8 and r["stack"] == 0 and r["lds128"] == 64, r
     # the rows dealt round-robin (`interleave`): the same stages and reads, no spill
-    r = regs("--d", "16384", "--override", '{"interleave": true}')
+    r = regs("--d", "16384", "--override", '{"interleave": true, "ln_inflight": 0}')
     assert r["num_stages"] == 2 and r["stack"] == 0 and r["lds128"] == 24, r
+
+
+def test_a_layernorm_row_of_16384_in_three_stages_fits_and_reads_twice():
+    """The rule's LayerNorm at 16384 (`ln_inflight`, round 24): three 64 KB stages and γ fit an
+    H200's 227 KB a program, each pass still reads shared memory apart (24 16-byte loads a
+    thread); the third stage costs registers — compiled here (Triton 3.9, sm_90) 128, the most
+    16 warps have, and 8 bytes of stack (one spilled store), against 102 and none at two
+    stages.  Round 24 timed it on the device's Triton 3.6: 2.5 % faster all the same."""
+    r = regs("--d", "16384", "--norm", "layernorm")
+    assert r["num_warps"] == 16 and r["num_stages"] == 3, r
+    assert 3 * 65536 + 32768 <= r["dynamic"] <= 227 * 1024, r
+    assert r["lds128"] == 24 and r["stack"] <= 8 and r["stl"] <= 1, r
 
 
 def test_regs_says_where_the_kernel_does_not_stage():
