@@ -109,9 +109,11 @@ def compile_kernel(name: str, d: int, norm: str, dtype: str, weight_dtype: str =
         return compile_smem(d, norm, dtype, weight_dtype, override)
     rule = strategies.get(name).params(d)
     if rule.get("staged"):
-        # disjoint_strided above 8192: disjoint_smem's kernel at its rule, rows round-robin
-        return compile_smem(d, norm, dtype, weight_dtype,
-                            {"interleave": rule["interleave"], **(override or {})})
+        # disjoint_strided above 8192: disjoint_smem's kernel at the staged parameters of its
+        # own rule (rows round-robin, its bytes in flight), the override over them
+        from normbench.strategies import disjoint_smem
+        own = {k: rule[k] for k in disjoint_smem._rule(d) if k in rule}
+        return compile_smem(d, norm, dtype, weight_dtype, {**own, **(override or {})})
     kernel = kernel_of(name)
     p = _tuning.overridden(strategies.get(name).params(d), override or {}, d)
     # the warps the launch takes (disjoint_strided: LayerNorm's own at some widths)

@@ -104,14 +104,18 @@ def test_the_reduce_waits_for_the_kernel_before_it_only_with_pdl():
 
 def test_strided_compiles_the_kernel_its_rule_runs_at_each_width():
     """regs.py compiles what an H200 runs: disjoint_strided's row loop (disjoint_block's kernel,
-    imported) up to 8192 and disjoint_smem's staged kernel above — two stages of 16384 in
-    shared memory, read twice from there (24 16-byte loads), no spill — and rows in chunks past
-    16384."""
+    imported) up to 8192 and disjoint_smem's staged kernel above at its own rule's stages —
+    two of 16384 in shared memory (disjoint_smem's LayerNorm takes three), read twice from
+    there (24 16-byte loads), no spill; two of 12288 (disjoint_smem three) — and rows in chunks
+    past 16384."""
     loop = regs("--name", "disjoint_strided", "--d", "4096")
     assert loop["num_stages"] == 3 and loop["block_d"] == 4096 and loop["stack"] == 0, loop
     staged = regs("--name", "disjoint_strided", "--d", "16384")
     assert staged["lds128"] == 24 and staged["num_stages"] == 2 and staged["stack"] == 0, staged
     assert staged["dynamic"] >= 2 * 65536, staged
+    # its own rule's bytes in flight: two stages of 12288 (split_inflight), not disjoint_smem's 3
+    assert regs("--name", "disjoint_strided", "--d", "12288")["num_stages"] == 2
+    assert regs("--name", "disjoint_smem", "--d", "12288")["num_stages"] == 3
     chunks = regs("--name", "disjoint_strided", "--d", "32768")
     assert chunks["block_d"] == 8192 and chunks["dynamic"] < 65536, chunks   # nothing staged
 
