@@ -12,8 +12,8 @@ TORCH_INDEX ?=
 run: install                 ## the main job: configs/default.yaml on a GPU, configs/cpu.yaml without
 	$(PY) run_bench.py
 
-test: install-test           ## the test suite (CPU; GPU tests are skipped without a GPU)
-	$(PY) -m pytest
+test: install-test           ## the test suite (CPU; GPU tests are skipped without a GPU), a worker a core
+	$(PY) -m pytest -n auto
 
 torch:
 	@if $(PY) -c 'import torch' 2>/dev/null; then \
