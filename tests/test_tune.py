@@ -500,3 +500,19 @@ def test_device_round23c_script_on_cpu(tmp_path):
             rows = list(csv.DictReader(io.TextIOWrapper(tar.extractfile(f"t/{step}/ab.csv"))))
             assert len(rows) == 2 * n and all(x["status"] == "ok" for x in rows), step
             assert rows[0]["config"] == "{}" and rows[n]["config"] != "{}"
+
+
+def test_device_round24_script_on_cpu(tmp_path):
+    """Round 24's first call, tiny (17 rows: tiles of 4 over the interpreter's programs leave a
+    partial last round for `balance` to spread): every A/B step lands in its folder with every
+    timing correct, `balance` among the configurations timed, and the GPU-test step's log."""
+    _device_script(tmp_path, "device_round24.sh", SHAPE_4096="17x64", SHAPE_1024="17x32",
+                   SHAPES_FP32="17x64", SHAPE_3072="17x48", ROUNDS="1", G_S="30")
+    steps = ("rms4096", "rms4096w", "ln4096", "rms1024", "rms1024w", "ln1024", "rmsfp32",
+             "rms3072")
+    with tarfile.open(tmp_path / "round24.tgz") as tar:
+        for step in steps:
+            rows = list(csv.DictReader(io.TextIOWrapper(tar.extractfile(f"t/{step}/ab.csv"))))
+            assert rows and all(x["status"] == "ok" for x in rows), step
+            assert any("balance" in x["config"] for x in rows), step
+        assert "gpu-tests.log" in {os.path.basename(n) for n in tar.getnames()}
