@@ -72,6 +72,10 @@ def main(argv=None) -> int:
     wd = args.dtype if args.weight_dtype == "same" else args.weight_dtype
     gpu = args.device == "cuda"
     e = strategies.get(args.name)
+    if not e.available:     # nothing to time here: say why in one line
+        print(f"ab_repeat: {args.name} is not available on this machine: {e.reason}",
+              file=sys.stderr)
+        return 2
     copy = timing.copy_ceiling_gbps(args.device, gpu)
     os.makedirs(args.out, exist_ok=True)
     rows_out = []

@@ -516,3 +516,19 @@ def test_device_round24_script_on_cpu(tmp_path):
             assert rows and all(x["status"] == "ok" for x in rows), step
             assert any("balance" in x["config"] for x in rows), step
         assert "gpu-tests.log" in {os.path.basename(n) for n in tar.getnames()}
+
+
+def test_device_round25_script_on_cpu(tmp_path):
+    """Round 25's first call, tiny: each of disjoint_strided's A/B steps lands in its folder
+    with both configurations timed and correct; disjoint_smem's step, which needs a GPU, says
+    why in one line (no traceback); and the GPU-test step's log is there."""
+    _device_script(tmp_path, "device_round25.sh", SHAPE_16384="9x64", SHAPE_16384S="5x64",
+                   ROUNDS="1", G_S="30", K="nothing_selected")
+    with tarfile.open(tmp_path / "round25.tgz") as tar:
+        for step in ("ln16384", "ln16384s"):
+            rows = list(csv.DictReader(io.TextIOWrapper(tar.extractfile(f"t/{step}/ab.csv"))))
+            assert len({x["config"] for x in rows}) == 2, step
+            assert all(x["status"] == "ok" for x in rows), step
+        log = tar.extractfile("t/rms16384s.log").read().decode()
+        assert "disjoint_smem is not available" in log and "Traceback" not in log
+        assert "gpu-tests.log" in {os.path.basename(n) for n in tar.getnames()}
