@@ -11,6 +11,7 @@
 # environment.
 . bench/device_start.sh
 : ${A_S:=60}     # each A/B step's time limit, s
+. bench/peers_env.sh     # .pyd/: pydantic, which the harness needs and the device lacks
 S='{"split_inflight": 131072}'
 S12=${SHAPE_12288:-8192x12288}; S10=${SHAPE_10240:-8192x10240}
 export AB_NAME=disjoint_smem
