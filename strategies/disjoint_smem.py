@@ -107,8 +107,10 @@ def _rule(d: int) -> dict:
 
     ln_inflight: `inflight` for a LayerNorm row of one block with a weight of the activations'
     width — LN_INFLIGHT at blocks of 16384 (round 24: 2.5 % faster at 8192 × 16384 bf16), 0
-    (= inflight) elsewhere; disjoint_strided's rule sets 0 (its rows dealt round-robin were
-    not timed with it, and wanted fewer bytes in flight at two-part rows)."""
+    (= inflight) elsewhere; disjoint_strided's rule takes it too (round 25: 3.1 % faster at
+    8192 × 16384 with its rows dealt round-robin, 2.8 % at 4096 × 16384).  Round 25 timed
+    128 KB at two-part rows too (`split_inflight`, four stages at 12288 with a 16-bit γ): level
+    in RMSNorm at 12288 and 10240, 0.7 and 3.7 % slower in LayerNorm — not adopted."""
     bd = _tuning.pow2(d)
     warps = max(4, min(16, bd // 256))
     return dict(block_d=bd, one_chunk=d <= _tuning.MAX_BLOCK_D, num_warps=warps,

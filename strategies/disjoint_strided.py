@@ -73,17 +73,22 @@ def _loop_rule(d: int) -> dict:
 # readable (89-91 against 90-151) — but RMS fp16 with an fp32 γ 181.0 -> 209.1: RMSNorm with
 # a weight wider than the activations keeps 64 KB (disjoint_smem.launch_meta).
 SPLIT_INFLIGHT = 32 * 1024
+# LayerNorm's rows of one 16384-column block with a 16-bit γ take disjoint_smem's
+# `ln_inflight` (128 KB: three stages) here too — tuning round 25 (H200, docs/perf/tune-25/
+# call1/; six rounds in turn on fresh inputs): LN 8192 × 16384 bf16 233.1 -> 225.9 µs, 4096 ×
+# 16384 130.9 -> 127.3, faster in every round at both (the contiguous blocks' round 24: 2.5 and
+# 0.9 %).
 
 
 def _rule(d: int) -> dict:
     """_loop_rule, or where disjoint_smem stages rows wider than 8192 here (`staged`):
-    disjoint_smem's rule with `interleave` on and SPLIT_INFLIGHT at rows of two parts, but not
-    its `ln_inflight` (128 KB at LayerNorm's rows of 16384: timed for contiguous blocks only)."""
+    disjoint_smem's rule with `interleave` on and SPLIT_INFLIGHT at rows of two parts (its
+    `ln_inflight` as it is: 128 KB at LayerNorm's rows of 16384, round 25)."""
     sm = disjoint_smem._rule(d)
     if disjoint_smem._WHY or not sm["one_chunk"] or sm["block_d"] <= 8192:
         return _loop_rule(d)
     return {**_loop_rule(d), **sm, "interleave": True, "staged": True,
-            "split_inflight": SPLIT_INFLIGHT, "ln_inflight": 0}
+            "split_inflight": SPLIT_INFLIGHT}
 
 
 @register(NAME, kind="strategy", deterministic_by_design=True, uses_groups=True,

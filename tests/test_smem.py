@@ -105,9 +105,9 @@ def test_a_row_in_two_parts_takes_split_inflight():
 def test_a_layernorm_row_of_16384_takes_ln_inflight(monkeypatch):
     """`ln_inflight` (round 24): a LayerNorm row of one 16384-column block with a weight of
     the activations' 16-bit width keeps 128 KB in flight — three stages, which fit an H200
-    beside γ — in disjoint_smem's rule; RMSNorm, a wider weight, fp32 rows, narrower blocks
-    and disjoint_strided's rule keep the two stages of `inflight`; an `inflight` override
-    holds in LayerNorm too."""
+    beside γ — in disjoint_smem's rule and disjoint_strided's (round 25); RMSNorm, a wider
+    weight, fp32 rows and narrower blocks keep the two stages of `inflight`; an `inflight`
+    override holds in LayerNorm too."""
     from normbench.strategies import _tuning, disjoint_strided
 
     def stages(p, d, elem=2, w_elem=2, ln=True):
@@ -122,7 +122,8 @@ def test_a_layernorm_row_of_16384_takes_ln_inflight(monkeypatch):
     assert smem.launch_meta(rule, 16384, 2, 2, 200 * 1024, ln=True).stages == 2  # less smem
     monkeypatch.setattr(smem, "_WHY", "")                     # its staged rule, on CPU too
     strided = disjoint_strided._rule(16384)
-    assert strided["ln_inflight"] == 0 and stages({**rule, **strided}, 16384) == 2
+    assert strided["ln_inflight"] == smem.LN_INFLIGHT and stages(strided, 16384) == 3
+    assert stages(strided, 16384, ln=False) == 2 and stages(strided, 16384, 2, 4) == 2
     over = _tuning.overridden(rule, {"inflight": 65536}, 16384)
     assert over["ln_inflight"] == 0 and stages(over, 16384) == 2
 
