@@ -102,8 +102,11 @@ def _readme_tables() -> list[list[str]]:
                                    (11, "h200-targets-narrow-rms-8192"),
                                    (12, "h200-targets-widest-rms-4096"),
                                    (13, "h200-targets-widest-12288-63cd8b2"),
-                                   (14, "h200-targets-bf16"),
-                                   (15, "h200-targets-fp-wide"), (16, "h200-peers")])
+                                   (14, "h200-targets-widest-16384-ln-608c60e"),
+                                   (15, "h200-targets-widest-16384-rms-608c60e"),
+                                   (16, "h200-targets-widest-16384-ln-0cfdd30"),
+                                   (17, "h200-targets-bf16"),
+                                   (18, "h200-targets-fp-wide"), (19, "h200-peers")])
 def test_markdown_table_reproduces_the_readme(k, run):
     """README's results tables are `report --markdown-table` of their runs, line for line
     (both weight dtypes, in run order)."""
