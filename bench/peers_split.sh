@@ -18,7 +18,13 @@ split -n "$n" -d -a 3 "$tmp/runtime.tar.xz" "$tmp/piece."
 k=1
 for p in "$tmp"/piece.*; do mv "$p" ".pk$k/piece-$k-of-$n"; k=$((k + 1)); done
 rm -rf "$tmp"
-for w in $(ls -S .peers-a/*.whl .peers-b/*.whl); do
+# pydantic and what it needs go with the first piece, so that a first call carrying .pk1/
+# alone (no .pyd/ beside it: the tree leaves no room) can run the harness and its GPU tests
+for w in $(ls -S .peers-a/*.whl .peers-b/*.whl 2>/dev/null); do
+  case "$(basename "$w")" in
+    pydantic-*|pydantic_core-*|annotated_types-*|typing_extensions-*|typing_inspection-*)
+      cp "$w" .pk1/; continue ;;
+  esac
   light=$(for k in $(seq 1 "$n"); do echo "$(du -sb ".pk$k" | cut -f1) $k"; done | sort -n | head -1 | cut -d' ' -f2)
   cp "$w" ".pk$light/"
 done

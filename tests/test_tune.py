@@ -532,3 +532,39 @@ def test_device_round25_script_on_cpu(tmp_path):
         log = tar.extractfile("t/rms16384s.log").read().decode()
         assert "disjoint_smem is not available" in log and "Traceback" not in log
         assert "gpu-tests.log" in {os.path.basename(n) for n in tar.getnames()}
+
+
+def test_device_tree_hides_the_reports_from_commit_a(tmp_path):
+    """bench/device_tree.sh in a scratch repository: `hide` takes the tracked reports and
+    plots out of the tree (into its tarball) so that `git commit -a` finds nothing to record,
+    `restore` brings them back byte for byte with git seeing no change; a second `hide` before
+    a `restore` is refused (exit 2: it would overwrite the tarball)."""
+    repo = tmp_path / "repo"
+    (repo / "results" / "run" / "plots").mkdir(parents=True)
+    files = {"results/run/report.html": "<html>", "results/run/plots/a.png": "png",
+             "results/run/records.csv": "a,b\n"}
+    for name, text in files.items():
+        (repo / name).write_text(text)
+    env = {**os.environ, "NB_HIDE": str(tmp_path / "reports.tar"), "GIT_AUTHOR_NAME": "t",
+           "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+
+    def run(*cmd, check=True):
+        r = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True)
+        assert not check or r.returncode == 0, r.stderr
+        return r
+    run("git", "init", "-q")
+    run("git", "add", ".")
+    run("git", "commit", "-qm", "start")
+    script = os.path.join(ROOT, "bench", "device_tree.sh")
+    run("bash", script, "hide")
+    assert not (repo / "results/run/report.html").exists()
+    assert not (repo / "results/run/plots/a.png").exists()
+    assert (repo / "results/run/records.csv").exists()
+    assert run("git", "commit", "-am", "nothing", check=False).returncode != 0
+    assert sum(x.startswith("h ") for x in run("git", "ls-files", "-v").stdout.splitlines()) == 2
+    assert run("bash", script, "hide", check=False).returncode == 2
+    run("bash", script, "restore")
+    for name, text in files.items():
+        assert (repo / name).read_text() == text
+    assert run("git", "status", "--porcelain").stdout == ""
+    assert all(x.startswith("H ") for x in run("git", "ls-files", "-v").stdout.splitlines())
