@@ -18,10 +18,15 @@ a peer's call time inflated by a burst of host time cannot meet it for us.  The 
 * bf16 and fp16 activations: ≥ 1.10× faster than the fastest peer, and ≥ 88 % of the copy
   ceiling for RMSNorm, ≥ 85 % for LayerNorm;
 * fp32 activations (fp32 weights): ≥ 80 % of the copy ceiling and at least as fast as every
-  peer.
+  peer;
+* (target 3) a width that is not a power of two within 5 % of the ceiling fraction of the
+  nearest power of two: each such line's % of copy against the line of the same norm and
+  dtype mix at the power of two nearest in log2 (3072 → 4096, 7168 → 8192, 12288 → 16384:
+  1.5 × 2^k is nearer 2^(k+1)), with the same rows where the table has them, else the nearest rows × d — each
+  fraction from its own line's run (so two runs, two days, where the lines came from two).
 
 Prints a markdown table (one line per norm × shape × dtype mix, the run it came from) and
-the count met.  Exit status 0 whatever the outcome: this reads, it gates nothing.
+the count met, then target 3's lines and their count.  Exit status 0 whatever the outcome: this reads, it gates nothing.
 """
 from __future__ import annotations
 
@@ -135,6 +140,49 @@ def markdown(df: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def pow2_gaps(df: pd.DataFrame) -> pd.DataFrame:
+    """Target 3: each line at a width not a power of two against the line at the nearest power
+    of two (in log2) of the same norm and dtype mix — the same rows where there
+    is one, else the nearest rows × d.  `gap` is the relative shortfall of the fraction
+    (1 − pct / pct at the power of two; negative: ahead), met where it is at most 5 %."""
+    out = []
+    if df.empty:
+        return pd.DataFrame(out)
+    for _, r in df.iterrows():
+        d = int(r["d"])
+        if d & (d - 1) == 0:
+            continue
+        ref_d = 1 << int(np.floor(np.log2(d) + 0.5))
+        same = df[(df["norm"] == r["norm"]) & (df["dtype"] == r["dtype"]) & (df["d"] == ref_d)]
+        if same.empty:
+            continue
+        size = r["rows"] * d
+        same = same.assign(_k=[(rows != r["rows"], abs(rows * ref_d - size))
+                               for rows in same["rows"]]).sort_values("_k", kind="stable")
+        ref = same.iloc[0]
+        gap = 1.0 - r["pct_copy"] / ref["pct_copy"]
+        out.append(dict(norm=r["norm"], dtype=r["dtype"], rows=int(r["rows"]), d=d,
+                        pct_copy=r["pct_copy"], ref_rows=int(ref["rows"]), ref_d=ref_d,
+                        ref_pct_copy=ref["pct_copy"], gap=gap, met=bool(gap <= 0.05),
+                        run=r["run"], ref_run=ref["run"]))
+    return pd.DataFrame(out)
+
+
+def markdown_pow2(gaps: pd.DataFrame) -> str:
+    lines = ["| norm | rows × d | dtype | % copy | nearest power of two | its % copy | behind "
+             "(≤ 5 %) | met | runs |", "|---|---|---|---|---|---|---|---|---|"]
+    for _, g in gaps.iterrows():
+        runs = g.run if g.run == g.ref_run else f"{g.run}, {g.ref_run}"
+        lines.append(
+            f"| {'LN' if g['norm'] == 'layernorm' else 'RMS'} | {g['rows']} × {g['d']} | "
+            f"{g['dtype']} | {g.pct_copy:.1f} % | {g.ref_rows} × {g.ref_d} | "
+            f"{g.ref_pct_copy:.1f} % | {100 * g.gap:.2f} % | {'yes' if g.met else 'no'} | {runs} |")
+    lines.append("")
+    lines.append(f"Target 3 (not a power of two) met at {int(gaps['met'].sum()) if len(gaps) else 0}"
+                 f" of {len(gaps)}.")
+    return "\n".join(lines)
+
+
 def _fmt(v) -> str:
     return f"{v:.3f}" if np.isfinite(v) else "—"
 
@@ -147,7 +195,10 @@ def main(argv: list[str]) -> int:
     if missing:
         print(f"targets_status.py: {missing[0]}: not a run directory", file=sys.stderr)
         return 2
-    print(markdown(status(argv)))
+    df = status(argv)
+    print(markdown(df))
+    print()
+    print(markdown_pow2(pow2_gaps(df)))
     return 0
 
 

@@ -109,3 +109,30 @@ def test_a_skipped_peer_is_missing_not_beaten():
     both = targets_status.status([NARROW_LN_51, LN_3072])
     ln = both[(both.norm == "layernorm") & (both.d == 3072)]
     assert set(ln.run) == {"h200-targets-narrow-ln"} and (ln.peers_missing == "").all()
+
+
+def test_target_3_compares_with_the_nearest_power_of_two():
+    """pow2_gaps: 7168 against 8192 at the same rows, 12288 against 16384 (nearer in log2) at
+    the same rows rather than at other rows, 3072 against the nearest rows × d at 4096 where
+    no line has its rows; met within 5 % of the fraction (ahead is met), a width without a
+    power-of-two line to compare is left out, and the markdown counts what it shows."""
+    import pandas as pd
+    lines = [("layernorm", 16384, 8192, 90.0), ("layernorm", 16384, 7168, 85.6),   # 4.9 %
+             ("rmsnorm", 16384, 8192, 90.0), ("rmsnorm", 16384, 7168, 85.0),       # 5.6 %
+             ("layernorm", 8192, 16384, 80.0), ("layernorm", 4096, 16384, 99.0),
+             ("layernorm", 8192, 12288, 84.0),                                     # ahead
+             ("layernorm", 16384, 4096, 90.0), ("layernorm", 1024, 4096, 10.0),
+             ("layernorm", 32768, 3072, 80.0),                                     # 11.1 %
+             ("rmsnorm", 1000, 5000, 50.0)]                          # no 4096 line in RMS
+    df = pd.DataFrame([dict(norm=n, rows=r, d=d, dtype="bf16/bf16", pct_copy=p, run="x")
+                       for n, r, d, p in lines])
+    g = targets_status.pow2_gaps(df).set_index(["norm", "d"])
+    assert len(g) == 4
+    assert g.loc[("layernorm", 7168), "ref_d"] == 8192 and g.loc[("layernorm", 7168), "met"]
+    assert not g.loc[("rmsnorm", 7168), "met"]
+    assert g.loc[("rmsnorm", 7168), "gap"] == pytest.approx(1 - 85 / 90)
+    w = g.loc[("layernorm", 12288)]
+    assert (w["ref_d"], w["ref_rows"], w["met"]) == (16384, 8192, True) and w["gap"] < 0
+    n = g.loc[("layernorm", 3072)]
+    assert (n["ref_d"], n["ref_rows"], n["met"]) == (4096, 16384, False)
+    assert "met at 2 of 4." in targets_status.markdown_pow2(targets_status.pow2_gaps(df))
