@@ -36,4 +36,11 @@ fi
 for w in /tmp/peers/*.whl .peers-b/*.whl .pyd/*.whl; do
   [ -f "$w" ] && python3 -m zipfile -e "$w" /tmp/site
 done
-export PYTHONPATH=$PWD:/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages
+# the wheels are CPython 3.12's (../shared/tools/peer-wheels.sh downloads those, the device's
+# Python): another Python (this repo's CPU tests of the device scripts) must not import them
+if python3 -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))'; then
+  export PYTHONPATH=$PWD:/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages
+else
+  export PYTHONPATH=$PWD
+  echo "peers_env.sh: $(python3 -V) here; the carried wheels are for 3.12: not used" >&2
+fi
