@@ -77,7 +77,8 @@ SPLIT_INFLIGHT = 32 * 1024
 # `ln_inflight` (128 KB: three stages) here too — tuning round 25 (H200, docs/perf/tune-25/
 # call1/; six rounds in turn on fresh inputs): LN 8192 × 16384 bf16 233.1 -> 225.9 µs, 4096 ×
 # 16384 130.9 -> 127.3, faster in every round at both (the contiguous blocks' round 24: 2.5 and
-# 0.9 %).
+# 0.9 %).  Compiled here for sm_90 (Triton 3.9) the third stage costs 16 bytes of stack (two
+# spilled stores) at 128 registers — tests/test_regs.py; the device's Triton 3.6 timed it.
 
 
 def _rule(d: int) -> dict:
