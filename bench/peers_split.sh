@@ -28,8 +28,7 @@ for w in $(ls -S .peers-a/*.whl .peers-b/*.whl 2>/dev/null); do
   light=$(for k in $(seq 1 "$n"); do echo "$(du -sb ".pk$k" | cut -f1) $k"; done | sort -n | head -1 | cut -d' ' -f2)
   cp "$w" ".pk$light/"
 done
-tree=$( { (git ls-files -z; git ls-files -z --others --exclude-standard) 2>/dev/null || true; } \
-       | xargs -0 -r stat -c %s 2>/dev/null | awk '{s+=$1} END {print s+0}')
+tree=$(bash "$(dirname "$0")/device_tree.sh" bytes)
 for k in $(seq 1 "$n"); do
   b=$(du -sb ".pk$k" | cut -f1)
   echo ".pk$k: $((b / 1000000)) MB; with the working tree $(( (b + tree) / 1048576 )) MiB of 64"

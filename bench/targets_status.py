@@ -128,7 +128,7 @@ def markdown(df: pd.DataFrame) -> str:
         met = ("both" if r.speed_met and r.copy_met else "speed" if r.speed_met
                else "copy" if r.copy_met else "neither")
         lines.append(
-            f"| {'LN' if r['norm'] == 'layernorm' else 'RMS'} | {r['rows']} × {r['d']} | {r['dtype']} | "
+            f"| {_norm(r)} | {r['rows']} × {r['d']} | {r['dtype']} | "
             f"{r.ours_us:.1f} {str(r.ours).replace('disjoint_', '')} | "
             f"{r.pct_copy:.0f} % (≥ {r.copy_target:.0f}) | {r.peer_us:.1f} {r.peer} | "
             f"{r.vs_peer:.3f} (≥ {r.speed_target:.2f}) | {_fmt(r.vs_peer_gpu)} | {met} | "
@@ -156,10 +156,8 @@ def pow2_gaps(df: pd.DataFrame) -> pd.DataFrame:
         same = df[(df["norm"] == r["norm"]) & (df["dtype"] == r["dtype"]) & (df["d"] == ref_d)]
         if same.empty:
             continue
-        size = r["rows"] * d
-        same = same.assign(_k=[(rows != r["rows"], abs(rows * ref_d - size))
-                               for rows in same["rows"]]).sort_values("_k", kind="stable")
-        ref = same.iloc[0]
+        ref = min((x for _, x in same.iterrows()),
+                  key=lambda x: (x["rows"] != r["rows"], abs(x["rows"] * ref_d - r["rows"] * d)))
         gap = 1.0 - r["pct_copy"] / ref["pct_copy"]
         out.append(dict(norm=r["norm"], dtype=r["dtype"], rows=int(r["rows"]), d=d,
                         pct_copy=r["pct_copy"], ref_rows=int(ref["rows"]), ref_d=ref_d,
@@ -174,13 +172,17 @@ def markdown_pow2(gaps: pd.DataFrame) -> str:
     for _, g in gaps.iterrows():
         runs = g.run if g.run == g.ref_run else f"{g.run}, {g.ref_run}"
         lines.append(
-            f"| {'LN' if g['norm'] == 'layernorm' else 'RMS'} | {g['rows']} × {g['d']} | "
+            f"| {_norm(g)} | {g['rows']} × {g['d']} | "
             f"{g['dtype']} | {g.pct_copy:.1f} % | {g.ref_rows} × {g.ref_d} | "
             f"{g.ref_pct_copy:.1f} % | {100 * g.gap:.2f} % | {'yes' if g.met else 'no'} | {runs} |")
     lines.append("")
     lines.append(f"Target 3 (not a power of two) met at {int(gaps['met'].sum()) if len(gaps) else 0}"
                  f" of {len(gaps)}.")
     return "\n".join(lines)
+
+
+def _norm(r) -> str:
+    return "LN" if r["norm"] == "layernorm" else "RMS"
 
 
 def _fmt(v) -> str:
