@@ -112,8 +112,9 @@ def compile_kernel(name: str, d: int, norm: str, dtype: str, weight_dtype: str =
         # disjoint_strided above 8192: disjoint_smem's kernel at the staged parameters of its
         # own rule (rows round-robin, its bytes in flight), the override over them
         from normbench.strategies import disjoint_smem
-        own = {k: rule[k] for k in disjoint_smem._rule(d) if k in rule}
-        return compile_smem(d, norm, dtype, weight_dtype, {**own, **(override or {})})
+        own = {k: rule[k] for k in (*disjoint_smem._rule(d), "ln_warps") if k in rule}
+        return compile_smem(d, norm, dtype, weight_dtype,
+                            _tuning.overridden(own, override or {}, d))
     kernel = kernel_of(name)
     p = _tuning.overridden(strategies.get(name).params(d), override or {}, d)
     # the warps the launch takes (disjoint_strided: LayerNorm's own at some widths)

@@ -153,11 +153,14 @@ def warps(p, d: int, elem: int, w_elem: int, ln_vec: int = 0) -> int:
     come with a weight wider than the activations (an fp32 γ with 16-bit x), or
     `ln_split_warps` for a LayerNorm call (`ln_vec`: its copy width; 0 for RMSNorm) with
     16-bit activations and a weight of their width whose rows the rule stages in two parts
-    at those warps."""
+    at those warps — and `ln_warps` (where a rule sets it: disjoint_strided's) for such a
+    call whose rows are one block."""
     if p["block_d"] > 8192 and w_elem > elem:
         return p["wide_weight_warps"]
     nw = p["ln_split_warps"]
-    return nw if ln_vec and elem == w_elem == 2 and parts(p, d, ln_vec, nw)[1] else p["num_warps"]
+    if ln_vec and elem == w_elem == 2:
+        return nw if parts(p, d, ln_vec, nw)[1] else p.get("ln_warps") or p["num_warps"]
+    return p["num_warps"]
 
 
 class Launch(NamedTuple):
