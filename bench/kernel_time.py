@@ -15,6 +15,10 @@ kernel the call ran from the trace:
                 its spread over the calls
     span_us     from the first kernel's start to the last one's end (busy time plus the gaps
                 between a call's launches, which is what a host that runs ahead would see)
+    first_us    the call's first kernel's duration, and after_first_us the call's end less
+                that kernel's end: where a later kernel runs as a programmatic dependent
+                (`pdl`: launched early, waiting on the GPU) its record spans the wait, so
+                kernel_us counts the overlap twice and these two split the span instead
     kernels     kernels per call, and each kernel's median duration (kernels.csv)
 
 medians over the calls, and the do_bench median of the same calls (`do_bench_us`, taken
@@ -70,9 +74,12 @@ def summarize(calls: list[list[tuple]]) -> dict:
     calls = [c for c in calls if c]
     if not calls:
         return dict(kernel_us=float("nan"), busy_p10=float("nan"), busy_p90=float("nan"),
-                    span_us=float("nan"), kernels=0, by_name={})
+                    span_us=float("nan"), first_us=float("nan"), after_first_us=float("nan"),
+                    kernels=0, by_name={})
     busy = [sum(k[2] for k in c) for c in calls]
     span = [max(k[1] + k[2] for k in c) - min(k[1] for k in c) for c in calls]
+    first = [min(c, key=lambda k: k[1]) for c in calls]
+    after = [max(k[1] + k[2] for k in c) - (f[1] + f[2]) for c, f in zip(calls, first)]
     names: dict[str, list[float]] = {}
     for c in calls:
         for k in c:
@@ -80,6 +87,8 @@ def summarize(calls: list[list[tuple]]) -> dict:
     q = statistics.quantiles(busy, n=10, method="inclusive") if len(busy) > 1 else busy * 9
     return dict(kernel_us=statistics.median(busy), busy_p10=q[0], busy_p90=q[-1],
                 span_us=statistics.median(span),
+                first_us=statistics.median(f[2] for f in first),
+                after_first_us=statistics.median(after),
                 kernels=statistics.median(len(c) for c in calls),
                 by_name={n: statistics.median(v) for n, v in names.items()})
 
@@ -161,7 +170,10 @@ def main() -> int:
                                      correct=ok, err=err, kernel_us=round(s["kernel_us"], 2),
                                      busy_p10=round(s["busy_p10"], 2),
                                      busy_p90=round(s["busy_p90"], 2),
-                                     span_us=round(s["span_us"], 2), kernels=s["kernels"],
+                                     span_us=round(s["span_us"], 2),
+                                     first_us=round(s["first_us"], 2),
+                                     after_first_us=round(s["after_first_us"], 2),
+                                     kernels=s["kernels"],
                                      do_bench_us=round(bench_us, 2)))
                 for k, v in s["by_name"].items():
                     kern_out.append(dict(norm=norm, rows=rows, d=d, impl=name, kernel=k[:120],

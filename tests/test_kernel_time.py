@@ -29,6 +29,16 @@ def test_overlapping_kernels_span_less_than_their_sum():
     assert s["kernel_us"] == 200 and s["span_us"] == 110
 
 
+def test_a_programmatic_dependent_is_read_as_what_it_adds_after_the_first_kernel():
+    """A reduce launched early (pdl) waits inside its record: first_us + after_first_us is
+    the span, after_first_us what the call takes past its first kernel (a gap counts too)."""
+    calls = [[("row", 0, 100), ("reduce", 5, 104)], [("row", 200, 110), ("reduce", 204, 110)]]
+    s = kt.summarize(calls)
+    assert s["first_us"] == 105 and s["after_first_us"] == 6.5 and s["span_us"] == 111.5
+    s = kt.summarize([[("b", 20, 5), ("a", 0, 10)]])      # first by start, a gap after it
+    assert s["first_us"] == 10 and s["after_first_us"] == 15
+
+
 def test_no_kernels_reads_as_nan_not_zero():
     s = kt.summarize([[], []])
     assert s["kernel_us"] != s["kernel_us"] and s["kernels"] == 0
