@@ -77,7 +77,8 @@ def compile_smem(d: int, norm: str, dtype: str, weight_dtype: str = "same",
     p = _tuning.overridden(disjoint_smem._rule(d), override or {}, d)
     elem = 4 if dtype == "fp32" else 2
     w_elem = elem if weight_dtype == "same" else (4 if weight_dtype == "fp32" else 2)
-    m = disjoint_smem.launch_meta(p, d, elem, w_elem, 227 * 1024, ln=norm == "layernorm")
+    m = disjoint_smem.launch_meta(p, d, elem, w_elem, 227 * 1024, ln=norm == "layernorm",
+                                  bf16=dtype == "bf16")
     vec, st = m.vec, m.stages
     p["num_warps"] = m.warps
     if not vec:

@@ -38,6 +38,8 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+import torch
+
 from . import _device, _tuning
 from ._contention import Contention
 from ._registry import register, register_unavailable
@@ -148,18 +150,20 @@ def stages(p, d: int, elem: int, w_elem: int, smem: int) -> int:
     return st
 
 
-def warps(p, d: int, elem: int, w_elem: int, ln_vec: int = 0) -> int:
+def warps(p, d: int, elem: int, w_elem: int, ln_vec: int = 0, bf16: bool = False) -> int:
     """The warps of a program: `num_warps`, or `wide_weight_warps` where rows wider than 8192
     come with a weight wider than the activations (an fp32 γ with 16-bit x), or
     `ln_split_warps` for a LayerNorm call (`ln_vec`: its copy width; 0 for RMSNorm) with
     16-bit activations and a weight of their width whose rows the rule stages in two parts
     at those warps — and `ln_warps` (where a rule sets it: disjoint_strided's) for such a
-    call whose rows are one block."""
+    call with bf16 activations (`bf16`) whose rows are one block."""
     if p["block_d"] > 8192 and w_elem > elem:
         return p["wide_weight_warps"]
     nw = p["ln_split_warps"]
     if ln_vec and elem == w_elem == 2:
-        return nw if parts(p, d, ln_vec, nw)[1] else p.get("ln_warps") or p["num_warps"]
+        if parts(p, d, ln_vec, nw)[1]:
+            return nw
+        return (p.get("ln_warps") or p["num_warps"]) if bf16 else p["num_warps"]
     return p["num_warps"]
 
 
@@ -191,17 +195,19 @@ def parts(p, d: int, vec: int, nw: int) -> tuple[int, int]:
     return bd, 0
 
 
-def launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=(), ln: bool = False) -> Launch:
+def launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=(), ln: bool = False,
+                bf16: bool = False) -> Launch:
     """The Launch of the staged kernel at launch parameters p for rows of d elements of `elem`
     bytes, a weight of `w_elem`, `smem` bytes of shared memory a program, and the other
     `units` a copy must divide (row strides, pointer offsets), for LayerNorm (`ln`) or
-    RMSNorm; NOT_STAGED where disjoint_block's kernel runs."""
+    RMSNorm, with bf16 activations (`bf16`: what `ln_warps` asks) or others; NOT_STAGED where
+    disjoint_block's kernel runs."""
     if not p["one_chunk"] or p["block_d"] < MIN_BLOCK_D:
         return NOT_STAGED
     vec = vec_width(elem, d, *units)
     if not vec:
         return NOT_STAGED
-    nw = warps(p, d, elem, w_elem, vec if ln else 0)
+    nw = warps(p, d, elem, w_elem, vec if ln else 0, bf16)
     bd, bd2 = parts(p, d, vec, nw)
     # RMSNorm with a weight wider than its activations keeps `inflight` (round 24: 32 KB 16 %
     # slower for disjoint_strided at RMS 8192 × 12288 fp16/fp32, level with bf16/fp32)
@@ -224,7 +230,7 @@ def staged(x, dy, weight, p=None, dx=None, ln: bool = False) -> Launch:
         # Triton knows of a pointer only whether it is 16-byte aligned (its specialisation)
         units.append(0 if t.data_ptr() % 16 == 0 else 1)
     return launch_meta(p, d, elem, weight.element_size(), _device.smem_per_program(x.device), units,
-                       ln)
+                       ln, x.dtype == torch.bfloat16)
 
 
 def _available() -> str:

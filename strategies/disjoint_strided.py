@@ -79,12 +79,15 @@ SPLIT_INFLIGHT = 32 * 1024
 # 16384 130.9 -> 127.3, faster in every round at both (the contiguous blocks' round 24: 2.5 and
 # 0.9 %).  Compiled here for sm_90 (Triton 3.9) the third stage costs 16 bytes of stack (two
 # spilled stores) at 128 registers — tests/test_regs.py; the device's Triton 3.6 timed it.
-# Those rows at 8 warps instead of 16 (`ln_warps`, the staged kernel's too here: a LayerNorm
-# row of one block with 16-bit activations and a weight of their width) — tuning round 27
-# (H200, docs/perf/tune-27/; six rounds in turn on fresh inputs): LN 8192 × 16384 bf16 224.7
-# -> 221.7 µs, faster in all six rounds; 4096 × 16384 125.9 against 135.0 (min 125.2 against
-# 126.5, the rule's rounds hit by the timing hazard).  The contiguous blocks (disjoint_smem)
-# were 1.1 % slower at 8 warps (round 25): they keep 16.
+# Those rows with bf16 activations at 8 warps instead of 16 (`ln_warps`, the staged kernel's
+# too here: a LayerNorm row of one block with bf16 activations and a bf16 weight) — tuning
+# round 27 (H200, docs/perf/tune-27/; six rounds in turn on fresh inputs, two calls): LN 8192 ×
+# 16384 bf16 224.7 -> 221.7 µs, faster in all six rounds; 4096 × 16384 125.3-126.0 against
+# 126.5-127.3 in the rounds the timing hazard spared.  With fp16 8 warps were 0.6 % slower
+# (222.3-222.5 against 220.6-221.5 µs, all six rounds) and level at 4096 rows: compiled for
+# sm_90 (Triton 3.9) the fp16 rows fit 16 warps' 128 registers (99, no spill), the bf16 ones
+# do not (two spilled stores) — at 8 warps both take 180 without spilling.  The contiguous
+# blocks (disjoint_smem) were 1.1 % slower at 8 warps with bf16 (round 25): they keep 16.
 LN_WARPS = 8
 
 
@@ -92,7 +95,7 @@ def _rule(d: int) -> dict:
     """_loop_rule, or where disjoint_smem stages rows wider than 8192 here (`staged`):
     disjoint_smem's rule with `interleave` on, SPLIT_INFLIGHT at rows of two parts (its
     `ln_inflight` as it is: 128 KB at LayerNorm's rows of 16384, round 25) and LN_WARPS for
-    LayerNorm's 16-bit rows of one block (round 27)."""
+    LayerNorm's bf16 rows of one block (round 27)."""
     sm = disjoint_smem._rule(d)
     if disjoint_smem._WHY or not sm["one_chunk"] or sm["block_d"] <= 8192:
         return _loop_rule(d)

@@ -107,9 +107,9 @@ def test_strided_compiles_the_kernel_its_rule_runs_at_each_width():
     imported) up to 8192 and disjoint_smem's staged kernel above at its own rule's stages —
     rows of 16384 read twice from shared memory (24 16-byte loads), in two stages in RMSNorm
     (no spill) and three in LayerNorm with a 16-bit γ (round 25: `ln_inflight`, as
-    disjoint_smem), at 8 warps since round 27 (`ln_warps`: 48 16-byte loads a thread, no
-    spill — compiled here, Triton 3.9, sm_90; at 16 warps 128 registers and 16 bytes of
-    stack); two of 12288 (disjoint_smem three) —
+    disjoint_smem), with bf16 at 8 warps since round 27 (`ln_warps`: 48 16-byte loads a
+    thread, no spill — compiled here, Triton 3.9, sm_90; at 16 warps 128 registers and 16
+    bytes of stack; fp16 fits 16 warps); two of 12288 (disjoint_smem three) —
     and rows in chunks past 16384."""
     loop = regs("--name", "disjoint_strided", "--d", "4096")
     assert loop["num_stages"] == 3 and loop["block_d"] == 4096 and loop["stack"] == 0, loop
@@ -124,6 +124,9 @@ def test_strided_compiles_the_kernel_its_rule_runs_at_each_width():
     ln16 = regs("--name", "disjoint_strided", "--d", "16384", "--norm", "layernorm",
                 "--override", '{"num_warps": 16}')
     assert ln16["num_warps"] == 16 and ln16["num_stages"] == 3 and ln16["stack"] <= 16, ln16
+    # fp16 keeps 16 warps: its rows fit them without spilling (99 registers here)
+    h = regs("--name", "disjoint_strided", "--d", "16384", "--norm", "layernorm", "--dtype", "fp16")
+    assert h["num_warps"] == 16 and h["num_stages"] == 3 and h["stack"] == 0, h
     # its own rule's bytes in flight: two stages of 12288 (split_inflight), not disjoint_smem's 3
     assert regs("--name", "disjoint_strided", "--d", "12288")["num_stages"] == 2
     assert regs("--name", "disjoint_smem", "--d", "12288")["num_stages"] == 3

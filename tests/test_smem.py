@@ -130,17 +130,18 @@ def test_a_layernorm_row_of_16384_takes_ln_inflight(monkeypatch):
 
 def test_strided_layernorm_rows_of_one_block_take_ln_warps(monkeypatch):
     """`ln_warps` (round 27): disjoint_strided's LayerNorm rows of one 16384-column block with
-    16-bit activations and a weight of their width run 8 warps (disjoint_smem's contiguous
-    blocks keep 16); RMSNorm, fp32 rows and two-part rows keep their own warps, a wider weight
-    its wide_weight_warps; a num_warps override holds in LayerNorm too."""
+    bf16 activations and a bf16 weight run 8 warps (fp16 keeps 16, and so do
+    disjoint_smem's contiguous blocks); RMSNorm, fp32 rows and two-part rows keep their own
+    warps, a wider weight its wide_weight_warps; a num_warps override holds in LayerNorm too."""
     from normbench.strategies import _tuning, disjoint_strided
     monkeypatch.setattr(smem, "_WHY", "")
 
-    def warps(p, d, elem=2, w_elem=2, ln=True):
-        return smem.launch_meta(p, d, elem, w_elem, H200, ln=ln).warps
+    def warps(p, d, elem=2, w_elem=2, ln=True, bf16=True):
+        return smem.launch_meta(p, d, elem, w_elem, H200, ln=ln, bf16=bf16).warps
     strided = disjoint_strided._rule(16384)
     assert strided["ln_warps"] == disjoint_strided.LN_WARPS == 8
     assert warps(strided, 16384) == warps(strided, 14336) == 8
+    assert warps(strided, 16384, bf16=False) == 16                                  # fp16
     assert warps(smem._rule(16384), 16384) == 16
     assert warps(strided, 16384, ln=False) == 16 and warps(strided, 16384, 4, 4) == 16
     assert warps(strided, 16384, 2, 4) == 8                   # wide_weight_warps
