@@ -1,9 +1,11 @@
 """SIGINT/SIGTERM as an exception, so that a sweep stops between two stores, never mid-write."""
 from __future__ import annotations
 
+import enum
 import os
 import signal
 import sys
+import threading
 
 
 class Interrupted(BaseException):
@@ -18,10 +20,23 @@ class Interrupted(BaseException):
 _first: list[int] = []    # the signal being handled, once one arrived
 
 
+# Where an exception raised by the handler cannot unwind: Python's enum module, which C++
+# extensions call to turn a native enum value into its Python member (nanobind does, in
+# Triton's libtriton) — an exception there becomes a C++ exception that std::terminate ends
+# (CI saw a SIGINT abort a sweep with "terminate called after throwing an instance of
+# 'nanobind::python_error'", the handler's frame in EnumType.__call__).
+_NO_UNWIND = (enum.__file__,)
+RETRY_S = 0.01
+
+
 def raise_interrupted(signum, frame):
     # Only the first signal raises: more of them (Ctrl-C pressed again and again) while the
     # sweep saves its records and prints the resume hint would interrupt that cleanup itself.
     if _first:
+        return
+    if frame is not None and frame.f_code.co_filename in _NO_UNWIND:
+        # not here: the same signal again in a moment, when the code has moved on
+        threading.Timer(RETRY_S, os.kill, (os.getpid(), signum)).start()
         return
     _first.append(signum)
     raise Interrupted(signum)

@@ -58,6 +58,32 @@ def test_a_signal_that_surfaces_wrapped_is_still_an_interruption():
     assert interruption(RuntimeError("no signal here")) is None
 
 
+def test_a_signal_in_the_enum_module_is_raised_again_outside_it():
+    """A C++ extension that casts a native enum calls Python's enum module; a signal landing
+    there must not raise (CI: nanobind turned the Interrupted into a C++ exception and
+    std::terminate aborted the sweep, exit -6): the handler sends the signal again, and it
+    raises where it lands next."""
+    import enum
+    import time
+    from normbench.harness import interrupt
+    ns: dict = {}
+    exec(compile("import sys\ndef here():\n    return sys._getframe()\n", enum.__file__, "exec"), ns)
+    in_enum = ns["here"]()
+    previous = interrupt.install()
+    try:
+        assert interrupt.raise_interrupted(signal.SIGINT, in_enum) is None
+        assert interrupt.stopping() is None
+        with pytest.raises(interrupt.Interrupted):
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                time.sleep(0.001)
+        assert interrupt.stopping() == signal.SIGINT
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+        interrupt._first.clear()
+
+
 def test_a_wrapped_interruption_stops_measure_instead_of_becoming_a_record(monkeypatch):
     import pytest
     from normbench import strategies
