@@ -77,9 +77,10 @@ def summarize(calls: list[list[tuple]]) -> dict:
                     span_us=float("nan"), first_us=float("nan"), after_first_us=float("nan"),
                     kernels=0, by_name={})
     busy = [sum(k[2] for k in c) for c in calls]
-    span = [max(k[1] + k[2] for k in c) - min(k[1] for k in c) for c in calls]
+    end = [max(k[1] + k[2] for k in c) for c in calls]
     first = [min(c, key=lambda k: k[1]) for c in calls]
-    after = [max(k[1] + k[2] for k in c) - (f[1] + f[2]) for c, f in zip(calls, first)]
+    span = [e - f[1] for e, f in zip(end, first)]
+    after = [e - (f[1] + f[2]) for e, f in zip(end, first)]
     names: dict[str, list[float]] = {}
     for c in calls:
         for k in c:

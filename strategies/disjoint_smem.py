@@ -163,7 +163,8 @@ def warps(p, d: int, elem: int, w_elem: int, ln_vec: int = 0, bf16: bool = False
     if ln_vec and elem == w_elem == 2:
         if parts(p, d, ln_vec, nw)[1]:
             return nw
-        return (p.get("ln_warps") or p["num_warps"]) if bf16 else p["num_warps"]
+        if bf16 and p.get("ln_warps"):
+            return p["ln_warps"]
     return p["num_warps"]
 
 
