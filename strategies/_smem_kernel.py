@@ -43,6 +43,21 @@ def _stage_row(X, DY, xs, ds, xs2, ds2, row, ok, cols, col_mask, cols2, col_mask
 
 
 @gluon.jit
+def _stage_half(X, DY, xs, ds, h, first, step, end, cols, N, stride_x, stride_dy,
+                BLOCK_D: gl.constexpr, STAGES: gl.constexpr):
+    """With HALVES: copy half-row h of the program's rows — row first + (h // 2)·step, its
+    columns [0, BLOCK_D) for even h and [BLOCK_D, 2·BLOCK_D) for odd — into slot h % STAGES
+    of the one ring of half rows (nothing past the program's rows), and close its group (one
+    per half row, so that wait_group(STAGES − 2) means: this row's two halves are here)."""
+    row = first + (h // 2) * step
+    c = cols + (h % 2) * BLOCK_D
+    m = (c < N) & (row < end)
+    _copy(xs.index(h % STAGES), X, row, stride_x, c, m)
+    _copy(ds.index(h % STAGES), DY, row, stride_dy, c, m)
+    cp.commit_group()
+
+
+@gluon.jit
 def _add2(a, b, c, d):
     return a + c, b + d
 
@@ -94,13 +109,17 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
                 stride_x_v, stride_dy_v, stride_dx_v, HAS_MEAN: gl.constexpr,
                 BLOCK_D: gl.constexpr, BLOCK_D2: gl.constexpr, VEC: gl.constexpr,
                 STAGES: gl.constexpr, NUM_WARPS: gl.constexpr, PDL: gl.constexpr,
-                INTERLEAVE: gl.constexpr):
+                INTERLEAVE: gl.constexpr, HALVES: gl.constexpr = False):
     """Program p: dx for rows [p·R, (p+1)·R) — with INTERLEAVE the rows p, p + P, p + 2P, …
     (P programs) instead — and its partial rows PW[p], PB[p].  N_V and the
     strides count VEC elements (so the compiler knows each row start VEC-aligned).  A row is
     one block of BLOCK_D columns, or with BLOCK_D2 > 0 two parts — columns [0, BLOCK_D) and
     [BLOCK_D, BLOCK_D + BLOCK_D2), each a power of two — so that a row like 12288 (8192 +
-    4096) is staged at its width instead of in a block of 16384 (`split`: the rule's above 8192)."""
+    4096) is staged at its width instead of in a block of 16384 (`split`: the rule's above 8192).
+    HALVES (BLOCK_D2 = BLOCK_D): the row of one block staged by halves in one ring of STAGES
+    half-row slots — row i's halves in slots 2i and 2i + 1 (mod STAGES), STAGES − 2 half rows
+    on their way while one row is worked on — where a whole-row ring would hold fewer rows
+    ahead (`half_rows`: an fp32 γ beside rows of 16384, disjoint_smem.launch_meta)."""
     if PDL:
         _launch_dependents()
     layout: gl.constexpr = gl.BlockedLayout([VEC], [32], [NUM_WARPS], [0])
@@ -146,16 +165,22 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
     if BLOCK_D2 > 0:
         cols2 = BLOCK_D + gl.arange(0, BLOCK_D2, layout=layout)
         col_mask2 = cols2 < N
-        xs2 = gl.allocate_shared_memory(X.dtype.element_ty, [STAGES, BLOCK_D2], flat)
-        ds2 = gl.allocate_shared_memory(DY.dtype.element_ty, [STAGES, BLOCK_D2], flat)
+        if not HALVES:      # with HALVES both halves share the ring xs, ds
+            xs2 = gl.allocate_shared_memory(X.dtype.element_ty, [STAGES, BLOCK_D2], flat)
+            ds2 = gl.allocate_shared_memory(DY.dtype.element_ty, [STAGES, BLOCK_D2], flat)
         ws2 = gl.allocate_shared_memory(W.dtype.element_ty, [BLOCK_D2], flat)
         ws2.store(gl.load(W + cols2, mask=col_mask2, other=0.0))
         acc_w2 = gl.zeros([BLOCK_D2], gl.float32, layout)
         acc_b2 = gl.zeros([BLOCK_D2], gl.float32, layout)
-    for k in gl.static_range(STAGES - 1):
-        _stage_row(X, DY, xs.index(k), ds.index(k), xs2.index(k), ds2.index(k), first + k * step,
-                   first + k * step < end, cols, col_mask, cols2, col_mask2, stride_x, stride_dy,
-                   BLOCK_D2)
+    if HALVES:
+        for k in gl.static_range(STAGES - 2):
+            _stage_half(X, DY, xs, ds, k, first, step, end, cols, N, stride_x, stride_dy,
+                        BLOCK_D, STAGES)
+    else:
+        for k in gl.static_range(STAGES - 1):
+            _stage_row(X, DY, xs.index(k), ds.index(k), xs2.index(k), ds2.index(k),
+                       first + k * step, first + k * step < end, cols, col_mask, cols2,
+                       col_mask2, stride_x, stride_dy, BLOCK_D2)
     inv_n = 1.0 / N.to(gl.float32)
     # the row statistics one row ahead, in registers: their load is not waited for until the
     # next row (clamped to the rows, so never out of bounds: past the program's last row it is
@@ -174,20 +199,33 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
                 i = (r - first) // step
         else:
             i = r - first
-        ahead = (i + STAGES - 1) % STAGES
-        _stage_row(X, DY, xs.index(ahead), ds.index(ahead), xs2.index(ahead), ds2.index(ahead),
-                   r + (STAGES - 1) * step, r + (STAGES - 1) * step < end, cols, col_mask, cols2,
-                   col_mask2, stride_x, stride_dy, BLOCK_D2)
+        if HALVES:
+            # the two half rows into the slots row i − 1 left (its last barrier passed)
+            _stage_half(X, DY, xs, ds, 2 * i + STAGES - 2, first, step, end, cols, N,
+                        stride_x, stride_dy, BLOCK_D, STAGES)
+            _stage_half(X, DY, xs, ds, 2 * i + STAGES - 1, first, step, end, cols, N,
+                        stride_x, stride_dy, BLOCK_D, STAGES)
+        else:
+            ahead = (i + STAGES - 1) % STAGES
+            _stage_row(X, DY, xs.index(ahead), ds.index(ahead), xs2.index(ahead),
+                       ds2.index(ahead), r + (STAGES - 1) * step, r + (STAGES - 1) * step < end,
+                       cols, col_mask, cols2, col_mask2, stride_x, stride_dy, BLOCK_D2)
         nrstd = gl.load(Rstd + gl.minimum(r + step, last))
         nmean = nrstd
         if HAS_MEAN:
             nmean = gl.load(Mean + gl.minimum(r + step, last))
-        cp.wait_group(STAGES - 1)
-        s = i % STAGES
+        if HALVES:
+            cp.wait_group(STAGES - 2)
+            s = (2 * i) % STAGES
+            t = (2 * i + 1) % STAGES
+        else:
+            cp.wait_group(STAGES - 1)
+            s = i % STAGES
+            t = s
         # the row sums, from shared memory (the first part's, then the second's added)
         s1, s2 = _row_sums(xs.index(s), ds.index(s), ws, mean, rstd, layout, HAS_MEAN)
         if BLOCK_D2 > 0:
-            t1, t2 = _row_sums(xs2.index(s), ds2.index(s), ws2, mean, rstd, layout, HAS_MEAN)
+            t1, t2 = _row_sums(xs2.index(t), ds2.index(t), ws2, mean, rstd, layout, HAS_MEAN)
             s1 = s1 + t1
             s2 = s2 + t2
         c1 = s1 * inv_n
@@ -202,7 +240,7 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
         acc_w, acc_b = _dx_part(xs.index(s), ds.index(s), ws, dx_row, cols, col_mask, mean, rstd,
                                 c1, c2, acc_w, acc_b, layout, HAS_MEAN)
         if BLOCK_D2 > 0:
-            acc_w2, acc_b2 = _dx_part(xs2.index(s), ds2.index(s), ws2, dx_row, cols2, col_mask2,
+            acc_w2, acc_b2 = _dx_part(xs2.index(t), ds2.index(t), ws2, dx_row, cols2, col_mask2,
                                       mean, rstd, c1, c2, acc_w2, acc_b2, layout, HAS_MEAN)
         # every thread is past its reads of stage s before any refills it (next iteration)
         _barrier()

@@ -112,14 +112,21 @@ def _rule(d: int) -> dict:
     (= inflight) elsewhere; disjoint_strided's rule takes it too (round 25: 3.1 % faster at
     8192 × 16384 with its rows dealt round-robin, 2.8 % at 4096 × 16384).  Round 25 timed
     128 KB at two-part rows too (`split_inflight`, four stages at 12288 with a 16-bit γ): level
-    in RMSNorm at 12288 and 10240, 0.7 and 3.7 % slower in LayerNorm — not adopted."""
+    in RMSNorm at 12288 and 10240, 0.7 and 3.7 % slower in LayerNorm — not adopted.
+
+    half_rows: a row of one block staged by halves, in one ring of half-row slots
+    (`half_slots`), where that keeps more of the rows ahead on their way than whole-row stages
+    do — on above 8192, where it decides only LayerNorm's rows of one 16384 block with 16-bit
+    activations and an fp32 γ: whole rows fit two stages there beside γ (64 KB ahead, three
+    would need 256 KB), halves five slots (96 KB ahead, of ln_inflight's 128).  Round 28
+    (H200, docs/perf/tune-28/) times it against whole rows."""
     bd = _tuning.pow2(d)
     warps = max(4, min(16, bd // 256))
     return dict(block_d=bd, one_chunk=d <= _tuning.MAX_BLOCK_D, num_warps=warps,
                 wide_weight_warps=8 if bd > 8192 else warps,
                 ln_split_warps=8 if bd > 8192 else warps, num_stages=0, inflight=INFLIGHT,
                 split_inflight=0, ln_inflight=LN_INFLIGHT if bd == 16384 else 0,
-                split=bd > 8192, pdl=bd > 8192, interleave=False)
+                split=bd > 8192, pdl=bd > 8192, interleave=False, half_rows=bd > 8192)
 
 
 def _groups_rule(rows: int, d: int, sms: int, launch) -> int:
@@ -171,12 +178,14 @@ def warps(p, d: int, elem: int, w_elem: int, ln_vec: int = 0, bf16: bool = False
 class Launch(NamedTuple):
     """How the staged kernel runs a call: VEC elements a copy, STAGES rows in shared memory,
     warps, and the row's block(s) — block_d columns, and with `split` a second part of
-    block_d2 (0: none).  vec = 0: not staged (disjoint_block's kernel runs)."""
+    block_d2 (0: none); with `halves` (`half_rows`) the row's two halves of block_d, and
+    STAGES half-row slots.  vec = 0: not staged (disjoint_block's kernel runs)."""
     vec: int
     stages: int
     warps: int
     block_d: int
     block_d2: int
+    halves: bool = False
 
 
 NOT_STAGED = Launch(0, 0, 0, 0, 0)
@@ -217,7 +226,25 @@ def launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=(), ln: bool
         inflight = p.get("ln_inflight") or inflight
     st = stages({**p, "block_d": bd + bd2, "inflight": inflight or p["inflight"]}, d, elem,
                 w_elem, smem)
-    return Launch(vec, st, nw, bd, bd2) if st else NOT_STAGED
+    if not st:
+        return NOT_STAGED
+    if p.get("half_rows") and not bd2 and bd // 2 >= vec * 32 * nw:
+        # the row by halves where that puts more of it on its way than whole rows do (a
+        # LayerNorm row aims at ln_inflight whatever its weight)
+        aim = (p.get("ln_inflight") if ln else 0) or inflight or p["inflight"]
+        h = half_slots(bd, elem, w_elem, smem, aim)
+        if h - 2 > 2 * (st - 1):
+            return Launch(vec, h, nw, bd // 2, bd // 2, True)
+    return Launch(vec, st, nw, bd, bd2)
+
+
+def half_slots(bd: int, elem: int, w_elem: int, smem: int, inflight: int) -> int:
+    """Half-row slots of x and dy for rows of one block of bd columns: the two halves of the
+    row worked on and ⌈inflight / half row⌉ more, at most 2·MAX_STAGES, fewer where they and
+    γ would not fit `smem` (with 2 KB for the row sums' scratch)."""
+    half = bd // 2 * elem * 2
+    fit = (smem - bd * w_elem - 2048) // half
+    return max(0, min(2 + math.ceil(inflight / half), 2 * MAX_STAGES, fit))
 
 
 def staged(x, dy, weight, p=None, dx=None, ln: bool = False) -> Launch:
@@ -302,7 +329,7 @@ else:
                        sdx // vec)
             meta = dict(HAS_MEAN=c.has_mean, BLOCK_D=m.block_d, BLOCK_D2=m.block_d2, VEC=vec,
                         STAGES=m.stages, NUM_WARPS=m.warps, PDL=pdl,
-                        INTERLEAVE=bool(p["interleave"]), num_warps=m.warps)
+                        INTERLEAVE=bool(p["interleave"]), HALVES=m.halves, num_warps=m.warps)
             return (groups,), scalars, meta
 
         # pdl: the reduce launched as a programmatic dependent, let in early by this kernel
@@ -324,6 +351,9 @@ else:
         m = staged(x, dy, weight, p, x, ln)
         if not m.vec:
             return "not staged: the kernel of disjoint_block runs (see disjoint_smem.staged)"
+        if m.halves:
+            return (f"staged: {m.vec * x.element_size()}-byte copies, {m.stages} slots of "
+                    f"half a row ({m.block_d}), {m.warps} warps")
         split = f" in parts of {m.block_d} + {m.block_d2}" if m.block_d2 else ""
         return (f"staged: {m.vec * x.element_size()}-byte copies, {m.stages} "
                 f"stage{'s' * (m.stages > 1)} of a row{split}, {m.warps} warps")

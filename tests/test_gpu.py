@@ -221,7 +221,7 @@ def _strided(t, pad):
 
 @pytest.mark.parametrize("case", [
     # (norm, rows, d, dtype, weight dtype, row padding, VEC expected: 0 = disjoint_block's kernel)
-    ("layernorm", 2048, 16384, "bf16", "fp32", 0, 8),      # 2 stages, fp32 γ in shared memory
+    ("layernorm", 2048, 16384, "bf16", "fp32", 0, 8),      # fp32 γ in shared memory (halves)
     ("rmsnorm", 777, 12288, "bf16", "bf16", 0, 8),          # masked columns, a short last program
     ("layernorm", 1000, 3072, "fp16", "fp16", 0, 8),
     ("layernorm", 5, 4096, "bf16", "bf16", 0, 8),           # fewer rows than programs
@@ -308,6 +308,37 @@ def test_smem_layernorm_two_parts_at_8_warps(name, case):
     assert (m.warps, m.block_d, m.block_d2) == (8, 8192, rest), case
     assert f"8192 + {rest}, 8 warps" in e.fn.notes(*inputs), case
     _right_and_repeated(e, inputs, dt, wd, case)
+
+
+@pytest.mark.parametrize("name", ["disjoint_smem", "disjoint_strided"])
+@pytest.mark.parametrize("case", [("layernorm", 2048, 16384, "bf16", "fp32"),
+                                  ("layernorm", 777, 16384, "fp16", "fp32"),   # a short last program
+                                  ("layernorm", 5, 16384, "bf16", "fp32"),     # fewer rows than programs
+                                  ("layernorm", 300, 15000, "bf16", "fp32"),   # masked second half
+                                  ("layernorm", 1000, 9000, "fp16", "fp32")])  # 808 of 8192 there
+def test_half_rows_on_gpu(name, case):
+    """`half_rows` (round 28): LayerNorm rows of one 16384 block with 16-bit activations and
+    an fp32 γ staged by halves in one ring of five half-row slots — right against fp64, its
+    bits over 10 repeats, and partial row p holding its own rows (contiguous blocks, or p, p +
+    G, … dealt round-robin) — and its record's notes say so."""
+    from normbench.strategies import _launch, disjoint_smem
+    norm, rows, d, dt, wd = case
+    e = strategies.get(name)
+    inputs = make_inputs(norm, rows, d, dt, wd, seed=rows ^ d, device="cuda")
+    x, dy, w, mean, rstd = inputs
+    m = disjoint_smem.staged(x, dy, w, e.params(d), ln=True)
+    assert m.halves and (m.block_d, m.block_d2) == (8192, 8192), (case, m)
+    assert "half a row" in e.fn.notes(*inputs), case
+    _right_and_repeated(e, inputs, dt, wd, case)
+    g = e.effective_groups(rows, d, None, x.device)
+    per = -(-rows // g)
+    pw, _ = _launch.scratch(g, d, True, x.device)
+    for p in sorted({0, 1, g - 1}):
+        part = (list(range(p, rows, g)) if e.params(d)["interleave"]
+                else list(range(p * per, min(rows, (p + 1) * per))))
+        want = reference(x[part], dy[part], w, mean[part], rstd[part])[1]
+        got = pw[p].double()
+        assert torch.allclose(got, want, rtol=1e-4, atol=1e-4 * want.abs().max().item()), (case, p)
 
 
 @pytest.mark.parametrize("case", [("layernorm", 4096, 16384, "bf16", "bf16", None),
