@@ -116,17 +116,19 @@ def _rule(d: int) -> dict:
 
     half_rows: a row of one block staged by halves, in one ring of half-row slots
     (`half_slots`), where that keeps more of the rows ahead on their way than whole-row stages
-    do — on above 8192, where it decides only LayerNorm's rows of one 16384 block with 16-bit
-    activations and an fp32 γ: whole rows fit two stages there beside γ (64 KB ahead, three
-    would need 256 KB), halves five slots (96 KB ahead, of ln_inflight's 128).  Round 28
-    (H200, docs/perf/tune-28/) times it against whole rows."""
+    do — on an H200 only LayerNorm's rows of one 16384 block with 16-bit activations and an
+    fp32 γ: whole rows fit two stages there beside γ (64 KB ahead; three would need 256 KB),
+    halves five slots (96 KB ahead, of ln_inflight's 128).  Off: tuning round 28 (H200,
+    docs/perf/tune-28/call2/; six rounds in turn on fresh inputs) had it 7 % slower at LN
+    8192 × 16384 with bf16 and fp16 activations (242.0 / 241.2 against 225.3 / 224.6 µs,
+    all six rounds), 7 % at 4096 rows, 2.6 % for disjoint_strided — why, no run has said."""
     bd = _tuning.pow2(d)
     warps = max(4, min(16, bd // 256))
     return dict(block_d=bd, one_chunk=d <= _tuning.MAX_BLOCK_D, num_warps=warps,
                 wide_weight_warps=8 if bd > 8192 else warps,
                 ln_split_warps=8 if bd > 8192 else warps, num_stages=0, inflight=INFLIGHT,
                 split_inflight=0, ln_inflight=LN_INFLIGHT if bd == 16384 else 0,
-                split=bd > 8192, pdl=bd > 8192, interleave=False, half_rows=bd > 8192)
+                split=bd > 8192, pdl=bd > 8192, interleave=False, half_rows=False)
 
 
 def _groups_rule(rows: int, d: int, sms: int, launch) -> int:

@@ -115,37 +115,37 @@ def test_a_layernorm_row_of_16384_takes_ln_inflight(monkeypatch):
     rule = smem._rule(16384)
     assert stages(rule, 16384) == 3 and stages(rule, 14336) == 3 and stages(rule, 9000) == 3
     assert stages(rule, 16384, ln=False) == 2
-    # fp32 γ: three whole rows would not fit (`half_rows` off; on, test_half_rows_...)
-    assert stages({**rule, "half_rows": False}, 16384, 2, 4) == 2
+    assert stages(rule, 16384, 2, 4) == 2                     # fp32 γ: three would not fit
     assert stages(rule, 16384, 4, 4) == 1
     assert stages(smem._rule(8192), 8192) == stages(smem._rule(8192), 8192, ln=False) == 3
     assert stages(rule, 12288) == 3                            # two parts: split_inflight's
-    less = smem.launch_meta({**rule, "half_rows": False}, 16384, 2, 2, 200 * 1024, ln=True)
-    assert less.stages == 2                                    # less shared memory
-    assert smem.launch_meta(rule, 16384, 2, 2, 200 * 1024, ln=True).halves  # halves put more ahead
+    assert smem.launch_meta(rule, 16384, 2, 2, 200 * 1024, ln=True).stages == 2  # less smem
     monkeypatch.setattr(smem, "_WHY", "")                     # its staged rule, on CPU too
     strided = disjoint_strided._rule(16384)
     assert strided["ln_inflight"] == smem.LN_INFLIGHT and stages(strided, 16384) == 3
-    assert stages(strided, 16384, ln=False) == 2
-    assert stages({**strided, "half_rows": False}, 16384, 2, 4) == 2
+    assert stages(strided, 16384, ln=False) == 2 and stages(strided, 16384, 2, 4) == 2
     over = _tuning.overridden(rule, {"inflight": 65536}, 16384)
     assert over["ln_inflight"] == 0 and stages(over, 16384) == 2
 
 
 def test_half_rows_where_they_put_more_ahead_than_whole_rows(monkeypatch):
-    """`half_rows`: a row of one block staged by halves where whole rows keep fewer of its
-    bytes on their way — LayerNorm's rows of one 16384 block with 16-bit activations and an
-    fp32 γ (five half-row slots: 3 halves = 96 KB ahead, against two whole stages' 64 KB),
-    in both strategies' rules; not a 16-bit γ (three whole stages hold as much), not RMSNorm
-    (its 64 KB aim two whole stages already hold), not fp32 rows (three half rows of 64 KB
-    and γ do not fit), not two-part rows, nor with the option off or `inflight` overridden;
-    where shared memory is scarcer, halves where whole rows get one stage."""
+    """`half_rows` (a tuning option, off in both rules since round 28 had it 7 % slower): a
+    row of one block staged by halves where whole rows keep fewer of its bytes on their way —
+    LayerNorm's rows of one 16384 block with 16-bit activations and an fp32 γ (five half-row
+    slots: 3 halves = 96 KB ahead, against two whole stages' 64 KB); not a 16-bit γ (three
+    whole stages hold as much), not RMSNorm (its 64 KB aim two whole stages already hold),
+    not fp32 rows (three half rows of 64 KB and γ do not fit), not two-part rows, nor with the
+    option off or `inflight` overridden; where shared memory is scarcer, halves where whole
+    rows get one stage."""
     from normbench.strategies import _tuning, disjoint_strided
     monkeypatch.setattr(smem, "_WHY", "")
 
     def meta(p, d, elem=2, w_elem=4, ln=True, sm=H200):
         return smem.launch_meta(p, d, elem, w_elem, sm, ln=ln)
-    for rule in (smem._rule(16384), disjoint_strided._rule(16384)):
+    assert not meta(smem._rule(16384), 16384).halves
+    assert not meta(disjoint_strided._rule(16384), 16384).halves
+    on = {"half_rows": True}
+    for rule in (smem._rule(16384) | on, disjoint_strided._rule(16384) | on):
         for d in (16384, 15000, 9000):
             m = meta(rule, d)
             assert m.halves and (m.block_d, m.block_d2, m.stages, m.warps) == (8192, 8192, 5, 8)
@@ -156,8 +156,8 @@ def test_half_rows_where_they_put_more_ahead_than_whole_rows(monkeypatch):
         assert not meta(rule, 12288).halves                             # two parts
         assert not meta({**rule, "half_rows": False}, 16384).halves
         assert not meta(_tuning.overridden(rule, {"inflight": 65536}, 16384), 16384).halves
-    assert not meta(smem._rule(8192), 8192).halves                      # off at 8192
-    m = meta(smem._rule(16384), 16384, sm=163 * 1024)     # an A100's: whole rows one stage
+    assert not meta(smem._rule(8192) | on, 8192).halves                 # one part of 8192
+    m = meta(smem._rule(16384) | on, 16384, sm=163 * 1024)  # an A100's: whole rows one stage
     assert m.halves and m.stages == 3
     assert smem.half_slots(16384, 2, 4, H200, 128 * 1024) == 5
     assert smem.half_slots(16384, 2, 2, H200, 128 * 1024) == 6
@@ -298,15 +298,15 @@ def test_a_layernorm_row_of_16384_in_three_stages_fits_and_reads_twice():
 
 
 def test_half_rows_compile_in_one_ring_without_spilling():
-    """`half_rows` compiled for sm_90 (LayerNorm 16384, bf16 x, fp32 γ, 8 warps): five
+    """`half_rows` (an option) compiled for sm_90 (LayerNorm 16384, bf16 x, fp32 γ, 8 warps): five
     half-row slots of x and dy and γ in shared memory (≤ 227 KB), each pass reading both
     halves (64 16-byte loads a thread, as whole rows at 8 warps), two cp.async copies of x
     and dy a half row, and nothing spilled in the contiguous blocks."""
-    r = regs("--d", "16384", "--weight-dtype", "fp32")
+    r = regs("--d", "16384", "--weight-dtype", "fp32", "--override", '{"half_rows": true}')
     assert r["halves"] and (r["block_d"], r["block_d2"], r["num_stages"]) == (8192, 8192, 5), r
     assert 5 * 32768 + 65536 <= r["dynamic"] <= 227 * 1024, r
     assert r["num_warps"] == 8 and r["lds128"] == 64 and r["stack"] == 0, r
-    whole = regs("--d", "16384", "--weight-dtype", "fp32", "--override", '{"half_rows": false}')
+    whole = regs("--d", "16384", "--weight-dtype", "fp32")
     assert not whole["halves"] and whole["num_stages"] == 2 and whole["lds128"] == 64, whole
 
 
