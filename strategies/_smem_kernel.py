@@ -43,18 +43,23 @@ def _stage_row(X, DY, xs, ds, xs2, ds2, row, ok, cols, col_mask, cols2, col_mask
 
 
 @gluon.jit
-def _stage_half(X, DY, xs, ds, h, first, step, end, cols, N, stride_x, stride_dy,
-                BLOCK_D: gl.constexpr, STAGES: gl.constexpr):
-    """With HALVES: copy half-row h of the program's rows — row first + (h // 2)·step, its
-    columns [0, BLOCK_D) for even h and [BLOCK_D, 2·BLOCK_D) for odd — into slot h % STAGES
-    of the one ring of half rows (nothing past the program's rows), and close its group (one
-    per half row, so that wait_group(STAGES − 2) means: this row's two halves are here)."""
-    row = first + (h // 2) * step
-    c = cols + (h % 2) * BLOCK_D
-    m = (c < N) & (row < end)
-    _copy(xs.index(h % STAGES), X, row, stride_x, c, m)
-    _copy(ds.index(h % STAGES), DY, row, stride_dy, c, m)
+def _stage_part(X, DY, xs, ds, row, ok, cols, col_mask, stride_x, stride_dy):
+    """With HALVES: copy one half of row `row` (its columns `cols`) into the slots xs, ds of
+    that half's ring — nothing where not `ok` — and close its group (one per half row, in
+    the order first half, second half, …)."""
+    _copy(xs, X, row, stride_x, cols, col_mask & ok)
+    _copy(ds, DY, row, stride_dy, cols, col_mask & ok)
     cp.commit_group()
+
+
+@gluon.jit
+def _row_terms(xs, ds, ws, mean, rstd, layout: gl.constexpr, HAS_MEAN: gl.constexpr):
+    """x̂·g and g of one part of a staged row, element by element (HALVES adds both halves'
+    before one reduction across the program, not two)."""
+    x = xs.load(layout).to(gl.float32)
+    dy = ds.load(layout).to(gl.float32)
+    g = ws.load(layout).to(gl.float32) * dy
+    return _xhat(x, mean, rstd, HAS_MEAN) * g, g
 
 
 @gluon.jit
@@ -116,10 +121,14 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
     one block of BLOCK_D columns, or with BLOCK_D2 > 0 two parts — columns [0, BLOCK_D) and
     [BLOCK_D, BLOCK_D + BLOCK_D2), each a power of two — so that a row like 12288 (8192 +
     4096) is staged at its width instead of in a block of 16384 (`split`: the rule's above 8192).
-    HALVES (BLOCK_D2 = BLOCK_D): the row of one block staged by halves in one ring of STAGES
-    half-row slots — row i's halves in slots 2i and 2i + 1 (mod STAGES), STAGES − 2 half rows
-    on their way while one row is worked on — where a whole-row ring would hold fewer rows
-    ahead (`half_rows`: an fp32 γ beside rows of 16384, disjoint_smem.launch_meta)."""
+    HALVES (BLOCK_D2 = BLOCK_D): the row of one block staged by halves, its first halves in
+    a ring of STAGES slots and its second halves in one of STAGES − 1 — STAGES − 1 first
+    halves and STAGES − 2 second halves on their way while one row is worked on — where
+    whole rows would keep less ahead (`half_rows`: an fp32 γ beside rows of 16384,
+    disjoint_smem.launch_meta).  Two rings, not one of 2·STAGES − 1 half-row slots: two
+    copies into one buffer at slots known only at run time cost a CTA barrier between them
+    (round 28, where one ring was 7 % slower than whole rows); and the two halves' row sums
+    are added element by element before one reduction across the program."""
     if PDL:
         _launch_dependents()
     layout: gl.constexpr = gl.BlockedLayout([VEC], [32], [NUM_WARPS], [0])
@@ -165,17 +174,24 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
     if BLOCK_D2 > 0:
         cols2 = BLOCK_D + gl.arange(0, BLOCK_D2, layout=layout)
         col_mask2 = cols2 < N
-        if not HALVES:      # with HALVES both halves share the ring xs, ds
-            xs2 = gl.allocate_shared_memory(X.dtype.element_ty, [STAGES, BLOCK_D2], flat)
-            ds2 = gl.allocate_shared_memory(DY.dtype.element_ty, [STAGES, BLOCK_D2], flat)
+        STAGES2: gl.constexpr = STAGES - 1 if HALVES else STAGES
+        xs2 = gl.allocate_shared_memory(X.dtype.element_ty, [STAGES2, BLOCK_D2], flat)
+        ds2 = gl.allocate_shared_memory(DY.dtype.element_ty, [STAGES2, BLOCK_D2], flat)
         ws2 = gl.allocate_shared_memory(W.dtype.element_ty, [BLOCK_D2], flat)
         ws2.store(gl.load(W + cols2, mask=col_mask2, other=0.0))
         acc_w2 = gl.zeros([BLOCK_D2], gl.float32, layout)
         acc_b2 = gl.zeros([BLOCK_D2], gl.float32, layout)
     if HALVES:
-        for k in gl.static_range(STAGES - 2):
-            _stage_half(X, DY, xs, ds, k, first, step, end, cols, N, stride_x, stride_dy,
-                        BLOCK_D, STAGES)
+        # half rows 0 … 2·STAGES − 4 in order: first halves of rows 0 … STAGES − 2, second
+        # halves of rows 0 … STAGES − 3
+        for k in gl.static_range(2 * STAGES - 3):
+            if k % 2 == 0:
+                _stage_part(X, DY, xs.index(k // 2), ds.index(k // 2), first + (k // 2) * step,
+                            first + (k // 2) * step < end, cols, col_mask, stride_x, stride_dy)
+            else:
+                _stage_part(X, DY, xs2.index(k // 2), ds2.index(k // 2),
+                            first + (k // 2) * step, first + (k // 2) * step < end, cols2,
+                            col_mask2, stride_x, stride_dy)
     else:
         for k in gl.static_range(STAGES - 1):
             _stage_row(X, DY, xs.index(k), ds.index(k), xs2.index(k), ds2.index(k),
@@ -200,11 +216,16 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
         else:
             i = r - first
         if HALVES:
-            # the two half rows into the slots row i − 1 left (its last barrier passed)
-            _stage_half(X, DY, xs, ds, 2 * i + STAGES - 2, first, step, end, cols, N,
-                        stride_x, stride_dy, BLOCK_D, STAGES)
-            _stage_half(X, DY, xs, ds, 2 * i + STAGES - 1, first, step, end, cols, N,
-                        stride_x, stride_dy, BLOCK_D, STAGES)
+            # the next two half rows in order — row i + STAGES − 2's second half, row i +
+            # STAGES − 1's first — into the slots row i − 1 left (its last barrier passed)
+            rb = r + (STAGES - 2) * step
+            _stage_part(X, DY, xs2.index((i + STAGES - 2) % (STAGES - 1)),
+                        ds2.index((i + STAGES - 2) % (STAGES - 1)), rb, rb < end, cols2,
+                        col_mask2, stride_x, stride_dy)
+            ra = r + (STAGES - 1) * step
+            _stage_part(X, DY, xs.index((i + STAGES - 1) % STAGES),
+                        ds.index((i + STAGES - 1) % STAGES), ra, ra < end, cols, col_mask,
+                        stride_x, stride_dy)
         else:
             ahead = (i + STAGES - 1) % STAGES
             _stage_row(X, DY, xs.index(ahead), ds.index(ahead), xs2.index(ahead),
@@ -215,19 +236,28 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
         if HAS_MEAN:
             nmean = gl.load(Mean + gl.minimum(r + step, last))
         if HALVES:
-            cp.wait_group(STAGES - 2)
-            s = (2 * i) % STAGES
-            t = (2 * i + 1) % STAGES
+            # row i's second half is here, and so all before it: 2·STAGES − 3 half rows after
+            cp.wait_group(2 * STAGES - 3)
+            s = i % STAGES
+            t = i % (STAGES - 1)
+            a1, b1 = _row_terms(xs.index(s), ds.index(s), ws, mean, rstd, layout, HAS_MEAN)
+            a2, b2 = _row_terms(xs2.index(t), ds2.index(t), ws2, mean, rstd, layout, HAS_MEAN)
+            if HAS_MEAN:
+                s1, s2 = gl.reduce((a1 + a2, b1 + b2), 0, _add2)
+            else:
+                s1 = gl.sum(a1 + a2, axis=0)
+                s2 = 0.0
         else:
             cp.wait_group(STAGES - 1)
             s = i % STAGES
             t = s
-        # the row sums, from shared memory (the first part's, then the second's added)
-        s1, s2 = _row_sums(xs.index(s), ds.index(s), ws, mean, rstd, layout, HAS_MEAN)
-        if BLOCK_D2 > 0:
-            t1, t2 = _row_sums(xs2.index(t), ds2.index(t), ws2, mean, rstd, layout, HAS_MEAN)
-            s1 = s1 + t1
-            s2 = s2 + t2
+            # the row sums, from shared memory (the first part's, then the second's added)
+            s1, s2 = _row_sums(xs.index(s), ds.index(s), ws, mean, rstd, layout, HAS_MEAN)
+            if BLOCK_D2 > 0:
+                t1, t2 = _row_sums(xs2.index(t), ds2.index(t), ws2, mean, rstd, layout,
+                                   HAS_MEAN)
+                s1 = s1 + t1
+                s2 = s2 + t2
         c1 = s1 * inv_n
         c2 = 0.0
         if HAS_MEAN:

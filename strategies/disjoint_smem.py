@@ -118,10 +118,13 @@ def _rule(d: int) -> dict:
     (`half_slots`), where that keeps more of the rows ahead on their way than whole-row stages
     do — on an H200 only LayerNorm's rows of one 16384 block with 16-bit activations and an
     fp32 γ: whole rows fit two stages there beside γ (64 KB ahead; three would need 256 KB),
-    halves five slots (96 KB ahead, of ln_inflight's 128).  Off: tuning round 28 (H200,
-    docs/perf/tune-28/call2/; six rounds in turn on fresh inputs) had it 7 % slower at LN
-    8192 × 16384 with bf16 and fp16 activations (242.0 / 241.2 against 225.3 / 224.6 µs,
-    all six rounds), 7 % at 4096 rows, 2.6 % for disjoint_strided — why, no run has said."""
+    halves five slots (three first halves and two second ones: 96 KB ahead, of
+    ln_inflight's 128).  Round 28 (H200, docs/perf/tune-28/call2/; six rounds in turn on
+    fresh inputs): in one ring of five half-row slots 7 % slower at LN 8192 × 16384 with bf16
+    and fp16 activations (242.0 / 241.2 against 225.3 / 224.6 µs, all six rounds), 7 % at
+    4096 rows, 2.6 % for disjoint_strided — compiled by the device's Triton 3.6 that kernel
+    had a CTA barrier between the two copies into the one ring and two reductions a row
+    instead of one; the kernel now keeps two rings and one reduction (call 3 times it)."""
     bd = _tuning.pow2(d)
     warps = max(4, min(16, bd // 256))
     return dict(block_d=bd, one_chunk=d <= _tuning.MAX_BLOCK_D, num_warps=warps,
@@ -180,8 +183,9 @@ def warps(p, d: int, elem: int, w_elem: int, ln_vec: int = 0, bf16: bool = False
 class Launch(NamedTuple):
     """How the staged kernel runs a call: VEC elements a copy, STAGES rows in shared memory,
     warps, and the row's block(s) — block_d columns, and with `split` a second part of
-    block_d2 (0: none); with `halves` (`half_rows`) the row's two halves of block_d, and
-    STAGES half-row slots.  vec = 0: not staged (disjoint_block's kernel runs)."""
+    block_d2 (0: none); with `halves` (`half_rows`) the row's two halves of block_d, the
+    first halves in STAGES slots and the second in STAGES − 1.  vec = 0: not staged
+    (disjoint_block's kernel runs)."""
     vec: int
     stages: int
     warps: int
@@ -234,16 +238,18 @@ def launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=(), ln: bool
         # the row by halves where that puts more of it on its way than whole rows do (a
         # LayerNorm row aims at ln_inflight whatever its weight)
         aim = (p.get("ln_inflight") if ln else 0) or inflight or p["inflight"]
-        h = half_slots(bd, elem, w_elem, smem, aim)
-        if h - 2 > 2 * (st - 1):
-            return Launch(vec, h, nw, bd // 2, bd // 2, True)
+        # the kernel's rings: first halves in (h + 1) // 2 slots, second halves in one fewer
+        hs = (half_slots(bd, elem, w_elem, smem, aim) + 1) // 2
+        if hs >= 2 and 2 * hs - 3 > 2 * (st - 1):
+            return Launch(vec, hs, nw, bd // 2, bd // 2, True)
     return Launch(vec, st, nw, bd, bd2)
 
 
 def half_slots(bd: int, elem: int, w_elem: int, smem: int, inflight: int) -> int:
     """Half-row slots of x and dy for rows of one block of bd columns: the two halves of the
     row worked on and ⌈inflight / half row⌉ more, at most 2·MAX_STAGES, fewer where they and
-    γ would not fit `smem` (with 2 KB for the row sums' scratch)."""
+    γ would not fit `smem` (with 2 KB for the row sums' scratch).  The kernel uses an odd
+    count of them (launch_meta)."""
     half = bd // 2 * elem * 2
     fit = (smem - bd * w_elem - 2048) // half
     return max(0, min(2 + math.ceil(inflight / half), 2 * MAX_STAGES, fit))
@@ -354,8 +360,8 @@ else:
         if not m.vec:
             return "not staged: the kernel of disjoint_block runs (see disjoint_smem.staged)"
         if m.halves:
-            return (f"staged: {m.vec * x.element_size()}-byte copies, {m.stages} slots of "
-                    f"half a row ({m.block_d}), {m.warps} warps")
+            return (f"staged: {m.vec * x.element_size()}-byte copies, by halves of a row "
+                    f"({m.block_d}) in {m.stages} + {m.stages - 1} slots, {m.warps} warps")
         split = f" in parts of {m.block_d} + {m.block_d2}" if m.block_d2 else ""
         return (f"staged: {m.vec * x.element_size()}-byte copies, {m.stages} "
                 f"stage{'s' * (m.stages > 1)} of a row{split}, {m.warps} warps")

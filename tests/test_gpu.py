@@ -318,8 +318,8 @@ def test_smem_layernorm_two_parts_at_8_warps(name, case):
                                   ("layernorm", 1000, 9000, "fp16", "fp32")])  # 808 of 8192 there
 def test_half_rows_on_gpu(name, case, monkeypatch):
     """`half_rows` (a tuning option; round 28: 7 % slower, off in the rules): LayerNorm rows of
-    one 16384 block with 16-bit activations and an fp32 γ staged by halves in one ring of five
-    half-row slots — right against fp64, its bits over 10 repeats, and partial row p holding
+    one 16384 block with 16-bit activations and an fp32 γ staged by halves in rings of 3 and
+    2 half-row slots — right against fp64, its bits over 10 repeats, and partial row p holding
     its own rows (contiguous blocks, or p, p + G, … dealt round-robin) — and its record's
     notes say so."""
     from normbench.strategies import _launch, disjoint_smem
@@ -330,7 +330,7 @@ def test_half_rows_on_gpu(name, case, monkeypatch):
     x, dy, w, mean, rstd = inputs
     m = disjoint_smem.staged(x, dy, w, e.params(d), ln=True)
     assert m.halves and (m.block_d, m.block_d2) == (8192, 8192), (case, m)
-    assert "half a row" in e.fn.notes(*inputs), case
+    assert "by halves of a row" in e.fn.notes(*inputs), case
     _right_and_repeated(e, inputs, dt, wd, case)
     g = e.effective_groups(rows, d, None, x.device)
     per = -(-rows // g)
