@@ -114,8 +114,8 @@ def _rule(d: int) -> dict:
     128 KB at two-part rows too (`split_inflight`, four stages at 12288 with a 16-bit γ): level
     in RMSNorm at 12288 and 10240, 0.7 and 3.7 % slower in LayerNorm — not adopted.
 
-    half_rows: a row of one block staged by halves, in one ring of half-row slots
-    (`half_slots`), where that keeps more of the rows ahead on their way than whole-row stages
+    half_rows: a row of one block staged by halves — first halves in one ring, second halves
+    in another, one slot fewer (`half_slots`, the kernel's HALVES) — where that keeps more of the rows ahead on their way than whole-row stages
     do — on an H200 only LayerNorm's rows of one 16384 block with 16-bit activations and an
     fp32 γ: whole rows fit two stages there beside γ (64 KB ahead; three would need 256 KB),
     halves five slots (three first halves and two second ones: 96 KB ahead, of
