@@ -1,0 +1,189 @@
+"""Where a staged call's time goes: each program of the staged kernel's start and end on the GPU's clock.
+
+    python bench/timeline_staged.py [--shapes rmsnorm:4096x16384,...] [--dtype bf16]
+                                    [--weight-dtype same] [--names disjoint_smem,disjoint_strided]
+                                    [--n 30] [--out FILE.csv]
+
+bench/timeline.py's question for the row loop, asked of disjoint_smem's Gluon kernel
+(strategies/_smem_kernel.py), which disjoint_smem and disjoint_strided run above 8192: the
+kernel is launched at the strategy's own launch parameters (`disjoint_smem.staged`), wrapped in
+a Gluon kernel that reads `%globaltimer` when each program starts and after its partial rows'
+stores, and `%smid`.  Each sample flushes L2 as do_bench does, then times the instrumented
+kernel with events; alongside, the strategy's whole call under the same flush, and a copy of
+the shape's model bytes.  Per sample, relative to the first program's start (µs):
+
+  start_spread  the last program's start (the launch's ramp);
+  end_first / end_p50 / end_last   the programs' ends (end_last − end_p50: the tail);
+  busy / busy_min / busy_max       each program's end − start: mean, least, most.
+
+Round 27 (docs/PERF_NOTES.md) found 9–21 µs a call in the staged kernel at rows of 16384 that
+twice the rows do not double: the ramp, the tail and the programs' own first and last rows are
+what this separates (a program's own fixed part: twice its busy time at 4096 rows less its
+busy time at 8192).  The instrumented kernel's arithmetic is the kernel's own (the wrapper
+adds two clock reads and three stores a program): the whole calls' check against fp64 is
+printed beside it.  Needs a CUDA GPU with the staged kernel (compute capability 8.0 on).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import pandas as pd  # noqa: E402
+import torch  # noqa: E402
+from triton.experimental import gluon  # noqa: E402
+from triton.experimental.gluon import language as gl  # noqa: E402
+
+from normbench import strategies  # noqa: E402
+from normbench.harness import model  # noqa: E402
+from normbench.harness.inputs import make_inputs, reference, within_tolerances  # noqa: E402
+from normbench.strategies import _launch, _tuning, disjoint_smem  # noqa: E402
+from normbench.strategies._smem_kernel import _barrier, smem_kernel  # noqa: E402
+
+from flush_check import cases, gpu_args, gpu_setup  # noqa: E402  (bench/, the script's folder)
+from timeline import _median_us  # noqa: E402
+
+
+@gluon.jit
+def _clock():
+    return gl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=gl.int64,
+                                     is_pure=False, pack=1)
+
+
+@gluon.jit
+def _sm():
+    return gl.inline_asm_elementwise("mov.u32 $0, %smid;", "=r", [], dtype=gl.int32,
+                                     is_pure=False, pack=1)
+
+
+@gluon.jit
+def _timed_smem(X, DY, DX, W, Mean, Rstd, PW, PB, T, ROWS, N_V, ROWS_PER_PROG,
+                stride_x_v, stride_dy_v, stride_dx_v, HAS_MEAN: gl.constexpr,
+                BLOCK_D: gl.constexpr, BLOCK_D2: gl.constexpr, VEC: gl.constexpr,
+                STAGES: gl.constexpr, NUM_WARPS: gl.constexpr, PDL: gl.constexpr,
+                INTERLEAVE: gl.constexpr, HALVES: gl.constexpr):
+    pid = gl.program_id(0)
+    t0 = _clock()
+    smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG, stride_x_v,
+                stride_dy_v, stride_dx_v, HAS_MEAN, BLOCK_D, BLOCK_D2, VEC, STAGES, NUM_WARPS,
+                PDL, INTERLEAVE, HALVES)
+    _barrier()
+    t1 = _clock()
+    gl.store(T + pid * 3, t0)
+    gl.store(T + pid * 3 + 1, t1)
+    gl.store(T + pid * 3 + 2, _sm().to(gl.int64))
+
+
+def launch_timed(name: str, x, dy, w, mean, rstd, t):
+    """The staged kernel of strategy `name` at its launch parameters for this call, wrapped
+    in the clock reads; the number of programs, or 0 where the call is not staged."""
+    e = strategies.get(name)
+    c = _launch.prepare(x, dy, w, mean, rstd)
+    p = e.params(c.d)
+    m = disjoint_smem.staged(c.x, c.dy, c.weight, p, c.dx, c.has_mean)
+    if not m.vec:
+        return 0
+    groups = e.effective_groups(c.rows, c.d, None, c.x.device)
+    pw, pb = _launch.scratch(groups, c.d, c.has_mean, c.x.device)
+    sx, sdy, sdx = c.strides
+    v = m.vec
+    _timed_smem[(groups,)](
+        c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, pw, pb if pb is not None else pw, t,
+        c.rows, c.d // v, _tuning.cdiv(c.rows, groups), sx // v, sdy // v, sdx // v,
+        HAS_MEAN=c.has_mean, BLOCK_D=m.block_d, BLOCK_D2=m.block_d2, VEC=v, STAGES=m.stages,
+        NUM_WARPS=m.warps, PDL=False, INTERLEAVE=bool(p["interleave"]), HALVES=m.halves,
+        num_warps=m.warps)
+    return groups
+
+
+def timeline(name: str, inputs, flush, n: int) -> dict:
+    """The instrumented staged kernel's event time and the medians of its per-sample timeline."""
+    x = inputs[0]
+    t = torch.zeros(x.shape[0] * 3, dtype=torch.int64, device=x.device)
+    samples, evs = [], []
+    for i in range(n + 3):
+        flush.zero_()
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        g = launch_timed(name, *inputs, t)
+        b.record()
+        torch.cuda.synchronize()
+        if not g:
+            return {}
+        if i < 3:
+            continue
+        evs.append(a.elapsed_time(b) * 1e3)
+        v = t[:g * 3].view(g, 3).cpu()
+        st, en = v[:, 0].double(), v[:, 1].double()
+        z = st.min()
+        st, en = (st - z) / 1e3, (en - z) / 1e3
+        ens, busy = en.sort().values, en - st
+        samples.append(dict(start_spread=float(st.max()), end_first=float(ens[0]),
+                            end_p50=float(ens[len(ens) // 2]), end_last=float(ens[-1]),
+                            busy=float(busy.mean()), busy_min=float(busy.min()),
+                            busy_max=float(busy.max()), sms=len(set(v[:, 2].tolist()))))
+    out = {k: round(statistics.median(s[k] for s in samples), 2) for k in samples[0]}
+    out["kernel_us"] = round(statistics.median(evs), 2)
+    out["programs"] = g
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    gpu_args(ap, "rmsnorm:4096x16384,rmsnorm:8192x16384,layernorm:4096x16384,"
+             "layernorm:8192x16384", 30)
+    ap.add_argument("--names", default="disjoint_smem,disjoint_strided",
+                    help="strategies whose staged kernel is timed, at their own rules")
+    args = ap.parse_args()
+    dev, flush, wd = gpu_setup(args, "timeline_staged: needs a CUDA GPU (it reads the GPU's "
+                                     "clock in each program)")
+    if disjoint_smem._WHY:
+        sys.exit(f"timeline_staged: the staged kernel cannot run here: {disjoint_smem._WHY}")
+    rows_out = []
+    for norm, rows, d in cases(args.shapes):
+        nbytes = model.bytes_moved(norm, rows, d, args.dtype, wd)
+        inputs = make_inputs(norm, rows, d, args.dtype, wd, seed=rows ^ d, device=dev)
+        ref = reference(*inputs)
+        src = torch.empty(nbytes // 8, dtype=torch.float32, device=dev)   # nbytes moved
+        dst = torch.empty_like(src)
+        copy_us = _median_us(lambda: dst.copy_(src), flush, args.n)
+        del src, dst
+        for name in args.names.split(","):
+            row = dict(case=f"{norm} {rows}x{d} {args.dtype}/{wd}", name=name,
+                       copy_us=round(copy_us, 2))
+            try:
+                impl = strategies.get(name)
+                row["ok"] = within_tolerances(impl.backward(*inputs), ref, args.dtype, wd)
+                row["call_us"] = round(_median_us(lambda: impl.backward(*inputs), flush,
+                                                  args.n), 2)
+                tl_ = timeline(name, inputs, flush, args.n)
+                if not tl_:
+                    print(f"{row['case']} {name}: not staged", flush=True)
+                    continue
+                row.update(tl_)
+            except Exception as e:  # one case's failure is printed, the rest go on
+                print(f"{row['case']} {name}: {type(e).__name__}: {e}", flush=True)
+                continue
+            rows_out.append(row)
+            print(json.dumps(row), flush=True)
+        del inputs, ref
+        torch.cuda.empty_cache()
+    if rows_out:
+        print(f"\n{'case':34s} {'name':17s} {'call':>7s} {'kernel':>7s} {'ramp':>6s} "
+              f"{'end1':>7s} {'end50':>7s} {'endN':>7s} {'busy':>7s} {'bmin':>7s} {'bmax':>7s} "
+              f"{'copy':>7s}")
+        for r in rows_out:
+            print(f"{r['case']:34s} {r['name']:17s} {r['call_us']:7.1f} {r['kernel_us']:7.1f} "
+                  f"{r['start_spread']:6.1f} {r['end_first']:7.1f} {r['end_p50']:7.1f} "
+                  f"{r['end_last']:7.1f} {r['busy']:7.1f} {r['busy_min']:7.1f} "
+                  f"{r['busy_max']:7.1f} {r['copy_us']:7.1f}")
+    if args.out and rows_out:
+        pd.DataFrame(rows_out).to_csv(args.out, index=False)
+
+
+if __name__ == "__main__":
+    main()
