@@ -14,7 +14,10 @@ the shape's model bytes.  Per sample, relative to the first program's start (µs
 
   start_spread  the last program's start (the launch's ramp);
   end_first / end_p50 / end_last   the programs' ends (end_last − end_p50: the tail);
-  busy / busy_min / busy_max       each program's end − start: mean, least, most.
+  busy / busy_min / busy_max       each program's end − start: mean, least, most;
+  event_us      the events around the wrapper's launch from Python — the host's launch (the
+                Gluon kernel's slow path: no plan is kept here) included, so not the
+                kernel's time and not comparable with call_us (the strategy's whole call).
 
 Round 27 (docs/PERF_NOTES.md) found 9–21 µs a call in the staged kernel at rows of 16384 that
 twice the rows do not double: the ramp, the tail and the programs' own first and last rows are
@@ -127,7 +130,7 @@ def timeline(name: str, inputs, flush, n: int) -> dict:
                             busy=float(busy.mean()), busy_min=float(busy.min()),
                             busy_max=float(busy.max()), sms=len(set(v[:, 2].tolist()))))
     out = {k: round(statistics.median(s[k] for s in samples), 2) for k in samples[0]}
-    out["kernel_us"] = round(statistics.median(evs), 2)
+    out["event_us"] = round(statistics.median(evs), 2)
     out["programs"] = g
     return out
 
@@ -173,11 +176,11 @@ def main() -> None:
         del inputs, ref
         torch.cuda.empty_cache()
     if rows_out:
-        print(f"\n{'case':34s} {'name':17s} {'call':>7s} {'kernel':>7s} {'ramp':>6s} "
+        print(f"\n{'case':34s} {'name':17s} {'call':>7s} {'event':>7s} {'ramp':>6s} "
               f"{'end1':>7s} {'end50':>7s} {'endN':>7s} {'busy':>7s} {'bmin':>7s} {'bmax':>7s} "
               f"{'copy':>7s}")
         for r in rows_out:
-            print(f"{r['case']:34s} {r['name']:17s} {r['call_us']:7.1f} {r['kernel_us']:7.1f} "
+            print(f"{r['case']:34s} {r['name']:17s} {r['call_us']:7.1f} {r['event_us']:7.1f} "
                   f"{r['start_spread']:6.1f} {r['end_first']:7.1f} {r['end_p50']:7.1f} "
                   f"{r['end_last']:7.1f} {r['busy']:7.1f} {r['busy_min']:7.1f} "
                   f"{r['busy_max']:7.1f} {r['copy_us']:7.1f}")

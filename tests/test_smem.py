@@ -319,3 +319,42 @@ def test_regs_says_where_the_kernel_does_not_stage():
                           "disjoint_smem", "--d", "20000"], capture_output=True, text=True,
                          env={**os.environ, "NORMBENCH_QUIET": "1"})
     assert out.returncode != 0 and "disjoint_block's kernel" in out.stderr
+
+
+_TIMELINE_COMPILE = r'''
+import os, sys
+os.environ.pop("TRITON_INTERPRET", None)
+import torch
+torch.cuda.is_available = lambda: True
+torch.cuda.get_device_capability = lambda *a, **k: (9, 0)
+sys.path[:0] = [sys.argv[1], os.path.join(sys.argv[1], "bench")]
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.experimental.gluon._runtime import GluonASTSource
+import timeline_staged as ts
+k = ts._timed_smem
+names = k.arg_names
+consts = dict(HAS_MEAN=True, BLOCK_D=16384, BLOCK_D2=0, VEC=8, STAGES=3, NUM_WARPS=8, PDL=False,
+              INTERLEAVE=True, HALVES=False)
+sig = {n: "constexpr" if n in consts else "*bf16" if n in ("X", "DY", "DX", "W") else
+       "*i64" if n == "T" else "*fp32" if n in ("Mean", "Rstd", "PW", "PB") else "i32" for n in names}
+attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in names
+         if n not in consts and n not in ("ROWS", "ROWS_PER_PROG")}
+src = GluonASTSource(k, sig, attrs=attrs, constexprs={(names.index(a),): v for a, v in consts.items()})
+c = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 8})
+print(c.asm["ptx"].count("%globaltimer"), c.asm["ptx"].count("%smid"), c.metadata.shared)
+'''
+
+
+def test_the_staged_timeline_compiles_its_clock_reads_around_the_kernel():
+    """bench/timeline_staged.py's wrapper (the staged kernel between two reads of the GPU's
+    clock, and its SM) compiles for sm_90 at LayerNorm 16384's three stages; on a machine
+    without a GPU the script says it needs one."""
+    out = subprocess.run([sys.executable, "-c", _TIMELINE_COMPILE, ROOT], capture_output=True,
+                         text=True, check=True)
+    clocks, sms, shared = map(int, out.stdout.split()[-3:])
+    assert clocks == 2 and sms == 1 and 3 * 65536 + 32768 <= shared <= 227 * 1024, out.stdout
+    if not torch.cuda.is_available():
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "timeline_staged.py")],
+                           capture_output=True, text=True)
+        assert r.returncode != 0 and "needs a CUDA GPU" in r.stderr, r.stderr[-500:]
