@@ -7,7 +7,7 @@
 # environment.
 . bench/device_start.sh
 . bench/peers_env.sh
-timeout ${TL_S:-150} python3 bench/timeline_staged.py --n ${N:-30} --out $T/timeline.csv \
+timeout ${TL_S:-150} python3 bench/timeline_staged.py --n ${N:-30} --out $T/timeline.csv --per-sm $T/per-sm.csv \
   ${SHAPES:+--shapes $SHAPES} > $T/timeline.log 2>&1
 echo "== timeline (rc $?)"; tail -n 12 $T/timeline.log
 tar -czf $OUT/round28f.tgz -C $OUT t && rm -rf $T

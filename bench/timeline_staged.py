@@ -19,6 +19,8 @@ the shape's model bytes.  Per sample, relative to the first program's start (µs
                 Gluon kernel's slow path: no plan is kept here) included, so not the
                 kernel's time and not comparable with call_us (the strategy's whole call).
 
+With --per-sm FILE, each SM's median busy time and end (µs) per case: which SMs are slow.
+
 Round 27 (docs/PERF_NOTES.md) found 9–21 µs a call in the staged kernel at rows of 16384 that
 twice the rows do not double: the ramp, the tail and the programs' own first and last rows are
 what this separates (a program's own fixed part: twice its busy time at 4096 rows less its
@@ -107,7 +109,7 @@ def timeline(name: str, inputs, flush, n: int) -> dict:
     """The instrumented staged kernel's event time and the medians of its per-sample timeline."""
     x = inputs[0]
     t = torch.zeros(x.shape[0] * 3, dtype=torch.int64, device=x.device)
-    samples, evs = [], []
+    samples, evs, per_sm = [], [], {}
     for i in range(n + 3):
         flush.zero_()
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -125,6 +127,8 @@ def timeline(name: str, inputs, flush, n: int) -> dict:
         z = st.min()
         st, en = (st - z) / 1e3, (en - z) / 1e3
         ens, busy = en.sort().values, en - st
+        for sm, b_, e_ in zip(v[:, 2].tolist(), busy.tolist(), en.tolist()):
+            per_sm.setdefault(sm, []).append((b_, e_))
         samples.append(dict(start_spread=float(st.max()), end_first=float(ens[0]),
                             end_p50=float(ens[len(ens) // 2]), end_last=float(ens[-1]),
                             busy=float(busy.mean()), busy_min=float(busy.min()),
@@ -132,6 +136,10 @@ def timeline(name: str, inputs, flush, n: int) -> dict:
     out = {k: round(statistics.median(s[k] for s in samples), 2) for k in samples[0]}
     out["event_us"] = round(statistics.median(evs), 2)
     out["programs"] = g
+    # each SM's median busy time and end over the samples (the programs it ran)
+    out["per_sm"] = {sm: (round(statistics.median(b for b, _ in v), 2),
+                          round(statistics.median(e for _, e in v), 2), len(v))
+                     for sm, v in sorted(per_sm.items())}
     return out
 
 
@@ -141,12 +149,14 @@ def main() -> None:
              "layernorm:8192x16384", 30)
     ap.add_argument("--names", default="disjoint_smem,disjoint_strided",
                     help="strategies whose staged kernel is timed, at their own rules")
+    ap.add_argument("--per-sm", default=None,
+                    help="CSV of each SM's median busy time and end (which SMs are slow)")
     args = ap.parse_args()
     dev, flush, wd = gpu_setup(args, "timeline_staged: needs a CUDA GPU (it reads the GPU's "
                                      "clock in each program)")
     if disjoint_smem._WHY:
         sys.exit(f"timeline_staged: the staged kernel cannot run here: {disjoint_smem._WHY}")
-    rows_out = []
+    rows_out, sm_rows = [], []
     for norm, rows, d in cases(args.shapes):
         nbytes = model.bytes_moved(norm, rows, d, args.dtype, wd)
         inputs = make_inputs(norm, rows, d, args.dtype, wd, seed=rows ^ d, device=dev)
@@ -167,6 +177,9 @@ def main() -> None:
                 if not tl_:
                     print(f"{row['case']} {name}: not staged", flush=True)
                     continue
+                for sm, (b_, e_, k) in tl_.pop("per_sm").items():
+                    sm_rows.append(dict(case=row["case"], name=name, sm=sm, busy=b_, end=e_,
+                                        samples=k))
                 row.update(tl_)
             except Exception as e:  # one case's failure is printed, the rest go on
                 print(f"{row['case']} {name}: {type(e).__name__}: {e}", flush=True)
@@ -186,6 +199,8 @@ def main() -> None:
                   f"{r['busy_max']:7.1f} {r['copy_us']:7.1f}")
     if args.out and rows_out:
         pd.DataFrame(rows_out).to_csv(args.out, index=False)
+    if args.per_sm and sm_rows:
+        pd.DataFrame(sm_rows).to_csv(args.per_sm, index=False)
 
 
 if __name__ == "__main__":
