@@ -46,7 +46,7 @@ from triton.experimental.gluon import language as gl  # noqa: E402
 from normbench import strategies  # noqa: E402
 from normbench.harness import model  # noqa: E402
 from normbench.harness.inputs import make_inputs, reference, within_tolerances  # noqa: E402
-from normbench.strategies import _launch, _tuning, disjoint_smem  # noqa: E402
+from normbench.strategies import _launch, disjoint_smem  # noqa: E402
 from normbench.strategies._smem_kernel import _barrier, smem_kernel  # noqa: E402
 
 from flush_check import cases, gpu_args, gpu_setup  # noqa: E402  (bench/, the script's folder)
@@ -94,14 +94,9 @@ def launch_timed(name: str, x, dy, w, mean, rstd, t):
         return 0
     groups = e.effective_groups(c.rows, c.d, None, c.x.device)
     pw, pb = _launch.scratch(groups, c.d, c.has_mean, c.x.device)
-    sx, sdy, sdx = c.strides
-    v = m.vec
-    _timed_smem[(groups,)](
-        c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, pw, pb if pb is not None else pw, t,
-        c.rows, c.d // v, _tuning.cdiv(c.rows, groups), sx // v, sdy // v, sdx // v,
-        HAS_MEAN=c.has_mean, BLOCK_D=m.block_d, BLOCK_D2=m.block_d2, VEC=v, STAGES=m.stages,
-        NUM_WARPS=m.warps, PDL=False, INTERLEAVE=bool(p["interleave"]), HALVES=m.halves,
-        num_warps=m.warps)
+    scalars, meta = disjoint_smem.kernel_args(c, groups, m, p["interleave"], pdl=False)
+    _timed_smem[(groups,)](c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, pw,
+                           pb if pb is not None else pw, t, *scalars, **meta)
     return groups
 
 

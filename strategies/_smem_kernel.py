@@ -77,19 +77,22 @@ def _xhat(x, mean, rstd, HAS_MEAN: gl.constexpr):
 
 
 @gluon.jit
-def _row_sums(xs, ds, ws, mean, rstd, layout: gl.constexpr, HAS_MEAN: gl.constexpr):
-    """(Σ x̂·g, Σ g) of one part of a staged row, read from shared memory (Σ g is 0 without
-    a mean: RMSNorm)."""
-    x = xs.load(layout).to(gl.float32)
-    dy = ds.load(layout).to(gl.float32)
-    g = ws.load(layout).to(gl.float32) * dy
-    xhat = _xhat(x, mean, rstd, HAS_MEAN)
+def _reduce_terms(xg, g, HAS_MEAN: gl.constexpr):
+    """(Σ x̂·g, Σ g) over the program of terms laid out by _row_terms (Σ g is 0 without a
+    mean: RMSNorm)."""
     if HAS_MEAN:
-        s1, s2 = gl.reduce((xhat * g, g), 0, _add2)
+        s1, s2 = gl.reduce((xg, g), 0, _add2)
     else:
-        s1 = gl.sum(xhat * g, axis=0)
+        s1 = gl.sum(xg, axis=0)
         s2 = 0.0
     return s1, s2
+
+
+@gluon.jit
+def _row_sums(xs, ds, ws, mean, rstd, layout: gl.constexpr, HAS_MEAN: gl.constexpr):
+    """(Σ x̂·g, Σ g) of one part of a staged row, read from shared memory."""
+    xg, g = _row_terms(xs, ds, ws, mean, rstd, layout, HAS_MEAN)
+    return _reduce_terms(xg, g, HAS_MEAN)
 
 
 @gluon.jit
@@ -242,11 +245,7 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
             t = i % (STAGES - 1)
             a1, b1 = _row_terms(xs.index(s), ds.index(s), ws, mean, rstd, layout, HAS_MEAN)
             a2, b2 = _row_terms(xs2.index(t), ds2.index(t), ws2, mean, rstd, layout, HAS_MEAN)
-            if HAS_MEAN:
-                s1, s2 = gl.reduce((a1 + a2, b1 + b2), 0, _add2)
-            else:
-                s1 = gl.sum(a1 + a2, axis=0)
-                s2 = 0.0
+            s1, s2 = _reduce_terms(a1 + a2, b1 + b2, HAS_MEAN)
         else:
             cp.wait_group(STAGES - 1)
             s = i % STAGES

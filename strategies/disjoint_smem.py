@@ -270,6 +270,22 @@ def staged(x, dy, weight, p=None, dx=None, ln: bool = False) -> Launch:
                        ln, x.dtype == torch.bfloat16)
 
 
+def kernel_args(c, groups: int, m: Launch, interleave: bool, pdl: bool):
+    """(scalars, meta): the staged kernel's run-time arguments after its tensors, and its
+    constexpr parameters and launch options, for the call `c` (`_launch.prepare`) over
+    `groups` programs at Launch m — what run_staged launches, and bench/timeline_staged.py."""
+    vec = m.vec
+    sx, sdy, sdx = c.strides
+    # widths and strides in units of VEC elements: the kernel multiplies them back, so the
+    # compiler knows every row start and the mask are VEC-aligned
+    scalars = (c.rows, c.d // vec, _tuning.cdiv(c.rows, groups), sx // vec, sdy // vec,
+               sdx // vec)
+    meta = dict(HAS_MEAN=c.has_mean, BLOCK_D=m.block_d, BLOCK_D2=m.block_d2, VEC=vec,
+                STAGES=m.stages, NUM_WARPS=m.warps, PDL=pdl, INTERLEAVE=bool(interleave),
+                HALVES=m.halves, num_warps=m.warps)
+    return scalars, meta
+
+
 def _available() -> str:
     """'' where the staged kernel can run here, else why not."""
     if _device.interpreted():
@@ -323,23 +339,14 @@ else:
             m = staged(c.x, c.dy, c.weight, p, c.dx, c.has_mean)
             if not _tuning.OVERRIDE:
                 _LAUNCHES[key] = m
-        vec = m.vec
-        if not vec:
+        if not m.vec:
             pw, pb, pdl = launch_partials(_disjoint_kernel, c, groups, fallback)
             return c.outputs(*reduce_partials(pw, pb, c.weight, pdl))
         pw, pb = scratch(groups, c.d, c.has_mean, c.x.device)
         tensors = (c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, pw, pb if pb is not None else pw)
 
         def setup():
-            sx, sdy, sdx = c.strides
-            # widths and strides in units of VEC elements: the kernel multiplies them back,
-            # so the compiler knows every row start and the mask are VEC-aligned
-            scalars = (c.rows, c.d // vec, _tuning.cdiv(c.rows, groups), sx // vec, sdy // vec,
-                       sdx // vec)
-            meta = dict(HAS_MEAN=c.has_mean, BLOCK_D=m.block_d, BLOCK_D2=m.block_d2, VEC=vec,
-                        STAGES=m.stages, NUM_WARPS=m.warps, PDL=pdl,
-                        INTERLEAVE=bool(p["interleave"]), HALVES=m.halves, num_warps=m.warps)
-            return (groups,), scalars, meta
+            return (groups,), *kernel_args(c, groups, m, p["interleave"], pdl)
 
         # pdl: the reduce launched as a programmatic dependent, let in early by this kernel
         # (compiled code on sm_90+ only: `_device.pdl_supported`)
