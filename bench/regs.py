@@ -88,7 +88,7 @@ def compile_smem(d: int, norm: str, dtype: str, weight_dtype: str = "same",
     wt = act if weight_dtype == "same" else TYPES[weight_dtype]
     consts = dict(HAS_MEAN=norm == "layernorm", BLOCK_D=m.block_d, BLOCK_D2=m.block_d2,
                   VEC=vec, STAGES=st, NUM_WARPS=m.warps, PDL=bool(p.get("pdl")),
-                  INTERLEAVE=bool(p.get("interleave")), HALVES=m.halves)
+                  INTERLEAVE=bool(p.get("interleave")), HALVES=m.halves, W_REGS=m.w_regs)
     names = smem_kernel.arg_names
     sig = {n: ("constexpr" if n in consts else act if n in ACT else wt if n in WEIGHT
                else "*fp32" if n in F32 else "i32") for n in names}
@@ -101,7 +101,7 @@ def compile_smem(d: int, norm: str, dtype: str, weight_dtype: str = "same",
     k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": p["num_warps"]})
     return k, {**p, "num_stages": st, "block_r": 1, "prefetch": False, "reload": False,
                "w_tile": False, "vec": vec, "block_d": m.block_d, "block_d2": m.block_d2,
-               "halves": m.halves}
+               "halves": m.halves, "w_regs": m.w_regs}
 
 
 def compile_kernel(name: str, d: int, norm: str, dtype: str, weight_dtype: str = "same",
@@ -192,6 +192,7 @@ def resources(d: int, norm: str, dtype: str, override: dict | None = None,
                 pf2=len(re.findall(r"\bCCTL\.E\.PF2\b|\bUBLKPF\b", sass)),
                 preexit=len(re.findall(r"\bPREEXIT\b", sass)),
                 block_d2=p.get("block_d2", 0), halves=bool(p.get("halves")),
+                w_regs=bool(p.get("w_regs")),
                 **{k: p[k] for k in ("block_d", "block_r", "num_warps", "num_stages", "prefetch",
                                      "reload", "w_tile")})
 

@@ -53,12 +53,16 @@ def _stage_part(X, DY, xs, ds, row, ok, cols, col_mask, stride_x, stride_dy):
 
 
 @gluon.jit
-def _row_terms(xs, ds, ws, mean, rstd, layout: gl.constexpr, HAS_MEAN: gl.constexpr):
+def _row_terms(xs, ds, ws, mean, rstd, layout: gl.constexpr, HAS_MEAN: gl.constexpr,
+               W_REGS: gl.constexpr):
     """x̂·g and g of one part of a staged row, element by element (HALVES adds both halves'
     before one reduction across the program, not two)."""
     x = xs.load(layout).to(gl.float32)
     dy = ds.load(layout).to(gl.float32)
-    g = ws.load(layout).to(gl.float32) * dy
+    if W_REGS:
+        g = ws * dy             # γ in fp32 registers, laid out as the row
+    else:
+        g = ws.load(layout).to(gl.float32) * dy
     return _xhat(x, mean, rstd, HAS_MEAN) * g, g
 
 
@@ -89,20 +93,24 @@ def _reduce_terms(xg, g, HAS_MEAN: gl.constexpr):
 
 
 @gluon.jit
-def _row_sums(xs, ds, ws, mean, rstd, layout: gl.constexpr, HAS_MEAN: gl.constexpr):
+def _row_sums(xs, ds, ws, mean, rstd, layout: gl.constexpr, HAS_MEAN: gl.constexpr,
+              W_REGS: gl.constexpr):
     """(Σ x̂·g, Σ g) of one part of a staged row, read from shared memory."""
-    xg, g = _row_terms(xs, ds, ws, mean, rstd, layout, HAS_MEAN)
+    xg, g = _row_terms(xs, ds, ws, mean, rstd, layout, HAS_MEAN, W_REGS)
     return _reduce_terms(xg, g, HAS_MEAN)
 
 
 @gluon.jit
 def _dx_part(xs, ds, ws, DX_ROW, cols, col_mask, mean, rstd, c1, c2, acc_w, acc_b,
-             layout: gl.constexpr, HAS_MEAN: gl.constexpr):
+             layout: gl.constexpr, HAS_MEAN: gl.constexpr, W_REGS: gl.constexpr):
     """dx of one part of a staged row, read from shared memory again, stored; the part's
     contributions added to its accumulators, which are returned."""
     x = xs.load(layout).to(gl.float32)
     dy = ds.load(layout).to(gl.float32)
-    g = ws.load(layout).to(gl.float32) * dy
+    if W_REGS:
+        g = ws * dy             # γ in fp32 registers, laid out as the row
+    else:
+        g = ws.load(layout).to(gl.float32) * dy
     xhat = _xhat(x, mean, rstd, HAS_MEAN)
     dx = (g - (xhat * c1 + c2)) * rstd
     gl.store(DX_ROW + cols, dx.to(DX_ROW.dtype.element_ty), mask=col_mask)
@@ -117,7 +125,8 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
                 stride_x_v, stride_dy_v, stride_dx_v, HAS_MEAN: gl.constexpr,
                 BLOCK_D: gl.constexpr, BLOCK_D2: gl.constexpr, VEC: gl.constexpr,
                 STAGES: gl.constexpr, NUM_WARPS: gl.constexpr, PDL: gl.constexpr,
-                INTERLEAVE: gl.constexpr, HALVES: gl.constexpr = False):
+                INTERLEAVE: gl.constexpr, HALVES: gl.constexpr = False,
+                W_REGS: gl.constexpr = False):
     """Program p: dx for rows [p·R, (p+1)·R) — with INTERLEAVE the rows p, p + P, p + 2P, …
     (P programs) instead — and its partial rows PW[p], PB[p].  N_V and the
     strides count VEC elements (so the compiler knows each row start VEC-aligned).  A row is
@@ -162,8 +171,13 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
     col_mask = cols < N
     xs = gl.allocate_shared_memory(X.dtype.element_ty, [STAGES, BLOCK_D], flat)
     ds = gl.allocate_shared_memory(DY.dtype.element_ty, [STAGES, BLOCK_D], flat)
-    ws = gl.allocate_shared_memory(W.dtype.element_ty, [BLOCK_D], flat)
-    ws.store(gl.load(W + cols, mask=col_mask, other=0.0))
+    # γ waits for the rows in shared memory in its own dtype, or with W_REGS in fp32 registers
+    # laid out as the rows are read
+    if W_REGS:
+        ws = gl.load(W + cols, mask=col_mask, other=0.0).to(gl.float32)
+    else:
+        ws = gl.allocate_shared_memory(W.dtype.element_ty, [BLOCK_D], flat)
+        ws.store(gl.load(W + cols, mask=col_mask, other=0.0))
     acc_w = gl.zeros([BLOCK_D], gl.float32, layout)
     acc_b = gl.zeros([BLOCK_D], gl.float32, layout)
     # the second part: the same names stand in where there is none (never read then)
@@ -180,8 +194,11 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
         STAGES2: gl.constexpr = STAGES - 1 if HALVES else STAGES
         xs2 = gl.allocate_shared_memory(X.dtype.element_ty, [STAGES2, BLOCK_D2], flat)
         ds2 = gl.allocate_shared_memory(DY.dtype.element_ty, [STAGES2, BLOCK_D2], flat)
-        ws2 = gl.allocate_shared_memory(W.dtype.element_ty, [BLOCK_D2], flat)
-        ws2.store(gl.load(W + cols2, mask=col_mask2, other=0.0))
+        if W_REGS:
+            ws2 = gl.load(W + cols2, mask=col_mask2, other=0.0).to(gl.float32)
+        else:
+            ws2 = gl.allocate_shared_memory(W.dtype.element_ty, [BLOCK_D2], flat)
+            ws2.store(gl.load(W + cols2, mask=col_mask2, other=0.0))
         acc_w2 = gl.zeros([BLOCK_D2], gl.float32, layout)
         acc_b2 = gl.zeros([BLOCK_D2], gl.float32, layout)
     if HALVES:
@@ -243,18 +260,21 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
             cp.wait_group(2 * STAGES - 3)
             s = i % STAGES
             t = i % (STAGES - 1)
-            a1, b1 = _row_terms(xs.index(s), ds.index(s), ws, mean, rstd, layout, HAS_MEAN)
-            a2, b2 = _row_terms(xs2.index(t), ds2.index(t), ws2, mean, rstd, layout, HAS_MEAN)
+            a1, b1 = _row_terms(xs.index(s), ds.index(s), ws, mean, rstd, layout, HAS_MEAN,
+                                W_REGS)
+            a2, b2 = _row_terms(xs2.index(t), ds2.index(t), ws2, mean, rstd, layout, HAS_MEAN,
+                                W_REGS)
             s1, s2 = _reduce_terms(a1 + a2, b1 + b2, HAS_MEAN)
         else:
             cp.wait_group(STAGES - 1)
             s = i % STAGES
             t = s
             # the row sums, from shared memory (the first part's, then the second's added)
-            s1, s2 = _row_sums(xs.index(s), ds.index(s), ws, mean, rstd, layout, HAS_MEAN)
+            s1, s2 = _row_sums(xs.index(s), ds.index(s), ws, mean, rstd, layout, HAS_MEAN,
+                               W_REGS)
             if BLOCK_D2 > 0:
                 t1, t2 = _row_sums(xs2.index(t), ds2.index(t), ws2, mean, rstd, layout,
-                                   HAS_MEAN)
+                                   HAS_MEAN, W_REGS)
                 s1 = s1 + t1
                 s2 = s2 + t2
         c1 = s1 * inv_n
@@ -267,10 +287,11 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
         _barrier()
         dx_row = DX + r.to(gl.int64) * stride_dx
         acc_w, acc_b = _dx_part(xs.index(s), ds.index(s), ws, dx_row, cols, col_mask, mean, rstd,
-                                c1, c2, acc_w, acc_b, layout, HAS_MEAN)
+                                c1, c2, acc_w, acc_b, layout, HAS_MEAN, W_REGS)
         if BLOCK_D2 > 0:
             acc_w2, acc_b2 = _dx_part(xs2.index(t), ds2.index(t), ws2, dx_row, cols2, col_mask2,
-                                      mean, rstd, c1, c2, acc_w2, acc_b2, layout, HAS_MEAN)
+                                      mean, rstd, c1, c2, acc_w2, acc_b2, layout, HAS_MEAN,
+                                      W_REGS)
         # every thread is past its reads of stage s before any refills it (next iteration)
         _barrier()
         mean = nmean

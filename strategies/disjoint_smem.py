@@ -125,14 +125,21 @@ def _rule(d: int) -> dict:
     4096 rows, 2.6 % for disjoint_strided — compiled by the device's Triton 3.6 that kernel
     had a CTA barrier between the two copies into the one ring and two reductions a row
     instead of one; in two rings with one reduction (the kernel now) still 5 % slower at
-    those four lines (call 3: 237.0 against 225.1 µs at 8192 bf16, all six rounds)."""
+    those four lines (call 3: 237.0 against 225.1 µs at 8192 bf16, all six rounds).
+
+    w_regs: γ held in fp32 registers laid out as the rows are read, loaded once a program,
+    instead of in shared memory in its own dtype and read in both passes of every row — the
+    stages counted without it, and a LayerNorm row of one block aiming at ln_inflight
+    whatever its weight's width (three stages at 16384 with an fp32 γ); never with halves.
+    Off until timed (round 29, docs/PERF_NOTES.md); costs 32-64 registers a thread."""
     bd = _tuning.pow2(d)
     warps = max(4, min(16, bd // 256))
     return dict(block_d=bd, one_chunk=d <= _tuning.MAX_BLOCK_D, num_warps=warps,
                 wide_weight_warps=8 if bd > 8192 else warps,
                 ln_split_warps=8 if bd > 8192 else warps, num_stages=0, inflight=INFLIGHT,
                 split_inflight=0, ln_inflight=LN_INFLIGHT if bd == 16384 else 0,
-                split=bd > 8192, pdl=bd > 8192, interleave=False, half_rows=False)
+                split=bd > 8192, pdl=bd > 8192, interleave=False, half_rows=False,
+                w_regs=False)
 
 
 def _groups_rule(rows: int, d: int, sms: int, launch) -> int:
@@ -153,8 +160,9 @@ def vec_width(elem: int, *units: int) -> int:
 
 def stages(p, d: int, elem: int, w_elem: int, smem: int) -> int:
     """How many rows of x and dy a program keeps in shared memory: 1 + ⌈inflight / row bytes⌉
-    (or num_stages where given), at most MAX_STAGES, lowered until they and γ fit `smem` (with
-    2 KB for the row sums' scratch); 0 where not even one stage fits."""
+    (or num_stages where given), at most MAX_STAGES, lowered until they and γ (w_elem bytes a
+    column; 0 where γ waits in registers) fit `smem` (with 2 KB for the row sums' scratch); 0
+    where not even one stage fits."""
     row = p["block_d"] * elem * 2
     st = p["num_stages"] or 1 + math.ceil(p["inflight"] / row)
     st = min(st, MAX_STAGES)
@@ -185,7 +193,8 @@ class Launch(NamedTuple):
     """How the staged kernel runs a call: VEC elements a copy, STAGES rows in shared memory,
     warps, and the row's block(s) — block_d columns, and with `split` a second part of
     block_d2 (0: none); with `halves` (`half_rows`) the row's two halves of block_d, the
-    first halves in STAGES slots and the second in STAGES − 1.  vec = 0: not staged
+    first halves in STAGES slots and the second in STAGES − 1; with `w_regs` γ held in
+    fp32 registers, not in shared memory.  vec = 0: not staged
     (disjoint_block's kernel runs)."""
     vec: int
     stages: int
@@ -193,6 +202,7 @@ class Launch(NamedTuple):
     block_d: int
     block_d2: int
     halves: bool = False
+    w_regs: bool = False
 
 
 NOT_STAGED = Launch(0, 0, 0, 0, 0)
@@ -229,12 +239,17 @@ def launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=(), ln: bool
     # RMSNorm with a weight wider than its activations keeps `inflight` (round 24: 32 KB 16 %
     # slower for disjoint_strided at RMS 8192 × 12288 fp16/fp32, level with bf16/fp32)
     inflight = p.get("split_inflight") if bd2 and (ln or w_elem <= elem) else 0
-    if ln and not bd2 and w_elem == elem:
+    # γ in registers (`w_regs`) leaves shared memory to the rows: a LayerNorm row of one block
+    # then aims at ln_inflight whatever its weight's width, as with a weight of its own
+    w_regs = bool(p.get("w_regs"))
+    if ln and not bd2 and (w_elem == elem or w_regs):
         inflight = p.get("ln_inflight") or inflight
     st = stages({**p, "block_d": bd + bd2, "inflight": inflight or p["inflight"]}, d, elem,
-                w_elem, smem)
+                0 if w_regs else w_elem, smem)
     if not st:
         return NOT_STAGED
+    if w_regs:
+        return Launch(vec, st, nw, bd, bd2, False, True)
     if p.get("half_rows") and not bd2 and bd // 2 >= vec * 32 * nw:
         # the row by halves where that puts more of it on its way than whole rows do (a
         # LayerNorm row aims at ln_inflight whatever its weight)
@@ -282,7 +297,7 @@ def kernel_args(c, groups: int, m: Launch, interleave: bool, pdl: bool):
                sdx // vec)
     meta = dict(HAS_MEAN=c.has_mean, BLOCK_D=m.block_d, BLOCK_D2=m.block_d2, VEC=vec,
                 STAGES=m.stages, NUM_WARPS=m.warps, PDL=pdl, INTERLEAVE=bool(interleave),
-                HALVES=m.halves, num_warps=m.warps)
+                HALVES=m.halves, W_REGS=m.w_regs, num_warps=m.warps)
     return scalars, meta
 
 
@@ -371,8 +386,9 @@ else:
             return (f"staged: {m.vec * x.element_size()}-byte copies, by halves of a row "
                     f"({m.block_d}) in {m.stages} + {m.stages - 1} slots, {m.warps} warps")
         split = f" in parts of {m.block_d} + {m.block_d2}" if m.block_d2 else ""
+        where = ", γ in registers" if m.w_regs else ""
         return (f"staged: {m.vec * x.element_size()}-byte copies, {m.stages} "
-                f"stage{'s' * (m.stages > 1)} of a row{split}, {m.warps} warps")
+                f"stage{'s' * (m.stages > 1)} of a row{split}, {m.warps} warps{where}")
 
     def _notes(x, dy, weight, mean, rstd) -> str:
         return notes(x, dy, weight, backward.params(x.shape[1]), mean is not None)

@@ -343,6 +343,42 @@ def test_half_rows_on_gpu(name, case, monkeypatch):
         assert torch.allclose(got, want, rtol=1e-4, atol=1e-4 * want.abs().max().item()), (case, p)
 
 
+@pytest.mark.parametrize("name", ["disjoint_smem", "disjoint_strided"])
+@pytest.mark.parametrize("case", [("rmsnorm", 2048, 12288, "fp16", "fp32"),
+                                  ("layernorm", 777, 12288, "bf16", "fp32"),   # a short last program
+                                  ("layernorm", 1000, 16384, "bf16", "fp32"),
+                                  ("rmsnorm", 5, 16384, "fp16", "fp32"),       # fewer rows than programs
+                                  ("layernorm", 300, 15000, "bf16", "bf16"),   # masked, a 16-bit γ
+                                  ("rmsnorm", 600, 12288, "fp32", "fp32"),     # two stages, not one
+                                  ("layernorm", 1000, 10000, "fp16", "fp32")])  # 8192 + 2048, 208 masked
+def test_w_regs_on_gpu(name, case, monkeypatch):
+    """`w_regs` (a tuning option, round 29): γ held in fp32 registers laid out as the rows,
+    not in shared memory, which is left to the rows' stages — right against fp64, its bits
+    over 10 repeats, partial row p holding its own rows, and its record's notes say so."""
+    from normbench.strategies import _launch, disjoint_smem
+    norm, rows, d, dt, wd = case
+    monkeypatch.setitem(_tuning.OVERRIDE, name, {"w_regs": True})
+    e = strategies.get(name)
+    inputs = make_inputs(norm, rows, d, dt, wd, seed=rows ^ d, device="cuda")
+    x, dy, w, mean, rstd = inputs
+    m = disjoint_smem.staged(x, dy, w, e.params(d), ln=norm == "layernorm")
+    assert m.w_regs and m.vec, (case, m)
+    assert "γ in registers" in e.fn.notes(*inputs), case
+    _right_and_repeated(e, inputs, dt, wd, case)
+    g = e.effective_groups(rows, d, None, x.device)
+    per = -(-rows // g)
+    pw, _ = _launch.scratch(g, d, mean is not None, x.device)
+    for p in sorted({0, 1, g - 1}):
+        part = (list(range(p, rows, g)) if e.params(d)["interleave"]
+                else list(range(p * per, min(rows, (p + 1) * per))))
+        if not part:
+            continue
+        want = reference(x[part], dy[part], w, None if mean is None else mean[part],
+                         rstd[part])[1]
+        got = pw[p].double()
+        assert torch.allclose(got, want, rtol=1e-4, atol=1e-4 * want.abs().max().item()), (case, p)
+
+
 @pytest.mark.parametrize("case", [("layernorm", 4096, 16384, "bf16", "bf16", None),
                                   ("rmsnorm", 8192, 12288, "bf16", "fp32", None),
                                   ("layernorm", 777, 12288, "fp16", "fp32", None),

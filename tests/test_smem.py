@@ -164,6 +164,34 @@ def test_half_rows_where_they_put_more_ahead_than_whole_rows(monkeypatch):
     assert smem.half_slots(16384, 4, 4, H200, 128 * 1024) == 2
 
 
+def test_w_regs_leaves_shared_memory_to_the_rows(monkeypatch):
+    """`w_regs` (a tuning option, round 29; off in both rules): γ held in fp32 registers,
+    so the stages are counted without it — RMSNorm 12288 with an fp32 γ keeps its three
+    stages (64 KB in flight) in 48 KB less; LayerNorm's rows of one 16384 block with an fp32
+    γ aim at ln_inflight as with a 16-bit one (three stages instead of two); fp32 rows of
+    12288 get two stages instead of one; never halves."""
+    from normbench.strategies import _tuning, disjoint_strided
+    monkeypatch.setattr(smem, "_WHY", "")
+
+    def meta(p, d, elem=2, w_elem=4, ln=True):
+        return smem.launch_meta(p, d, elem, w_elem, H200, ln=ln)
+    on = {"w_regs": True}
+    for rule in (smem._rule(16384), disjoint_strided._rule(16384)):
+        assert not meta(rule, 16384).w_regs
+        assert meta(rule, 16384).stages == 2 and meta(rule | on, 16384).stages == 3
+        assert meta(rule | on | {"half_rows": True}, 16384).halves is False
+        assert meta(rule | on, 16384, ln=False).stages == 2     # RMSNorm's 64 KB: 2 anyway
+    r12 = smem._rule(12288)
+    assert not meta(r12, 12288).w_regs
+    m = meta(r12 | on, 12288, ln=False)
+    assert m.w_regs and (m.block_d, m.block_d2, m.stages, m.warps) == (8192, 4096, 3, 8)
+    assert meta(r12, 12288, 4, 4, ln=False).stages == 1
+    assert meta(r12 | on, 12288, 4, 4, ln=False).stages == 2
+    assert meta(_tuning.overridden(r12, {"w_regs": True, "num_stages": 4}, 12288),
+                12288, ln=False).stages == 4           # 4 × 48 KB: fits without γ's 48 KB
+    assert meta(_tuning.overridden(r12, {"num_stages": 4}, 12288), 12288, ln=False).stages == 3
+
+
 def test_strided_layernorm_rows_of_one_block_take_ln_warps(monkeypatch):
     """`ln_warps` (round 27): disjoint_strided's LayerNorm rows of one 16384-column block with
     bf16 activations and a bf16 weight run 8 warps (fp16 keeps 16, and so do
@@ -312,6 +340,19 @@ def test_half_rows_compile_in_one_ring_without_spilling():
     assert r["bar"] <= whole_bars + 1, (r, whole_bars)
     whole = regs("--d", "16384", "--weight-dtype", "fp32")
     assert not whole["halves"] and whole["num_stages"] == 2 and whole["lds128"] == 64, whole
+
+
+def test_w_regs_compiles_without_spilling():
+    """`w_regs` (an option) compiled for sm_90: γ read once into registers (8 warps, an fp32
+    γ beside 16-bit rows) — at RMSNorm 12288 half the 16-byte shared loads (γ's are gone: 24
+    a thread against 48), three stages in 48 KB less shared memory, and nothing spilled."""
+    r = regs("--d", "12288", "--norm", "rmsnorm", "--dtype", "fp16", "--weight-dtype", "fp32",
+             "--override", '{"w_regs": true}')
+    old = regs("--d", "12288", "--norm", "rmsnorm", "--dtype", "fp16", "--weight-dtype", "fp32")
+    assert r["w_regs"] and not old["w_regs"], (r, old)
+    assert (r["num_warps"], r["num_stages"]) == (old["num_warps"], old["num_stages"]) == (8, 3)
+    assert r["lds128"] * 2 == old["lds128"] and r["stack"] == 0, (r, old)
+    assert old["dynamic"] - r["dynamic"] >= 12288 * 4, (r, old)
 
 
 def test_regs_says_where_the_kernel_does_not_stage():
