@@ -404,7 +404,7 @@ def test_the_staged_timeline_compiles_its_clock_reads_around_the_kernel():
 def test_kernel_args_count_vec_elements_and_carry_the_launch():
     """The staged kernel's arguments (run_staged's and bench/timeline_staged.py's): widths and
     row strides in units of VEC elements, rows a program rounded up, the Launch's blocks,
-    stages, warps and halves as constexprs."""
+    stages, warps, halves and w_regs as constexprs."""
     from normbench.strategies import _launch
     x = torch.zeros(10, 16392, dtype=torch.bfloat16)[:, :16384]        # row stride 16392
     dy = torch.zeros(10, 16384, dtype=torch.bfloat16)
@@ -413,4 +413,7 @@ def test_kernel_args_count_vec_elements_and_carry_the_launch():
     scalars, meta = smem.kernel_args(c, 4, m, True, False)
     assert scalars == (10, 2048, 3, 2049, 2048, 2048)
     assert meta == dict(HAS_MEAN=True, BLOCK_D=8192, BLOCK_D2=8192, VEC=8, STAGES=3,
-                        NUM_WARPS=8, PDL=False, INTERLEAVE=True, HALVES=True, num_warps=8)
+                        NUM_WARPS=8, PDL=False, INTERLEAVE=True, HALVES=True, W_REGS=False,
+                        num_warps=8)
+    assert smem.kernel_args(c, 4, smem.Launch(8, 3, 8, 16384, 0, False, True), False,
+                            True)[1]["W_REGS"] is True
