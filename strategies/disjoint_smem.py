@@ -131,7 +131,14 @@ def _rule(d: int) -> dict:
     instead of in shared memory in its own dtype and read in both passes of every row — the
     stages counted without it, and a LayerNorm row of one block aiming at ln_inflight
     whatever its weight's width (three stages at 16384 with an fp32 γ); never with halves.
-    Off until timed (round 29, docs/PERF_NOTES.md); costs 32-64 registers a thread."""
+    Off in this strategy's rule (round 29, docs/PERF_NOTES.md: at RMSNorm 8192 × 12288 with
+    an fp32 γ 1.9 % faster with fp16 x and 2.2 % slower with bf16 x, at LayerNorm 8192 ×
+    16384 with an fp32 γ level with bf16 x and 1.7 % slower with fp16 x); costs 32-64
+    registers a thread.
+
+    rms_split_w_regs: `w_regs` for RMSNorm's rows staged in two parts whose second part is at
+    least this many columns, with a weight wider than the activations (0: never) —
+    disjoint_strided's rule sets it (round 29)."""
     bd = _tuning.pow2(d)
     warps = max(4, min(16, bd // 256))
     return dict(block_d=bd, one_chunk=d <= _tuning.MAX_BLOCK_D, num_warps=warps,
@@ -139,7 +146,7 @@ def _rule(d: int) -> dict:
                 ln_split_warps=8 if bd > 8192 else warps, num_stages=0, inflight=INFLIGHT,
                 split_inflight=0, ln_inflight=LN_INFLIGHT if bd == 16384 else 0,
                 split=bd > 8192, pdl=bd > 8192, interleave=False, half_rows=False,
-                w_regs=False)
+                w_regs=False, rms_split_w_regs=0)
 
 
 def _groups_rule(rows: int, d: int, sms: int, launch) -> int:
@@ -241,7 +248,8 @@ def launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=(), ln: bool
     inflight = p.get("split_inflight") if bd2 and (ln or w_elem <= elem) else 0
     # γ in registers (`w_regs`) leaves shared memory to the rows: a LayerNorm row of one block
     # then aims at ln_inflight whatever its weight's width, as with a weight of its own
-    w_regs = bool(p.get("w_regs"))
+    w_regs = bool(p.get("w_regs")) or (not ln and w_elem > elem
+                                       and bd2 >= (p.get("rms_split_w_regs") or bd + 1))
     if ln and not bd2 and (w_elem == elem or w_regs):
         inflight = p.get("ln_inflight") or inflight
     st = stages({**p, "block_d": bd + bd2, "inflight": inflight or p["inflight"]}, d, elem,

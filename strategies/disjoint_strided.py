@@ -89,18 +89,29 @@ SPLIT_INFLIGHT = 32 * 1024
 # do not (two spilled stores) — at 8 warps both take 180 without spilling.  The contiguous
 # blocks (disjoint_smem) were 1.1 % slower at 8 warps with bf16 (round 25): they keep 16.
 LN_WARPS = 8
+# RMSNorm's rows staged in two parts with a second part of 4096 columns (10240 < d ≤ 12288)
+# and a weight wider than the activations hold γ in fp32 registers (disjoint_smem's `w_regs`)
+# — tuning round 29 (H200, docs/perf/tune-29/; six rounds in turn on fresh inputs): RMS 8192 ×
+# 12288 fp16/fp32 181.0 -> 159.6 µs and 159.1 in a second call, bf16/fp32 198.1 -> 159.4.
+# Not at 10240 (8192 + 2048), where it read 135-234 µs from round to round against the
+# rule's steady 149 (faster in two rounds of six, slower in four), nor in LayerNorm (8192 ×
+# 12288 with an fp32 γ 189-192 against 162), nor for the contiguous blocks (disjoint_smem,
+# ±2 %).  4096 × 12288 read 91-232 µs either way: unreadable.  In one or two rounds of six
+# at 12288 it too read 208-217 µs (the slow mode of this line in rounds 21 and 24).
+RMS_SPLIT_W_REGS = 4096
 
 
 def _rule(d: int) -> dict:
     """_loop_rule, or where disjoint_smem stages rows wider than 8192 here (`staged`):
     disjoint_smem's rule with `interleave` on, SPLIT_INFLIGHT at rows of two parts (its
-    `ln_inflight` as it is: 128 KB at LayerNorm's rows of 16384, round 25) and LN_WARPS for
-    LayerNorm's bf16 rows of one block (round 27)."""
+    `ln_inflight` as it is: 128 KB at LayerNorm's rows of 16384, round 25), LN_WARPS for
+    LayerNorm's bf16 rows of one block (round 27) and RMS_SPLIT_W_REGS (round 29)."""
     sm = disjoint_smem._rule(d)
     if disjoint_smem._WHY or not sm["one_chunk"] or sm["block_d"] <= 8192:
         return _loop_rule(d)
     return {**_loop_rule(d), **sm, "interleave": True, "staged": True,
-            "split_inflight": SPLIT_INFLIGHT, "ln_warps": LN_WARPS}
+            "split_inflight": SPLIT_INFLIGHT, "ln_warps": LN_WARPS,
+            "rms_split_w_regs": RMS_SPLIT_W_REGS}
 
 
 @register(NAME, kind="strategy", deterministic_by_design=True, uses_groups=True,

@@ -190,6 +190,18 @@ def test_w_regs_leaves_shared_memory_to_the_rows(monkeypatch):
     assert meta(_tuning.overridden(r12, {"w_regs": True, "num_stages": 4}, 12288),
                 12288, ln=False).stages == 4           # 4 × 48 KB: fits without γ's 48 KB
     assert meta(_tuning.overridden(r12, {"num_stages": 4}, 12288), 12288, ln=False).stages == 3
+    # disjoint_strided's rule (round 29): RMSNorm rows of two parts with a 4096-column second
+    # part and a wider weight; not 10240's 2048, LayerNorm, a 16-bit γ, fp32 rows, nor
+    # disjoint_smem's rule
+    s12 = disjoint_strided._rule(12288)
+    for d in (12288, 11264):
+        m = meta(s12, d, ln=False)
+        assert m.w_regs and (m.block_d, m.block_d2, m.stages) == (8192, 4096, 3), (d, m)
+    assert not meta(disjoint_strided._rule(10240), 10240, ln=False).w_regs
+    assert not meta(s12, 12288).w_regs and not meta(s12, 12288, 2, 2, ln=False).w_regs
+    assert not meta(s12, 12288, 4, 4, ln=False).w_regs
+    assert not meta(disjoint_strided._rule(16384), 16384, ln=False).w_regs
+    assert not meta(r12, 12288, ln=False).w_regs
 
 
 def test_strided_layernorm_rows_of_one_block_take_ln_warps(monkeypatch):
