@@ -213,6 +213,26 @@ def _right_and_repeated(e, inputs, dt, wd, note, repeats=10):
         same_bits(first, e.backward(*inputs), note)
 
 
+def _partials_hold_own_rows(e, inputs, case):
+    """After a call of strategy entry `e`: partial rows 0, 1 and G − 1 each hold dγ of that
+    program's own rows (a contiguous block, or p, p + G, … dealt round-robin) against fp64."""
+    from normbench.strategies import _launch
+    x, dy, w, mean, rstd = inputs
+    rows, d = x.shape
+    g = e.effective_groups(rows, d, None, x.device)
+    per = -(-rows // g)
+    pw, _ = _launch.scratch(g, d, mean is not None, x.device)
+    for p in sorted({0, 1, g - 1}):
+        part = (list(range(p, rows, g)) if e.params(d)["interleave"]
+                else list(range(p * per, min(rows, (p + 1) * per))))
+        if not part:
+            continue
+        want = reference(x[part], dy[part], w, None if mean is None else mean[part],
+                         rstd[part])[1]
+        got = pw[p].double()
+        assert torch.allclose(got, want, rtol=1e-4, atol=1e-4 * want.abs().max().item()), (case, p)
+
+
 def _strided(t, pad):
     """t as a view of rows `pad` elements longer than it (row stride d + pad)."""
     rows, d = t.shape
@@ -322,25 +342,17 @@ def test_half_rows_on_gpu(name, case, monkeypatch):
     2 half-row slots — right against fp64, its bits over 10 repeats, and partial row p holding
     its own rows (contiguous blocks, or p, p + G, … dealt round-robin) — and its record's
     notes say so."""
-    from normbench.strategies import _launch, disjoint_smem
+    from normbench.strategies import disjoint_smem
     norm, rows, d, dt, wd = case
     monkeypatch.setitem(_tuning.OVERRIDE, name, {"half_rows": True})
     e = strategies.get(name)
     inputs = make_inputs(norm, rows, d, dt, wd, seed=rows ^ d, device="cuda")
-    x, dy, w, mean, rstd = inputs
+    x, dy, w = inputs[:3]
     m = disjoint_smem.staged(x, dy, w, e.params(d), ln=True)
     assert m.halves and (m.block_d, m.block_d2) == (8192, 8192), (case, m)
     assert "by halves of a row" in e.fn.notes(*inputs), case
     _right_and_repeated(e, inputs, dt, wd, case)
-    g = e.effective_groups(rows, d, None, x.device)
-    per = -(-rows // g)
-    pw, _ = _launch.scratch(g, d, True, x.device)
-    for p in sorted({0, 1, g - 1}):
-        part = (list(range(p, rows, g)) if e.params(d)["interleave"]
-                else list(range(p * per, min(rows, (p + 1) * per))))
-        want = reference(x[part], dy[part], w, mean[part], rstd[part])[1]
-        got = pw[p].double()
-        assert torch.allclose(got, want, rtol=1e-4, atol=1e-4 * want.abs().max().item()), (case, p)
+    _partials_hold_own_rows(e, inputs, case)
 
 
 @pytest.mark.parametrize("name", ["disjoint_smem", "disjoint_strided"])
@@ -355,28 +367,17 @@ def test_w_regs_on_gpu(name, case, monkeypatch):
     """`w_regs` (a tuning option, round 29): γ held in fp32 registers laid out as the rows,
     not in shared memory, which is left to the rows' stages — right against fp64, its bits
     over 10 repeats, partial row p holding its own rows, and its record's notes say so."""
-    from normbench.strategies import _launch, disjoint_smem
+    from normbench.strategies import disjoint_smem
     norm, rows, d, dt, wd = case
     monkeypatch.setitem(_tuning.OVERRIDE, name, {"w_regs": True})
     e = strategies.get(name)
     inputs = make_inputs(norm, rows, d, dt, wd, seed=rows ^ d, device="cuda")
-    x, dy, w, mean, rstd = inputs
+    x, dy, w = inputs[:3]
     m = disjoint_smem.staged(x, dy, w, e.params(d), ln=norm == "layernorm")
     assert m.w_regs and m.vec, (case, m)
     assert "γ in registers" in e.fn.notes(*inputs), case
     _right_and_repeated(e, inputs, dt, wd, case)
-    g = e.effective_groups(rows, d, None, x.device)
-    per = -(-rows // g)
-    pw, _ = _launch.scratch(g, d, mean is not None, x.device)
-    for p in sorted({0, 1, g - 1}):
-        part = (list(range(p, rows, g)) if e.params(d)["interleave"]
-                else list(range(p * per, min(rows, (p + 1) * per))))
-        if not part:
-            continue
-        want = reference(x[part], dy[part], w, None if mean is None else mean[part],
-                         rstd[part])[1]
-        got = pw[p].double()
-        assert torch.allclose(got, want, rtol=1e-4, atol=1e-4 * want.abs().max().item()), (case, p)
+    _partials_hold_own_rows(e, inputs, case)
 
 
 @pytest.mark.parametrize("case", [("layernorm", 4096, 16384, "bf16", "bf16", None),
