@@ -214,8 +214,9 @@ def _right_and_repeated(e, inputs, dt, wd, note, repeats=10):
 
 
 def _partials_hold_own_rows(e, inputs, case):
-    """After a call of strategy entry `e`: partial rows 0, 1 and G − 1 each hold dγ of that
-    program's own rows (a contiguous block, or p, p + G, … dealt round-robin) against fp64."""
+    """After a call of strategy entry `e` on the staged kernel (one row a tile): partial rows
+    0, 1 and G − 1 each hold dγ of that program's own rows (a contiguous block, or p, p + G, …
+    dealt round-robin) against fp64."""
     from normbench.strategies import _launch
     x, dy, w, mean, rstd = inputs
     rows, d = x.shape
