@@ -79,6 +79,20 @@ def _median_us(fn, flush, n: int) -> float:
     return statistics.median(a.elapsed_time(b) * 1e3 for a, b in ev)
 
 
+def program_clocks(v: torch.Tensor):
+    """One sample's clock reads, [programs, 3] (start and end in ns on the GPU's global timer,
+    the SM): (its summary — the spread of the starts, the first, median and last end, the mean
+    busy time in µs from the first start, and the SMs used —, each program's start and end
+    in µs from the first start)."""
+    st, en = v[:, 0].double(), v[:, 1].double()
+    z = st.min()
+    st, en = (st - z) / 1e3, (en - z) / 1e3
+    ens = en.sort().values
+    return dict(start_spread=float(st.max()), end_first=float(ens[0]),
+                end_p50=float(ens[len(ens) // 2]), end_last=float(ens[-1]),
+                busy=float((en - st).mean()), sms=len(set(v[:, 2].tolist()))), st, en
+
+
 def timeline(c, groups: int, flush, n: int) -> dict:
     """The instrumented main kernel's event time and the medians of its per-sample timeline."""
     t = torch.zeros(groups * 3, dtype=torch.int64, device=c.x.device)
@@ -94,15 +108,7 @@ def timeline(c, groups: int, flush, n: int) -> dict:
         if i < 3:
             continue
         evs.append(a.elapsed_time(b) * 1e3)
-        v = t.view(groups, 3).cpu()
-        st, en = v[:, 0].double(), v[:, 1].double()
-        z = st.min()
-        st, en = (st - z) / 1e3, (en - z) / 1e3
-        ens = en.sort().values
-        samples.append(dict(start_spread=float(st.max()), end_first=float(ens[0]),
-                            end_p50=float(ens[len(ens) // 2]), end_last=float(ens[-1]),
-                            busy=float((en - st).mean()),
-                            sms=len(set(v[:, 2].tolist()))))
+        samples.append(program_clocks(t.view(groups, 3).cpu())[0])
     out = {k: round(statistics.median(s[k] for s in samples), 2) for k in samples[0]}
     out["kernel_us"] = round(statistics.median(evs), 2)
     return out

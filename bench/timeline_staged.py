@@ -50,7 +50,7 @@ from normbench.strategies import _launch, disjoint_smem  # noqa: E402
 from normbench.strategies._smem_kernel import _barrier, smem_kernel  # noqa: E402
 
 from flush_check import cases, gpu_args, gpu_setup  # noqa: E402  (bench/, the script's folder)
-from timeline import _median_us  # noqa: E402
+from timeline import _median_us, program_clocks  # noqa: E402
 
 
 @gluon.jit
@@ -118,16 +118,13 @@ def timeline(name: str, inputs, flush, n: int) -> dict:
             continue
         evs.append(a.elapsed_time(b) * 1e3)
         v = t[:g * 3].view(g, 3).cpu()
-        st, en = v[:, 0].double(), v[:, 1].double()
-        z = st.min()
-        st, en = (st - z) / 1e3, (en - z) / 1e3
-        ens, busy = en.sort().values, en - st
+        s, st, en = program_clocks(v)
+        busy = en - st
         for sm, b_, e_ in zip(v[:, 2].tolist(), busy.tolist(), en.tolist()):
             per_sm.setdefault(sm, []).append((b_, e_))
-        samples.append(dict(start_spread=float(st.max()), end_first=float(ens[0]),
-                            end_p50=float(ens[len(ens) // 2]), end_last=float(ens[-1]),
-                            busy=float(busy.mean()), busy_min=float(busy.min()),
-                            busy_max=float(busy.max()), sms=len(set(v[:, 2].tolist()))))
+        sms = s.pop("sms")
+        samples.append({**s, "busy_min": float(busy.min()), "busy_max": float(busy.max()),
+                        "sms": sms})
     out = {k: round(statistics.median(s[k] for s in samples), 2) for k in samples[0]}
     out["event_us"] = round(statistics.median(evs), 2)
     out["programs"] = g

@@ -568,3 +568,17 @@ def test_device_tree_hides_the_reports_from_commit_a(tmp_path):
         assert (repo / name).read_text() == text
     assert run("git", "status", "--porcelain").stdout == ""
     assert all(x.startswith("H ") for x in run("git", "ls-files", "-v").stdout.splitlines())
+
+
+def test_program_clocks_summarise_one_sample():
+    """bench/timeline.py's program_clocks (timeline_staged.py's too): one sample's clock
+    reads [start ns, end ns, SM] per program → times in µs from the first start, the spread
+    of the starts, the first, median and last end, the mean busy time and the SMs used."""
+    import torch
+    import timeline
+    v = torch.tensor([[5000, 9000, 3], [1000, 11000, 0], [2000, 4000, 3], [1500, 21000, 7]])
+    s, st, en = timeline.program_clocks(v)
+    assert st.tolist() == [4.0, 0.0, 1.0, 0.5] and en.tolist() == [8.0, 10.0, 3.0, 20.0]
+    assert s == dict(start_spread=4.0, end_first=3.0, end_p50=10.0, end_last=20.0,
+                     busy=(4 + 10 + 2 + 19.5) / 4, sms=3)
+    assert list(s) == ["start_spread", "end_first", "end_p50", "end_last", "busy", "sms"]
