@@ -14,7 +14,8 @@ Where a row is held, by width — the faster way measured for each:
     shorter at 12 of 15 cases, 0.6–2.1 % longer at LayerNorm 2560 and 3072 (where the whole
     call was still 1–2 % faster); with every peer (results/h200-targets-narrow) 1.02–1.12×
     disjoint_fused at all 50 lines.  LayerNorm with 16-bit activations at 2048 < d < 4096
-    runs it at 8 warps (round 22: `ln_warps` below).
+    runs it at 8 warps (round 22: `ln_warps` below).  But fp32 rows of 8192 (32 KB of x, as a
+    16-bit row of 16384): the staged kernel below, rows dealt alike (round 30: STAGE_FROM).
   * 8192 < d ≤ 16384, where disjoint_smem stages rows (a CUDA GPU with Gluon; aligned rows):
     its staged kernel with the rows dealt round-robin (INTERLEAVE there), at disjoint_smem's
     rule.  Round 18 (H200): faster than this strategy's row loop read twice at every shape
@@ -29,6 +30,9 @@ Where a row is held, by width — the faster way measured for each:
   * wider rows, or rows the staged kernel does not take: the row loop in column chunks, or
     read twice, its tiles dealt alike (not timed).
 """
+import functools
+from types import MappingProxyType
+
 from . import _groups, _tuning, disjoint_smem
 from ._contention import Contention
 from ._launch import prepare
@@ -101,17 +105,49 @@ LN_WARPS = 8
 RMS_SPLIT_W_REGS = 4096
 
 
+# Rows of d ≤ 8192 whose x holds at least this many bytes (fp32 rows of 8192: 32 KB of x and
+# 32 KB of dy, the bytes of a 16-bit row of 16384) take the staged kernel with their rows dealt
+# round-robin (`_row_staged`) instead of the row loop — tuning round 30 (H200,
+# docs/perf/tune-30/; six rounds in turn on fresh inputs, bench/ab_repeat.py): fp32 RMS 16384 ×
+# 8192 394.5 -> 389.9 µs, LN 16384 × 8192 396.4 -> 393.2, faster in all six rounds at both (128
+# KB in flight: 390.5 / 395.0).  Not at fp32 rows of 4096 and 3072 (one 16 or 12 KB row a
+# stage: 13 and 25 % slower) nor with 16-bit activations (round 14: 0.7-0.95× the row loop at
+# 16 KB rows); fp32 RMS 16384 × 7168 was 0.5 % faster at 128 KB in flight (64 KB not timed):
+# not taken (its x row is 28 KB).
+STAGE_FROM = 32 * 1024
+
+
 def _rule(d: int) -> dict:
     """_loop_rule, or where disjoint_smem stages rows wider than 8192 here (`staged`):
     disjoint_smem's rule with `interleave` on, SPLIT_INFLIGHT at rows of two parts (its
     `ln_inflight` as it is: 128 KB at LayerNorm's rows of 16384, round 25), LN_WARPS for
-    LayerNorm's bf16 rows of one block (round 27) and RMS_SPLIT_W_REGS (round 29)."""
+    LayerNorm's bf16 rows of one block (round 27) and RMS_SPLIT_W_REGS (round 29).  At d ≤ 8192
+    where the staged kernel runs here, `stage_from` (STAGE_FROM, round 30): a call whose row of
+    x holds that many bytes takes the staged kernel at `_row_staged`'s parameters."""
     sm = disjoint_smem._rule(d)
-    if disjoint_smem._WHY or not sm["one_chunk"] or sm["block_d"] <= 8192:
+    if disjoint_smem._WHY or not sm["one_chunk"]:
         return _loop_rule(d)
+    if sm["block_d"] <= 8192:
+        return {**_loop_rule(d), "stage_from": STAGE_FROM}
     return {**_loop_rule(d), **sm, "interleave": True, "staged": True,
             "split_inflight": SPLIT_INFLIGHT, "ln_warps": LN_WARPS,
             "rms_split_w_regs": RMS_SPLIT_W_REGS}
+
+
+@functools.cache
+def _row_staged(d: int):
+    """The staged kernel's parameters for a row of d ≤ 8192 that `stage_from` stages:
+    disjoint_smem's rule (64 KB in flight) with the rows dealt round-robin and the reduce as a
+    programmatic dependent, as round 30 timed them (read-only; not under OVERRIDE: tune the
+    row loop there with {"stage_from": 0}, or time this path with "staged" and these keys)."""
+    return MappingProxyType({**disjoint_smem._rule(d), "interleave": True, "staged": True,
+                             "pdl": True})
+
+
+def _stages_small_row(d: int, elem: int, p) -> bool:
+    """Whether a call with rows of d ≤ 8192 elements of `elem` bytes at parameters p takes the
+    staged kernel: `stage_from`."""
+    return bool(p.get("stage_from")) and d * elem >= p["stage_from"]
 
 
 @register(NAME, kind="strategy", deterministic_by_design=True, uses_groups=True,
@@ -120,8 +156,11 @@ def _rule(d: int) -> dict:
 def backward(x, dy, weight, mean, rstd, *, groups):
     """disjoint_block with rows dealt round-robin: program p sums tiles p, p+G, …; fixed-order reduce."""
     c = prepare(x, dy, weight, mean, rstd)
-    if backward.params(c.d)["staged"]:
+    p = backward.params(c.d)
+    if p["staged"]:
         return disjoint_smem.run_staged(c, groups, backward.params, _loop_rule)
+    if _stages_small_row(c.d, c.x.element_size(), p):
+        return disjoint_smem.run_staged(c, groups, _row_staged, backward.params)
     pw, pb, pdl = launch_partials(_disjoint_kernel, c, groups, backward.params)
     return c.outputs(*reduce_partials(pw, pb, c.weight, pdl))
 
@@ -131,6 +170,11 @@ def _notes(x, dy, weight, mean, rstd) -> str:
     p = backward.params(x.shape[1])
     if p["staged"]:
         return disjoint_smem.notes(x, dy, weight, p, mean is not None) + ", rows dealt round-robin"
+    if _stages_small_row(x.shape[1], x.element_size(), p):
+        m = disjoint_smem.staged(x, dy, weight, _row_staged(x.shape[1]), None, mean is not None)
+        if m.vec:
+            return (disjoint_smem.notes(x, dy, weight, _row_staged(x.shape[1]), mean is not None)
+                    + ", rows dealt round-robin")
     w = _tuning.row_loop_warps(p, mean is not None, x.element_size())
     own = ", LayerNorm's 8 warps" if w != p["num_warps"] else ""
     return "the row loop, tiles dealt round-robin" + own

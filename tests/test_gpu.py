@@ -313,6 +313,27 @@ def test_strided_staged_on_gpu(case):
         assert torch.allclose(pw[p].double(), want, rtol=1e-4, atol=1e-4 * want.abs().max().item()), (case, p)
 
 
+@pytest.mark.parametrize("case", [("rmsnorm", 1000, 8192, "fp32", "fp32"),
+                                  ("layernorm", 777, 8192, "fp32", "fp32"),
+                                  ("layernorm", 300, 8192, "fp32", "bf16"),
+                                  ("rmsnorm", 5, 8192, "fp32", "fp32")])
+def test_strided_stages_fp32_rows_of_8192_on_gpu(case):
+    """Round 30's rule: disjoint_strided's fp32 rows of 8192 (32 KB of x) run the staged kernel
+    with their rows dealt round-robin — right against fp64, its bits over 10 repeats, partial
+    rows holding their own rows, the notes saying so — while bf16 rows of 8192 keep the row
+    loop."""
+    from normbench.strategies import disjoint_strided
+    norm, rows, d, dt, wd = case
+    e = strategies.get("disjoint_strided")
+    inputs = make_inputs(norm, rows, d, dt, wd, seed=rows ^ d, device="cuda")
+    notes = disjoint_strided._notes(*inputs)
+    assert "staged" in notes and "round-robin" in notes, (case, notes)
+    _right_and_repeated(e, inputs, dt, wd, case)
+    _partials_hold_own_rows(e, inputs, case)
+    bf = make_inputs(norm, 64, d, "bf16", "bf16", seed=1, device="cuda")
+    assert disjoint_strided._notes(*bf).startswith("the row loop"), case
+
+
 @pytest.mark.parametrize("name", ["disjoint_smem", "disjoint_strided"])
 @pytest.mark.parametrize("case", [("layernorm", 1000, 10240, "fp16", "fp16", 2048),
                                   ("layernorm", 777, 11264, "bf16", "bf16", 4096)])

@@ -245,9 +245,29 @@ def test_strided_rule_stages_rows_wider_than_8192_where_disjoint_smem_can(monkey
     for d in (1024, 8192, 20000):
         p = disjoint_strided._rule(d)
         assert not p["staged"] and p["interleave"], d
-        assert p == disjoint_strided._loop_rule(d)
+        assert {k: v for k, v in p.items() if k != "stage_from"} == disjoint_strided._loop_rule(d)
+        # round 30: rows of d ≤ 8192 with 32 KB of x (fp32 at 8192) are staged at the launch
+        assert p.get("stage_from", 0) == (disjoint_strided.STAGE_FROM if d <= 8192 else 0), d
     # the fallback of the staged path (rows it cannot stage) is the interleaved row loop
     assert disjoint_strided._loop_rule(16384)["reload"]
+
+
+def test_strided_stages_rows_of_32_kb_at_d_up_to_8192(monkeypatch):
+    """Round 30's rule: at d ≤ 8192 a call whose row of x holds STAGE_FROM bytes (fp32 at 8192)
+    takes the staged kernel, at disjoint_smem's rule with rows dealt round-robin and pdl;
+    16-bit rows of 8192 and fp32 rows of 7168 keep the row loop."""
+    from normbench.strategies import disjoint_smem, disjoint_strided
+    monkeypatch.setattr(disjoint_smem, "_WHY", "")
+    p = disjoint_strided._rule(8192)
+    assert disjoint_strided.STAGE_FROM == 32 * 1024
+    assert disjoint_strided._stages_small_row(8192, 4, p)
+    assert not disjoint_strided._stages_small_row(8192, 2, p)
+    assert not disjoint_strided._stages_small_row(7168, 4, disjoint_strided._rule(7168))
+    assert not disjoint_strided._stages_small_row(8192, 4, {**p, "stage_from": 0})
+    s = disjoint_strided._row_staged(8192)
+    assert s["staged"] and s["interleave"] and s["pdl"] and s["inflight"] == disjoint_smem.INFLIGHT
+    m = disjoint_smem.launch_meta(s, 8192, 4, 4, 227 * 1024, (8192, 8192, 8192, 0, 0, 0))
+    assert (m.vec, m.stages, m.warps, m.block_d, m.block_d2) == (4, 2, 16, 8192, 0), m
 
 
 def test_interleave_refuses_rows_shared_by_programs(monkeypatch):
