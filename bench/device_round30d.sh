@@ -4,7 +4,8 @@
 # 5120 (block 8192, a quarter and 3/8 of it masked) staged at 64 KB ahead against the rule (the
 # row loop there), both norms — and 8 warps instead of 16 for the staged fp32 rows at RMS 16384
 # × 8192 (the rule since round 30) and 4096 × 16384 (one stage of a row), in turn on fresh
-# inputs (bench/ab_repeat.py).  Everything lands in $OUT/round30d.tgz; ROUNDS, REP, A_S from the
+# inputs (bench/ab_repeat.py); then the per-SM timeline of RMS 4096 and 8192 × 16384 bf16
+# (bench/timeline_staged.py --per-sm).  Everything lands in $OUT/round30d.tgz; ROUNDS, REP, A_S from the
 # environment.
 . bench/device_start.sh
 . bench/peers_env.sh
@@ -18,4 +19,9 @@ ab rms5120 rmsnorm 16384x5120 fp32 same '{}' "$(st 16)"
 ab ln5120 layernorm 16384x5120 fp32 same '{}' "$(st 16)"
 ab rms8192-w8 rmsnorm 16384x8192 fp32 same '{}' "$(st 8)"
 ab rms16384-w8 rmsnorm 4096x16384 fp32 same '{}' '{"num_warps": 8}'
+# and round 28's per-SM timeline (bench/device_round28f.sh's): which SMs draw their rows slowly
+timeout ${TL_S:-110} python3 bench/timeline_staged.py --n ${N:-30} --out $T/timeline.csv \
+  --per-sm $T/per-sm.csv --shapes ${SHAPES:-rmsnorm:4096x16384,rmsnorm:8192x16384} \
+  > $T/timeline.log 2>&1
+echo "== timeline (rc $?)"; tail -n 8 $T/timeline.log
 tar -czf $OUT/round30d.tgz -C $OUT t && rm -rf $T
