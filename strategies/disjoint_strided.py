@@ -14,8 +14,9 @@ Where a row is held, by width — the faster way measured for each:
     shorter at 12 of 15 cases, 0.6–2.1 % longer at LayerNorm 2560 and 3072 (where the whole
     call was still 1–2 % faster); with every peer (results/h200-targets-narrow) 1.02–1.12×
     disjoint_fused at all 50 lines.  LayerNorm with 16-bit activations at 2048 < d < 4096
-    runs it at 8 warps (round 22: `ln_warps` below).  But fp32 rows of 8192 (32 KB of x, as a
-    16-bit row of 16384): the staged kernel below, rows dealt alike (round 30: STAGE_FROM).
+    runs it at 8 warps (round 22: `ln_warps` below).  But fp32 rows of 7168-8192 (28-32 KB of
+    x, about a 16-bit row of 16384): the staged kernel below, rows dealt alike (round 30:
+    STAGE_FROM).
   * 8192 < d ≤ 16384, where disjoint_smem stages rows (a CUDA GPU with Gluon; aligned rows):
     its staged kernel with the rows dealt round-robin (INTERLEAVE there), at disjoint_smem's
     rule.  Round 18 (H200): faster than this strategy's row loop read twice at every shape
@@ -105,16 +106,16 @@ LN_WARPS = 8
 RMS_SPLIT_W_REGS = 4096
 
 
-# Rows of d ≤ 8192 whose x holds at least this many bytes (fp32 rows of 8192: 32 KB of x and
-# 32 KB of dy, the bytes of a 16-bit row of 16384) take the staged kernel with their rows dealt
-# round-robin (`_row_staged`) instead of the row loop — tuning round 30 (H200,
-# docs/perf/tune-30/; six rounds in turn on fresh inputs, bench/ab_repeat.py): fp32 RMS 16384 ×
-# 8192 394.5 -> 389.9 µs, LN 16384 × 8192 396.4 -> 393.2, faster in all six rounds at both (128
-# KB in flight: 390.5 / 395.0).  Not at fp32 rows of 4096 and 3072 (one 16 or 12 KB row a
-# stage: 13 and 25 % slower) nor with 16-bit activations (round 14: 0.7-0.95× the row loop at
-# 16 KB rows); fp32 RMS 16384 × 7168 was 0.5 % faster at 128 KB in flight (64 KB not timed):
-# not taken (its x row is 28 KB).
-STAGE_FROM = 32 * 1024
+# Rows of d ≤ 8192 whose x holds at least this many bytes (fp32 rows of 7168 to 8192: 28-32 KB
+# of x and as much of dy, about the bytes of a 16-bit row of 16384) take the staged kernel with
+# their rows dealt round-robin (`_row_staged`: a stage of 8192 columns, 64 KB ahead) instead
+# of the row loop — tuning round 30 (H200, docs/perf/tune-30/; six rounds in turn on fresh
+# inputs, bench/ab_repeat.py), faster in all six rounds at each: fp32 RMS 16384 × 8192 394.5 ->
+# 389.9 µs, LN 396.4 -> 393.2 (through the rule: 393.8 -> 390.1, 395.1 -> 393.6); 16384 × 7168
+# RMS 343.5 -> 341.0, LN 346.8 -> 343.5.  Not at fp32 rows of 6144 (24 KB: 1.7 / 0.6 % slower),
+# 5120 (8-12 % slower), 4096 and 3072 (a stage of their own block: 13 and 25 % slower), nor
+# with 16-bit activations (round 14: 0.7-0.95× the row loop at rows of 16 KB).
+STAGE_FROM = 28 * 1024
 
 
 def _rule(d: int) -> dict:

@@ -252,17 +252,18 @@ def test_strided_rule_stages_rows_wider_than_8192_where_disjoint_smem_can(monkey
     assert disjoint_strided._loop_rule(16384)["reload"]
 
 
-def test_strided_stages_rows_of_32_kb_at_d_up_to_8192(monkeypatch):
-    """Round 30's rule: at d ≤ 8192 a call whose row of x holds STAGE_FROM bytes (fp32 at 8192)
-    takes the staged kernel, at disjoint_smem's rule with rows dealt round-robin and pdl;
-    16-bit rows of 8192 and fp32 rows of 7168 keep the row loop."""
+def test_strided_stages_rows_of_28_kb_at_d_up_to_8192(monkeypatch):
+    """Round 30's rule: at d ≤ 8192 a call whose row of x holds STAGE_FROM bytes (fp32 at 7168
+    to 8192) takes the staged kernel, at disjoint_smem's rule with rows dealt round-robin and
+    pdl; 16-bit rows of 8192 and fp32 rows of 6144 keep the row loop."""
     from normbench.strategies import disjoint_smem, disjoint_strided
     monkeypatch.setattr(disjoint_smem, "_WHY", "")
     p = disjoint_strided._rule(8192)
-    assert disjoint_strided.STAGE_FROM == 32 * 1024
+    assert disjoint_strided.STAGE_FROM == 28 * 1024
     assert disjoint_strided._stages_small_row(8192, 4, p)
+    assert disjoint_strided._stages_small_row(7168, 4, disjoint_strided._rule(7168))
     assert not disjoint_strided._stages_small_row(8192, 2, p)
-    assert not disjoint_strided._stages_small_row(7168, 4, disjoint_strided._rule(7168))
+    assert not disjoint_strided._stages_small_row(6144, 4, disjoint_strided._rule(6144))
     assert not disjoint_strided._stages_small_row(8192, 4, {**p, "stage_from": 0})
     s = disjoint_strided._row_staged(8192)
     assert s["staged"] and s["interleave"] and s["pdl"] and s["inflight"] == disjoint_smem.INFLIGHT
