@@ -251,15 +251,23 @@ def _round20(d: int, sms: int, rows: int | None):
     p = disjoint_strided.backward.params(d)
     if p["staged"] or not (p["one_chunk"] and p["block_d"] <= 8192):
         return
-    yield {"pdl": True}, None, False
-    yield {"num_stages": p["num_stages"] + 1}, None, False
+    loop = _row_loop_only(p)
+    yield {"pdl": True, **loop}, None, False
+    yield {"num_stages": p["num_stages"] + 1, **loop}, None, False
     if rows:
         g0 = _groups.row_loop_programs(rows, d, sms, p)
         tiles = _tuning.cdiv(rows, p["block_r"])
         even = [g for g in range(g0 - 1, int(0.9 * g0) - 1, -1) if tiles % g == 0]
         if tiles % g0 and even:
-            yield {}, even[0], False
-            yield {"pdl": True}, even[0], False
+            yield {**loop}, even[0], False
+            yield {"pdl": True, **loop}, even[0], False
+
+
+def _row_loop_only(p) -> dict:
+    """What keeps a row-loop candidate of disjoint_strided on the row loop: since round 30
+    its rule stages fp32 rows of 7168-8192 (`stage_from`), which a candidate without this
+    would silently time instead (the staged path does not read the row loop's parameters)."""
+    return {"stage_from": 0} if p.get("stage_from") else {}
 
 
 def _round21(d: int, sms: int, rows: int | None):
@@ -292,11 +300,11 @@ def _round22(d: int, sms: int, rows: int | None):
     p = disjoint_strided.backward.params(d)
     if p["staged"] or not (p["one_chunk"] and p["block_d"] <= 8192) or p["block_d"] == d:
         return
-    br, st = p["block_r"], p["num_stages"]
-    yield {"block_r": 2 * br}, None, False
-    yield {"block_r": 2 * br, "num_stages": st - 1}, None, False
+    br, st, loop = p["block_r"], p["num_stages"], _row_loop_only(p)
+    yield {"block_r": 2 * br, **loop}, None, False
+    yield {"block_r": 2 * br, "num_stages": st - 1, **loop}, None, False
     if p["num_warps"] >= 8:
-        yield {"num_warps": p["num_warps"] // 2}, None, False
+        yield {"num_warps": p["num_warps"] // 2, **loop}, None, False
 
 
 # the rounds --round9 … --round22 time alone (issue 16); ROUND_OF: a round of some strategies'

@@ -600,3 +600,22 @@ def test_timeline_staged_wraps_every_constexpr_of_the_staged_kernel():
     consts = [k for k in meta if k != "num_warps"]
     assert set(consts) <= set(wrapper), set(consts) - set(wrapper)
     assert set(smem_kernel.arg_names) <= set(wrapper) | {"T"}, set(smem_kernel.arg_names) - set(wrapper)
+
+
+def test_row_loop_candidates_stay_on_the_row_loop_where_fp32_rows_are_staged(monkeypatch):
+    """Rounds 20 and 22 tune disjoint_strided's row loop; since round 30 its rule stages fp32
+    rows of 7168-8192 (`stage_from`, on a GPU with the staged kernel), so each candidate there
+    carries {"stage_from": 0} — without it the candidates would all time the staged path."""
+    import tune
+    from normbench.strategies import disjoint_smem, disjoint_strided
+    from normbench.strategies import _tuning
+    monkeypatch.setattr(disjoint_smem, "_WHY", "")
+    _tuning._frozen.cache_clear()       # the rules kept from other tests lack stage_from
+    try:
+        for rnd, d in ((tune._round20, 8192), (tune._round22, 7168)):
+            assert disjoint_strided.backward.params(d)["stage_from"], d
+            cands = list(rnd(d, 132, 16384))
+            assert cands and all(c[0].get("stage_from") == 0 for c in cands), (rnd, cands)
+    finally:
+        monkeypatch.undo()
+        _tuning._frozen.cache_clear()
