@@ -387,8 +387,13 @@ from triton.experimental.gluon._runtime import GluonASTSource
 import timeline_staged as ts
 k = ts._timed_smem
 names = k.arg_names
-consts = dict(HAS_MEAN=True, BLOCK_D=16384, BLOCK_D2=0, VEC=8, STAGES=3, NUM_WARPS=8, PDL=False,
-              INTERLEAVE=True, HALVES=False)
+from normbench.strategies import _launch, disjoint_smem
+# the constexprs the staged kernel is launched with (kernel_args), so that the wrapper cannot
+# drift from them (round 30's timeline call failed on a W_REGS the wrapper did not take)
+x = torch.zeros(4, 16384, dtype=torch.bfloat16)
+cl = _launch.prepare(x, x, torch.ones(16384, dtype=torch.bfloat16), torch.zeros(4), torch.ones(4))
+_, meta = disjoint_smem.kernel_args(cl, 4, disjoint_smem.Launch(8, 3, 8, 16384, 0), True, False)
+consts = {n: v for n, v in meta.items() if n != "num_warps"}
 sig = {n: "constexpr" if n in consts else "*bf16" if n in ("X", "DY", "DX", "W") else
        "*i64" if n == "T" else "*fp32" if n in ("Mean", "Rstd", "PW", "PB") else "i32" for n in names}
 attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in names
@@ -401,8 +406,9 @@ print(c.asm["ptx"].count("%globaltimer"), c.asm["ptx"].count("%smid"), c.metadat
 
 def test_the_staged_timeline_compiles_its_clock_reads_around_the_kernel():
     """bench/timeline_staged.py's wrapper (the staged kernel between two reads of the GPU's
-    clock, and its SM) compiles for sm_90 at LayerNorm 16384's three stages; on a machine
-    without a GPU the script says it needs one."""
+    clock, and its SM) compiles for sm_90 at LayerNorm 16384's three stages, with every
+    constexpr disjoint_smem.kernel_args launches the staged kernel with; on a machine without
+    a GPU the script says it needs one."""
     out = subprocess.run([sys.executable, "-c", _TIMELINE_COMPILE, ROOT], capture_output=True,
                          text=True, check=True)
     clocks, sms, shared = map(int, out.stdout.split()[-3:])

@@ -584,24 +584,6 @@ def test_program_clocks_summarise_one_sample():
     assert list(s) == ["start_spread", "end_first", "end_p50", "end_last", "busy", "sms"]
 
 
-def test_timeline_staged_wraps_every_constexpr_of_the_staged_kernel():
-    """bench/timeline_staged.py's wrapper takes every constexpr that disjoint_smem.kernel_args
-    gives the staged kernel (round 30's timeline call failed on W_REGS, added in round 29), and
-    passes the staged kernel's whole signature on."""
-    import torch
-    import timeline_staged
-    from normbench.strategies import _launch, disjoint_smem
-    from normbench.strategies._smem_kernel import smem_kernel
-    x = torch.zeros(4, 64)
-    c = _launch.prepare(x, x, torch.ones(64), None, torch.ones(4))
-    m = disjoint_smem.Launch(4, 2, 4, 64, 0, False, True)
-    _, meta = disjoint_smem.kernel_args(c, 2, m, True, False)
-    wrapper = timeline_staged._timed_smem.arg_names
-    consts = [k for k in meta if k != "num_warps"]
-    assert set(consts) <= set(wrapper), set(consts) - set(wrapper)
-    assert set(smem_kernel.arg_names) <= set(wrapper) | {"T"}, set(smem_kernel.arg_names) - set(wrapper)
-
-
 def test_row_loop_candidates_stay_on_the_row_loop_where_fp32_rows_are_staged(monkeypatch):
     """Rounds 20 and 22 tune disjoint_strided's row loop; since round 30 its rule stages fp32
     rows of 7168-8192 (`stage_from`, on a GPU with the staged kernel), so each candidate there
