@@ -1,16 +1,6 @@
 #!/usr/bin/env bash
 # Round 30's sixth call (issue 16; from the repo root on the warm H200 right after
-# bench/device_round30e.sh, carrying .pk2/; about 3 minutes): the counted run with every peer
-# of fp32 16384 × 7168, both norms, at round 30's rule (STAGE_FROM = 28 KB) (configs/targets-narrow.yaml, 12
-# records).  NORMBENCH_GIT_COMMIT from the environment; S1 the run's limit (s).
-# Records and logs under $OUT/runs/, tarred into $OUT/runs.tgz.
-. bench/peers_env.sh
-. bench/device_start.sh
-mkdir -p $OUT/runs
-sha=${NORMBENCH_GIT_COMMIT:-unknown}
-name=h200-targets-narrow-fp32-7168-$sha
-timeout ${S1:-300} python3 run_bench.py run configs/targets-narrow.yaml 'dtype=[fp32]' \
-  --shape 16384x7168 --out $OUT/runs/$name --resume --no-report > $OUT/runs/$name.log 2>&1
-echo "== $name (rc $?)"; tail -n 2 $OUT/runs/$name.log
-cp $T/gpu.txt $OUT/runs/ && rm -rf $T
-cd $OUT && tar -czf runs.tgz runs
+# bench/device_round30e.sh, carrying .pk2/): bench/device_round30c.sh's counted run with every
+# peer, of fp32 16384 × 7168 (both norms, at STAGE_FROM = 28 KB).  NORMBENCH_GIT_COMMIT and S1
+# from the environment.
+SHAPE=16384x7168 exec bash "$(dirname "$0")/device_round30c.sh"
