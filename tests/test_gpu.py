@@ -213,14 +213,14 @@ def _right_and_repeated(e, inputs, dt, wd, note, repeats=10):
         same_bits(first, e.backward(*inputs), note)
 
 
-def _partials_hold_own_rows(e, inputs, case):
-    """After a call of strategy entry `e` on the staged kernel (one row a tile): partial rows
-    0, 1 and G − 1 each hold dγ of that program's own rows (a contiguous block, or p, p + G, …
-    dealt round-robin) against fp64."""
+def _partials_hold_own_rows(e, inputs, case, groups=None):
+    """After a call of strategy entry `e` on the staged kernel (one row a tile) at `groups`
+    (None: auto): partial rows 0, 1 and G − 1 each hold dγ of that program's own rows (a
+    contiguous block, or p, p + G, … dealt round-robin) against fp64."""
     from normbench.strategies import _launch
     x, dy, w, mean, rstd = inputs
     rows, d = x.shape
-    g = e.effective_groups(rows, d, None, x.device)
+    g = e.effective_groups(rows, d, groups, x.device)
     per = -(-rows // g)
     pw, _ = _launch.scratch(g, d, mean is not None, x.device)
     for p in sorted({0, 1, g - 1}):
@@ -297,20 +297,14 @@ def test_strided_staged_on_gpu(case):
     """disjoint_strided at rows wider than 8192 runs disjoint_smem's staged kernel with its
     rows dealt round-robin (its rule): right against fp64, its bits over 10 repeats, partial
     row p holding rows p, p + G, … — and its record's notes say so."""
-    from normbench.strategies import _launch, disjoint_strided
+    from normbench.strategies import disjoint_strided
     norm, rows, d, dt, wd = case
     e = strategies.get("disjoint_strided")
     assert e.params(d)["staged"] and e.params(d)["interleave"], case
     inputs = make_inputs(norm, rows, d, dt, wd, seed=rows ^ d, device="cuda")
-    x, dy, w, mean, rstd = inputs
     assert "round-robin" in disjoint_strided._notes(*inputs) and "staged" in disjoint_strided._notes(*inputs)
     _right_and_repeated(e, inputs, dt, wd, case)
-    g = e.effective_groups(rows, d, None, x.device)
-    pw, _ = _launch.scratch(g, d, norm == "layernorm", x.device)
-    for p in sorted({0, 1, g - 1}):
-        part = list(range(p, rows, g))
-        want = reference(x[part], dy[part], w, None if mean is None else mean[part], rstd[part])[1]
-        assert torch.allclose(pw[p].double(), want, rtol=1e-4, atol=1e-4 * want.abs().max().item()), (case, p)
+    _partials_hold_own_rows(e, inputs, case)
 
 
 @pytest.mark.parametrize("case", [("rmsnorm", 1000, 8192, "fp32", "fp32"),
@@ -414,22 +408,16 @@ def test_smem_interleave_on_gpu(case, monkeypatch):
     """The staged kernel with its rows dealt round-robin (`interleave`): right against fp64,
     its bits over 10 repeats, and partial row p holds rows p, p + G, … (their fp64 dγ) — the
     rows a program stages are not its contiguous block.  Every case is staged."""
-    from normbench.strategies import _launch, disjoint_smem
+    from normbench.strategies import disjoint_smem
     norm, rows, d, dt, wd, groups = case
     monkeypatch.setitem(_tuning.OVERRIDE, "disjoint_smem", {"interleave": True})
     e = strategies.get("disjoint_smem")
     inputs = make_inputs(norm, rows, d, dt, wd, seed=rows ^ d, device="cuda")
-    x, dy, w, mean, rstd = inputs
+    x, dy, w = inputs[:3]
     assert disjoint_smem.staged(x, dy, w).vec, case
     _right_and_repeated(e, inputs, dt, wd, case)
     e.backward(*inputs, groups=groups)
-    g = e.effective_groups(rows, d, groups, x.device)
-    pw, _ = _launch.scratch(g, d, norm == "layernorm", x.device)
-    for p in sorted({0, 1, g - 1}):
-        part = list(range(p, rows, g))
-        want = reference(x[part], dy[part], w, None if mean is None else mean[part], rstd[part])[1]
-        got = pw[p].double()
-        assert torch.allclose(got, want, rtol=1e-4, atol=1e-4 * want.abs().max().item()), (case, p)
+    _partials_hold_own_rows(e, inputs, case, groups)
 
 
 @pytest.mark.parametrize("name", ["disjoint_block", "disjoint_smem", "disjoint_strided"])
