@@ -8,7 +8,8 @@ the moment's?
 A configuration may carry a "reduce" entry — the partial rows' reduce kernel's parameters
 (`strategies/reduce.py`'s BLOCK_G, BLOCK_N, num_warps, PAIRED, through
 `OVERRIDE["reduce"]`): '{"reduce": {"BLOCK_G": 256, "BLOCK_N": 16}}' times the strategy's
-rule with that reduce.
+rule with that reduce; and a "groups" entry, the GROUPS it is called with ('{"groups": 128}';
+none: its auto).
 
 bench/tune.py times each configuration once, one after the other; round 22 (docs/PERF_NOTES.md)
 saw the same configuration read 150 µs in one process and 186-210 µs in another, and the
@@ -39,16 +40,19 @@ from normbench.harness.inputs import make_inputs, reference, within_tolerances  
 from normbench.strategies import _tuning  # noqa: E402
 
 
-def apply(config: dict, name: str) -> None:
+def apply(config: dict, name: str) -> int | None:
     """Set `strategies._tuning.OVERRIDE` to `config`: its "reduce" entry for the reduce kernel,
-    the rest for strategy `name` (an empty rest: the strategy's rule)."""
+    the rest for strategy `name` (an empty rest: the strategy's rule) but "groups" — the
+    GROUPS to call it with, returned (None: its auto)."""
     rest = dict(config)
     red = rest.pop("reduce", None)
+    groups = rest.pop("groups", None)
     _tuning.OVERRIDE[name] = rest
     if red is None:
         _tuning.OVERRIDE.pop("reduce", None)
     else:
         _tuning.OVERRIDE["reduce"] = dict(red)
+    return groups
 
 
 def main(argv=None) -> int:
@@ -94,14 +98,15 @@ def main(argv=None) -> int:
                     ref, checked = reference(*inputs), set()
                 order = [(k + r) % len(configs) for k in range(len(configs))]
                 for slot, k in enumerate(order):
-                    apply(configs[k], args.name)
+                    g = apply(configs[k], args.name)
                     status = "ok"
                     if k not in checked:
                         checked.add(k)
-                        if not within_tolerances(e.backward(*inputs), ref, args.dtype, wd):
+                        if not within_tolerances(e.backward(*inputs, groups=g), ref, args.dtype,
+                                                 wd):
                             status = "WRONG"
-                    ms = timing.summarize(timing.bench(lambda: e.backward(*inputs), 5, args.rep,
-                                                       gpu))["time_ms"]
+                    ms = timing.summarize(timing.bench(lambda: e.backward(*inputs, groups=g), 5,
+                                                       args.rep, gpu))["time_ms"]
                     rec = dict(shape=shape, round=r, slot=slot, config=args.configs[k],
                                us=round(ms * 1e3, 2),
                                pct_copy=round(model.pct(model.gbps(nbytes, ms), copy), 1),

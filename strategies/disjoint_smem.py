@@ -130,7 +130,8 @@ def _rule(d: int) -> dict:
     w_regs: γ held in fp32 registers laid out as the rows are read, loaded once a program,
     instead of in shared memory in its own dtype and read in both passes of every row — the
     stages counted without it, and a LayerNorm row of one block aiming at ln_inflight
-    whatever its weight's width (three stages at 16384 with an fp32 γ); never with halves.
+    whatever its weight's width (three stages at 16384 with an fp32 γ); with `half_rows`, halves
+    whose slots count no γ.
     Off in this strategy's rule (round 29, docs/PERF_NOTES.md: at RMSNorm 8192 × 12288 with
     an fp32 γ 1.9 % faster with fp16 x and 2.2 % slower with bf16 x, at LayerNorm 8192 ×
     16384 with an fp32 γ level with bf16 x and 1.7 % slower with fp16 x); costs 32-64
@@ -256,17 +257,16 @@ def launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=(), ln: bool
                 0 if w_regs else w_elem, smem)
     if not st:
         return NOT_STAGED
-    if w_regs:
-        return Launch(vec, st, nw, bd, bd2, False, True)
     if p.get("half_rows") and not bd2 and bd // 2 >= vec * 32 * nw:
         # the row by halves where that puts more of it on its way than whole rows do (a
-        # LayerNorm row aims at ln_inflight whatever its weight)
+        # LayerNorm row aims at ln_inflight whatever its weight); with w_regs γ takes none of
+        # the shared memory (an fp32 row of 16384: one whole-row stage, or 2 + 1 half slots)
         aim = (p.get("ln_inflight") if ln else 0) or inflight or p["inflight"]
         # the kernel's rings: first halves in (h + 1) // 2 slots, second halves in one fewer
-        hs = (half_slots(bd, elem, w_elem, smem, aim) + 1) // 2
+        hs = (half_slots(bd, elem, 0 if w_regs else w_elem, smem, aim) + 1) // 2
         if hs >= 2 and 2 * hs - 3 > 2 * (st - 1):
-            return Launch(vec, hs, nw, bd // 2, bd // 2, True)
-    return Launch(vec, st, nw, bd, bd2)
+            return Launch(vec, hs, nw, bd // 2, bd // 2, True, w_regs)
+    return Launch(vec, st, nw, bd, bd2, False, w_regs)
 
 
 def half_slots(bd: int, elem: int, w_elem: int, smem: int, inflight: int) -> int:

@@ -169,7 +169,9 @@ def test_w_regs_leaves_shared_memory_to_the_rows(monkeypatch):
     so the stages are counted without it — RMSNorm 12288 with an fp32 γ keeps its three
     stages (64 KB in flight) in 48 KB less; LayerNorm's rows of one 16384 block with an fp32
     γ aim at ln_inflight as with a 16-bit one (three stages instead of two); fp32 rows of
-    12288 get two stages instead of one; never halves."""
+    12288 get two stages instead of one; with `half_rows` too, halves only where they keep
+    more ahead than whole rows without γ's bytes: fp32 rows of 16384 (one whole-row stage, or
+    2 + 1 half slots), not LayerNorm's 16-bit rows (three whole stages)."""
     from normbench.strategies import _tuning, disjoint_strided
     monkeypatch.setattr(smem, "_WHY", "")
 
@@ -180,6 +182,10 @@ def test_w_regs_leaves_shared_memory_to_the_rows(monkeypatch):
         assert not meta(rule, 16384).w_regs
         assert meta(rule, 16384).stages == 2 and meta(rule | on, 16384).stages == 3
         assert meta(rule | on | {"half_rows": True}, 16384).halves is False
+        for ln in (True, False):
+            m = meta(rule | on | {"half_rows": True}, 16384, 4, 4, ln=ln)
+            assert m.halves and m.w_regs and (m.block_d, m.block_d2, m.stages) == (8192, 8192, 2)
+            assert not meta(rule | {"half_rows": True}, 16384, 4, 4, ln=ln).halves   # γ: 64 KB
         assert meta(rule | on, 16384, ln=False).stages == 2     # RMSNorm's 64 KB: 2 anyway
     r12 = smem._rule(12288)
     assert not meta(r12, 12288).w_regs

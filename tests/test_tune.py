@@ -490,6 +490,26 @@ def test_ab_repeat_times_a_reduce_configuration(tmp_path, monkeypatch):
     assert tune._tuning.OVERRIDE == {}
 
 
+def test_ab_repeat_calls_with_a_configurations_groups(tmp_path, monkeypatch):
+    """A configuration's "groups" entry is the GROUPS the strategy is called with (checked and
+    timed), not a launch parameter; the others call it with its auto (None)."""
+    import ab_repeat
+    from normbench import strategies
+    e = strategies.get("disjoint_strided")
+    seen = []
+    real = type(e).backward
+    monkeypatch.setattr(type(e), "backward",
+                        lambda self, *a, groups=None: seen.append(groups) or real(self, *a,
+                                                                                 groups=groups))
+    monkeypatch.setattr(tune._tuning, "OVERRIDE", {})
+    assert ab_repeat.main(["--device", "cpu", "--norm", "rmsnorm", "--shapes", "6x40",
+                           "--rounds", "1", "--rep", "1", "--out", str(tmp_path), "--configs",
+                           "{}", '{"groups": 2}']) == 0
+    rows = list(csv.DictReader(open(tmp_path / "ab.csv")))
+    assert len(rows) == 2 and all(x["status"] == "ok" for x in rows)
+    assert set(seen) == {None, 2} and tune._tuning.OVERRIDE == {}
+
+
 def test_device_round23c_script_on_cpu(tmp_path):
     """Round 23's third call, tiny: device_start.sh's shared `ab` step runs each A/B comparison
     into its own folder, every timing correct, the configurations in a rotated order."""
