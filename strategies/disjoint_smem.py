@@ -139,7 +139,12 @@ def _rule(d: int) -> dict:
 
     rms_split_w_regs: `w_regs` for RMSNorm's rows staged in two parts whose second part is at
     least this many columns, with a weight wider than the activations (0: never) —
-    disjoint_strided's rule sets it (round 29)."""
+    disjoint_strided's rule sets it (round 29).
+
+    one_stage_halves: where whole rows of one block fit a single stage beside γ (nothing of the
+    next row on its way while one is worked on: fp32 rows of 16384 on an H200), `w_regs` and
+    `half_rows` together wherever they give halves (2 + 1 half slots there) —
+    disjoint_strided's rule sets it (round 31)."""
     bd = _tuning.pow2(d)
     warps = max(4, min(16, bd // 256))
     return dict(block_d=bd, one_chunk=d <= _tuning.MAX_BLOCK_D, num_warps=warps,
@@ -147,7 +152,7 @@ def _rule(d: int) -> dict:
                 ln_split_warps=8 if bd > 8192 else warps, num_stages=0, inflight=INFLIGHT,
                 split_inflight=0, ln_inflight=LN_INFLIGHT if bd == 16384 else 0,
                 split=bd > 8192, pdl=bd > 8192, interleave=False, half_rows=False,
-                w_regs=False, rms_split_w_regs=0)
+                w_regs=False, rms_split_w_regs=0, one_stage_halves=False)
 
 
 def _groups_rule(rows: int, d: int, sms: int, launch) -> int:
@@ -257,6 +262,11 @@ def launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=(), ln: bool
                 0 if w_regs else w_elem, smem)
     if not st:
         return NOT_STAGED
+    if st == 1 and not bd2 and p.get("one_stage_halves") and not (w_regs and p.get("half_rows")):
+        m = launch_meta({**p, "w_regs": True, "half_rows": True}, d, elem, w_elem, smem, units,
+                        ln, bf16)
+        if m.halves:
+            return m
     if p.get("half_rows") and not bd2 and bd // 2 >= vec * 32 * nw:
         # the row by halves where that puts more of it on its way than whole rows do (a
         # LayerNorm row aims at ln_inflight whatever its weight); with w_regs γ takes none of
@@ -390,11 +400,11 @@ else:
         m = staged(x, dy, weight, p, x, ln)
         if not m.vec:
             return "not staged: the kernel of disjoint_block runs (see disjoint_smem.staged)"
+        where = ", γ in registers" if m.w_regs else ""
         if m.halves:
             return (f"staged: {m.vec * x.element_size()}-byte copies, by halves of a row "
-                    f"({m.block_d}) in {m.stages} + {m.stages - 1} slots, {m.warps} warps")
+                    f"({m.block_d}) in {m.stages} + {m.stages - 1} slots, {m.warps} warps{where}")
         split = f" in parts of {m.block_d} + {m.block_d2}" if m.block_d2 else ""
-        where = ", γ in registers" if m.w_regs else ""
         return (f"staged: {m.vec * x.element_size()}-byte copies, {m.stages} "
                 f"stage{'s' * (m.stages > 1)} of a row{split}, {m.warps} warps{where}")
 

@@ -28,6 +28,8 @@ Where a row is held, by width — the faster way measured for each:
     with 16-bit activations, 1.02–1.04× at every fp32 line; 0.93–0.97× it in LayerNorm with
     16-bit activations, 0.84–0.93× at RMS 12288.  Rows staged in two parts (12288, 10240)
     keep 32 KB of x and dy in flight, not 64 (SPLIT_INFLIGHT: round 24, 1-3.5 % faster).
+    fp32 rows of 16384, one whole-row stage beside γ, go by halves with γ in registers
+    (ONE_STAGE_HALVES: round 31, 0.6-0.7 % faster).
   * wider rows, or rows the staged kernel does not take: the row loop in column chunks, or
     read twice, its tiles dealt alike (not timed).
 """
@@ -106,6 +108,17 @@ LN_WARPS = 8
 RMS_SPLIT_W_REGS = 4096
 
 
+# Rows whose one block fits a single whole-row stage beside γ — fp32 rows of 16384 on an H200
+# (x and dy 128 KB, γ 64 KB: nothing of the next row on its way while one is worked on) — hold
+# γ in fp32 registers and are staged by halves in 2 + 1 half slots, the next row's first half
+# on its way (disjoint_smem's `one_stage_halves`: `w_regs` with `half_rows`) — tuning round 31
+# (H200, docs/perf/tune-31/call2/; six rounds in turn on fresh inputs, bench/ab_repeat.py),
+# faster or level in every round at each: fp32 RMS 4096 × 16384 210.2 -> 209.0 µs, LN 4096 ×
+# 16384 211.5 -> 210.0, RMS 8192 × 16384 398.1 -> 395.9.  Compiled for sm_90 (Triton 3.6):
+# RMSNorm 108 registers, no spill; LayerNorm 128 and one 8-byte spilled store.
+ONE_STAGE_HALVES = True
+
+
 # Rows of d ≤ 8192 whose x holds at least this many bytes (fp32 rows of 7168 to 8192: 28-32 KB
 # of x and as much of dy, about the bytes of a 16-bit row of 16384) take the staged kernel with
 # their rows dealt round-robin (`_row_staged`: a stage of 8192 columns, 64 KB ahead) instead
@@ -122,7 +135,8 @@ def _rule(d: int) -> dict:
     """_loop_rule, or where disjoint_smem stages rows wider than 8192 here (`staged`):
     disjoint_smem's rule with `interleave` on, SPLIT_INFLIGHT at rows of two parts (its
     `ln_inflight` as it is: 128 KB at LayerNorm's rows of 16384, round 25), LN_WARPS for
-    LayerNorm's bf16 rows of one block (round 27) and RMS_SPLIT_W_REGS (round 29).  At d ≤ 8192
+    LayerNorm's bf16 rows of one block (round 27), RMS_SPLIT_W_REGS (round 29) and
+    ONE_STAGE_HALVES (round 31).  At d ≤ 8192
     where the staged kernel runs here, `stage_from` (STAGE_FROM, round 30): a call whose row of
     x holds that many bytes takes the staged kernel at `_row_staged`'s parameters."""
     sm = disjoint_smem._rule(d)
@@ -132,7 +146,7 @@ def _rule(d: int) -> dict:
         return {**_loop_rule(d), "stage_from": STAGE_FROM}
     return {**_loop_rule(d), **sm, "interleave": True, "staged": True,
             "split_inflight": SPLIT_INFLIGHT, "ln_warps": LN_WARPS,
-            "rms_split_w_regs": RMS_SPLIT_W_REGS}
+            "rms_split_w_regs": RMS_SPLIT_W_REGS, "one_stage_halves": ONE_STAGE_HALVES}
 
 
 @functools.cache

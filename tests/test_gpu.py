@@ -330,6 +330,27 @@ def test_strided_stages_wide_fp32_rows_on_gpu(case):
     assert disjoint_strided._notes(*bf).startswith("the row loop"), case
 
 
+@pytest.mark.parametrize("case", [("rmsnorm", 1000, 16384, "fp32", "fp32"),
+                                  ("layernorm", 777, 16384, "fp32", "fp32"),
+                                  ("layernorm", 300, 15000, "fp32", "fp32"),   # masked columns
+                                  ("rmsnorm", 5, 16384, "fp32", "fp32")])      # fewer rows than programs
+def test_strided_fp32_rows_of_16384_by_halves_on_gpu(case):
+    """Round 31's rule (`one_stage_halves`): disjoint_strided's fp32 rows of one 16384 block,
+    one whole-row stage beside γ, go by halves (2 + 1 slots) with γ in registers — right
+    against fp64, its bits over 10 repeats, partial rows holding their own rows, the notes
+    saying so."""
+    from normbench.strategies import disjoint_smem, disjoint_strided
+    norm, rows, d, dt, wd = case
+    e = strategies.get("disjoint_strided")
+    inputs = make_inputs(norm, rows, d, dt, wd, seed=rows ^ d, device="cuda")
+    m = disjoint_smem.staged(*inputs[:3], e.params(d), ln=norm == "layernorm")
+    assert m.halves and m.w_regs and m.stages == 2, (case, m)
+    notes = disjoint_strided._notes(*inputs)
+    assert "by halves" in notes and "γ in registers" in notes, (case, notes)
+    _right_and_repeated(e, inputs, dt, wd, case)
+    _partials_hold_own_rows(e, inputs, case)
+
+
 @pytest.mark.parametrize("name", ["disjoint_smem", "disjoint_strided"])
 @pytest.mark.parametrize("case", [("layernorm", 1000, 10240, "fp16", "fp16", 2048),
                                   ("layernorm", 777, 11264, "bf16", "bf16", 4096)])

@@ -134,6 +134,18 @@ def test_strided_compiles_the_kernel_its_rule_runs_at_each_width():
     assert chunks["block_d"] == 8192 and chunks["dynamic"] < 65536, chunks   # nothing staged
 
 
+def test_strided_fp32_rows_of_16384_compile_by_halves_with_gamma_in_registers():
+    """Round 31's rule as regs.py compiles it: fp32 rows of 16384 in 2 + 1 half slots (three
+    64 KB halves of x and dy: no γ in shared memory), γ in registers, at 16 warps — at most 8
+    bytes of stack (Triton 3.9 here: 128 registers and one or two spilled stores in both
+    norms; the device's Triton 3.6 had RMSNorm at 108 registers with none)."""
+    for norm in ("rmsnorm", "layernorm"):
+        r = regs("--name", "disjoint_strided", "--d", "16384", "--norm", norm, "--dtype", "fp32")
+        assert r["halves"] and r["w_regs"] and r["num_stages"] == 2, (norm, r)
+        assert r["block_d"] == r["block_d2"] == 8192 and r["num_warps"] == 16, (norm, r)
+        assert 3 * 65536 <= r["dynamic"] < 3 * 65536 + 2048 and r["stack"] <= 8, (norm, r)
+
+
 def test_strided_layernorm_at_3072_compiles_at_its_8_warps_without_spilling():
     """Round 22's rule as regs.py compiles it: LayerNorm at 3072 with 16-bit activations at 8
     warps (170 registers a thread in Triton 3.6, no spill: one program an SM, as at 16), RMSNorm

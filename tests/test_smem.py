@@ -152,7 +152,10 @@ def test_half_rows_where_they_put_more_ahead_than_whole_rows(monkeypatch):
             assert 5 * 8192 * 2 * 2 + 16384 * 4 + 2048 <= H200, m
         assert not meta(rule, 16384, 2, 2).halves                       # 16-bit γ
         assert not meta(rule, 16384, ln=False).halves                   # RMSNorm
-        assert not meta(rule, 16384, 4, 4).halves                       # fp32 rows
+        # fp32 rows: not with γ in shared memory; disjoint_strided's one_stage_halves (round
+        # 31) holds γ in registers to have them
+        assert meta(rule, 16384, 4, 4).halves is bool(rule.get("one_stage_halves"))
+        assert not meta(rule | {"one_stage_halves": False}, 16384, 4, 4).halves
         assert not meta(rule, 12288).halves                             # two parts
         assert not meta({**rule, "half_rows": False}, 16384).halves
         assert not meta(_tuning.overridden(rule, {"inflight": 65536}, 16384), 16384).halves
@@ -162,6 +165,31 @@ def test_half_rows_where_they_put_more_ahead_than_whole_rows(monkeypatch):
     assert smem.half_slots(16384, 2, 4, H200, 128 * 1024) == 5
     assert smem.half_slots(16384, 2, 2, H200, 128 * 1024) == 6
     assert smem.half_slots(16384, 4, 4, H200, 128 * 1024) == 2
+
+
+def test_one_stage_halves_stage_fp32_rows_of_16384_by_halves(monkeypatch):
+    """disjoint_strided's rule (round 31, `one_stage_halves`): where whole rows fit one stage
+    beside γ — fp32 rows of 16384 on an H200, both norms — γ in registers and the row by
+    halves, 2 + 1 half slots; every other row keeps the Launch it had (16-bit rows of 16384
+    with either weight, fp32 rows of two parts), and so does disjoint_smem's rule and the
+    option turned off."""
+    from normbench.strategies import disjoint_strided
+    monkeypatch.setattr(smem, "_WHY", "")
+
+    def meta(p, d, elem, w_elem, ln):
+        return smem.launch_meta(p, d, elem, w_elem, H200, ln=ln)
+    rule = disjoint_strided._rule(16384)
+    off = rule | {"one_stage_halves": False}
+    for ln in (True, False):
+        m = meta(rule, 16384, 4, 4, ln)
+        assert m.halves and m.w_regs and (m.block_d, m.block_d2, m.stages) == (8192, 8192, 2)
+        assert meta(off, 16384, 4, 4, ln) == meta(smem._rule(16384), 16384, 4, 4, ln)
+        assert meta(off, 16384, 4, 4, ln).stages == 1
+        for elem, w_elem in ((2, 2), (2, 4)):
+            assert meta(rule, 16384, elem, w_elem, ln) == meta(off, 16384, elem, w_elem, ln)
+        r12 = disjoint_strided._rule(12288)
+        assert meta(r12, 12288, 4, 4, ln) == meta(r12 | {"one_stage_halves": False}, 12288, 4,
+                                                  4, ln)
 
 
 def test_w_regs_leaves_shared_memory_to_the_rows(monkeypatch):
@@ -185,7 +213,8 @@ def test_w_regs_leaves_shared_memory_to_the_rows(monkeypatch):
         for ln in (True, False):
             m = meta(rule | on | {"half_rows": True}, 16384, 4, 4, ln=ln)
             assert m.halves and m.w_regs and (m.block_d, m.block_d2, m.stages) == (8192, 8192, 2)
-            assert not meta(rule | {"half_rows": True}, 16384, 4, 4, ln=ln).halves   # γ: 64 KB
+            no = {"half_rows": True, "one_stage_halves": False}
+            assert not meta(rule | no, 16384, 4, 4, ln=ln).halves       # γ's 64 KB in the way
         assert meta(rule | on, 16384, ln=False).stages == 2     # RMSNorm's 64 KB: 2 anyway
     r12 = smem._rule(12288)
     assert not meta(r12, 12288).w_regs
