@@ -105,15 +105,16 @@ def _readme_tables() -> list[list[str]]:
                                    (14, "h200-targets-widest-16384-ln-608c60e"),
                                    (15, "h200-targets-widest-16384-rms-608c60e"),
                                    (16, "h200-targets-widest-16384-ln-0cfdd30"),
-                                   (17, "h200-targets-narrow-fp32-8192-024c97d"),
-                                   (18, "h200-targets-narrow-fp32-7168-2bf2f0f"),
-                                   (19, "h200-targets-widest-12288-rms-8f97145"),
-                                   (20, "h200-targets-widest-16384-ln16-e4bba9f"),
-                                   (21, "h200-targets-widest-16384-ln16-2858cdd"),
-                                   (22, "h200-targets-narrow-rms-7168-2858cdd"),
-                                   (23, "h200-targets-narrow-ln-7168-2858cdd"),
-                                   (24, "h200-targets-bf16"),
-                                   (25, "h200-targets-fp-wide"), (26, "h200-peers")])
+                                   (17, "h200-targets-widest-16384-fp32-81b4803"),
+                                   (18, "h200-targets-narrow-fp32-8192-024c97d"),
+                                   (19, "h200-targets-narrow-fp32-7168-2bf2f0f"),
+                                   (20, "h200-targets-widest-12288-rms-8f97145"),
+                                   (21, "h200-targets-widest-16384-ln16-e4bba9f"),
+                                   (22, "h200-targets-widest-16384-ln16-2858cdd"),
+                                   (23, "h200-targets-narrow-rms-7168-2858cdd"),
+                                   (24, "h200-targets-narrow-ln-7168-2858cdd"),
+                                   (25, "h200-targets-bf16"),
+                                   (26, "h200-targets-fp-wide"), (27, "h200-peers")])
 def test_markdown_table_reproduces_the_readme(k, run):
     """README's results tables are `report --markdown-table` of their runs, line for line
     (both weight dtypes, in run order)."""
