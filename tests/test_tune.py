@@ -471,20 +471,27 @@ def test_device_round16_script_on_cpu(tmp_path):
         assert "t/gpu-tests.log" in tar.getnames() and "t/flush.log" in tar.getnames()
 
 
+def _ab_on_cpu(tmp_path, monkeypatch, shape: str, rounds: int, *configs: str) -> list[dict]:
+    """bench/ab_repeat.py of disjoint_strided's RMSNorm under the interpreter, OVERRIDE empty
+    before: the rows of its ab.csv."""
+    import ab_repeat
+    monkeypatch.setattr(tune._tuning, "OVERRIDE", {})
+    assert ab_repeat.main(["--device", "cpu", "--norm", "rmsnorm", "--shapes", shape,
+                           "--rounds", str(rounds), "--rep", "1", "--out", str(tmp_path),
+                           "--configs", *configs]) == 0
+    return list(csv.DictReader(open(tmp_path / "ab.csv")))
+
+
 def test_ab_repeat_times_a_reduce_configuration(tmp_path, monkeypatch):
     """A configuration's "reduce" entry reaches the reduce kernel (OVERRIDE["reduce"]), the rest
     the strategy; the rule's configuration runs with the reduce's own rule; nothing is left in
     OVERRIDE afterwards."""
-    import ab_repeat
     from normbench.strategies import reduce
     seen = []
     real = reduce.reduce_params
     monkeypatch.setattr(reduce, "reduce_params", lambda *a: seen.append(real(*a)) or seen[-1])
-    monkeypatch.setattr(tune._tuning, "OVERRIDE", {})
-    assert ab_repeat.main(["--device", "cpu", "--norm", "rmsnorm", "--shapes", "5x40",
-                           "--rounds", "2", "--rep", "1", "--out", str(tmp_path), "--configs",
-                           "{}", '{"reduce": {"BLOCK_G": 2, "BLOCK_N": 16}}']) == 0
-    rows = list(csv.DictReader(open(tmp_path / "ab.csv")))
+    rows = _ab_on_cpu(tmp_path, monkeypatch, "5x40", 2, "{}",
+                      '{"reduce": {"BLOCK_G": 2, "BLOCK_N": 16}}')
     assert len(rows) == 4 and all(x["status"] == "ok" for x in rows)
     assert {(p["BLOCK_G"], p["BLOCK_N"]) for p in seen} == {(2, 16), (reduce.BLOCK_G, 16)}
     assert tune._tuning.OVERRIDE == {}
@@ -493,7 +500,6 @@ def test_ab_repeat_times_a_reduce_configuration(tmp_path, monkeypatch):
 def test_ab_repeat_calls_with_a_configurations_groups(tmp_path, monkeypatch):
     """A configuration's "groups" entry is the GROUPS the strategy is called with (checked and
     timed), not a launch parameter; the others call it with its auto (None)."""
-    import ab_repeat
     from normbench import strategies
     e = strategies.get("disjoint_strided")
     seen = []
@@ -501,11 +507,7 @@ def test_ab_repeat_calls_with_a_configurations_groups(tmp_path, monkeypatch):
     monkeypatch.setattr(type(e), "backward",
                         lambda self, *a, groups=None: seen.append(groups) or real(self, *a,
                                                                                  groups=groups))
-    monkeypatch.setattr(tune._tuning, "OVERRIDE", {})
-    assert ab_repeat.main(["--device", "cpu", "--norm", "rmsnorm", "--shapes", "6x40",
-                           "--rounds", "1", "--rep", "1", "--out", str(tmp_path), "--configs",
-                           "{}", '{"groups": 2}']) == 0
-    rows = list(csv.DictReader(open(tmp_path / "ab.csv")))
+    rows = _ab_on_cpu(tmp_path, monkeypatch, "6x40", 1, "{}", '{"groups": 2}')
     assert len(rows) == 2 and all(x["status"] == "ok" for x in rows)
     assert set(seen) == {None, 2} and tune._tuning.OVERRIDE == {}
 
