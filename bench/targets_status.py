@@ -1,6 +1,10 @@
 """Issue 16's table of targets, checked against committed runs.
 
     python bench/targets_status.py RUN_DIR [RUN_DIR ...]
+    python bench/targets_status.py --readme [README.md]
+
+--readme takes the run directories from the README's "Issue 16's targets" paragraph (the
+command it quotes, in its order): the runs the README's figures come from.
 
 For each of the issue's eight shapes, both norms and every dtype mix found in the runs, the
 fastest bitwise-deterministic normbench strategy (harness.summary's "det" role) against the
@@ -31,6 +35,7 @@ the count met, then target 3's lines and their count.  Exit status 0 whatever th
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -189,10 +194,38 @@ def _fmt(v) -> str:
     return f"{v:.3f}" if np.isfinite(v) else "—"
 
 
+README_MARK = "**Issue 16's targets**"
+COMMAND = "`python bench/targets_status.py "
+
+
+def readme_runs(path: str) -> list[str]:
+    """The run directories that the README at `path` names in the command its "Issue 16's
+    targets" paragraph quotes, in order, as paths from the README's folder.  ValueError
+    (one line) where it has no such paragraph or command."""
+    text = open(path, encoding="utf-8").read()
+    at = text.find(README_MARK)
+    start = text.find(COMMAND, at) if at >= 0 else -1
+    end = text.find("`", start + 1) if start >= 0 else -1
+    if end < 0:
+        raise ValueError(f"no {README_MARK} paragraph quoting {COMMAND.strip()}...` in it")
+    runs = re.findall(r"results/[\w.-]+", text[start:end])
+    if not runs:
+        raise ValueError(f"the command of its {README_MARK} paragraph names no results/ directory")
+    return [os.path.join(os.path.dirname(os.path.abspath(path)), r) for r in runs]
+
+
 def main(argv: list[str]) -> int:
     if not argv or any(a in ("-h", "--help") for a in argv):
         print(__doc__.strip())
         return 0 if argv else 2
+    if argv[0] == "--readme":
+        path = argv[1] if len(argv) > 1 else os.path.join(
+            os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
+        try:
+            argv = readme_runs(path)
+        except (OSError, ValueError) as e:
+            print(f"targets_status.py: {path}: {e}", file=sys.stderr)
+            return 2
     missing = [a for a in argv if not os.path.isdir(a)]
     if missing:
         print(f"targets_status.py: {missing[0]}: not a run directory", file=sys.stderr)

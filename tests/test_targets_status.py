@@ -136,3 +136,33 @@ def test_target_3_compares_with_the_nearest_power_of_two():
     n = g.loc[("layernorm", 3072)]
     assert (n["ref_d"], n["ref_rows"], n["met"]) == (4096, 16384, False)
     assert "met at 2 of 4." in targets_status.markdown_pow2(targets_status.pow2_gaps(df))
+
+
+def test_the_readme_states_what_its_runs_give(capsys):
+    """--readme runs the check on the directories the README's "Issue 16's targets" paragraph
+    names, and the counts that paragraph states in bold are the ones they give (both, speed,
+    copy; target 3) — a README claim follows its committed runs."""
+    import re
+    readme = os.path.join(ROOT, "README.md")
+    runs = targets_status.readme_runs(readme)
+    if not all(os.path.isdir(r) for r in runs):
+        pytest.skip("a run the README names is not in this checkout")
+    assert len(runs) >= 20 and len(set(runs)) == len(runs)
+    assert targets_status.main(["--readme", readme]) == 0
+    out = capsys.readouterr().out
+    both, total, speed, copy = re.search(r"Both targets met at (\d+) of (\d+); the speed target at "
+                                         r"(\d+), the copy-ceiling target at (\d+)", out).groups()
+    t3, t3_of = re.search(r"Target 3 \(not a power of two\) met at (\d+) of (\d+)", out).groups()
+    text = open(readme, encoding="utf-8").read()
+    para = " ".join(text[text.index(targets_status.README_MARK):].split())
+    assert (f"**both met at {both} of {total} lines, the speed target at {speed}, the copy "
+            f"target at {copy}**") in para
+    assert f"**met at {t3} of {t3_of} lines**" in para
+
+
+def test_readme_without_the_paragraph_is_one_line_and_exit_2(tmp_path, capsys):
+    bad = tmp_path / "README.md"
+    bad.write_text("# nothing here\n")
+    assert targets_status.main(["--readme", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Issue 16's targets" in err
