@@ -117,10 +117,10 @@ def compile_kernel(name: str, d: int, norm: str, dtype: str, weight_dtype: str =
         own = {k: rule[k] for k in (*disjoint_smem._rule(d), "ln_warps") if k in rule}
         return compile_smem(d, norm, dtype, weight_dtype,
                             _tuning.overridden(own, override or {}, d))
-    if rule.get("stage_from") and d * ITEMSIZE[dtype] >= rule["stage_from"]:
+    mod = sys.modules[strategies.get(name).fn.__module__]
+    if hasattr(mod, "_stages_small_row") and mod._stages_small_row(d, ITEMSIZE[dtype], rule):
         # disjoint_strided's rows of d ≤ 8192 with as many bytes (fp32 rows of 7168-8192, round
         # 30): the staged kernel at the parameters it launches those with, the override over them
-        mod = sys.modules[strategies.get(name).fn.__module__]
         return compile_smem(d, norm, dtype, weight_dtype,
                             _tuning.overridden(dict(mod._row_staged(d)), override or {}, d))
     kernel = kernel_of(name)

@@ -395,9 +395,11 @@ else:
         c = prepare(x, dy, weight, mean, rstd)
         return run_staged(c, groups, backward.params, disjoint_block.backward.params)
 
-    def notes(x, dy, weight, p, ln: bool = False) -> str:
-        """The path a call at launch parameters p takes, for the record's `notes`."""
-        m = staged(x, dy, weight, p, x, ln)
+    def notes(x, dy, weight, p, ln: bool = False, m: Launch | None = None) -> str:
+        """The path a call at launch parameters p takes, for the record's `notes` (m: its
+        Launch, where the caller has it)."""
+        if m is None:
+            m = staged(x, dy, weight, p, x, ln)
         if not m.vec:
             return "not staged: the kernel of disjoint_block runs (see disjoint_smem.staged)"
         where = ", γ in registers" if m.w_regs else ""

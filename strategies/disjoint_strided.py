@@ -186,9 +186,10 @@ def _notes(x, dy, weight, mean, rstd) -> str:
     if p["staged"]:
         return disjoint_smem.notes(x, dy, weight, p, mean is not None) + ", rows dealt round-robin"
     if _stages_small_row(x.shape[1], x.element_size(), p):
-        m = disjoint_smem.staged(x, dy, weight, _row_staged(x.shape[1]), None, mean is not None)
+        rs = _row_staged(x.shape[1])
+        m = disjoint_smem.staged(x, dy, weight, rs, None, mean is not None)
         if m.vec:
-            return (disjoint_smem.notes(x, dy, weight, _row_staged(x.shape[1]), mean is not None)
+            return (disjoint_smem.notes(x, dy, weight, rs, mean is not None, m)
                     + ", rows dealt round-robin")
     w = _tuning.row_loop_warps(p, mean is not None, x.element_size())
     own = ", LayerNorm's 8 warps" if w != p["num_warps"] else ""
