@@ -8,8 +8,10 @@ the moment's?
 A configuration may carry a "reduce" entry — the partial rows' reduce kernel's parameters
 (`strategies/reduce.py`'s BLOCK_G, BLOCK_N, num_warps, PAIRED, through
 `OVERRIDE["reduce"]`): '{"reduce": {"BLOCK_G": 256, "BLOCK_N": 16}}' times the strategy's
-rule with that reduce; and a "groups" entry, the GROUPS it is called with ('{"groups": 128}';
-none: its auto).
+rule with that reduce; a "groups" entry, the GROUPS it is called with ('{"groups": 128}';
+none: its auto); and a "strategy" entry, another registered strategy (or peer) to call instead
+of --name with the rest of the configuration as its OVERRIDE ('{"strategy": "disjoint_fused",
+"interleave": true}'): strategies timed in turn against each other.
 
 bench/tune.py times each configuration once, one after the other; round 22 (docs/PERF_NOTES.md)
 saw the same configuration read 150 µs in one process and 186-210 µs in another, and the
@@ -40,19 +42,19 @@ from normbench.harness.inputs import make_inputs, reference, within_tolerances  
 from normbench.strategies import _tuning  # noqa: E402
 
 
-def apply(config: dict, name: str) -> int | None:
+def apply(config: dict, name: str) -> tuple[str, int | None]:
     """Set `strategies._tuning.OVERRIDE` to `config`: its "reduce" entry for the reduce kernel,
-    the rest for strategy `name` (an empty rest: the strategy's rule) but "groups" — the
-    GROUPS to call it with, returned (None: its auto)."""
+    the rest for its "strategy" (default `name`; an empty rest: the strategy's rule) but
+    "groups" — the GROUPS to call it with (None: its auto). Returns (strategy, groups)."""
     rest = dict(config)
     red = rest.pop("reduce", None)
     groups = rest.pop("groups", None)
+    name = rest.pop("strategy", name)
+    _tuning.OVERRIDE.clear()
     _tuning.OVERRIDE[name] = rest
-    if red is None:
-        _tuning.OVERRIDE.pop("reduce", None)
-    else:
+    if red is not None:
         _tuning.OVERRIDE["reduce"] = dict(red)
-    return groups
+    return name, groups
 
 
 def main(argv=None) -> int:
@@ -75,11 +77,12 @@ def main(argv=None) -> int:
     configs = [json.loads(c) for c in args.configs]
     wd = args.dtype if args.weight_dtype == "same" else args.weight_dtype
     gpu = args.device == "cuda"
-    e = strategies.get(args.name)
-    if not e.available:     # nothing to time here: say why in one line
-        print(f"ab_repeat: {args.name} is not available on this machine: {e.reason}",
-              file=sys.stderr)
-        return 2
+    for name in {c.get("strategy", args.name) for c in configs}:
+        e = strategies.get(name)
+        if not e.available:     # nothing to time here: say why in one line
+            print(f"ab_repeat: {name} is not available on this machine: {e.reason}",
+                  file=sys.stderr)
+            return 2
     copy = timing.copy_ceiling_gbps(args.device, gpu)
     os.makedirs(args.out, exist_ok=True)
     rows_out = []
@@ -98,7 +101,8 @@ def main(argv=None) -> int:
                     ref, checked = reference(*inputs), set()
                 order = [(k + r) % len(configs) for k in range(len(configs))]
                 for slot, k in enumerate(order):
-                    g = apply(configs[k], args.name)
+                    name, g = apply(configs[k], args.name)
+                    e = strategies.get(name)
                     status = "ok"
                     if k not in checked:
                         checked.add(k)
@@ -114,8 +118,7 @@ def main(argv=None) -> int:
                     w.writerow(rec)
                     f.flush()
                     rows_out.append(rec)
-            _tuning.OVERRIDE.pop(args.name, None)
-            _tuning.OVERRIDE.pop("reduce", None)
+            _tuning.OVERRIDE.clear()
     print(f"{args.name} {args.norm} {args.dtype}/{wd}, {args.rounds} rounds"
           f"{', fresh inputs each' if args.fresh_inputs else ''}; µs median [min, max]; copy "
           f"ceiling {copy:.0f} GB/s")

@@ -512,6 +512,23 @@ def test_ab_repeat_calls_with_a_configurations_groups(tmp_path, monkeypatch):
     assert set(seen) == {None, 2} and tune._tuning.OVERRIDE == {}
 
 
+def test_ab_repeat_times_another_strategy_in_turn(tmp_path, monkeypatch):
+    """A configuration's "strategy" entry calls that strategy with the rest as its OVERRIDE
+    (disjoint_fused with `interleave`, checked and timed), the others --name's rule."""
+    from normbench import strategies
+    fused = strategies.get("disjoint_fused")
+    seen = []
+    real = type(fused).backward
+    monkeypatch.setattr(type(fused), "backward", lambda self, *a, groups=None: seen.append(
+        (self.name, dict(tune._tuning.OVERRIDE.get(self.name, {})))) or real(self, *a,
+                                                                            groups=groups))
+    rows = _ab_on_cpu(tmp_path, monkeypatch, "6x40", 1, "{}",
+                      '{"strategy": "disjoint_fused", "interleave": true}')
+    assert len(rows) == 2 and all(x["status"] == "ok" for x in rows)
+    assert ("disjoint_fused", {"interleave": True}) in seen and ("disjoint_strided", {}) in seen
+    assert tune._tuning.OVERRIDE == {}
+
+
 def test_device_round23c_script_on_cpu(tmp_path):
     """Round 23's third call, tiny: device_start.sh's shared `ab` step runs each A/B comparison
     into its own folder, every timing correct, the configurations in a rotated order."""
