@@ -119,7 +119,9 @@ def main(argv=None) -> int:
                     f.flush()
                     rows_out.append(rec)
             _tuning.OVERRIDE.clear()
-    print(f"{args.name} {args.norm} {args.dtype}/{wd}, {args.rounds} rounds"
+    who = args.name + (" (or a configuration's strategy)" if any("strategy" in c for c in configs)
+                       else "")
+    print(f"{who} {args.norm} {args.dtype}/{wd}, {args.rounds} rounds"
           f"{', fresh inputs each' if args.fresh_inputs else ''}; µs median [min, max]; copy "
           f"ceiling {copy:.0f} GB/s")
     for shape in args.shapes.split(","):
