@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Round 33's one call (issue 16; from the repo root on one H200, carrying .pyd/ — pydantic;
+# Round 33's one call, prepared and not yet run (issue 16; from the repo root on one H200, carrying .pyd/ — pydantic;
 # about 3 minutes): RMS 16384 × 4096 with bf16 activations — the copy target's nearest miss
 # (87.94 % with an fp32 γ, target 88) — the rule (one program of 16 warps an SM, tiles of 2
 # rows, 3 stages) against two programs of 8 warps an SM (GROUPS follow the warps), with tiles
