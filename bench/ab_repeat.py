@@ -13,6 +13,10 @@ none: its auto); and a "strategy" entry, another registered strategy (or peer) t
 of --name with the rest of the configuration as its OVERRIDE ('{"strategy": "disjoint_fused",
 "interleave": true}'): strategies timed in turn against each other.
 
+With --gpu-time each timing also takes the harness's GPU time (`harness.timing.gpu_time`: the
+call captured in a CUDA graph and replayed, the L2 flushed before each replay — what the
+targets' speed ratios count beside the call time) into ab.csv's gpu_us and the summary.
+
 bench/tune.py times each configuration once, one after the other; round 22 (docs/PERF_NOTES.md)
 saw the same configuration read 150 µs in one process and 186-210 µs in another, and the
 rule's own two timings of one process differ by 28 % once.  Here every configuration (a
@@ -71,6 +75,8 @@ def main(argv=None) -> int:
     ap.add_argument("--fresh-inputs", action="store_true",
                     help="new inputs (allocations) each round")
     ap.add_argument("--rep", type=float, default=25, help="do_bench repetition time, ms")
+    ap.add_argument("--gpu-time", action="store_true",
+                    help="also the GPU time of each timing (CUDA graph replays; none on CPU)")
     ap.add_argument("--device", default="cuda", help="cpu: a smoke test under the interpreter")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     args = ap.parse_args(argv)
@@ -88,7 +94,7 @@ def main(argv=None) -> int:
     rows_out = []
     with open(os.path.join(args.out, "ab.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=["shape", "round", "slot", "config", "us", "pct_copy",
-                                          "status"])
+                                          "gpu_us", "status"])
         w.writeheader()
         for shape in args.shapes.split(","):
             rows, d = map(int, shape.split("x"))
@@ -109,11 +115,15 @@ def main(argv=None) -> int:
                         if not within_tolerances(e.backward(*inputs, groups=g), ref, args.dtype,
                                                  wd):
                             status = "WRONG"
-                    ms = timing.summarize(timing.bench(lambda: e.backward(*inputs, groups=g), 5,
-                                                       args.rep, gpu))["time_ms"]
+                    def call(e=e, g=g):
+                        return e.backward(*inputs, groups=g)
+                    ms = timing.summarize(timing.bench(call, 5, args.rep, gpu))["time_ms"]
+                    gms = (timing.gpu_time(call, time_ms=ms, rep_ms=args.rep, on_gpu=gpu)
+                           ["gpu_time_ms"] if args.gpu_time else None)
                     rec = dict(shape=shape, round=r, slot=slot, config=args.configs[k],
                                us=round(ms * 1e3, 2),
                                pct_copy=round(model.pct(model.gbps(nbytes, ms), copy), 1),
+                               gpu_us=None if gms is None else round(gms * 1e3, 2),
                                status=status)
                     w.writerow(rec)
                     f.flush()
@@ -129,8 +139,12 @@ def main(argv=None) -> int:
             mine = [x for x in rows_out if x["shape"] == shape and x["config"] == c]
             us = [x["us"] for x in mine]
             bad = sum(x["status"] != "ok" for x in mine)
+            gus = [x["gpu_us"] for x in mine if x["gpu_us"] is not None]
+            gpu_part = f"  GPU {statistics.median(gus):.1f} [{min(gus):.1f}, {max(gus):.1f}]" \
+                if gus else ""
             print(f"  {shape} {c:40s} {statistics.median(us):8.1f} [{min(us):.1f}, {max(us):.1f}]"
-                  f"  {' '.join(f'{u:.0f}' for u in us)}{f'  WRONG x{bad}' if bad else ''}")
+                  f"  {' '.join(f'{u:.0f}' for u in us)}{gpu_part}"
+                  f"{f'  WRONG x{bad}' if bad else ''}")
     return 0
 
 

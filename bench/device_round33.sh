@@ -6,10 +6,11 @@
 # of 1 row (8 warps with tiles of 2 rows take 180 registers: two do not fit an SM), with 3 and 4
 # stages, and against the rule with a fourth stage; bf16 with an fp32 γ and with a bf16 γ, in
 # turn on fresh inputs (bench/ab_repeat.py).  Everything lands in $OUT/round33.tgz; SHAPE, G2,
-# ROUNDS, REP, A_S from the environment.
+# ROUNDS, REP, A_S, AB_GPU from the environment.
 . bench/device_start.sh
 . bench/peers_env.sh
-: ${A_S:=80}
+: ${A_S:=90}
+export AB_GPU=${AB_GPU-1}   # the GPU time beside the call time (the targets count both)
 G=${G2:-264}   # two programs an SM on the H200's 132 SMs
 W8R1='{"num_warps": 8, "block_r": 1, "groups": '$G'}'
 W8R1S4='{"num_warps": 8, "block_r": 1, "num_stages": 4, "groups": '$G'}'

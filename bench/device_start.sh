@@ -13,9 +13,10 @@ gpu_tests() {   # default seconds, default -k expression: this call's GPU tests 
 }
 ab() {   # ab NAME NORM SHAPES DTYPE WEIGHT CONFIG...: bench/ab_repeat.py of disjoint_strided (or
          # $AB_NAME), configurations timed in turn on fresh inputs, into $T/NAME and its log
+         # (AB_GPU=1: the GPU time of each timing too, --gpu-time)
   local name=$1 norm=$2 shapes=$3 dt=$4 wd=$5; shift 5
   timeout ${A_S:-85} python3 bench/ab_repeat.py --name ${AB_NAME:-disjoint_strided} --norm $norm \
     --shapes $shapes --dtype $dt --weight-dtype $wd --rounds ${ROUNDS:-6} --fresh-inputs \
-    --rep ${REP:-25} --device ${DEVICE:-cuda} --configs "$@" --out $T/$name > $T/$name.log 2>&1
+    --rep ${REP:-25} --device ${DEVICE:-cuda} ${AB_GPU:+--gpu-time} --configs "$@" --out $T/$name > $T/$name.log 2>&1
   echo "== $name (rc $?)"; tail -n 6 $T/$name.log
 }

@@ -471,14 +471,15 @@ def test_device_round16_script_on_cpu(tmp_path):
         assert "t/gpu-tests.log" in tar.getnames() and "t/flush.log" in tar.getnames()
 
 
-def _ab_on_cpu(tmp_path, monkeypatch, shape: str, rounds: int, *configs: str) -> list[dict]:
+def _ab_on_cpu(tmp_path, monkeypatch, shape: str, rounds: int, *configs: str,
+               extra=()) -> list[dict]:
     """bench/ab_repeat.py of disjoint_strided's RMSNorm under the interpreter, OVERRIDE empty
-    before: the rows of its ab.csv."""
+    before (`extra`: more arguments): the rows of its ab.csv."""
     import ab_repeat
     monkeypatch.setattr(tune._tuning, "OVERRIDE", {})
     assert ab_repeat.main(["--device", "cpu", "--norm", "rmsnorm", "--shapes", shape,
                            "--rounds", str(rounds), "--rep", "1", "--out", str(tmp_path),
-                           "--configs", *configs]) == 0
+                           *extra, "--configs", *configs]) == 0
     return list(csv.DictReader(open(tmp_path / "ab.csv")))
 
 
@@ -527,6 +528,24 @@ def test_ab_repeat_times_another_strategy_in_turn(tmp_path, monkeypatch):
     assert len(rows) == 2 and all(x["status"] == "ok" for x in rows)
     assert ("disjoint_fused", {"interleave": True}) in seen and ("disjoint_strided", {}) in seen
     assert tune._tuning.OVERRIDE == {}
+
+
+def test_ab_repeat_gpu_time_column(tmp_path, monkeypatch, capsys):
+    """--gpu-time: each timing's GPU time (harness.timing.gpu_time, of the same call) lands in
+    gpu_us and the summary; without it, or where none is measured (CPU), gpu_us stays empty."""
+    import ab_repeat
+    rows = _ab_on_cpu(tmp_path, monkeypatch, "5x40", 1, "{}", extra=["--gpu-time"])
+    assert [x["gpu_us"] for x in rows] == [""]          # the interpreter: no GPU time
+    calls = []
+    monkeypatch.setattr(ab_repeat.timing, "gpu_time", lambda fn, **kw: calls.append(fn()) or
+                        {"gpu_time_ms": 0.0421})
+    capsys.readouterr()
+    rows = _ab_on_cpu(tmp_path, monkeypatch, "5x40", 2, "{}", '{"groups": 2}',
+                      extra=["--gpu-time"])
+    assert [x["gpu_us"] for x in rows] == ["42.1"] * 4 and len(calls) == 4
+    assert "GPU 42.1 [42.1, 42.1]" in capsys.readouterr().out
+    rows = _ab_on_cpu(tmp_path, monkeypatch, "5x40", 1, "{}")
+    assert [x["gpu_us"] for x in rows] == [""] and len(calls) == 4
 
 
 def test_device_round23c_script_on_cpu(tmp_path):
