@@ -83,8 +83,8 @@ def main(argv=None) -> int:
     configs = [json.loads(c) for c in args.configs]
     wd = args.dtype if args.weight_dtype == "same" else args.weight_dtype
     gpu = args.device == "cuda"
-    for name in {c.get("strategy", args.name) for c in configs}:
-        e = strategies.get(name)
+    entries = {n: strategies.get(n) for n in {c.get("strategy", args.name) for c in configs}}
+    for name, e in entries.items():
         if not e.available:     # nothing to time here: say why in one line
             print(f"ab_repeat: {name} is not available on this machine: {e.reason}",
                   file=sys.stderr)
@@ -108,15 +108,14 @@ def main(argv=None) -> int:
                 order = [(k + r) % len(configs) for k in range(len(configs))]
                 for slot, k in enumerate(order):
                     name, g = apply(configs[k], args.name)
-                    e = strategies.get(name)
+
+                    def call():
+                        return entries[name].backward(*inputs, groups=g)
                     status = "ok"
                     if k not in checked:
                         checked.add(k)
-                        if not within_tolerances(e.backward(*inputs, groups=g), ref, args.dtype,
-                                                 wd):
+                        if not within_tolerances(call(), ref, args.dtype, wd):
                             status = "WRONG"
-                    def call(e=e, g=g):
-                        return e.backward(*inputs, groups=g)
                     ms = timing.summarize(timing.bench(call, 5, args.rep, gpu))["time_ms"]
                     gms = (timing.gpu_time(call, time_ms=ms, rep_ms=args.rep, on_gpu=gpu)
                            ["gpu_time_ms"] if args.gpu_time else None)
