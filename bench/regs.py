@@ -109,20 +109,15 @@ def compile_kernel(name: str, d: int, norm: str, dtype: str, weight_dtype: str =
     """The compiled kernel of strategy `name` and the launch parameters it was compiled at."""
     if name == "disjoint_smem":
         return compile_smem(d, norm, dtype, weight_dtype, override)
-    rule = strategies.get(name).params(d)
-    if rule.get("staged"):
-        # disjoint_strided above 8192: disjoint_smem's kernel at the staged parameters of its
-        # own rule (rows round-robin, its bytes in flight), the override over them
-        from normbench.strategies import disjoint_smem
-        own = {k: rule[k] for k in (*disjoint_smem._rule(d), "ln_warps") if k in rule}
+    # a strategy that runs disjoint_smem's staged kernel at some widths says where, and at which
+    # parameters, by a module-level staged_params(d, elem) (disjoint_strided: rows wider than
+    # 8192, and fp32 rows of 7168-8192 since round 30): that kernel, the override over them
+    mod = sys.modules[strategies.get(name).fn.__module__]
+    staged = getattr(mod, "staged_params", None)
+    own = staged(d, ITEMSIZE[dtype]) if staged else None
+    if own is not None:
         return compile_smem(d, norm, dtype, weight_dtype,
                             _tuning.overridden(own, override or {}, d))
-    mod = sys.modules[strategies.get(name).fn.__module__]
-    if hasattr(mod, "_stages_small_row") and mod._stages_small_row(d, ITEMSIZE[dtype], rule):
-        # disjoint_strided's rows of d ≤ 8192 with as many bytes (fp32 rows of 7168-8192, round
-        # 30): the staged kernel at the parameters it launches those with, the override over them
-        return compile_smem(d, norm, dtype, weight_dtype,
-                            _tuning.overridden(dict(mod._row_staged(d)), override or {}, d))
     kernel = kernel_of(name)
     p = _tuning.overridden(strategies.get(name).params(d), override or {}, d)
     # the warps the launch takes (disjoint_strided: LayerNorm's own at some widths)

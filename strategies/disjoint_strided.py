@@ -165,6 +165,19 @@ def _stages_small_row(d: int, elem: int, p) -> bool:
     return bool(p.get("stage_from")) and d * elem >= p["stage_from"]
 
 
+def staged_params(d: int, elem: int):
+    """The kernel a call with rows of d elements of `elem` bytes runs here, for the tools that
+    compile what runs (bench/regs.py): the staged kernel's parameters — disjoint_smem's keys
+    and LayerNorm's `ln_warps`, at this rule's values (tuning overrides applied) — or None
+    where the row loop runs."""
+    p = backward.params(d)
+    if p["staged"]:
+        return {k: p[k] for k in (*disjoint_smem._rule(d), "ln_warps") if k in p}
+    if _stages_small_row(d, elem, p):
+        return dict(_row_staged(d))
+    return None
+
+
 @register(NAME, kind="strategy", deterministic_by_design=True, uses_groups=True,
           launch=_tuning.Rule(_rule, row_loop=True), auto_groups=_groups.row_loop_programs,
           contention=Contention(writers=1, partial_rows="groups"))
