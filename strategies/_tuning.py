@@ -93,10 +93,16 @@ def _row_loop(d: int) -> dict:
         # Tune-10: a partly masked tile at 1024 < d < 4096 carries fewer bytes in flight; a
         # fourth stage makes up for it (H200, bf16, disjoint_block: RMS 65536 × 1536, 32768 ×
         # 2560 8–14 % faster, 32768 × 3072 7 % in tune-9; LN 4–7 % at all three).
+        # Round 35: so does a tile of 8192 at most three quarters real (4096 < d ≤ 6144; H200,
+        # disjoint_strided, GPU time, six rounds in turn: LN 8192 × 5120 bf16 88.5 -> 83.9 µs,
+        # RMS 8192 × 5120 bf16/fp32 85.2 -> 74.3, RMS 8192 × 6144 bf16 91.4 -> 83.6; a fifth
+        # stage no faster there nor at LN 16384 × 2560).  Fuller tiles of 8192 (7168: 87.5 %)
+        # keep 3: not timed with 4.
         tile = 4096 if bd <= 1024 else max(8192, bd)
         br = max(1, min(16, tile // bd))
         warps = max(4, min(16, br * bd // (32 if bd <= 2048 else 16) // 32))
-        stages = 4 if bd != d and 2048 <= bd <= 4096 else 3
+        masked = bd != d and (2048 <= bd <= 4096 or (bd == 8192 and 4 * d <= 3 * bd))
+        stages = 4 if masked else 3
         return dict(block_d=bd, one_chunk=True, block_r=br, num_warps=warps, num_stages=stages,
                     **_OPTIONS)
     # Rows of 16384 read each tile twice rather than spill (rowgrad_reload; tune-4: LN

@@ -485,7 +485,10 @@ def test_pdl_gives_the_same_bits(name, case, monkeypatch):
                                   ("layernorm", 32768, 3072, "fp16", "fp32"),
                                   ("rmsnorm", 16384, 8192, "fp32", "fp32"),
                                   ("layernorm", 5001, 2048, "bf16", "bf16"),
-                                  ("layernorm", 77, 333, "fp16", "fp16")])
+                                  ("layernorm", 77, 333, "fp16", "fp16"),
+                                  # tiles of 8192 partly masked, 4 stages (round 35)
+                                  ("rmsnorm", 8192, 5120, "bf16", "fp32"),
+                                  ("layernorm", 4099, 6144, "fp32", "fp32")])
 def test_interleave_right_and_repeated(name, case, interleave, monkeypatch):
     """The row loop with its tiles dealt round-robin (`interleave`, disjoint_strided's rule)
     and in blocks, whichever the rule picks, and round-robin with the last round spread by rows
