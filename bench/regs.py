@@ -121,7 +121,9 @@ def compile_kernel(name: str, d: int, norm: str, dtype: str, weight_dtype: str =
     kernel = kernel_of(name)
     p = _tuning.overridden(strategies.get(name).params(d), override or {}, d)
     # the warps the launch takes (disjoint_strided: LayerNorm's own at some widths)
-    p = {**p, "num_warps": _tuning.row_loop_warps(p, norm == "layernorm", ITEMSIZE[dtype])}
+    # and the stages (fp32 activations: `fp32_stages` where the rule sets it)
+    p = {**p, "num_warps": _tuning.row_loop_warps(p, norm == "layernorm", ITEMSIZE[dtype]),
+         "num_stages": _tuning.row_loop_stages(p, ITEMSIZE[dtype])}
     act = TYPES[dtype]
     wt = act if weight_dtype == "same" else TYPES[weight_dtype]
     names = kernel.arg_names

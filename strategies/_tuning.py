@@ -67,7 +67,7 @@ class Rule:
 # loop's reload and w_tile at 16384), tuning the rest (OVERRIDE).
 _OPTIONS = MappingProxyType(dict(prefetch=False, reload=False, w_tile=False, col_split=1,
                                  exchange=False, spin=EXCHANGE_SPIN, l2_ahead=0, pdl=False,
-                                 interleave=False, balance=False))
+                                 interleave=False, balance=False, fp32_stages=0))
 
 
 def _one_row(d: int) -> dict:
@@ -93,18 +93,20 @@ def _row_loop(d: int) -> dict:
         # Tune-10: a partly masked tile at 1024 < d < 4096 carries fewer bytes in flight; a
         # fourth stage makes up for it (H200, bf16, disjoint_block: RMS 65536 × 1536, 32768 ×
         # 2560 8–14 % faster, 32768 × 3072 7 % in tune-9; LN 4–7 % at all three).
-        # Round 35: so does a tile of 8192 at most three quarters real (4096 < d ≤ 6144; H200,
-        # disjoint_strided, GPU time, six rounds in turn: LN 8192 × 5120 bf16 88.5 -> 83.9 µs,
-        # RMS 8192 × 5120 bf16/fp32 85.2 -> 74.3, RMS 8192 × 6144 bf16 91.4 -> 83.6; a fifth
-        # stage no faster there nor at LN 16384 × 2560).  Fuller tiles of 8192 (7168: 87.5 %)
-        # keep 3: not timed with 4.
+        # Round 35: so does a tile of 8192 at most three quarters real (4096 < d ≤ 6144) with
+        # 16-bit activations (H200, GPU time, six rounds in turn: disjoint_strided LN 8192 ×
+        # 5120 bf16 88.5 -> 83.9 µs, RMS 8192 × 5120 bf16/fp32 85.2 -> 74.3, RMS 8192 × 6144
+        # bf16 91.4 -> 83.6, LN 8192 × 6144 bf16/fp32 95.8 -> 85.1; disjoint_block RMS 8192 ×
+        # 5120 bf16 86.7 -> 77.3; a fifth stage no faster, nor at LN 16384 × 2560), but not
+        # with fp32 ones, whose three stages hold as many bytes (`fp32_stages`: RMS 8192 × 5120
+        # fp32 129.8 at 3 against 132.6 at 4).  Fuller tiles of 8192 (7168) keep 3: not timed.
         tile = 4096 if bd <= 1024 else max(8192, bd)
         br = max(1, min(16, tile // bd))
         warps = max(4, min(16, br * bd // (32 if bd <= 2048 else 16) // 32))
-        masked = bd != d and (2048 <= bd <= 4096 or (bd == 8192 and 4 * d <= 3 * bd))
-        stages = 4 if masked else 3
+        wide = bd == 8192 and 4 * d <= 3 * bd          # 4096 < d ≤ 6144
+        stages = 4 if bd != d and (2048 <= bd <= 4096 or wide) else 3
         return dict(block_d=bd, one_chunk=True, block_r=br, num_warps=warps, num_stages=stages,
-                    **_OPTIONS)
+                    **{**_OPTIONS, "fp32_stages": 3 if wide else 0})
     # Rows of 16384 read each tile twice rather than spill (rowgrad_reload; tune-4: LN
     # 8192 × 16384 458 -> 342 µs, RMS 320 -> 233); wider rows go in chunks, one row a tile.
     # Read twice, the weight is loaded as a tile in x's layout (W_TILE; tune-9, H200, bf16 x
@@ -165,6 +167,8 @@ def overridden(p, ov: dict, d: int) -> dict:
     p = {**p, **ov}
     if "num_warps" in ov and "ln_warps" not in ov and p.get("ln_warps"):
         p["ln_warps"] = 0           # the warps asked for, in either norm
+    if "num_stages" in ov and "fp32_stages" not in ov and p.get("fp32_stages"):
+        p["fp32_stages"] = 0        # the stages asked for, at every activation width
     for k in ("split_inflight", "ln_inflight"):
         if "inflight" in ov and k not in ov and p.get(k):
             p[k] = 0                # the bytes asked for, at every row and in either norm
@@ -179,6 +183,14 @@ def row_loop_warps(p, has_mean: bool, elem: int) -> int:
     (`elem` bytes)."""
     lw = p.get("ln_warps", 0)
     return lw if lw and has_mean and elem == 2 else p["num_warps"]
+
+
+def row_loop_stages(p, elem: int) -> int:
+    """The stages of a row-loop launch at parameters p: `num_stages`, or `fp32_stages` where
+    the rule sets it (tiles of 8192 partly masked, round 35) for fp32 activations (`elem`
+    bytes).  fit_stages then lowers them to what fits."""
+    fs = p.get("fp32_stages", 0)
+    return fs if fs and elem == 4 else p["num_stages"]
 
 
 def fit_stages(p, elem_bytes: int, smem_bytes: int) -> int:
