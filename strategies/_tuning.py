@@ -188,14 +188,15 @@ def row_loop_warps(p, has_mean: bool, elem: int) -> int:
 def row_loop_stages(p, elem: int) -> int:
     """The stages of a row-loop launch at parameters p: `num_stages`, or `fp32_stages` where
     the rule sets it (tiles of 8192 partly masked, round 35) for fp32 activations (`elem`
-    bytes).  fit_stages then lowers them to what fits."""
+    bytes).  fit_stages starts from them and lowers them to what fits."""
     fs = p.get("fp32_stages", 0)
     return fs if fs and elem == 4 else p["num_stages"]
 
 
 def fit_stages(p, elem_bytes: int, smem_bytes: int) -> int:
-    """num_stages of `p` (params) lowered until the pipelined tiles fit a program's shared
-    memory.  A program of whole rows: Triton keeps num_stages − 1 tiles of x and dy in
+    """The stages a row-loop launch at `p` (params) takes with activations of `elem_bytes`
+    (row_loop_stages: `num_stages`, or `fp32_stages`), lowered until the pipelined tiles fit a
+    program's shared memory.  A program of whole rows: Triton keeps num_stages − 1 tiles of x and dy in
     flight, [block_r, block_d] each (plus a few hundred bytes of row statistics).  A program
     sharing its rows (col_split parts): every part's x and dy, each with num_stages buffers,
     and num_stages − 1 of the other parts' weight tiles, counted as fp32 whatever the weight's
@@ -205,7 +206,7 @@ def fit_stages(p, elem_bytes: int, smem_bytes: int) -> int:
     this bound is at or above each.  An H200 has 227 KB
     a program, where every shipped rule fits in fp32 too; a GPU with less would otherwise
     fail to launch."""
-    st = p["num_stages"]
+    st = row_loop_stages(p, elem_bytes)
     parts = p.get("col_split", 1)
     tile = p["block_r"] * p["block_d"]
     if parts == 1:

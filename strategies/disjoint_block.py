@@ -277,9 +277,7 @@ def launch_partials(kernel, c, groups: int, params, extra: tuple = (), extra_met
                xs, *extra)
 
     def setup():
-        elem = c.x.element_size()
-        stages = _tuning.fit_stages({**p, "num_stages": _tuning.row_loop_stages(p, elem)}, elem,
-                                    _device.smem_per_program(c.x.device))
+        stages = _tuning.fit_stages(p, c.x.element_size(), _device.smem_per_program(c.x.device))
         meta = dict(HAS_MEAN=c.has_mean, BLOCK_R=p["block_r"], BLOCK_D=p["block_d"],
                     ONE_CHUNK=p["one_chunk"], NUM_STAGES=stages,
                     PREFETCH=p["prefetch"], RELOAD=p["reload"], W_TILE=p["w_tile"],
