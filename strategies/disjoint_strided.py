@@ -159,10 +159,19 @@ def _row_staged(d: int):
                              "pdl": True})
 
 
-def _stages_small_row(d: int, elem: int, p) -> bool:
-    """Whether a call with rows of d ≤ 8192 elements of `elem` bytes at parameters p takes the
-    staged kernel: `stage_from`."""
-    return bool(p.get("stage_from")) and d * elem >= p["stage_from"]
+def path(d: int, elem: int, p) -> str:
+    """Which kernel a call with rows of d elements of `elem` bytes runs at this strategy's
+    parameters p (`backward.params(d)`): "staged" (rows wider than 8192 that disjoint_smem
+    stages: its staged kernel at p, the row loop at `_loop_rule` where it cannot), "row_staged"
+    (rows of d ≤ 8192 whose x holds `stage_from` bytes or more, round 30: the staged kernel at
+    `_row_staged`'s parameters, the row loop at p where it cannot) or "loop" (the row loop at
+    p).  The one place the choice is made: `backward` runs it, its notes say it and
+    `staged_params` compiles it."""
+    if p["staged"]:
+        return "staged"
+    if p.get("stage_from") and d * elem >= p["stage_from"]:
+        return "row_staged"
+    return "loop"
 
 
 def staged_params(d: int, elem: int):
@@ -171,11 +180,10 @@ def staged_params(d: int, elem: int):
     and LayerNorm's `ln_warps`, at this rule's values (tuning overrides applied) — or None
     where the row loop runs."""
     p = backward.params(d)
-    if p["staged"]:
+    way = path(d, elem, p)
+    if way == "staged":
         return {k: p[k] for k in (*disjoint_smem._rule(d), "ln_warps") if k in p}
-    if _stages_small_row(d, elem, p):
-        return dict(_row_staged(d))
-    return None
+    return dict(_row_staged(d)) if way == "row_staged" else None
 
 
 @register(NAME, kind="strategy", deterministic_by_design=True, uses_groups=True,
@@ -185,9 +193,10 @@ def backward(x, dy, weight, mean, rstd, *, groups):
     """disjoint_block with rows dealt round-robin: program p sums tiles p, p+G, …; fixed-order reduce."""
     c = prepare(x, dy, weight, mean, rstd)
     p = backward.params(c.d)
-    if p["staged"]:
+    way = path(c.d, c.x.element_size(), p)
+    if way == "staged":
         return disjoint_smem.run_staged(c, groups, backward.params, _loop_rule)
-    if _stages_small_row(c.d, c.x.element_size(), p):
+    if way == "row_staged":
         return disjoint_smem.run_staged(c, groups, _row_staged, backward.params)
     pw, pb, pdl = launch_partials(_disjoint_kernel, c, groups, backward.params)
     return c.outputs(*reduce_partials(pw, pb, c.weight, pdl))
@@ -196,9 +205,10 @@ def backward(x, dy, weight, mean, rstd, *, groups):
 def _notes(x, dy, weight, mean, rstd) -> str:
     """The path this call takes, for the record's `notes`."""
     p = backward.params(x.shape[1])
-    if p["staged"]:
+    way = path(x.shape[1], x.element_size(), p)
+    if way == "staged":
         return disjoint_smem.notes(x, dy, weight, p, mean is not None) + ", rows dealt round-robin"
-    if _stages_small_row(x.shape[1], x.element_size(), p):
+    if way == "row_staged":
         rs = _row_staged(x.shape[1])
         m = disjoint_smem.staged(x, dy, weight, rs, None, mean is not None)
         if m.vec:

@@ -262,11 +262,12 @@ def test_strided_stages_rows_of_28_kb_at_d_up_to_8192(monkeypatch):
     monkeypatch.setattr(disjoint_smem, "_WHY", "")
     p = disjoint_strided._rule(8192)
     assert disjoint_strided.STAGE_FROM == 28 * 1024
-    assert disjoint_strided._stages_small_row(8192, 4, p)
-    assert disjoint_strided._stages_small_row(7168, 4, disjoint_strided._rule(7168))
-    assert not disjoint_strided._stages_small_row(8192, 2, p)
-    assert not disjoint_strided._stages_small_row(6144, 4, disjoint_strided._rule(6144))
-    assert not disjoint_strided._stages_small_row(8192, 4, {**p, "stage_from": 0})
+    assert disjoint_strided.path(8192, 4, p) == "row_staged"
+    assert disjoint_strided.path(7168, 4, disjoint_strided._rule(7168)) == "row_staged"
+    assert disjoint_strided.path(8192, 2, p) == "loop"
+    assert disjoint_strided.path(6144, 4, disjoint_strided._rule(6144)) == "loop"
+    assert disjoint_strided.path(8192, 4, {**p, "stage_from": 0}) == "loop"
+    assert disjoint_strided.path(16384, 2, disjoint_strided._rule(16384)) == "staged"
     s = disjoint_strided._row_staged(8192)
     assert s["staged"] and s["interleave"] and s["pdl"] and s["inflight"] == disjoint_smem.INFLIGHT
     m = disjoint_smem.launch_meta(s, 8192, 4, 4, 227 * 1024, (8192, 8192, 8192, 0, 0, 0))
