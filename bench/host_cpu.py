@@ -10,7 +10,8 @@ batches of 1000 calls).  No result is computed; this is a probe, not a benchmark
 import os, sys, time, cProfile, pstats, io
 os.environ["NORMBENCH_QUIET"] = "1"
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import torch, strategies
+import torch
+from normbench import strategies
 from normbench.strategies import _launch, _device
 from normbench.harness.inputs import make_inputs
 def fake_run(*a): pass
@@ -26,7 +27,7 @@ import normbench.strategies.disjoint_fused as df
 df._device.interpreted = lambda: False
 for norm in ["layernorm", "rmsnorm"]:
     x, dy, w, mean, rstd = make_inputs(norm, 2048, 768, "bf16", "bf16", seed=0, device="cpu")
-    for name in ["disjoint_fused", "disjoint_block"]:
+    for name in ["disjoint_fused", "disjoint_block", "disjoint_strided"]:
         e = strategies.get(name)
         f = lambda: e.backward(x, dy, w, mean, rstd)
         for _ in range(200): f()
