@@ -99,11 +99,15 @@ def _row_loop(d: int) -> dict:
         # bf16 91.4 -> 83.6, LN 8192 × 6144 bf16/fp32 95.8 -> 85.1; disjoint_block RMS 8192 ×
         # 5120 bf16 86.7 -> 77.3; a fifth stage no faster, nor at LN 16384 × 2560), but not
         # with fp32 ones, whose three stages hold as many bytes (`fp32_stages`: RMS 8192 × 5120
-        # fp32 129.8 at 3 against 132.6 at 4).  Fuller tiles of 8192 (7168) keep 3: not timed.
+        # fp32 129.8 at 3 against 132.6 at 4).  Round 36: and at fuller tiles (7168, 87.5 %
+        # real; GPU time, six rounds in turn: LN 16384 × 7168 bf16 190.6 -> 182.6 µs, faster in
+        # all six; RMS bf16/fp32 183.7 -> 182.8, in five of six), and with fp16 as with bf16
+        # (LN 8192 × 5120 fp16 88.3 -> 82.9, RMS 8192 × 6144 fp16/fp32 92.5 -> 85.0): every
+        # partly masked tile of 8192 (4096 < d < 8192) with 16-bit activations.
         tile = 4096 if bd <= 1024 else max(8192, bd)
         br = max(1, min(16, tile // bd))
         warps = max(4, min(16, br * bd // (32 if bd <= 2048 else 16) // 32))
-        wide = bd == 8192 and 4 * d <= 3 * bd          # 4096 < d ≤ 6144
+        wide = bd == 8192 and d != bd                   # 4096 < d < 8192
         stages = 4 if bd != d and (2048 <= bd <= 4096 or wide) else 3
         return dict(block_d=bd, one_chunk=True, block_r=br, num_warps=warps, num_stages=stages,
                     **{**_OPTIONS, "fp32_stages": 3 if wide else 0})
@@ -187,7 +191,7 @@ def row_loop_warps(p, has_mean: bool, elem: int) -> int:
 
 def row_loop_stages(p, elem: int) -> int:
     """The stages of a row-loop launch at parameters p: `num_stages`, or `fp32_stages` where
-    the rule sets it (tiles of 8192 partly masked, round 35) for fp32 activations (`elem`
+    the rule sets it (tiles of 8192 partly masked, rounds 35 and 36) for fp32 activations (`elem`
     bytes).  fit_stages starts from them and lowers them to what fits."""
     fs = p.get("fp32_stages", 0)
     return fs if fs and elem == 4 else p["num_stages"]

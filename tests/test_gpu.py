@@ -486,9 +486,10 @@ def test_pdl_gives_the_same_bits(name, case, monkeypatch):
                                   ("rmsnorm", 16384, 8192, "fp32", "fp32"),
                                   ("layernorm", 5001, 2048, "bf16", "bf16"),
                                   ("layernorm", 77, 333, "fp16", "fp16"),
-                                  # tiles of 8192 partly masked, 4 stages (round 35)
+                                  # tiles of 8192 partly masked, 4 stages (rounds 35, 36)
                                   ("rmsnorm", 8192, 5120, "bf16", "fp32"),
-                                  ("layernorm", 4099, 6144, "fp32", "fp32")])
+                                  ("layernorm", 4099, 6144, "fp32", "fp32"),
+                                  ("layernorm", 3001, 7168, "fp16", "fp16")])
 def test_interleave_right_and_repeated(name, case, interleave, monkeypatch):
     """The row loop with its tiles dealt round-robin (`interleave`, disjoint_strided's rule)
     and in blocks, whichever the rule picks, and round-robin with the last round spread by rows
@@ -517,6 +518,7 @@ def _awkward_cases(n_random=8, seed=2026):
              ("rmsnorm", 2049, 1025, "bf16", "fp32", 0, 0),
              ("layernorm", 1000, 2047, "fp16", "fp16", 5, 0),
              ("rmsnorm", 997, 4097, "bf16", "bf16", 0, 1),
+             ("layernorm", 1001, 6999, "bf16", "bf16", 0, 0),
              ("layernorm", 700, 7168, "fp32", "fp32", 0, 0),
              ("rmsnorm", 513, 8191, "fp32", "fp32", 1, 0),
              ("layernorm", 263, 8193, "bf16", "fp32", 0, 0),
