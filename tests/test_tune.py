@@ -299,11 +299,11 @@ def test_round22_candidates(monkeypatch):
     # 3072: [2, 4096] tiles, 4 stages, 16 warps
     assert overrides("disjoint_strided", 3072) == [
         {"block_r": 4}, {"block_r": 4, "num_stages": 3}, {"num_warps": 8}]
-    # 1536: [4, 2048] tiles at 8 warps; 7168: [1, 8192] at 3 stages, 16 warps
+    # 1536: [4, 2048] tiles at 8 warps; 7168: [1, 8192] at 4 stages (round 36), 16 warps
     assert overrides("disjoint_strided", 1536) == [
         {"block_r": 8}, {"block_r": 8, "num_stages": 3}, {"num_warps": 4}]
     assert overrides("disjoint_strided", 7168) == [
-        {"block_r": 2}, {"block_r": 2, "num_stages": 2}, {"num_warps": 8}]
+        {"block_r": 2}, {"block_r": 2, "num_stages": 3}, {"num_warps": 8}]
     for d in (4096, 1024, 8192, 16384, 12288):
         assert overrides("disjoint_strided", d) == [], d
     assert [again for _, _, again in tune.grid("disjoint_strided", 3072, 132)] == [False] * 4 + [True]
