@@ -104,11 +104,46 @@ def compile_smem(d: int, norm: str, dtype: str, weight_dtype: str = "same",
                "halves": m.halves, "w_regs": m.w_regs}
 
 
+def compile_cluster(d: int, norm: str, dtype: str, weight_dtype: str = "same",
+                    override: dict | None = None):
+    """disjoint_cluster's Gluon kernel (strategies/_cluster_kernel.py) at its rule's plan for
+    contiguous, 16-byte aligned rows on an H200: one CTA of a 2-CTA cluster."""
+    from triton.experimental.gluon._runtime import GluonASTSource
+    from normbench.strategies import disjoint_cluster
+    from normbench.strategies._cluster_kernel import cluster_kernel, layouts
+    p = _tuning.overridden(disjoint_cluster._rule(d), override or {}, d)
+    elem = ITEMSIZE[dtype]
+    w_elem = elem if weight_dtype == "same" else ITEMSIZE[weight_dtype]
+    m = disjoint_cluster.plan(p, d, elem, w_elem, 227 * 1024)
+    if not m.half:
+        raise SystemExit(f"regs.py: disjoint_cluster does not split d = {d} {dtype}: "
+                         "disjoint_strided runs there")
+    act = TYPES[dtype]
+    wt = act if weight_dtype == "same" else TYPES[weight_dtype]
+    lay, flat = layouts(m.vec, m.warps)
+    consts = dict(HAS_MEAN=norm == "layernorm", HALF=m.half, VEC=m.vec, STAGES=m.stages,
+                  PDL=bool(p.get("pdl")), layout=lay, flat=flat)
+    names = cluster_kernel.arg_names
+    sig = {n: ("constexpr" if n in consts else act if n in ACT else wt if n in WEIGHT
+               else "*fp32" if n in F32 + ("XS",) else "i32") for n in names}
+    units = ("N_V", "stride_x_v", "stride_dy_v", "stride_dx_v") if (d // m.vec) % 16 == 0 else ()
+    attrs = {(names.index(n),): [["tt.divisibility", 16]]
+             for n in ACT + WEIGHT[:1] + ("Mean", "Rstd", "PW", "PB", "XS") + units}
+    src = GluonASTSource(cluster_kernel, sig, attrs=attrs,
+                         constexprs={(names.index(k),): v for k, v in consts.items()})
+    k = triton.compile(src, target=GPUTarget("cuda", 90, 32),
+                       options={"num_warps": m.warps, "num_ctas": 2})
+    return k, {**p, "num_warps": m.warps, "num_stages": m.stages, "block_d": m.half,
+               "block_r": 1, "prefetch": False, "reload": False, "w_tile": False, "vec": m.vec}
+
+
 def compile_kernel(name: str, d: int, norm: str, dtype: str, weight_dtype: str = "same",
                    override: dict | None = None, fused_groups: int = 0):
     """The compiled kernel of strategy `name` and the launch parameters it was compiled at."""
     if name == "disjoint_smem":
         return compile_smem(d, norm, dtype, weight_dtype, override)
+    if name == "disjoint_cluster":
+        return compile_cluster(d, norm, dtype, weight_dtype, override)
     # a strategy that runs disjoint_smem's staged kernel at some widths says where, and at which
     # parameters, by a module-level staged_params(d, elem) (disjoint_strided: rows wider than
     # 8192, and fp32 rows of 7168-8192 since round 30): that kernel, the override over them
@@ -194,6 +229,7 @@ def resources(d: int, norm: str, dtype: str, override: dict | None = None,
                 bar=len(re.findall(r"\bBAR\.", sass)),
                 pf2=len(re.findall(r"\bCCTL\.E\.PF2\b|\bUBLKPF\b", sass)),
                 preexit=len(re.findall(r"\bPREEXIT\b", sass)),
+                cluster_bar=len(re.findall(r"\bUCGABAR_ARV\b|\bCGABAR\.ARV\b|\bUCGABAR_WAIT\b|\bCGABAR", sass)),
                 block_d2=p.get("block_d2", 0), halves=bool(p.get("halves")),
                 w_regs=bool(p.get("w_regs")),
                 **{k: p[k] for k in ("block_d", "block_r", "num_warps", "num_stages", "prefetch",

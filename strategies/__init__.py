@@ -16,6 +16,7 @@ from ._tuning import ONE_ROW, ROW_LOOP, Rule
 from . import atomic, grouped_atomic, spin_lock, disjoint_block, disjoint_fused  # noqa: E402,F401
 from . import disjoint_strided  # noqa: E402,F401
 from . import disjoint_smem  # noqa: E402,F401  (Gluon: registered unavailable where it cannot run)
+from . import disjoint_cluster  # noqa: E402,F401  (Gluon, clusters: likewise)
 from . import torch_native  # noqa: E402,F401
 from . import peers  # noqa: E402,F401  (liger, quack: registered only as far as importable)
 from . import torch_compile  # noqa: E402,F401  (Inductor; compiles nothing at import)

@@ -12,7 +12,8 @@ pytestmark = pytest.mark.gpu
 SHAPES = [("bf16", 16384, 4096), ("bf16", 16384, 8192), ("bf16", 8192, 16384), ("fp32", 1024, 65536)]
 NAMES = [n for n in ("atomic", "grouped_atomic", "spin_lock", "disjoint_block", "disjoint_fused",
                      "disjoint_strided",
-                     "disjoint_smem", "torch", "liger", "quack") if n in strategies.names()]
+                     "disjoint_smem", "disjoint_cluster", "torch", "liger", "quack")
+         if n in strategies.names()]
 
 
 @pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])
@@ -286,6 +287,50 @@ def test_smem_split_rows_on_gpu(case, monkeypatch):
     x, dy, w, mean, rstd = make_inputs(norm, rows, d, dt, wd, seed=rows ^ d, device="cuda")
     assert disjoint_smem.staged(x, dy, w).block_d2 == 4096, case
     _right_and_repeated(e, (x, dy, w, mean, rstd), dt, wd, case)
+
+
+@pytest.mark.parametrize("groups", [None, 7])
+@pytest.mark.parametrize("case", [("rmsnorm", 4096, 16384, "bf16", "bf16"),
+                                  ("layernorm", 4096, 16384, "bf16", "fp32"),
+                                  ("layernorm", 1000, 12288, "fp16", "fp16"),
+                                  ("rmsnorm", 777, 16384, "fp32", "fp32"),
+                                  ("layernorm", 300, 4100, "bf16", "bf16"),
+                                  ("rmsnorm", 5, 8192, "bf16", "fp32"),
+                                  ("layernorm", 513, 6000, "fp32", "fp32")])
+def test_cluster_rows_split_on_gpu(case, groups):
+    """disjoint_cluster: each row split between the two CTAs of a cluster, their row sums
+    swapped through L2 across a cluster barrier — right against fp64, its bits over 10
+    repeats, partial row c holding dγ of rows c, c + G, … (both halves), and the notes say
+    so.  Among the cases: a second half with 4 real columns (4100), fewer rows than clusters,
+    fp32 rows, rows that are not a power of two."""
+    from normbench.strategies import _launch, disjoint_cluster
+    norm, rows, d, dt, wd = case
+    e = strategies.get("disjoint_cluster")
+    inputs = make_inputs(norm, rows, d, dt, wd, seed=rows ^ d, device="cuda")
+    assert "2-CTA cluster" in disjoint_cluster._notes(*inputs), case
+    x, dy, w, mean, rstd = inputs
+    first = e.backward(*inputs, groups=groups)
+    errs = [rel_error(o, r) for o, r in zip(first, reference(*inputs))]
+    assert all(v <= tolerance(dt, wd) for v in errs if v is not None), (case, errs)
+    for _ in range(10):
+        same_bits(first, e.backward(*inputs, groups=groups), case)
+    g = e.effective_groups(rows, d, groups, x.device)
+    pw, _ = _launch.scratch(g, d, mean is not None, x.device)
+    for c in sorted({0, 1, g - 1}):
+        part = list(range(c, rows, g))
+        want = reference(x[part], dy[part], w, None if mean is None else mean[part], rstd[part])[1]
+        assert torch.allclose(pw[c].double(), want, rtol=1e-4,
+                              atol=1e-4 * want.abs().max().item()), (case, c)
+
+
+def test_cluster_falls_back_to_strided_where_it_does_not_split():
+    """Rows of 1024 (narrower than 2049) run disjoint_strided: right, the same bits again,
+    and the notes say which kernel ran."""
+    from normbench.strategies import disjoint_cluster
+    e = strategies.get("disjoint_cluster")
+    inputs = make_inputs("layernorm", 2048, 1024, "bf16", "bf16", seed=3, device="cuda")
+    assert "not split" in disjoint_cluster._notes(*inputs)
+    _right_and_repeated(e, inputs, "bf16", "bf16", "fallback", repeats=3)
 
 
 @pytest.mark.parametrize("case", [("layernorm", 4096, 16384, "bf16", "bf16"),
