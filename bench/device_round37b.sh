@@ -10,7 +10,7 @@
 # Everything lands in $OUT/round37b.tgz; A_S, ROUNDS, REP, G_S from the environment.
 . bench/device_start.sh
 . bench/peers_env.sh
-: ${A_S:=60}
+: ${A_S:=50}
 export AB_GPU=${AB_GPU-1}
 gpu_tests ${G_S:-150} "cluster"
 CL='{"strategy": "disjoint_cluster"}'

@@ -2,9 +2,13 @@
 
 Imported only where it can run (compiled code on a GPU with thread-block clusters, sm_90 on)
 and by bench/regs.py.  Written for Triton 3.6, whose Gluon cannot reduce a tensor laid across
-the CTAs of a cluster (bench/cluster_probe.py): each CTA here holds its own half of a row in a
-layout of its own, and the two halves' row sums meet through global memory across a cluster
-barrier, in PTX.
+the CTAs of a cluster (bench/cluster_probe.py), and whose stores of a tensor that a layout
+replicates across a cluster's CTAs are left to the first CTA alone (round 37's first try: the
+second halves of dx and of the partial rows never written).  So the kernel is compiled as a
+plain one-CTA kernel — every layout its own CTA's — and launched in clusters of two
+(disjoint_cluster.launch_clusters); its CTAs find their cluster from their index and their
+rank in it from %cluster_ctarank, and the two halves' row sums meet through global memory
+across a cluster barrier, in PTX.
 """
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
@@ -50,7 +54,7 @@ def cluster_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N_V,
                    stride_x_v, stride_dy_v, stride_dx_v, HAS_MEAN: gl.constexpr,
                    HALF: gl.constexpr, VEC: gl.constexpr, STAGES: gl.constexpr,
                    PDL: gl.constexpr, layout: gl.constexpr, flat: gl.constexpr):
-    """Cluster c (of C, launched as 2·C CTAs in clusters of two): rows c, c + C, c + 2C, …;
+    """Cluster c (of C: 2·C CTAs launched in clusters of two, CTAs 2c and 2c + 1): rows c, c + C, c + 2C, …;
     CTA k of the cluster owns columns [k·HALF, (k + 1)·HALF) of them (masked past N).  Each
     CTA stages its half rows in a ring of STAGES shared-memory slots (cp.async, as
     disjoint_smem's kernel), sums its half's x̂·g and g, swaps the two sums with its partner
@@ -58,16 +62,15 @@ def cluster_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N_V,
     partner one row ahead never overwrites what is still to be read), adds the two in rank
     order — the same bits in both CTAs — and writes dx for its half.  Its half of partial row
     c is stored at the end: C partial rows for the fixed-order reduce.  `layout` and `flat`
-    are the register and shared layouts of a half row, each CTA's own (`layouts`: their CTA
-    basis is 0, so neither spans the cluster)."""
+    are the register and shared layouts of a half row (`layouts`)."""
     if PDL:
         _launch_dependents()
     N = N_V * VEC
     stride_x = stride_x_v * VEC
     stride_dy = stride_dy_v * VEC
     stride_dx = stride_dx_v * VEC
-    c = gl.program_id(0)
-    step = gl.num_programs(0)
+    c = gl.program_id(0) // 2
+    step = gl.num_programs(0) // 2
     rank = _cta_rank(c)
     cols = rank * HALF + gl.arange(0, HALF, layout=layout)
     col_mask = cols < N
@@ -130,8 +133,6 @@ def cluster_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N_V,
 
 
 def layouts(vec: int, warps: int):
-    """(register layout, shared layout) of a half row in a CTA of a 2-CTA cluster: every CTA
-    holds its own whole copy (cga_layout [[0]]), so nothing in the kernel crosses CTAs but
-    `_swap_sums`."""
-    return (gl.BlockedLayout([vec], [32], [warps], [0], [[0]]),
-            gl.SwizzledSharedLayout(1, 1, 1, [0], [[0]]))
+    """(register layout, shared layout) of a half row in one CTA: nothing in the kernel
+    crosses CTAs but `_swap_sums`."""
+    return gl.BlockedLayout([vec], [32], [warps], [0]), gl.SwizzledSharedLayout(1, 1, 1, [0])

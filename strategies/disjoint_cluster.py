@@ -117,11 +117,35 @@ else:
     import torch
 
     from ._cluster_kernel import cluster_kernel, layouts
-    from ._launch import _SCRATCH, _keep, _key, launch, prepare, scratch
+    from ._launch import _SCRATCH, _keep, _key, _stream, prepare, scratch
     from .reduce import reduce_partials
     from . import disjoint_strided
 
     _PLANS: dict = {}
+    _RUNS: dict = {}
+
+    def launch_clusters(kernel, key, tensors: tuple, setup) -> None:
+        """Launch `kernel`, compiled as a one-CTA kernel, over grid[0] clusters of two CTAs.
+        Triton 3.6 launches clusters only for a kernel compiled with num_ctas > 1, and such a
+        kernel's stores of a tensor replicated across the cluster are the first CTA's alone;
+        so the kernel is compiled with num_ctas = 1 and launched with its metadata's num_ctas
+        set to 2: the launcher then asks for 2·grid[0] CTAs in clusters of two
+        (CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION), CTAs 2c and 2c + 1 forming cluster c.
+        `setup()` returns (grid, scalars, meta) as for `_launch.launch`; kept per key and
+        device, and the launch goes straight to the compiled kernel's launcher every time."""
+        dev = torch.cuda.current_device()
+        run = None if _tuning.OVERRIDE else _RUNS.get((kernel, dev, key))
+        if run is None:
+            grid, scalars, meta = setup()
+            compiled = kernel.warmup(*tensors, *scalars, grid=grid, **meta)
+            consts = tuple(meta[n] for n in kernel.arg_names[len(tensors) + len(scalars):])
+            warps, _, shared = compiled.packed_metadata
+            run = (compiled.run, grid[0], compiled.function, (warps, 2, shared),
+                   (*scalars, *consts))
+            if not _tuning.OVERRIDE:
+                _RUNS[(kernel, dev, key)] = run
+        go, g0, function, metadata, tail = run
+        go(g0, 1, 1, _stream(dev), function, metadata, None, None, None, *tensors, *tail)
 
     def _words(clusters: int, device):
         """The row sums' exchange words: fp32 [clusters, 2 slots, 2 CTAs, 2], kept between
@@ -157,10 +181,10 @@ else:
             sx, sdy, sdx = c.strides
             lay, flat = layouts(m.vec, m.warps)
             meta = dict(HAS_MEAN=c.has_mean, HALF=m.half, VEC=m.vec, STAGES=m.stages, PDL=pdl,
-                        layout=lay, flat=flat, num_warps=m.warps, num_ctas=2)
+                        layout=lay, flat=flat, num_warps=m.warps)
             return (groups,), (c.rows, c.d // m.vec, sx // m.vec, sdy // m.vec, sdx // m.vec), meta
 
-        launch(cluster_kernel, (c.sig, groups, pdl), tensors, setup)
+        launch_clusters(cluster_kernel, (c.sig, groups, pdl, m), tensors, setup)
         return c.outputs(*reduce_partials(pw, pb, c.weight, pdl))
 
     def _notes(x, dy, weight, mean, rstd) -> str:
