@@ -123,7 +123,7 @@ def compile_cluster(d: int, norm: str, dtype: str, weight_dtype: str = "same",
     wt = act if weight_dtype == "same" else TYPES[weight_dtype]
     lay, flat = layouts(m.vec, m.warps)
     consts = dict(HAS_MEAN=norm == "layernorm", HALF=m.half, VEC=m.vec, STAGES=m.stages,
-                  PDL=bool(p.get("pdl")), layout=lay, flat=flat)
+                  PDL=bool(p.get("pdl")), layout=lay, flat=flat, AHEAD=bool(p.get("ahead")))
     names = cluster_kernel.arg_names
     sig = {n: ("constexpr" if n in consts else act if n in ACT else wt if n in WEIGHT
                else "*fp32" if n in F32 + ("XS",) else "i32") for n in names}
