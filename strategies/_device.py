@@ -6,6 +6,7 @@ Imported first by `strategies/__init__.py`: TRITON_INTERPRET must be set before 
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 import sys
 
@@ -27,6 +28,26 @@ _INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 def interpreted() -> bool:
     """True when Triton kernels run under the interpreter (CPU tensors)."""
     return _INTERPRETED
+
+
+def gluon_unavailable(capability: tuple[int, int], needs: str, kernel_module: str) -> str:
+    """'' where a Gluon kernel can run here — compiled code (no interpreter), a CUDA GPU of at
+    least `capability` (`needs` says for what), and `kernel_module` (a module of this package
+    holding the kernel) importable with this Triton — else why not, in one line."""
+    if interpreted():
+        return "Gluon kernels do not run under the Triton interpreter (CPU); needs a CUDA GPU"
+    if not torch.cuda.is_available():
+        return "needs a CUDA GPU"
+    try:
+        if torch.cuda.get_device_capability() < capability:
+            return f"needs {needs}: compute capability {capability[0]}.{capability[1]} or newer"
+    except (RuntimeError, AssertionError) as e:     # a CPU build of torch told a GPU exists
+        return f"needs a CUDA GPU ({type(e).__name__})"
+    try:
+        importlib.import_module(f"{__package__}.{kernel_module}")
+    except Exception as e:                  # a Triton without Gluon, or with another API
+        return f"Gluon is not usable with this Triton: {type(e).__name__}: {e}"[:300]
+    return ""
 
 
 def default_device() -> torch.device:

@@ -94,26 +94,7 @@ def plan_of(x, dy, dx, weight, p) -> Plan:
                 _device.smem_per_program(x.device), units)
 
 
-def _available() -> str:
-    """'' where the cluster kernel can run here, else why not."""
-    if _device.interpreted():
-        return "Gluon kernels do not run under the Triton interpreter (CPU); needs a CUDA GPU"
-    import torch
-    if not torch.cuda.is_available():
-        return "needs a CUDA GPU"
-    try:
-        if torch.cuda.get_device_capability() < (9, 0):
-            return "needs thread-block clusters: compute capability 9.0 or newer"
-    except (RuntimeError, AssertionError) as e:     # a CPU build of torch told a GPU exists
-        return f"needs a CUDA GPU ({type(e).__name__})"
-    try:
-        from . import _cluster_kernel  # noqa: F401
-    except Exception as e:                  # a Triton without Gluon, or with another API
-        return f"Gluon is not usable with this Triton: {type(e).__name__}: {e}"[:300]
-    return ""
-
-
-_WHY = _available()
+_WHY = _device.gluon_unavailable((9, 0), "thread-block clusters", "_cluster_kernel")
 if _WHY:
     register_unavailable(NAME, kind="strategy", reason=_WHY, deterministic_by_design=True,
                          uses_groups=True,

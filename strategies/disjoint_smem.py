@@ -319,26 +319,7 @@ def kernel_args(c, groups: int, m: Launch, interleave: bool, pdl: bool):
     return scalars, meta
 
 
-def _available() -> str:
-    """'' where the staged kernel can run here, else why not."""
-    if _device.interpreted():
-        return "Gluon kernels do not run under the Triton interpreter (CPU); needs a CUDA GPU"
-    import torch
-    if not torch.cuda.is_available():
-        return "needs a CUDA GPU"
-    try:
-        if torch.cuda.get_device_capability() < (8, 0):
-            return "needs cp.async: compute capability 8.0 or newer"
-    except (RuntimeError, AssertionError) as e:     # a CPU build of torch told a GPU exists
-        return f"needs a CUDA GPU ({type(e).__name__})"
-    try:
-        from . import _smem_kernel  # noqa: F401
-    except Exception as e:                  # a Triton without Gluon, or with another API
-        return f"Gluon is not usable with this Triton: {type(e).__name__}: {e}"[:300]
-    return ""
-
-
-_WHY = _available()
+_WHY = _device.gluon_unavailable((8, 0), "cp.async", "_smem_kernel")
 if _WHY:
     register_unavailable(NAME, kind="strategy", reason=_WHY, deterministic_by_design=True,
                          uses_groups=True,

@@ -320,20 +320,6 @@ def test_the_split_kernel_compiles_without_spilling():
         assert 3 * 12288 * 4 <= r["dynamic"] <= 3 * 12288 * 4 + 12288 * 4 + 2048, r
 
 
-def test_registered_unavailable_where_gluon_cannot_run():
-    """On CPU (the interpreter) it is known, unavailable, deterministic by design, and says
-    why — a config that names it records it as skipped."""
-    e = strategies.get("disjoint_smem")
-    assert "disjoint_smem" in strategies.known()
-    if strategies.interpreted():
-        assert not e.available and "interpreter" in e.reason
-        assert "disjoint_smem" not in strategies.names()
-        with pytest.raises(RuntimeError, match="not available"):
-            x = torch.zeros(2, 64)
-            e.backward(x, x, torch.ones(64), None, torch.ones(2))
-    assert e.deterministic_by_design and e.uses_groups
-
-
 def regs(*args):
     out = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "regs.py"), "--name",
                           "disjoint_smem", *args], capture_output=True, text=True, check=True,

@@ -474,3 +474,19 @@ def test_torch_uses_the_native_kernel_where_it_takes_the_inputs(monkeypatch):
             # never a hand-written path for LayerNorm; RMSNorm's composite only where no kernel is
             assert path in (("native", "upcast") if norm == "layernorm" else ("native", "upcast", "composite"))
             assert (path == "composite") == ("no " in why and "kernel" in why)
+
+
+@pytest.mark.parametrize("name", ["disjoint_smem", "disjoint_cluster"])
+def test_gluon_strategies_registered_unavailable_where_they_cannot_run(name):
+    """The Gluon strategies on CPU (the interpreter): known, unavailable, deterministic by
+    design, and saying why (`_device.gluon_unavailable`) — a config that names one records it
+    as skipped."""
+    e = strategies.get(name)
+    assert name in strategies.known()
+    if strategies.interpreted():
+        assert not e.available and "interpreter" in e.reason
+        assert name not in strategies.names()
+        with pytest.raises(RuntimeError, match="not available"):
+            x = torch.zeros(2, 64)
+            e.backward(x, x, torch.ones(64), None, torch.ones(2))
+    assert e.deterministic_by_design and e.uses_groups
