@@ -118,15 +118,18 @@ else:
         set to 2: the launcher then asks for 2·grid[0] CTAs in clusters of two
         (CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION), CTAs 2c and 2c + 1 forming cluster c.
         `setup()` returns (grid, scalars, meta) as for `_launch.launch`; kept per key and
-        device, and the launch goes straight to the compiled kernel's launcher every time."""
+        device.  The launch goes straight to the compiled kernel's launcher every time, even
+        where `_launch.launch` would not (NORMBENCH_FAST_LAUNCH=0, a launch hook): through
+        `kernel[grid]` the kernel would run without clusters, and wrong."""
         dev = torch.cuda.current_device()
         run = None if _tuning.OVERRIDE else _RUNS.get((kernel, dev, key))
         if run is None:
             grid, scalars, meta = setup()
             compiled = kernel.warmup(*tensors, *scalars, grid=grid, **meta)
             consts = tuple(meta[n] for n in kernel.arg_names[len(tensors) + len(scalars):])
-            warps, _, shared = compiled.packed_metadata
-            run = (compiled.run, grid[0], compiled.function, (warps, 2, shared),
+            metadata = list(compiled.packed_metadata)     # (num_warps, num_ctas, shared)
+            metadata[1] = 2
+            run = (compiled.run, grid[0], compiled.function, tuple(metadata),
                    (*scalars, *consts))
             if not _tuning.OVERRIDE:
                 _RUNS[(kernel, dev, key)] = run
