@@ -82,13 +82,14 @@ def cluster_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N_V,
                    HALF: gl.constexpr, VEC: gl.constexpr, STAGES: gl.constexpr,
                    PDL: gl.constexpr, layout: gl.constexpr, flat: gl.constexpr,
                    AHEAD: gl.constexpr = False):
-    """Cluster c (of C: 2·C CTAs launched in clusters of two, CTAs 2c and 2c + 1): rows c, c + C, c + 2C, …;
-    CTA k of the cluster owns columns [k·HALF, (k + 1)·HALF) of them (masked past N).  Each
+    """Cluster c (of C: 2·C CTAs launched in clusters of two, CTAs 2c and 2c + 1): rows c,
+    c + C, c + 2C, …; CTA k of the cluster owns columns [k·HALF, (k + 1)·HALF) of them
+    (masked past N).  Each
     CTA stages its half rows in a ring of STAGES shared-memory slots (cp.async, as
     disjoint_smem's kernel), sums its half's x̂·g and g, swaps the two sums with its partner
     (`_swap_sums`: XS holds two slots of both CTAs' sums per cluster, used alternately, so a
-    partner one row ahead never overwrites what is still to be read), adds the two in rank
-    order — the same bits in both CTAs — and writes dx for its half.  Its half of partial row
+    partner one row ahead never overwrites what is still to be read), adds the two (IEEE
+    addition commutes: the same bits in both CTAs) and writes dx for its half.  Its half of partial row
     c is stored at the end: C partial rows for the fixed-order reduce.  `layout` and `flat`
     are the register and shared layouts of a half row (`layouts`).
 
