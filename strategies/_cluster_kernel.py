@@ -26,28 +26,10 @@ def _cta_rank(like):
 
 
 @gluon.jit
-def _swap_sums(mine, theirs, s1, s2):
-    """Store this CTA's (s1, s2) at `mine`, wait at the cluster barrier for both CTAs to have
-    stored theirs (release / acquire at cluster scope), and return the partner's from
-    `theirs`, read from L2 (.cg: never an earlier call's line left in L1).  One asm block, so
-    that nothing moves the store or the load across the barrier.  Every thread of both CTAs
-    runs it once per row: the barrier counts them all."""
-    return gl.inline_asm_elementwise(
-        """{
-        st.global.v2.f32 [$2], {$4, $5};
-        barrier.cluster.arrive.release.aligned;
-        barrier.cluster.wait.acquire.aligned;
-        ld.global.cg.v2.f32 {$0, $1}, [$3];
-        }""",
-        "=f,=f,l,l,f,f", [mine.to(gl.int64, bitcast=True), theirs.to(gl.int64, bitcast=True),
-                          s1, s2],
-        dtype=(gl.float32, gl.float32), is_pure=False, pack=1)
-
-
-@gluon.jit
 def _publish(mine, s1, s2):
-    """`_swap_sums`'s first half: store (s1, s2) at `mine` and arrive at the cluster barrier
-    (release), without waiting there."""
+    """The row sums' exchange, first half: store (s1, s2) at `mine` and arrive at the cluster
+    barrier (release), in one asm block so that nothing moves the store after the arrive.
+    Every thread of both CTAs runs it once per row: the barrier counts them all."""
     return gl.inline_asm_elementwise(
         """{
         st.global.v2.f32 [$1], {$2, $3};
@@ -60,8 +42,9 @@ def _publish(mine, s1, s2):
 
 @gluon.jit
 def _collect(theirs):
-    """`_swap_sums`'s second half: wait at the cluster barrier (acquire), then read the
-    partner's sums from `theirs` (.cg: from L2)."""
+    """The exchange's second half: wait at the cluster barrier (acquire), then read the
+    partner's sums from `theirs` (.cg: from L2, never an earlier call's line left in L1), in
+    one asm block so that nothing moves the load before the wait."""
     return gl.inline_asm_elementwise(
         """{
         barrier.cluster.wait.acquire.aligned;
@@ -69,6 +52,17 @@ def _collect(theirs):
         }""",
         "=f,=f,l", [theirs.to(gl.int64, bitcast=True)],
         dtype=(gl.float32, gl.float32), is_pure=False, pack=1)
+
+
+@gluon.jit
+def _stats(Mean, Rstd, row, last, HAS_MEAN: gl.constexpr):
+    """(mean, rstd) of row `row`, clamped to the last row (a row past the end is never used);
+    RMSNorm has no mean: rstd stands in for it and is never used as one."""
+    rstd = gl.load(Rstd + gl.minimum(row, last))
+    mean = rstd
+    if HAS_MEAN:
+        mean = gl.load(Mean + gl.minimum(row, last))
+    return mean, rstd
 
 
 @gluon.jit
@@ -87,10 +81,10 @@ def cluster_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N_V,
     (masked past N).  Each
     CTA stages its half rows in a ring of STAGES shared-memory slots (cp.async, as
     disjoint_smem's kernel), sums its half's x̂·g and g, swaps the two sums with its partner
-    (`_swap_sums`: XS holds two slots of both CTAs' sums per cluster, used alternately, so a
+    (`_publish`, `_collect`: XS holds two slots of both CTAs' sums per cluster, used alternately, so a
     partner one row ahead never overwrites what is still to be read), adds the two (IEEE
-    addition commutes: the same bits in both CTAs) and writes dx for its half.  Its half of partial row
-    c is stored at the end: C partial rows for the fixed-order reduce.  `layout` and `flat`
+    addition commutes: the same bits in both CTAs) and writes dx for its half.  Its half of
+    partial row c is stored at the end: C partial rows for the fixed-order reduce.  `layout` and `flat`
     are the register and shared layouts of a half row (`layouts`).
 
     AHEAD: the exchange one row ahead of dx (`_rows_ahead`) instead of between a row's sums
@@ -120,16 +114,13 @@ def cluster_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N_V,
         cp.commit_group()
     inv_n = 1.0 / N.to(gl.float32)
     last = gl.maximum(ROWS - 1, 0)
-    rstd = gl.load(Rstd + gl.minimum(c, last))
-    mean = rstd
-    if HAS_MEAN:
-        mean = gl.load(Mean + gl.minimum(c, last))
+    mean, rstd = _stats(Mean, Rstd, c, last, HAS_MEAN)
     # the exchange words: XS[c, slot, rank, 2] (fp32), two slots a cluster
     base = XS + c.to(gl.int64) * 8
     if AHEAD:
         acc_w, acc_b = _rows_ahead(X, DY, DX, Mean, Rstd, xs, ds, ws, base, rank, c, step, ROWS,
-                                   cols, col_mask, acc_w, acc_b, inv_n, last, stride_x,
-                                   stride_dy, stride_dx, HAS_MEAN, STAGES, layout)
+                                   cols, col_mask, acc_w, acc_b, inv_n, last, mean, rstd,
+                                   stride_x, stride_dy, stride_dx, HAS_MEAN, STAGES, layout)
     else:
         acc_w, acc_b = _rows(X, DY, DX, Mean, Rstd, xs, ds, ws, base, rank, c, step, ROWS, cols,
                              col_mask, acc_w, acc_b, inv_n, last, mean, rstd, stride_x,
@@ -155,15 +146,13 @@ def _rows(X, DY, DX, Mean, Rstd, xs, ds, ws, base, rank, c, step, ROWS, cols, co
         _copy_half(xs.index(ahead), X, ra, stride_x, cols, col_mask & ok)
         _copy_half(ds.index(ahead), DY, ra, stride_dy, cols, col_mask & ok)
         cp.commit_group()
-        nrstd = gl.load(Rstd + gl.minimum(r + step, last))
-        nmean = nrstd
-        if HAS_MEAN:
-            nmean = gl.load(Mean + gl.minimum(r + step, last))
+        nmean, nrstd = _stats(Mean, Rstd, r + step, last, HAS_MEAN)
         cp.wait_group(STAGES - 1)
         s = j % STAGES
         s1, s2 = _row_sums(xs.index(s), ds.index(s), ws, mean, rstd, layout, HAS_MEAN, False)
         slot = base + (j % 2) * 4
-        o1, o2 = _swap_sums(slot + rank * 2, slot + (1 - rank) * 2, s1, s2)
+        _publish(slot + rank * 2, s1, s2)
+        o1, o2 = _collect(slot + (1 - rank) * 2)
         # both CTAs add the same two fp32 numbers (IEEE addition is commutative): the same
         # bits of the row sums in both halves of the row
         c1 = (s1 + o1) * inv_n
@@ -183,7 +172,7 @@ def _rows(X, DY, DX, Mean, Rstd, xs, ds, ws, base, rank, c, step, ROWS, cols, co
 
 @gluon.jit
 def _rows_ahead(X, DY, DX, Mean, Rstd, xs, ds, ws, base, rank, c, step, ROWS, cols, col_mask,
-                acc_w, acc_b, inv_n, last, stride_x, stride_dy, stride_dx,
+                acc_w, acc_b, inv_n, last, mean, rstd, stride_x, stride_dy, stride_dx,
                 HAS_MEAN: gl.constexpr, STAGES: gl.constexpr, layout: gl.constexpr):
     """The cluster's rows with the exchange one row ahead of dx: iteration j takes row j's
     sums and publishes them (store, cluster arrive), writes row j − 1's dx meanwhile, then
@@ -196,11 +185,6 @@ def _rows_ahead(X, DY, DX, Mean, Rstd, xs, ds, ws, base, rank, c, step, ROWS, co
     run the loop as often (n + 1 times: the cluster's rows and one), and every thread arrives
     and waits once a row."""
     n = (ROWS - c + step - 1) // step
-    last_r = last
-    rstd = gl.load(Rstd + gl.minimum(c, last_r))
-    mean = rstd
-    if HAS_MEAN:
-        mean = gl.load(Mean + gl.minimum(c, last_r))
     pm = mean
     pr = rstd
     c1 = inv_n * 0.0
@@ -213,10 +197,7 @@ def _rows_ahead(X, DY, DX, Mean, Rstd, xs, ds, ws, base, rank, c, step, ROWS, co
             _copy_half(xs.index(tgt), X, ra, stride_x, cols, col_mask & (ra < ROWS))
             _copy_half(ds.index(tgt), DY, ra, stride_dy, cols, col_mask & (ra < ROWS))
             cp.commit_group()
-        nrstd = gl.load(Rstd + gl.minimum(r + step, last_r))
-        nmean = nrstd
-        if HAS_MEAN:
-            nmean = gl.load(Mean + gl.minimum(r + step, last_r))
+        nmean, nrstd = _stats(Mean, Rstd, r + step, last, HAS_MEAN)
         # row j is here: STAGES − 2 groups after its own (row k's group is the k-th)
         cp.wait_group(STAGES - 2)
         have = j < n
@@ -249,5 +230,5 @@ def _rows_ahead(X, DY, DX, Mean, Rstd, xs, ds, ws, base, rank, c, step, ROWS, co
 
 def layouts(vec: int, warps: int):
     """(register layout, shared layout) of a half row in one CTA: nothing in the kernel
-    crosses CTAs but `_swap_sums`."""
+    crosses CTAs but the row sums' exchange (`_publish`, `_collect`)."""
     return gl.BlockedLayout([vec], [32], [warps], [0]), gl.SwizzledSharedLayout(1, 1, 1, [0])

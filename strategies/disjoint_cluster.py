@@ -178,10 +178,11 @@ else:
         return c.outputs(*reduce_partials(pw, pb, c.weight, pdl))
 
     def _notes(x, dy, weight, mean, rstd) -> str:
-        m = plan_of(x, dy, x, weight, backward.params(x.shape[1]))
+        p = backward.params(x.shape[1])
+        m = plan_of(x, dy, x, weight, p)
         if not m.half:
             return "not split: disjoint_strided runs (see disjoint_cluster.plan)"
-        ahead = ", the exchange a row ahead" if backward.params(x.shape[1]).get("ahead") else ""
+        ahead = ", the exchange a row ahead" if p.get("ahead") else ""
         return (f"a row in two halves of {m.half} on a 2-CTA cluster, "
                 f"{m.vec * x.element_size()}-byte copies, {m.stages} stages, {m.warps} warps{ahead}")
 

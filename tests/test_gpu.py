@@ -214,10 +214,11 @@ def _right_and_repeated(e, inputs, dt, wd, note, repeats=10):
         same_bits(first, e.backward(*inputs), note)
 
 
-def _partials_hold_own_rows(e, inputs, case, groups=None):
+def _partials_hold_own_rows(e, inputs, case, groups=None, interleave=None):
     """After a call of strategy entry `e` on the staged kernel (one row a tile) at `groups`
     (None: auto): partial rows 0, 1 and G − 1 each hold dγ of that program's own rows (a
-    contiguous block, or p, p + G, … dealt round-robin) against fp64."""
+    contiguous block, or p, p + G, … dealt round-robin: `interleave`, by default what e's
+    rule says) against fp64."""
     from normbench.strategies import _launch
     x, dy, w, mean, rstd = inputs
     rows, d = x.shape
@@ -225,7 +226,8 @@ def _partials_hold_own_rows(e, inputs, case, groups=None):
     per = -(-rows // g)
     pw, _ = _launch.scratch(g, d, mean is not None, x.device)
     for p in sorted({0, 1, g - 1}):
-        part = (list(range(p, rows, g)) if e.params(d)["interleave"]
+        dealt = e.params(d)["interleave"] if interleave is None else interleave
+        part = (list(range(p, rows, g)) if dealt
                 else list(range(p * per, min(rows, (p + 1) * per))))
         if not part:
             continue
@@ -305,26 +307,19 @@ def test_cluster_rows_split_on_gpu(case, groups, ahead, monkeypatch):
     of rows c, c + G, … (both halves), and the notes say so.  Among the cases: a second half
     with 4 real columns (4100), fewer rows than clusters, fp32 rows, rows that are not a
     power of two."""
-    from normbench.strategies import _launch, disjoint_cluster
+    from normbench.strategies import disjoint_cluster
     if ahead:
         monkeypatch.setitem(_tuning.OVERRIDE, "disjoint_cluster", {"ahead": True})
     norm, rows, d, dt, wd = case
     e = strategies.get("disjoint_cluster")
     inputs = make_inputs(norm, rows, d, dt, wd, seed=rows ^ d, device="cuda")
     assert "2-CTA cluster" in disjoint_cluster._notes(*inputs), case
-    x, dy, w, mean, rstd = inputs
     first = e.backward(*inputs, groups=groups)
     errs = [rel_error(o, r) for o, r in zip(first, reference(*inputs))]
     assert all(v <= tolerance(dt, wd) for v in errs if v is not None), (case, errs)
     for _ in range(10):
         same_bits(first, e.backward(*inputs, groups=groups), case)
-    g = e.effective_groups(rows, d, groups, x.device)
-    pw, _ = _launch.scratch(g, d, mean is not None, x.device)
-    for c in sorted({0, 1, g - 1}):
-        part = list(range(c, rows, g))
-        want = reference(x[part], dy[part], w, None if mean is None else mean[part], rstd[part])[1]
-        assert torch.allclose(pw[c].double(), want, rtol=1e-4,
-                              atol=1e-4 * want.abs().max().item()), (case, c)
+    _partials_hold_own_rows(e, inputs, case, groups, interleave=True)
 
 
 def test_cluster_falls_back_to_strided_where_it_does_not_split():
