@@ -67,11 +67,31 @@ def kernel_of(name: str) -> JITFunction:
     return found[0]
 
 
+def _compile_gluon(kernel, consts: dict, d: int, vec: int, dtype: str, weight_dtype: str,
+                   warps: int, f32=F32):
+    """A Gluon kernel of the staged strategies compiled for sm_90 at constexprs `consts`:
+    its tensors typed from the activations' and the weight's dtypes (`f32`: the fp32 ones),
+    the rest i32, and Triton's 16-byte alignment assumed of the tensors and — where they
+    divide by 16 — of the width and strides, which these kernels take in units of `vec`
+    elements."""
+    from triton.experimental.gluon._runtime import GluonASTSource
+    act = TYPES[dtype]
+    wt = act if weight_dtype == "same" else TYPES[weight_dtype]
+    names = kernel.arg_names
+    sig = {n: ("constexpr" if n in consts else act if n in ACT else wt if n in WEIGHT
+               else "*fp32" if n in f32 else "i32") for n in names}
+    units = ("N_V", "stride_x_v", "stride_dy_v", "stride_dx_v") if (d // vec) % 16 == 0 else ()
+    attrs = {(names.index(n),): [["tt.divisibility", 16]]
+             for n in ACT + WEIGHT[:1] + tuple(n for n in f32 if n in names) + units}
+    src = GluonASTSource(kernel, sig, attrs=attrs,
+                         constexprs={(names.index(k),): v for k, v in consts.items()})
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
+
+
 def compile_smem(d: int, norm: str, dtype: str, weight_dtype: str = "same",
                  override: dict | None = None):
     """disjoint_smem's Gluon kernel (strategies/_smem_kernel.py) at its rule's parameters for
     contiguous, 16-byte aligned rows on an H200 (227 KB of shared memory a program)."""
-    from triton.experimental.gluon._runtime import GluonASTSource
     from normbench.strategies import disjoint_smem
     from normbench.strategies._smem_kernel import smem_kernel
     p = _tuning.overridden(disjoint_smem._rule(d), override or {}, d)
@@ -84,21 +104,11 @@ def compile_smem(d: int, norm: str, dtype: str, weight_dtype: str = "same",
     if not vec:
         raise SystemExit(f"regs.py: disjoint_smem does not stage d = {d} {dtype}: it runs "
                          "disjoint_block's kernel there")
-    act = TYPES[dtype]
-    wt = act if weight_dtype == "same" else TYPES[weight_dtype]
     consts = dict(HAS_MEAN=norm == "layernorm", BLOCK_D=m.block_d, BLOCK_D2=m.block_d2,
                   VEC=vec, STAGES=st, NUM_WARPS=m.warps, PDL=bool(p.get("pdl")),
                   INTERLEAVE=bool(p.get("interleave")), HALVES=m.halves, W_REGS=m.w_regs)
-    names = smem_kernel.arg_names
-    sig = {n: ("constexpr" if n in consts else act if n in ACT else wt if n in WEIGHT
-               else "*fp32" if n in F32 else "i32") for n in names}
-    # the strides and width come in units of VEC elements: Triton's ÷16 specialisation of them
-    units = ("N_V", "stride_x_v", "stride_dy_v", "stride_dx_v") if (d // vec) % 16 == 0 else ()
-    attrs = {(names.index(n),): [["tt.divisibility", 16]]
-             for n in ACT + WEIGHT[:1] + ("Mean", "Rstd", "PW", "PB") + units}
-    src = GluonASTSource(smem_kernel, sig, attrs=attrs,
-                         constexprs={(names.index(k),): v for k, v in consts.items()})
-    k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": p["num_warps"]})
+    k = _compile_gluon(smem_kernel, consts, d, vec, dtype, weight_dtype, p["num_warps"],
+                       f32=("Mean", "Rstd", "PW", "PB"))
     return k, {**p, "num_stages": st, "block_r": 1, "prefetch": False, "reload": False,
                "w_tile": False, "vec": vec, "block_d": m.block_d, "block_d2": m.block_d2,
                "halves": m.halves, "w_regs": m.w_regs}
@@ -109,7 +119,6 @@ def compile_cluster(d: int, norm: str, dtype: str, weight_dtype: str = "same",
     """disjoint_cluster's Gluon kernel (strategies/_cluster_kernel.py) at its rule's plan for
     contiguous, 16-byte aligned rows on an H200: compiled as one CTA, as it is launched
     (disjoint_cluster.launch_clusters makes the clusters)."""
-    from triton.experimental.gluon._runtime import GluonASTSource
     from normbench.strategies import disjoint_cluster
     from normbench.strategies._cluster_kernel import cluster_kernel, layouts
     p = _tuning.overridden(disjoint_cluster._rule(d), override or {}, d)
@@ -119,20 +128,11 @@ def compile_cluster(d: int, norm: str, dtype: str, weight_dtype: str = "same",
     if not m.half:
         raise SystemExit(f"regs.py: disjoint_cluster does not split d = {d} {dtype}: "
                          "disjoint_strided runs there")
-    act = TYPES[dtype]
-    wt = act if weight_dtype == "same" else TYPES[weight_dtype]
     lay, flat = layouts(m.vec, m.warps)
     consts = dict(HAS_MEAN=norm == "layernorm", HALF=m.half, VEC=m.vec, STAGES=m.stages,
                   PDL=bool(p.get("pdl")), layout=lay, flat=flat, AHEAD=bool(p.get("ahead")))
-    names = cluster_kernel.arg_names
-    sig = {n: ("constexpr" if n in consts else act if n in ACT else wt if n in WEIGHT
-               else "*fp32" if n in F32 + ("XS",) else "i32") for n in names}
-    units = ("N_V", "stride_x_v", "stride_dy_v", "stride_dx_v") if (d // m.vec) % 16 == 0 else ()
-    attrs = {(names.index(n),): [["tt.divisibility", 16]]
-             for n in ACT + WEIGHT[:1] + ("Mean", "Rstd", "PW", "PB", "XS") + units}
-    src = GluonASTSource(cluster_kernel, sig, attrs=attrs,
-                         constexprs={(names.index(k),): v for k, v in consts.items()})
-    k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": m.warps})
+    k = _compile_gluon(cluster_kernel, consts, d, m.vec, dtype, weight_dtype, m.warps,
+                       f32=("Mean", "Rstd", "PW", "PB", "XS"))
     return k, {**p, "num_warps": m.warps, "num_stages": m.stages, "block_d": m.half,
                "block_r": 1, "prefetch": False, "reload": False, "w_tile": False, "vec": m.vec}
 
