@@ -14,7 +14,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
 
-from ._smem_kernel import _async_load, _barrier, _launch_dependents, _row_sums, _dx_part
+from ._smem_kernel import _async_load, _barrier, _dx_part, _launch_dependents, _row_sums, _stats
 
 
 @gluon.jit
@@ -52,17 +52,6 @@ def _collect(theirs):
         }""",
         "=f,=f,l", [theirs.to(gl.int64, bitcast=True)],
         dtype=(gl.float32, gl.float32), is_pure=False, pack=1)
-
-
-@gluon.jit
-def _stats(Mean, Rstd, row, last, HAS_MEAN: gl.constexpr):
-    """(mean, rstd) of row `row`, clamped to the last row (a row past the end is never used);
-    RMSNorm has no mean: rstd stands in for it and is never used as one."""
-    rstd = gl.load(Rstd + gl.minimum(row, last))
-    mean = rstd
-    if HAS_MEAN:
-        mean = gl.load(Mean + gl.minimum(row, last))
-    return mean, rstd
 
 
 @gluon.jit

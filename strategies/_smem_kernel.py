@@ -23,6 +23,17 @@ def _launch_dependents():
 
 
 @gluon.jit
+def _stats(Mean, Rstd, row, last, HAS_MEAN: gl.constexpr):
+    """(mean, rstd) of row `row`, clamped to the last row (a row past the end is never used);
+    RMSNorm has no mean: rstd stands in for it and is never used as one."""
+    rstd = gl.load(Rstd + gl.minimum(row, last))
+    mean = rstd
+    if HAS_MEAN:
+        mean = gl.load(Mean + gl.minimum(row, last))
+    return mean, rstd
+
+
+@gluon.jit
 def _copy(smem, P, row, stride, cols, mask):
     """Copy row `row` of P (its columns `cols`, where `mask`) into the stage `smem`."""
     _async_load(smem, P + row.to(gl.int64) * stride + cols, mask=mask)
@@ -222,10 +233,7 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
     # next row (clamped to the rows, so never out of bounds: past the program's last row it is
     # never used)
     last = gl.maximum(end - 1, 0)
-    rstd = gl.load(Rstd + gl.minimum(first, last))
-    mean = rstd
-    if HAS_MEAN:
-        mean = gl.load(Mean + gl.minimum(first, last))
+    mean, rstd = _stats(Mean, Rstd, first, last, HAS_MEAN)
     j = 0
     for r in range(first, end, step):
         if INTERLEAVE:
@@ -251,10 +259,7 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
             _stage_row(X, DY, xs.index(ahead), ds.index(ahead), xs2.index(ahead),
                        ds2.index(ahead), r + (STAGES - 1) * step, r + (STAGES - 1) * step < end,
                        cols, col_mask, cols2, col_mask2, stride_x, stride_dy, BLOCK_D2)
-        nrstd = gl.load(Rstd + gl.minimum(r + step, last))
-        nmean = nrstd
-        if HAS_MEAN:
-            nmean = gl.load(Mean + gl.minimum(r + step, last))
+        nmean, nrstd = _stats(Mean, Rstd, r + step, last, HAS_MEAN)
         if HALVES:
             # row i's second half is here, and so all before it: 2·STAGES − 3 half rows after
             cp.wait_group(2 * STAGES - 3)
