@@ -74,15 +74,23 @@ def _keep(key: tuple, hit):
     return hit
 
 
+def kept(device: torch.device, make, *what):
+    """The workspace kept under `what` on `device` (and its current stream), made by `make()`
+    the first time — the pattern of every workspace here."""
+    key = _key(device, *what)
+    hit = _SCRATCH.get(key)
+    return _keep(key, make()) if hit is None else hit
+
+
 def scratch(groups: int, d: int, has_bias: bool, device: torch.device, zero: bool = False):
     """(pw, pb): fp32 [GROUPS, d] partial rows for dγ and, with a bias, dβ (else pb is None);
     one allocation, reused by later calls of the same shape on the same device and stream.
     zero: clear both (one memset) for the strategies that accumulate into them."""
-    key = _key(device, groups, d, has_bias)
-    hit = _SCRATCH.get(key)
-    if hit is None:
+    def make():
         base = torch.empty((2 if has_bias else 1, groups, d), dtype=torch.float32, device=device)
-        hit = _keep(key, (base[0], base[1] if has_bias else None, base))
+        return base[0], base[1] if has_bias else None, base
+
+    hit = kept(device, make, groups, d, has_bias)
     if zero:
         hit[2].zero_()
     return hit[0], hit[1]
@@ -92,12 +100,9 @@ def exchange_scratch(slots: int, parts: int, block_r: int, device: torch.device)
     """The row-sum exchange's words (strategies/_exchange.py): int64 [slots, parts, parts,
     block_r], kept between calls like `scratch`.  Filled with EMPTY once, when allocated:
     every launch leaves them so."""
-    key = _key(device, "exchange", slots, parts, block_r)
-    hit = _SCRATCH.get(key)
-    if hit is None:
-        hit = _keep(key, torch.full((slots * parts * parts * block_r,), -1, dtype=torch.int64,
-                                    device=device))
-    return hit
+    return kept(device, lambda: torch.full((slots * parts * parts * block_r,), -1,
+                                           dtype=torch.int64, device=device),
+                "exchange", slots, parts, block_r)
 
 
 # --- launching ------------------------------------------------------------------------------

@@ -103,7 +103,7 @@ else:
     import torch
 
     from ._cluster_kernel import cluster_kernel, layouts
-    from ._launch import _SCRATCH, _keep, _key, _stream, prepare, scratch
+    from ._launch import _stream, kept, prepare, scratch
     from .reduce import reduce_partials
     from . import disjoint_strided
 
@@ -139,11 +139,8 @@ else:
     def _words(clusters: int, device):
         """The row sums' exchange words: fp32 [clusters, 2 slots, 2 CTAs, 2], kept between
         calls like `_launch.scratch`; every word is written before it is read in a call."""
-        key = _key(device, "cluster-words", clusters)
-        hit = _SCRATCH.get(key)
-        if hit is None:
-            hit = _keep(key, torch.empty(clusters * 8, dtype=torch.float32, device=device))
-        return hit
+        return kept(device, lambda: torch.empty(clusters * 8, dtype=torch.float32, device=device),
+                    "cluster-words", clusters)
 
     @register(NAME, kind="strategy", deterministic_by_design=True, uses_groups=True,
               launch=_tuning.Rule(_rule), auto_groups=_groups_rule,
