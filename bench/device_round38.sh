@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Round 38's call (issue 16; from the repo root on one H200, carrying .pyd/ — pydantic; about
-# 6 minutes), prepared in session 31 after round 37 and not yet run: disjoint_cluster's
-# exchange one row ahead of dx (`ahead`).
+# 6 minutes): disjoint_cluster's exchange one row ahead of dx (`ahead`).  Run in session 32 at
+# 80e2307 (docs/perf/tune-38/); `ahead` was removed after it (slower, its partial rows wrong):
+# to run this again, check out 80e2307.
 #  1. The GPU tests -k cluster: every disjoint_cluster case with the exchange where round 37
 #     had it and a row ahead, the fallback, the full-size and awkward shapes with it (a
 #     cluster barrier that some CTA never reaches would hang: a short limit, G_S).

@@ -130,7 +130,7 @@ def compile_cluster(d: int, norm: str, dtype: str, weight_dtype: str = "same",
                          "disjoint_strided runs there")
     lay, flat = layouts(m.vec, m.warps)
     consts = dict(HAS_MEAN=norm == "layernorm", HALF=m.half, VEC=m.vec, STAGES=m.stages,
-                  PDL=bool(p.get("pdl")), layout=lay, flat=flat, AHEAD=bool(p.get("ahead")))
+                  PDL=bool(p.get("pdl")), layout=lay, flat=flat)
     k = _compile_gluon(cluster_kernel, consts, d, m.vec, dtype, weight_dtype, m.warps,
                        f32=("Mean", "Rstd", "PW", "PB", "XS"))
     return k, {**p, "num_warps": m.warps, "num_stages": m.stages, "block_d": m.half,

@@ -63,8 +63,7 @@ def _copy_half(smem, P, row, stride, cols, mask):
 def cluster_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N_V,
                    stride_x_v, stride_dy_v, stride_dx_v, HAS_MEAN: gl.constexpr,
                    HALF: gl.constexpr, VEC: gl.constexpr, STAGES: gl.constexpr,
-                   PDL: gl.constexpr, layout: gl.constexpr, flat: gl.constexpr,
-                   AHEAD: gl.constexpr = False):
+                   PDL: gl.constexpr, layout: gl.constexpr, flat: gl.constexpr):
     """Cluster c (of C: 2·C CTAs launched in clusters of two, CTAs 2c and 2c + 1): rows c,
     c + C, c + 2C, …; CTA k of the cluster owns columns [k·HALF, (k + 1)·HALF) of them
     (masked past N).  Each
@@ -74,10 +73,7 @@ def cluster_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N_V,
     partner one row ahead never overwrites what is still to be read), adds the two (IEEE
     addition commutes: the same bits in both CTAs) and writes dx for its half.  Its half of
     partial row c is stored at the end: C partial rows for the fixed-order reduce.  `layout` and `flat`
-    are the register and shared layouts of a half row (`layouts`).
-
-    AHEAD: the exchange one row ahead of dx (`_rows_ahead`) instead of between a row's sums
-    and its dx."""
+    are the register and shared layouts of a half row (`layouts`)."""
     if PDL:
         _launch_dependents()
     N = N_V * VEC
@@ -106,14 +102,9 @@ def cluster_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N_V,
     mean, rstd = _stats(Mean, Rstd, c, last, HAS_MEAN)
     # the exchange words: XS[c, slot, rank, 2] (fp32), two slots a cluster
     base = XS + c.to(gl.int64) * 8
-    if AHEAD:
-        acc_w, acc_b = _rows_ahead(X, DY, DX, Mean, Rstd, xs, ds, ws, base, rank, c, step, ROWS,
-                                   cols, col_mask, acc_w, acc_b, inv_n, last, mean, rstd,
-                                   stride_x, stride_dy, stride_dx, HAS_MEAN, STAGES, layout)
-    else:
-        acc_w, acc_b = _rows(X, DY, DX, Mean, Rstd, xs, ds, ws, base, rank, c, step, ROWS, cols,
-                             col_mask, acc_w, acc_b, inv_n, last, mean, rstd, stride_x,
-                             stride_dy, stride_dx, HAS_MEAN, STAGES, layout)
+    acc_w, acc_b = _rows(X, DY, DX, Mean, Rstd, xs, ds, ws, base, rank, c, step, ROWS, cols,
+                         col_mask, acc_w, acc_b, inv_n, last, mean, rstd, stride_x, stride_dy,
+                         stride_dx, HAS_MEAN, STAGES, layout)
     cp.wait_group(0)
     out = c.to(gl.int64) * N
     gl.store(PW + out + cols, acc_w, mask=col_mask)
@@ -156,64 +147,6 @@ def _rows(X, DY, DX, Mean, Rstd, xs, ds, ws, base, rank, c, step, ROWS, cols, co
         mean = nmean
         rstd = nrstd
         j += 1
-    return acc_w, acc_b
-
-
-@gluon.jit
-def _rows_ahead(X, DY, DX, Mean, Rstd, xs, ds, ws, base, rank, c, step, ROWS, cols, col_mask,
-                acc_w, acc_b, inv_n, last, mean, rstd, stride_x, stride_dy, stride_dx,
-                HAS_MEAN: gl.constexpr, STAGES: gl.constexpr, layout: gl.constexpr):
-    """The cluster's rows with the exchange one row ahead of dx: iteration j takes row j's
-    sums and publishes them (store, cluster arrive), writes row j − 1's dx meanwhile, then
-    waits at the cluster barrier and reads the partner's sums of row j, which row j's dx uses
-    in the next iteration.  So the ring holds row j − 1 (its dx), row j and the rows on their
-    way: iteration j ≥ 1 copies row j + STAGES − 2 into the slot row j − 2 left (its dx done,
-    the CTA barrier passed) — the caller's prologue put rows 0 … STAGES − 2 on their way, one
-    more than this loop keeps ahead afterwards, so iteration 0 copies nothing (and closes no
-    group: row k's group is the k-th either way).  Both CTAs of a cluster
-    run the loop as often (n + 1 times: the cluster's rows and one), and every thread arrives
-    and waits once a row."""
-    n = (ROWS - c + step - 1) // step
-    pm = mean
-    pr = rstd
-    c1 = inv_n * 0.0
-    c2 = inv_n * 0.0
-    for j in range(0, n + 1):
-        r = c + j * step
-        if j > 0:
-            ra = r + (STAGES - 2) * step
-            tgt = (j + STAGES - 2) % STAGES
-            _copy_half(xs.index(tgt), X, ra, stride_x, cols, col_mask & (ra < ROWS))
-            _copy_half(ds.index(tgt), DY, ra, stride_dy, cols, col_mask & (ra < ROWS))
-            cp.commit_group()
-        nmean, nrstd = _stats(Mean, Rstd, r + step, last, HAS_MEAN)
-        # row j is here: STAGES − 2 groups after its own (row k's group is the k-th)
-        cp.wait_group(STAGES - 2)
-        have = j < n
-        slot = base + (j % 2) * 4
-        s1 = inv_n * 0.0
-        s2 = inv_n * 0.0
-        if have:
-            s = j % STAGES
-            s1, s2 = _row_sums(xs.index(s), ds.index(s), ws, mean, rstd, layout, HAS_MEAN, False)
-            _publish(slot + rank * 2, s1, s2)
-        if j > 0:
-            sp = (j + STAGES - 1) % STAGES
-            dx_row = DX + (r - step).to(gl.int64) * stride_dx
-            acc_w, acc_b = _dx_part(xs.index(sp), ds.index(sp), ws, dx_row, cols, col_mask, pm,
-                                    pr, c1, c2, acc_w, acc_b, layout, HAS_MEAN, False)
-        # every thread past its reads of row j − 1's slot before the next iteration refills it
-        _barrier()
-        if have:
-            o1, o2 = _collect(slot + (1 - rank) * 2)
-            # the same two fp32 numbers added in both CTAs (IEEE addition commutes)
-            c1 = (s1 + o1) * inv_n
-            if HAS_MEAN:
-                c2 = (s2 + o2) * inv_n
-        pm = mean
-        pr = rstd
-        mean = nmean
-        rstd = nrstd
     return acc_w, acc_b
 
 

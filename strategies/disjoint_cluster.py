@@ -39,13 +39,10 @@ MIN_D, MAX_D = 2049, 16384
 def _rule(d: int) -> dict:
     """Launch parameters at d: 16 warps a CTA (fewer where a half row is narrower than one
     copy a thread), stages from `inflight` bytes of x and dy ahead a CTA (num_stages 0) or as
-    given, the reduce as a programmatic dependent (`pdl`, where the GPU can).
-
-    ahead: the row sums' exchange one row ahead of dx (the kernel's AHEAD): a row's sums are
-    published, the previous row's dx written, and only then the partner's sums waited for —
-    off until measured (round 37 timed the exchange between a row's sums and its dx: 1.34–1.48×
-    slower than disjoint_strided; prepared after it, not yet run on a GPU)."""
-    return dict(num_warps=16, num_stages=0, inflight=128 * 1024, pdl=True, ahead=False)
+    given, the reduce as a programmatic dependent (`pdl`, where the GPU can).  Round 37 timed
+    it 1.34–1.48× slower than disjoint_strided; round 38 the row sums' exchange one row ahead
+    of dx, slower still (and its partial rows wrong: removed)."""
+    return dict(num_warps=16, num_stages=0, inflight=128 * 1024, pdl=True)
 
 
 def _groups_rule(rows: int, d: int, sms: int, launch) -> int:
@@ -167,11 +164,10 @@ else:
             sx, sdy, sdx = c.strides
             lay, flat = layouts(m.vec, m.warps)
             meta = dict(HAS_MEAN=c.has_mean, HALF=m.half, VEC=m.vec, STAGES=m.stages, PDL=pdl,
-                        layout=lay, flat=flat, AHEAD=bool(p.get("ahead")), num_warps=m.warps)
+                        layout=lay, flat=flat, num_warps=m.warps)
             return (groups,), (c.rows, c.d // m.vec, sx // m.vec, sdy // m.vec, sdx // m.vec), meta
 
-        launch_clusters(cluster_kernel, (c.sig, groups, pdl, m, bool(p.get("ahead"))), tensors,
-                        setup)
+        launch_clusters(cluster_kernel, (c.sig, groups, pdl, m), tensors, setup)
         return c.outputs(*reduce_partials(pw, pb, c.weight, pdl))
 
     def _notes(x, dy, weight, mean, rstd) -> str:
@@ -179,8 +175,7 @@ else:
         m = plan_of(x, dy, x, weight, p)
         if not m.half:
             return "not split: disjoint_strided runs (see disjoint_cluster.plan)"
-        ahead = ", the exchange a row ahead" if p.get("ahead") else ""
         return (f"a row in two halves of {m.half} on a 2-CTA cluster, "
-                f"{m.vec * x.element_size()}-byte copies, {m.stages} stages, {m.warps} warps{ahead}")
+                f"{m.vec * x.element_size()}-byte copies, {m.stages} stages, {m.warps} warps")
 
     backward.notes = _notes
