@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import torch  # noqa: E402
 
 from normbench import strategies  # noqa: E402
-from normbench.harness.inputs import make_inputs, reference, rel_error, within_tolerances  # noqa: E402
+from normbench.harness.inputs import errors, make_inputs, reference, within_tolerances  # noqa: E402
 
 
 def main() -> int:
@@ -59,7 +59,7 @@ def main() -> int:
         torch.cuda.synchronize()
         torch.cuda.profiler.stop()
     ref = reference(x, dy, w, mean, rstd)
-    err = max(rel_error(o, r) for o, r in zip(out, ref) if r is not None)
+    err = max(e for e in errors(out, ref) if e is not None)
     ok = within_tolerances(out, ref, a.dtype, wd)
     print(f"{a.impl} {a.norm} {a.rows}x{a.d} {a.dtype}/{wd} {a.set}: max rel err {err:.2e} "
           f"({'correct' if ok else 'WRONG'})", file=sys.stderr)   # stdout: the profiler's CSV

@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from normbench import strategies  # noqa: E402
 from normbench.harness import measure, timing  # noqa: E402
-from normbench.harness.inputs import make_inputs, reference, rel_error, tolerance  # noqa: E402
+from normbench.harness.inputs import errors, make_inputs, reference, tolerance  # noqa: E402
 from normbench.strategies import _launch, _tuning, reduce  # noqa: E402
 
 SHAPES = "65536x1024,32768x3072,16384x4096,16384x8192,8192x12288,8192x16384"
@@ -71,7 +71,7 @@ def main():
             _tuning.OVERRIDE["reduce"] = ov
             try:
                 out = e.backward(x, dy, wt, mean, rstd)
-                err = max(v for v in (rel_error(o, r) for o, r in zip(out, ref)) if v is not None)
+                err = max(v for v in errors(out, ref) if v is not None)
                 again = e.backward(x, dy, wt, mean, rstd)
                 same = all(measure.same_bits(o, p) for o, p in zip(out, again))
                 call = timing.summarize(timing.bench(

@@ -40,7 +40,7 @@ except ImportError:
 
 from normbench import strategies  # noqa: E402
 from normbench.harness import model, timing  # noqa: E402
-from normbench.harness.inputs import make_inputs, reference, rel_error, within_tolerances  # noqa: E402
+from normbench.harness.inputs import errors, make_inputs, reference, within_tolerances  # noqa: E402
 from normbench.strategies import _tuning  # noqa: E402
 
 SHAPES = [(16384, 4096), (16384, 8192), (65536, 1024), (8192, 16384),
@@ -457,7 +457,7 @@ def main():
                 try:
                     if key not in checked:
                         res = e.backward(x, dy, wt, mean, rstd, groups=g)
-                        err = max(v for v in (rel_error(o, r) for o, r in zip(res, ref))
+                        err = max(v for v in errors(res, ref)
                                   if v is not None)
                         checked[key] = (err, "ok" if within_tolerances(res, ref, args.dtype, wd)
                                         else "WRONG")

@@ -6,7 +6,8 @@ import torch
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 EPS = 1e-5
 
-# Largest tolerated max|out − ref| / max|ref| of an output, by that output's storage dtype.
+# Largest tolerated max|out − ref| / scale of an output (`errors`: max|ref|, for dx never less
+# than a tenth of the terms it is the difference of: `Reference`), by that output's storage dtype.
 # fp32 storage: fp32 accumulation error only.  fp16/bf16: the output's own rounding (2^-11,
 # 2^-8 relative) plus accumulation, with a margin of a few ulps.
 TOLERANCE = {"fp32": 1e-4, "fp16": 4e-3, "bf16": 3e-2}
@@ -54,22 +55,55 @@ def make_inputs(norm: str, rows: int, d: int, dtype: str, weight_dtype: str, *, 
     return x, dy, weight, mean, rstd
 
 
-def reference(x, dy, weight, mean, rstd):
-    """The backward in fp64 from the same (rounded) inputs: dx, dγ, dβ (None for RMSNorm)."""
+class Reference(tuple):
+    """The fp64 reference's (dx, dγ, dβ) — dβ None for RMSNorm — and `scales`, what each
+    output's error is divided by (`errors`); None: the output's own max|ref|.
+
+    dx's is max|dx|, but never less than a tenth of the size of the terms dx is the
+    difference of (max over its elements of rstd·(|g| + |x̂·c1| + |c2|), g = γ·dy).  Where a
+    row is short the terms cancel: at d = 1 RMSNorm's dx is rstd·g·ε/(x² + ε), about 1e-5 of
+    its terms, and against max|dx| the terms' own fp32 rounding, which no formula of them
+    avoids, would be judged an error of the result (torch's and every strategy's at RMS
+    1 × 1 fp32).  At the widths benchmarked the terms are within 2× of max|dx| (1.21× at
+    most over ten seeds of 64 × 64, 1.04× at 1024 × 1024; `tests/test_inputs.py`), so the
+    floor does not bind there: the same errors and verdicts as before it."""
+
+    def __new__(cls, outputs, scales=(None, None, None)):
+        ref = super().__new__(cls, outputs)
+        ref.scales = tuple(scales)
+        return ref
+
+    def __getnewargs__(self):
+        return tuple(self), self.scales
+
+
+def reference(x, dy, weight, mean, rstd) -> Reference:
+    """The backward in fp64 from the same (rounded) inputs: dx, dγ, dβ (None for RMSNorm),
+    with dx's scale (`Reference`)."""
     x, dy, w = x.double(), dy.double(), weight.double()
     r = rstd.double()[:, None]
     xhat = (x - mean.double()[:, None]) * r if mean is not None else x * r
     g = w * dy
     d = x.shape[1]
     c1 = (xhat * g).sum(dim=1, keepdim=True) / d
+    xc = xhat * c1
+    terms = g.abs() + xc.abs()
     if mean is not None:
         c2 = g.sum(dim=1, keepdim=True) / d
-        return (g - xhat * c1 - c2) * r, (dy * xhat).sum(dim=0), dy.sum(dim=0)
-    return (g - xhat * c1) * r, (dy * xhat).sum(dim=0), None
+        terms += c2.abs()
+        out = ((g - xc - c2) * r, (dy * xhat).sum(dim=0), dy.sum(dim=0))
+    else:
+        out = ((g - xc) * r, (dy * xhat).sum(dim=0), None)
+    scale = None
+    if terms.numel():
+        scale = max(out[0].abs().max().item(), terms.mul_(r).max().item() / 10)
+    return Reference(out, (scale, None, None))
 
 
-def rel_error(out: torch.Tensor | None, ref: torch.Tensor | None) -> float | None:
-    """max|out − ref| / max|ref| in fp64; inf when out has a NaN or Inf, or is missing."""
+def rel_error(out: torch.Tensor | None, ref: torch.Tensor | None,
+              scale: float | None = None) -> float | None:
+    """max|out − ref| / scale in fp64 (scale: max|ref| unless given); inf when out has a NaN
+    or Inf, or is missing."""
     if ref is None:
         return None
     if out is None or tuple(out.shape) != tuple(ref.shape):
@@ -78,13 +112,21 @@ def rel_error(out: torch.Tensor | None, ref: torch.Tensor | None) -> float | Non
     r = ref.detach().cpu()
     if not torch.isfinite(o).all():
         return float("inf")
-    scale = r.abs().max().item() or 1.0
-    return (o - r).abs().max().item() / scale
+    if scale is None:
+        scale = r.abs().max().item()
+    return (o - r).abs().max().item() / (scale or 1.0)
+
+
+def errors(out, ref) -> list:
+    """`rel_error` of each output of `out` (dx, dγ, dβ) against the reference's, each divided
+    by its scale (`Reference.scales`; a plain tuple: max|ref| for all three)."""
+    scales = getattr(ref, "scales", (None, None, None))
+    return [rel_error(o, r, s) for o, r, s in zip(out, ref, scales)]
 
 
 def within_tolerances(out, ref, dtype: str, weight_dtype: str) -> bool:
     """Whether every output of `out` (dx, dγ, dβ) is within its own tolerance of the fp64
     `ref` (output_tolerances: dx by the activations' dtype, dγ and dβ by the weight's)."""
     tol_x, tol_w = output_tolerances(dtype, weight_dtype)
-    errs = (rel_error(o, r) for o, r in zip(out, ref))
+    errs = errors(out, ref)
     return all(e is None or e <= t for e, t in zip(errs, (tol_x, tol_w, tol_w)))

@@ -36,7 +36,7 @@ import torch
 
 from normbench import strategies
 from normbench.harness import model, timing
-from normbench.harness.inputs import make_inputs, output_tolerances, reference, rel_error
+from normbench.harness.inputs import errors, make_inputs, output_tolerances, reference
 from normbench.harness.interrupt import reraise_if_interrupted
 from normbench.harness.plan import Case
 from normbench.harness.schema import SHOWN, case_id, tolerance_of
@@ -147,8 +147,7 @@ def _judge(rec: dict, out, ref) -> None:
     of each output so far, and `correct` only while every output of every result judged is
     within its own tolerance (dx: `tolerance`, dγ/dβ: `tolerance_dw`)."""
     ok = rec.get("correct", True)
-    for k, o, r in zip(_OUTPUTS, out, ref):
-        e = rel_error(o, r)
+    for k, e in zip(_OUTPUTS, errors(out, ref)):
         if e is None:
             continue
         prev = rec.get(f"err_{k}")

@@ -25,6 +25,16 @@ def test_awkward_shapes(poisoned, name, norm, dtype):
     check(name, norm, 11, 77, dtype, groups=3)
 
 
+@pytest.mark.parametrize("name", IMPLS)
+def test_rows_of_one_to_three_elements(poisoned, name):
+    """d = 1, 2, 3 in fp32, where dx is a small difference of its terms (d = 1 RMSNorm:
+    rstd·g·ε/(x² + ε); d = 2 LayerNorm: 0): right to the fp32 tolerance of the terms' size
+    (`inputs.Reference`) — against max|dx| alone every implementation failed at most seeds."""
+    for d in (1, 2, 3):
+        check(name, "rmsnorm", 3, d, "fp32", groups=2)
+        check(name, "layernorm", 2, d, "fp32")
+
+
 @pytest.mark.parametrize("norm", NORMS)
 @pytest.mark.parametrize("name", IMPLS)
 def test_mixed_weight_dtype(poisoned, name, norm):

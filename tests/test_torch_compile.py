@@ -5,7 +5,7 @@ import torch
 
 from checks import check
 from normbench import strategies
-from normbench.harness.inputs import make_inputs, reference, rel_error, tolerance
+from normbench.harness.inputs import make_inputs
 from normbench.strategies import torch_compile as tc
 
 pytestmark = pytest.mark.skipif(not strategies.get("torch_compile").available,
@@ -28,14 +28,11 @@ def test_odd_shapes_against_fp64(poisoned, norm, dtype):
 
 def test_d1():
     """d = 1: LayerNorm's dx is 0 and dγ = Σ dy·x̂.  RMSNorm's dx = rstd·γ·dy·(1 − x̂²), where
-    1 − x̂² = eps/(x² + eps) cancels in fp32 for any x̂-based formula (the reference is fp64):
-    there dγ is checked to the tolerance and dx to the cancellation's size."""
+    1 − x̂² = eps/(x² + eps) cancels in fp32 for any x̂-based formula: dx's error is measured
+    against the size of the terms it is the difference of (`inputs.Reference`), so both
+    are judged to the fp32 tolerance."""
     check("torch_compile", "layernorm", 3, 1, "fp32")
-    x, dy, w, mean, rstd = make_inputs("rmsnorm", 3, 1, "fp32", "fp32", seed=4, device="cpu")
-    dx, dw, db = strategies.get("torch_compile").backward(x, dy, w, mean, rstd)
-    rdx, rdw, _ = reference(x, dy, w, mean, rstd)
-    assert db is None and rel_error(dw, rdw) <= tolerance("fp32", "fp32")
-    assert rel_error(dx, rdx) < 0.1
+    check("torch_compile", "rmsnorm", 3, 1, "fp32")
 
 
 @pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])

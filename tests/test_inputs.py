@@ -1,0 +1,89 @@
+"""The fp64 reference and how an output's error is measured against it (harness/inputs.py)."""
+import pickle
+
+import pytest
+import torch
+
+from normbench.harness.inputs import (errors, make_inputs, output_tolerances, reference,
+                                      rel_error, within_tolerances)
+
+
+def fp32_backward(x, dy, w, mean, rstd, *, drop_c1=False):
+    """The textbook backward in fp32 (what a correct kernel computes); drop_c1: a wrong one,
+    without the x̂·mean(g·x̂) term."""
+    x, dy, w, r = x.float(), dy.float(), w.float(), rstd.float()[:, None]
+    xhat = (x - mean.float()[:, None]) * r if mean is not None else x * r
+    g = w * dy
+    c1 = 0.0 if drop_c1 else (xhat * g).mean(dim=1, keepdim=True)
+    c2 = g.mean(dim=1, keepdim=True) if mean is not None else 0.0
+    dx = ((g - xhat * c1 - c2) * r).to(x.dtype)
+    return dx, (dy * xhat).sum(dim=0).to(w.dtype), dy.sum(dim=0).to(w.dtype) if mean is not None else None
+
+
+@pytest.mark.parametrize("norm,rows,d,seed", [("rmsnorm", 1, 1, 0), ("rmsnorm", 3, 1, 1),
+                                              ("rmsnorm", 1, 1, 6), ("layernorm", 5, 2, 3),
+                                              ("rmsnorm", 4, 2, 5), ("layernorm", 2, 3, 8)])
+def test_a_correct_fp32_backward_passes_where_dx_is_the_difference_of_its_terms(norm, rows, d, seed):
+    """Rows of 1–3 elements: dx is a small difference of large terms (d = 1 RMSNorm:
+    rstd·g·ε/(x² + ε)); the fp32 formula's rounding of the terms is within the fp32 tolerance
+    of their size.  Against max|dx| alone the first three cases fail (a correct backward
+    failed so at 10 of 12 seeds of RMS 1 × 1 fp32 and 9 of 12 of 3 × 1: torch's and every
+    strategy's records said incorrect there)."""
+    inputs = make_inputs(norm, rows, d, "fp32", "fp32", seed=seed, device="cpu")
+    ref = reference(*inputs)
+    out = fp32_backward(*inputs)
+    assert within_tolerances(out, ref, "fp32", "fp32"), errors(out, ref)
+    if norm == "rmsnorm" and d == 1:
+        assert rel_error(out[0], ref[0]) > output_tolerances("fp32", "fp32")[0]
+
+
+@pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])
+@pytest.mark.parametrize("d", [1, 2, 3, 64, 1000])
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_a_wrong_dx_still_fails(norm, d, dtype):
+    """dx without its x̂·mean(g·x̂) term is judged wrong at every width, the shortest rows
+    included: the terms' size does not hide an error of the size of a term."""
+    inputs = make_inputs(norm, 8, d, dtype, dtype, seed=d, device="cpu")
+    ref = reference(*inputs)
+    out = fp32_backward(*inputs, drop_c1=True)
+    if norm == "layernorm" and d == 1:           # x̂ = 0: the dropped term is 0 too
+        assert within_tolerances(out, ref, dtype, dtype)
+        return
+    assert not within_tolerances(out, ref, dtype, dtype), errors(out, ref)
+
+
+@pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])
+@pytest.mark.parametrize("rows,d", [(64, 64), (16, 1000), (1024, 1024), (8, 4096), (2, 16384)])
+def test_at_benchmarked_widths_the_scale_is_max_dx(norm, rows, d):
+    """d ≥ 64: the terms within 2× of max|dx| (what the docs say), far from the floor's 10×:
+    dx's scale is max|dx| itself, as before the floor."""
+    for seed in range(4):
+        ref = reference(*make_inputs(norm, rows, d, "bf16", "bf16", seed=seed, device="cpu"))
+        top = ref[0].abs().max().item()
+        assert ref.scales[0] == top, (seed, top, ref.scales[0])
+        x, dy, w, mean, rstd = make_inputs(norm, rows, d, "bf16", "bf16", seed=seed, device="cpu")
+        g = w.double() * dy.double()
+        r = rstd.double()[:, None]
+        xhat = (x.double() - (mean.double()[:, None] if mean is not None else 0)) * r
+        terms = g.abs() + (xhat * (xhat * g).mean(dim=1, keepdim=True)).abs()
+        if mean is not None:
+            terms += g.mean(dim=1, keepdim=True).abs()
+        assert (terms * r).max().item() <= 2 * top
+
+
+def test_reference_is_the_three_outputs_and_pickles_with_its_scales():
+    inputs = make_inputs("layernorm", 3, 5, "fp32", "fp32", seed=2, device="cpu")
+    ref = reference(*inputs)
+    dx, dw, db = ref
+    assert len(ref) == 3 and ref.scales[1:] == (None, None) and ref.scales[0] > 0
+    again = pickle.loads(pickle.dumps(ref))
+    assert again.scales == ref.scales and all(torch.equal(a, b) for a, b in zip(again, ref))
+    rms = reference(*make_inputs("rmsnorm", 3, 5, "fp32", "fp32", seed=2, device="cpu"))
+    assert rms[2] is None and errors((rms[0], rms[1], None), rms)[2] is None
+
+
+def test_a_plain_tuple_is_measured_against_max_ref():
+    ref = (torch.tensor([[2.0, -4.0]], dtype=torch.float64),)
+    assert errors((torch.tensor([[2.0, -3.0]]),), ref) == [0.25]
+    assert rel_error(torch.tensor([[float("nan"), 0.0]]), ref[0]) == float("inf")
+    assert rel_error(None, ref[0]) == float("inf")
