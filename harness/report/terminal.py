@@ -13,6 +13,16 @@ from normbench.harness.cells import is_missing
 from .fmt import finite, fmt_ratio, fmt_us
 
 
+def _why_not(rec) -> str:
+    """What a cell without a time says: the record's status, or, where it ran (status ok),
+    "wrong" for a result that failed against fp64 and "no time" for one without a positive
+    finite median (`summary.competing`)."""
+    status = str(rec["status"])
+    if status != "ok":
+        return status
+    return "no time" if summary.is_true(rec.get("correct")) else "wrong"
+
+
 def print_tables(df, meta: dict, console) -> None:
     if df.empty:
         return
@@ -52,7 +62,7 @@ def print_tables(df, meta: dict, console) -> None:
                            & (best.rows == rows) & (best.d == d) & (best.implementation == n)]
                 if rec.empty:
                     mine = shape[shape.implementation == n]
-                    cells.append("" if mine.empty else f"[red]✗ {escape(str(mine.iloc[0]['status']))}[/]")
+                    cells.append("" if mine.empty else f"[red]✗ {escape(_why_not(mine.iloc[0]))}[/]")
                     continue
                 r = rec.iloc[0]
                 txt = fmt_us(float(r["time_ms"]) * 1000)
