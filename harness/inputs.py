@@ -87,15 +87,17 @@ def reference(x, dy, weight, mean, rstd) -> Reference:
     d = x.shape[1]
     c1 = (xhat * g).sum(dim=1, keepdim=True) / d
     xc = xhat * c1
-    terms = g.abs() + xc.abs()
     if mean is not None:
         c2 = g.sum(dim=1, keepdim=True) / d
-        terms += c2.abs()
         out = ((g - xc - c2) * r, (dy * xhat).sum(dim=0), dy.sum(dim=0))
     else:
+        c2 = None
         out = ((g - xc) * r, (dy * xhat).sum(dim=0), None)
     scale = None
-    if terms.numel():
+    if g.numel():       # the terms' size, in place over g and xc (no longer needed)
+        terms = g.abs_().add_(xc.abs_())
+        if c2 is not None:
+            terms.add_(c2.abs())
         scale = max(out[0].abs().max().item(), terms.mul_(r).max().item() / 10)
     return Reference(out, (scale, None, None))
 
