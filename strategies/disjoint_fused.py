@@ -15,6 +15,15 @@ wait for ever — and for more GROUPS than fit at once, a program that finishes 
 rows takes a ticket instead (acq_rel atomic_add) and the one that draws the last ticket
 reduces every column alone.  No program waits for another there, so it cannot deadlock.
 
+With `tail` = K (a tuning option; no rule sets it), only the last K programs to finish wait:
+each program takes a ticket (acq_rel atomic_add); those that draw one of the first P − K leave
+at once, and the holders of the last K wait until every program has arrived, then sum
+column slices k, k + K, … of RED_N columns each (k = ticket − (P − K)).  The waiters hold
+tickets only once P − K programs have finished, so the rest — at most K, waiters included —
+always fit: no cooperative launch is needed, only K ≤ the programs the GPU holds at once.
+Under the interpreter K is 1 (the last ticket does it all: a waiter before the last program
+would wait for ever there).
+
 Either way the sum order is fixed: bitwise deterministic.  The counters are cached per device,
 so concurrent calls on two streams of one device are not supported.
 """
@@ -41,7 +50,7 @@ def _fused_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, XS, DW, DB, Counter, ROWS, N
                   NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr, RELOAD: tl.constexpr,
                   W_TILE: tl.constexpr, COL_SPLIT: tl.constexpr, EXCHANGE: tl.constexpr,
                   SPIN: tl.constexpr, L2_AHEAD: tl.constexpr, INTERLEAVE: tl.constexpr,
-                  GRID_SYNC: tl.constexpr,
+                  GRID_SYNC: tl.constexpr, TAIL: tl.constexpr,
                   RED_G: tl.constexpr, RED_N: tl.constexpr):
     row_partials(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N, ROWS_PER_PROG,
                  stride_x, stride_dy, stride_dx, HAS_MEAN, BLOCK_R, BLOCK_D, ONE_CHUNK,
@@ -64,6 +73,20 @@ def _fused_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, XS, DW, DB, Counter, ROWS, N
         if tl.atomic_add(Counter + 1, 1, sem="acq_rel") == P - 1:
             tl.atomic_xchg(Counter, 0)
             tl.atomic_xchg(Counter + 1, 0)
+    elif TAIL > 0:
+        ticket = tl.atomic_add(Counter, 1, sem="acq_rel")
+        first = P - TAIL
+        if ticket >= first:
+            while tl.atomic_add(Counter, 0, sem="acquire") < P:
+                pass
+            tl.debug_barrier()      # the acquire above precedes every thread's reads
+            for c0 in range((ticket - first) * RED_N, N, TAIL * RED_N):
+                reduce_rows(PW, DW, G, N, c0, RED_G, RED_N)
+                if HAS_MEAN:
+                    reduce_rows(PB, DB, G, N, c0, RED_G, RED_N)
+            if tl.atomic_add(Counter + 1, 1, sem="acq_rel") == TAIL - 1:
+                tl.atomic_xchg(Counter, 0)
+                tl.atomic_xchg(Counter + 1, 0)
     else:
         ticket = tl.atomic_add(Counter, 1, sem="acq_rel")
         if ticket == P - 1:
@@ -90,6 +113,15 @@ def reduce_tile(programs: int, d: int) -> tuple[int, int]:
     return min(_tuning.pow2(programs), max(1, 4096 // red_n)), red_n
 
 
+def tail_tile(tail: int, groups: int, d: int, warps: int) -> tuple[int, int]:
+    """(RED_G, RED_N) of `tail` waiters summing `groups` partial rows of d: each a slice of
+    RED_N ≥ d/tail columns (a power of two) and RED_G partial rows a step — a tile of 32
+    elements a thread of the program's `warps` (the row loop's registers are free by then),
+    at least one row."""
+    red_n = _tuning.pow2(_tuning.cdiv(d, tail))
+    return min(_tuning.pow2(groups), max(1, 32 * 32 * warps // red_n)), red_n
+
+
 @register("disjoint_fused", kind="strategy", deterministic_by_design=True, uses_groups=True,
           launch=_tuning.ROW_LOOP, auto_groups=_groups.row_loop_programs,
           # the partial rows and two int32 grid counters
@@ -99,13 +131,24 @@ def backward(x, dy, weight, mean, rstd, *, groups):
     c = prepare(x, dy, weight, mean, rstd)
     dw, db = outputs(c.weight, c.has_mean)
 
+    p = backward.params(c.d)
+
     def meta(compile, programs):
         # the ticket path never reads RED_G/RED_N: fixed values there, no kernel per GROUPS
-        ticket = dict(GRID_SYNC=False, RED_G=1, RED_N=1, launch_cooperative_grid=False)
+        ticket = dict(GRID_SYNC=False, TAIL=0, RED_G=1, RED_N=1, launch_cooperative_grid=False)
+        if p.get("tail"):
+            k = 1 if _device.interpreted() else min(p["tail"], programs)
+            warps = _tuning.row_loop_warps(p, c.has_mean, c.x.element_size())
+            red_g, red_n = tail_tile(k, programs // p["col_split"], c.d, warps)
+            tail = dict(ticket, TAIL=k, RED_G=red_g, RED_N=red_n)
+            if k == 1 or k <= _device.sm_count(x.device) * _device.resident_programs(
+                    compile(**tail)):
+                return tail
+            return ticket
         if _device.interpreted():
             return ticket
         red_g, red_n = reduce_tile(programs, c.d)
-        sync = dict(GRID_SYNC=True, RED_G=red_g, RED_N=red_n, launch_cooperative_grid=True)
+        sync = dict(GRID_SYNC=True, TAIL=0, RED_G=red_g, RED_N=red_n, launch_cooperative_grid=True)
         if programs <= _device.sm_count(x.device) * _device.resident_programs(compile(**sync)):
             return sync
         return ticket

@@ -59,6 +59,40 @@ def test_fused_grid_sync_and_ticket_paths(rows, d, groups):
     assert int(strategies.disjoint_fused._counter(x.device).abs().sum()) == 0
 
 
+@pytest.mark.parametrize("tail", [8, 64, 128])
+@pytest.mark.parametrize("rows,d,groups", [(65536, 1024, None), (16384, 4096, None), (2048, 768, 7),
+                                           (5000, 4096, 300), (129, 16384, None), (33, 20000, 5)])
+def test_fused_tail_reduce_on_gpu(rows, d, groups, tail, monkeypatch):
+    """`tail` (the last K programs to finish sum the partial rows by column slices): right
+    against fp64 with the rows dealt round-robin, the same bits in ten calls, the counters
+    back at zero; K waiters really run (K > 1 wherever the grid has more than one program),
+    more than the grid holds (GROUPS 300 at one program an SM) too."""
+    from normbench.strategies import disjoint_fused as f
+    seen, real = [], f.launch_partials
+
+    def spy(kernel, c, g, params, extra=(), extra_meta=None):
+        def meta(compile, programs):
+            m = extra_meta(compile, programs)
+            seen.append((m["TAIL"], programs))
+            return m
+        return real(kernel, c, g, params, extra, meta)
+    monkeypatch.setattr(f, "launch_partials", spy)
+    monkeypatch.setitem(_tuning.OVERRIDE, "disjoint_fused", {"interleave": True, "tail": tail})
+    e = strategies.get("disjoint_fused")
+    kw = {} if groups is None else {"groups": groups}
+    for norm in ("layernorm", "rmsnorm"):
+        x, dy, w, mean, rstd = make_inputs(norm, rows, d, "bf16", "bf16", seed=rows ^ tail, device="cuda")
+        ref = reference(x, dy, w, mean, rstd)
+        first = e.backward(x, dy, w, mean, rstd, **kw)
+        errs = errors(first, ref)
+        assert all(v <= tolerance("bf16", "bf16") for v in errs if v is not None), errs
+        for _ in range(10):
+            same_bits(first, e.backward(x, dy, w, mean, rstd, **kw))
+    k, programs = seen[-1]
+    assert k == min(tail, programs) and (k > 1 or programs == 1), seen
+    assert int(f._counter(x.device).abs().sum()) == 0
+
+
 @pytest.mark.parametrize("split", [{"col_split": 2, "num_stages": 2},
                                    {"col_split": 2, "num_stages": 2, "reload": True},
                                    {"col_split": 3, "block_r": 1, "num_warps": 16},

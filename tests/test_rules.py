@@ -9,7 +9,7 @@ import torch
 
 from normbench import strategies
 from normbench.strategies import _device, _tuning
-from normbench.strategies.disjoint_fused import reduce_tile
+from normbench.strategies.disjoint_fused import reduce_tile, tail_tile
 
 
 def auto(name, rows, d, sms=132):
@@ -314,3 +314,16 @@ def test_row_loop_takes_a_fourth_stage_at_partly_masked_tiles_of_8192(monkeypatc
         assert stages(name, 3072) == stages(name, 3072, "fp32") == 4     # tune-10's, unchanged
     monkeypatch.setitem(_tuning.OVERRIDE, "disjoint_block", {"num_stages": 2})
     assert stages("disjoint_block", 5120) == stages("disjoint_block", 5120, "fp32") == 2
+
+
+@pytest.mark.parametrize("tail,groups,d,warps", [(16, 264, 1024, 4), (32, 132, 4096, 16),
+                                                 (1, 3, 40, 4), (64, 132, 16384, 16),
+                                                 (8, 5, 100, 8), (4, 132, 65536, 16)])
+def test_tail_tile_covers_every_column_in_slices(tail, groups, d, warps):
+    """disjoint_fused's `tail`: K waiters' slices of RED_N columns (a power of two) cover d,
+    each program's tile is at most 32 elements a thread and at least one row, and no step
+    reads more partial rows than a power of two past GROUPS."""
+    red_g, red_n = tail_tile(tail, groups, d, warps)
+    assert red_n & (red_n - 1) == 0 and red_n * tail >= d
+    assert 1 <= red_g <= _tuning.pow2(groups)
+    assert red_g == 1 or red_g * red_n <= 32 * 32 * warps

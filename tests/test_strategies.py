@@ -500,3 +500,31 @@ def test_gluon_strategies_registered_unavailable_where_they_cannot_run(name):
             x = torch.zeros(2, 64)
             e.backward(x, x, torch.ones(64), None, torch.ones(2))
     assert e.deterministic_by_design and e.uses_groups
+
+
+@pytest.mark.parametrize("norm", NORMS)
+def test_fused_tail_reduce(poisoned, monkeypatch, norm):
+    """disjoint_fused's `tail` (the last K programs to finish sum the partial rows by column
+    slices, the others leave at once): under the interpreter K is 1 — the last ticket sums
+    every slice — right answers, the same bits again, with the rows dealt round-robin and in
+    blocks, and the counters back at zero after every call (or the next call would be wrong)."""
+    from normbench.strategies import disjoint_fused as f
+    tails, real = [], f.launch_partials
+
+    def spy(kernel, c, groups, params, extra=(), extra_meta=None):
+        def meta(compile, programs):
+            m = extra_meta(compile, programs)
+            tails.append(m["TAIL"])
+            return m
+        return real(kernel, c, groups, params, extra, meta)
+    monkeypatch.setattr(f, "launch_partials", spy)
+    for over in ({"tail": 4, "interleave": True, "block_r": 2}, {"tail": 2, "block_r": 1}):
+        monkeypatch.setitem(_tuning.OVERRIDE, "disjoint_fused", over)
+        check("disjoint_fused", norm, 13, 40, "bf16", groups=3)
+        check("disjoint_fused", norm, 9, 33, "fp16", groups=9)
+        x, dy, w, mean, rstd = make_inputs(norm, 11, 48, "fp32", "fp32", seed=4, device="cpu")
+        e = strategies.get("disjoint_fused")
+        first = e.backward(x, dy, w, mean, rstd, groups=2)
+        same_bits(first, e.backward(x, dy, w, mean, rstd, groups=2))
+        assert int(f._counter(x.device).abs().sum()) == 0
+    assert tails and set(tails) == {1}, tails
