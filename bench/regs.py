@@ -45,7 +45,7 @@ from triton.runtime.jit import JITFunction  # noqa: E402
 from normbench import strategies  # noqa: E402
 from normbench.harness.model import ITEMSIZE  # noqa: E402
 from normbench.strategies import _tuning  # noqa: E402
-from normbench.strategies.disjoint_fused import reduce_tile  # noqa: E402
+from normbench.strategies.disjoint_fused import reduce_tile, tail_tile  # noqa: E402
 
 TYPES = {"bf16": "*bf16", "fp16": "*fp16", "fp32": "*fp32"}
 # kernel argument -> which dtype it carries: the activations', the weight's, fp32, int32
@@ -169,9 +169,14 @@ def compile_kernel(name: str, d: int, norm: str, dtype: str, weight_dtype: str =
                   L2_AHEAD=p.get("l2_ahead", 0), PDL=bool(p.get("pdl")),
                   INTERLEAVE=bool(p.get("interleave")))
     if "GRID_SYNC" in names:
-        sync = bool(fused_groups)
-        red_g, red_n = reduce_tile(fused_groups, d) if sync else (1, 1)
-        consts.update(GRID_SYNC=sync, RED_G=red_g, RED_N=red_n)
+        # the grid sync at fused_groups programs, or with an override's `tail` the last K
+        # programs' reduce (at fused_groups, else 132 programs), else the ticket path
+        tail = min(int(p.get("tail") or 0), fused_groups or 132)
+        sync = bool(fused_groups) and not tail
+        red_g, red_n = (reduce_tile(fused_groups, d) if sync
+                        else tail_tile(tail, fused_groups or 132, d, p["num_warps"]) if tail
+                        else (1, 1))
+        consts.update(GRID_SYNC=sync, TAIL=tail, RED_G=red_g, RED_N=red_n)
     consts = {k: v for k, v in consts.items() if k in names}
     sig = {}
     for n in names:
@@ -255,7 +260,8 @@ def main():
     ap.add_argument("--weight-dtype", default="same", choices=["same", *TYPES])
     ap.add_argument("--override", default="", help='e.g. \'{"reload": false}\'')
     ap.add_argument("--fused", type=int, default=0, metavar="GROUPS",
-                    help="disjoint_fused's kernel (grid sync over GROUPS programs) instead")
+                    help="disjoint_fused's kernel (grid sync over GROUPS programs; with "
+                         "an override's \"tail\" its last K programs' reduce) instead")
     ap.add_argument("--asm", default=None, metavar="DIR", help="also write PTX and SASS there")
     ap.add_argument("--table", action="store_true", help="every combination of the lists below")
     ap.add_argument("--names", default="disjoint_block")
