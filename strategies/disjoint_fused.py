@@ -62,41 +62,53 @@ def _fused_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, XS, DW, DB, Counter, ROWS, N
     G = P // COL_SPLIT          # partial rows (COL_SPLIT programs share each)
     if GRID_SYNC:
         tl.atomic_add(Counter, 1, sem="release")
-        while tl.atomic_add(Counter, 0, sem="acquire") < P:
-            pass
+        _wait_for_all(Counter, P)
         c0 = tl.program_id(0) * RED_N
         if c0 < N:
-            reduce_rows(PW, DW, G, N, c0, RED_G, RED_N)
-            if HAS_MEAN:
-                reduce_rows(PB, DB, G, N, c0, RED_G, RED_N)
-        # every program has left the wait once the last one departs: it resets both counters
-        if tl.atomic_add(Counter + 1, 1, sem="acq_rel") == P - 1:
-            tl.atomic_xchg(Counter, 0)
-            tl.atomic_xchg(Counter + 1, 0)
+            _reduce_cols(PW, PB, DW, DB, G, N, c0, HAS_MEAN, RED_G, RED_N)
+        _depart(Counter, P)
     elif TAIL > 0:
         ticket = tl.atomic_add(Counter, 1, sem="acq_rel")
         first = P - TAIL
         if ticket >= first:
-            while tl.atomic_add(Counter, 0, sem="acquire") < P:
-                pass
+            _wait_for_all(Counter, P)
             tl.debug_barrier()      # the acquire above precedes every thread's reads
             for c0 in range((ticket - first) * RED_N, N, TAIL * RED_N):
-                reduce_rows(PW, DW, G, N, c0, RED_G, RED_N)
-                if HAS_MEAN:
-                    reduce_rows(PB, DB, G, N, c0, RED_G, RED_N)
-            if tl.atomic_add(Counter + 1, 1, sem="acq_rel") == TAIL - 1:
-                tl.atomic_xchg(Counter, 0)
-                tl.atomic_xchg(Counter + 1, 0)
+                _reduce_cols(PW, PB, DW, DB, G, N, c0, HAS_MEAN, RED_G, RED_N)
+            _depart(Counter, TAIL)
     else:
         ticket = tl.atomic_add(Counter, 1, sem="acq_rel")
         if ticket == P - 1:
             # one program reads all GROUPS·d partials: whole-width tiles of about 8192 elements
             RG: tl.constexpr = 1 if BLOCK_D >= 8192 else 8192 // BLOCK_D
             for c0 in range(0, N, BLOCK_D):
-                reduce_rows(PW, DW, G, N, c0, RG, BLOCK_D)
-                if HAS_MEAN:
-                    reduce_rows(PB, DB, G, N, c0, RG, BLOCK_D)
+                _reduce_cols(PW, PB, DW, DB, G, N, c0, HAS_MEAN, RG, BLOCK_D)
             tl.atomic_xchg(Counter, 0)
+
+
+@triton.jit
+def _wait_for_all(Counter, P):
+    """Wait until all P programs have arrived (acquire: their partial rows are visible)."""
+    while tl.atomic_add(Counter, 0, sem="acquire") < P:
+        pass
+
+
+@triton.jit
+def _reduce_cols(PW, PB, DW, DB, G, N, c0, HAS_MEAN: tl.constexpr, RED_G: tl.constexpr,
+                 RED_N: tl.constexpr):
+    """dγ (and dβ) of columns [c0, c0 + RED_N): the G partial rows summed in fixed order."""
+    reduce_rows(PW, DW, G, N, c0, RED_G, RED_N)
+    if HAS_MEAN:
+        reduce_rows(PB, DB, G, N, c0, RED_G, RED_N)
+
+
+@triton.jit
+def _depart(Counter, n):
+    """One of the n waiters leaves; the last one out resets both counters (every waiter has
+    left the wait by then) — so a call needs no memset launch."""
+    if tl.atomic_add(Counter + 1, 1, sem="acq_rel") == n - 1:
+        tl.atomic_xchg(Counter, 0)
+        tl.atomic_xchg(Counter + 1, 0)
 
 
 def _counter(device: torch.device) -> torch.Tensor:
