@@ -327,3 +327,47 @@ def test_tail_tile_covers_every_column_in_slices(tail, groups, d, warps):
     assert red_n & (red_n - 1) == 0 and red_n * tail >= d
     assert 1 <= red_g <= _tuning.pow2(groups)
     assert red_g == 1 or red_g * red_n <= 32 * 32 * warps
+
+
+@pytest.mark.parametrize("g,n,has_b", [(5, 2100, True), (132, 4096, False), (3, 2048, True),
+                                       (256, 2048, False)])
+def test_the_landing_reduce_sums_like_the_one_step_reduce(g, n, has_b, monkeypatch):
+    """`land`: the reduce that sums the partial rows as they land (reduce_landing) gives the
+    one-step reduce's bits from the same partials, and leaves its partials all SENTINEL — the
+    state the next call's must find them in (the landing scratch starts that way)."""
+    from normbench.strategies import _launch, reduce
+    monkeypatch.setattr(_launch, "_SCRATCH", {})
+    cpu = torch.device("cpu")
+    pw, pb = _launch.scratch(g, n, has_b, cpu, land=True)
+    for p in (pw, pb)[:1 + has_b]:
+        assert (p.view(torch.int32) == reduce.SENTINEL).all()
+    assert _launch.scratch(g, n, has_b, cpu)[0].data_ptr() != pw.data_ptr()   # kept apart
+    torch.manual_seed(g + n)
+    pw.copy_(torch.randn(g, n))
+    if has_b:
+        pb.copy_(torch.randn(g, n))
+    w = torch.empty(n, dtype=torch.bfloat16)
+    plain = reduce.reduce_partials(pw.clone(), pb.clone() if has_b else None, w)
+    landed = reduce.reduce_partials(pw, pb, w, reduce.LAND)
+    for a, b in zip(plain, landed):
+        assert (a is None) == (b is None)
+        if a is not None:
+            assert torch.equal(a.view(torch.int16), b.view(torch.int16))
+    for p in (pw, pb)[:1 + has_b]:
+        assert (p.view(torch.int32) == reduce.SENTINEL).all()
+
+
+def test_land_only_where_the_reduce_takes_every_partial_row_in_one_step(monkeypatch):
+    """reduce.lands: LAND for a programmatic-dependent reduce (pdl) whose launch parameters ask
+    for `land`, of partial rows written once (one block a row, no programs sharing rows), in
+    one step (BLOCK_G ≥ GROUPS: n ≥ 2048 and G ≤ 256 at the rule); else pdl unchanged."""
+    from normbench.strategies import reduce
+    p = {**_tuning.params("disjoint_strided", 4096), "land": True}
+    assert reduce.lands(p, True, 132, 4096, False) == reduce.LAND
+    assert reduce.lands(p, False, 132, 4096, False) is False          # no pdl, no landing
+    assert reduce.lands({**p, "land": False}, True, 132, 4096, False) is True
+    assert reduce.lands(p, True, 300, 4096, True) is True             # 300 > 256 a step
+    assert reduce.lands(p, True, 264, 1024, False) is True            # 64 rows a step there
+    assert reduce.lands({**p, "one_chunk": False}, True, 132, 20000, False) is True
+    monkeypatch.setitem(_tuning.OVERRIDE, "reduce", {"BLOCK_G": 512, "BLOCK_N": 8})
+    assert reduce.lands(p, True, 264, 1024, False) == reduce.LAND
