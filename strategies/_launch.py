@@ -82,23 +82,15 @@ def kept(device: torch.device, make, *what):
     return _keep(key, make()) if hit is None else hit
 
 
-def scratch(groups: int, d: int, has_bias: bool, device: torch.device, zero: bool = False,
-            land: bool = False):
+def scratch(groups: int, d: int, has_bias: bool, device: torch.device, zero: bool = False):
     """(pw, pb): fp32 [GROUPS, d] partial rows for dγ and, with a bias, dβ (else pb is None);
     one allocation, reused by later calls of the same shape on the same device and stream.
-    zero: clear both (one memset) for the strategies that accumulate into them.  land: the
-    partials of a reduce that sums them as they land (`reduce.lands`) — kept apart from the
-    others and made full of `reduce.SENTINEL`, the state every such call leaves them in."""
+    zero: clear both (one memset) for the strategies that accumulate into them."""
     def make():
-        shape = (2 if has_bias else 1, groups, d)
-        if land:
-            from .reduce import SENTINEL
-            base = torch.full(shape, SENTINEL, dtype=torch.int32, device=device).view(torch.float32)
-        else:
-            base = torch.empty(shape, dtype=torch.float32, device=device)
+        base = torch.empty((2 if has_bias else 1, groups, d), dtype=torch.float32, device=device)
         return base[0], base[1] if has_bias else None, base
 
-    hit = kept(device, make, groups, d, has_bias, *(("land",) if land else ()))
+    hit = kept(device, make, groups, d, has_bias)
     if zero:
         hit[2].zero_()
     return hit[0], hit[1]

@@ -25,9 +25,8 @@ CHUNK_D = 8192
 EXCHANGE_SPIN = 4
 
 # strategy name -> dict of forced parameters (block_r, num_warps, block_d, prefetch, reload,
-# num_stages, w_tile, col_split, exchange, spin, l2_ahead, pdl, interleave, balance; land,
-# with pdl: the reduce sums the partial rows as they land, reduce.lands; and disjoint_fused's
-# tail), for tuning.
+# num_stages, w_tile, col_split, exchange, spin, l2_ahead, pdl, interleave, balance; and
+# disjoint_fused's tail), for tuning.
 OVERRIDE: dict[str, dict] = {}
 
 

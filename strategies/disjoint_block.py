@@ -17,7 +17,7 @@ from . import _device, _groups, _tuning
 from ._contention import Contention
 from ._launch import exchange_scratch, launch, prepare, scratch
 from ._registry import register
-from .reduce import LAND, lands, reduce_partials
+from .reduce import reduce_partials
 from .rowgrad import (load_rows, prefetch_l2, row_coeffs, rowgrad_chunk, rowgrad_loaded,
                       rowgrad_reload, rowgrad_split, rowgrad_tile)
 
@@ -259,6 +259,7 @@ def launch_partials(kernel, c, groups: int, params, extra: tuple = (), extra_met
     the others) and it can work
     (a kernel with a PDL parameter, compiled code on sm_90+) — the kernel then lets the
     reduce that follows start early, and the caller launches that reduce with pdl."""
+    pw, pb = scratch(groups, c.d, c.has_mean, c.x.device)
     p = params(c.d)
     if p["interleave"] and p["col_split"] > 1:
         raise ValueError("interleave deals out tiles of whole rows: it does not combine with "
@@ -267,8 +268,6 @@ def launch_partials(kernel, c, groups: int, params, extra: tuple = (), extra_met
         raise ValueError("balance spreads the last round of tiles dealt round-robin: it needs "
                          "interleave")
     pdl = _device.pdl_on(p, c.x.device) and "PDL" in kernel.arg_names
-    pdl = lands(p, pdl, groups, c.d, c.has_mean)
-    pw, pb = scratch(groups, c.d, c.has_mean, c.x.device, land=pdl == LAND)
     rows_per_prog = _tuning.cdiv(c.rows, groups)
     xs = pw
     if p["exchange"] and p["col_split"] > 1:

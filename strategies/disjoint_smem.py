@@ -329,7 +329,7 @@ else:
     from ._smem_kernel import smem_kernel
     from .disjoint_block import _disjoint_kernel, launch_partials
     from . import disjoint_block
-    from .reduce import LAND, lands, reduce_partials
+    from .reduce import reduce_partials
 
     # call signature (`Call.sig`: dtypes, sizes, strides, 16-byte alignment) and device ->
     # its Launch: every call asks, and working it out again costs host time (~8 µs here)
@@ -356,16 +356,15 @@ else:
         if not m.vec:
             pw, pb, pdl = launch_partials(_disjoint_kernel, c, groups, fallback)
             return c.outputs(*reduce_partials(pw, pb, c.weight, pdl))
-        # pdl: the reduce launched as a programmatic dependent, let in early by this kernel
-        # (compiled code on sm_90+ only: `_device.pdl_supported`); with `land` it sums the
-        # partial rows as they land (reduce.lands)
-        pdl = lands(p, _device.pdl_on(p, c.x.device), groups, c.d, c.has_mean)
-        pw, pb = scratch(groups, c.d, c.has_mean, c.x.device, land=pdl == LAND)
+        pw, pb = scratch(groups, c.d, c.has_mean, c.x.device)
         tensors = (c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, pw, pb if pb is not None else pw)
 
         def setup():
             return (groups,), *kernel_args(c, groups, m, p["interleave"], pdl)
 
+        # pdl: the reduce launched as a programmatic dependent, let in early by this kernel
+        # (compiled code on sm_90+ only: `_device.pdl_supported`)
+        pdl = _device.pdl_on(p, c.x.device)
         launch(smem_kernel, (c.sig, groups, pdl, params), tensors, setup)
         return c.outputs(*reduce_partials(pw, pb, c.weight, pdl))
 

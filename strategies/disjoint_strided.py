@@ -150,20 +150,13 @@ def _rule(d: int) -> dict:
 
 
 @functools.cache
-def _row_staged_rule(d: int):
-    return MappingProxyType({**disjoint_smem._rule(d), "interleave": True, "staged": True,
-                             "pdl": True})
-
-
 def _row_staged(d: int):
     """The staged kernel's parameters for a row of d ≤ 8192 that `stage_from` stages:
     disjoint_smem's rule (64 KB in flight) with the rows dealt round-robin and the reduce as a
     programmatic dependent, as round 30 timed them (read-only; not under OVERRIDE: tune the
-    row loop there with {"stage_from": 0}, or time this path with "staged" and these keys) —
-    but for this strategy's `land` (reduce.lands), which holds on every path."""
-    if backward.params(d).get("land"):
-        return {**_row_staged_rule(d), "land": True}
-    return _row_staged_rule(d)
+    row loop there with {"stage_from": 0}, or time this path with "staged" and these keys)."""
+    return MappingProxyType({**disjoint_smem._rule(d), "interleave": True, "staged": True,
+                             "pdl": True})
 
 
 def path(d: int, elem: int, p) -> str:

@@ -9,21 +9,10 @@ import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_wait
 
-from . import _device, _tuning
+from . import _tuning
 from ._launch import launch
 
 BLOCK_G = 64
-
-# `land` (a tuning option of the kernels a programmatic-dependent reduce follows): the reduce
-# does not wait for the kernel that writes the partial rows to complete; it sums each element
-# of its columns once it has landed (reduce_landing).  The partial rows are kept holding
-# SENTINEL wherever a call has not written them yet: every reduce program overwrites its own
-# columns of every partial row with it once it has read them.  Its bits are those of a
-# negative signalling NaN, which no arithmetic result is (a partial element is always a sum):
-# no partial value can be taken for it.  LAND is the `pdl` value of a call that lands.
-SENTINEL = -8388607         # 0xFF800001 as an int32
-_SENTINEL = tl.constexpr(SENTINEL)
-LAND = 2
 
 
 def block_n(d: int) -> int:
@@ -93,62 +82,15 @@ def reduce_pair(PW, PB, DW, DB, G, N, c0, BLOCK_G: tl.constexpr, BLOCK_N: tl.con
 
 
 @triton.jit
-def _nap(n):
-    """About a microsecond's sleep (a waiting program's polls leave the memory system alone)."""
-    return tl.inline_asm_elementwise("nanosleep.u32 1000;\n mov.u32 $0, $1;", "=r,r", [n],
-                                     dtype=tl.int32, is_pure=False, pack=1)
-
-
-@triton.jit
-def reduce_landing(P, OUT, G, N, c0, BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr,
-                   NAP: tl.constexpr):
-    """reduce_rows in one step (BLOCK_G ≥ G: every partial row in its own lane, the same
-    additions in the same order, so the same bits) taken while the partial rows land: each
-    round reads (volatile: from L2, never a stale L1 line) the elements not yet summed of the
-    rows whose first column has landed (and that first column of the others), sums those no
-    longer SENTINEL, and naps; then stores the sum and writes SENTINEL over its columns of
-    every partial row."""
-    g = tl.arange(0, BLOCK_G)
-    cols = c0 + tl.arange(0, BLOCK_N)
-    m = (g < G)[:, None] & (cols < N)[None, :]
-    at = P + g[:, None] * N + cols[None, :]
-    acc = tl.zeros([BLOCK_G, BLOCK_N], dtype=tl.float32)
-    waiting = g < G                 # rows whose first column of these has not landed
-    left = m                        # elements not yet summed
-    n_left = tl.sum(left.to(tl.int32))
-    while n_left > 0:
-        first = tl.load(P + g * N + c0, mask=waiting, other=0.0, volatile=True)
-        waiting = waiting & (first.to(tl.int32, bitcast=True) == _SENTINEL)
-        want = left & ~waiting[:, None]
-        v = tl.load(at, mask=want, other=0.0, volatile=True)
-        got = want & (v.to(tl.int32, bitcast=True) != _SENTINEL)
-        acc = tl.where(got, acc + v, acc)
-        left = left & ~got
-        n_left = tl.sum(left.to(tl.int32))
-        if NAP:
-            if n_left > 0:
-                n_left = _nap(n_left)
-    tl.store(OUT + cols, tl.sum(acc, axis=0).to(OUT.dtype.element_ty), mask=(cols < N))
-    tl.store(at, tl.full([BLOCK_G, BLOCK_N], _SENTINEL, tl.int32).to(tl.float32, bitcast=True),
-             mask=m)
-
-
-@triton.jit
 def _reduce_kernel(PW, PB, DW, DB, G, N, HAS_B: tl.constexpr,
                    BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, PAIRED: tl.constexpr,
-                   PDL: tl.constexpr, NAP: tl.constexpr):
-    c0 = tl.program_id(0) * BLOCK_N
-    if PDL == 2:
-        # `land`: resident early as a programmatic dependent, and no wait for the grid before
-        reduce_landing(PW, DW, G, N, c0, BLOCK_G, BLOCK_N, NAP)
-        if HAS_B:
-            reduce_landing(PB, DB, G, N, c0, BLOCK_G, BLOCK_N, NAP)
-        return
+                   PDL: tl.constexpr):
     if PDL:
         # launched as a programmatic dependent of the kernel that wrote the partials: it may
         # be resident before that kernel ends, and waits here until it has completed and its
         # writes are visible (griddepcontrol.wait) — nothing is read before
         gdc_wait()
+    c0 = tl.program_id(0) * BLOCK_N
     if HAS_B and PAIRED:
         reduce_pair(PW, PB, DW, DB, G, N, c0, BLOCK_G, BLOCK_N)
     else:
@@ -163,33 +105,20 @@ def outputs(weight: torch.Tensor, has_bias: bool):
     return torch.empty_like(weight), (torch.empty_like(weight) if has_bias else None)
 
 
-def lands(p, pdl: bool, g: int, n: int, has_b: bool) -> int:
-    """The `pdl` value of a call whose launch parameters `p` ask for `land`, its reduce a
-    programmatic dependent (pdl) of a kernel that writes each of its g partial rows of n once
-    (a whole row in one block, not programs sharing rows): LAND where the reduce's step holds
-    every partial row (reduce_params' BLOCK_G ≥ g), else pdl as it was."""
-    if (pdl and p.get("land") and p["one_chunk"] and p.get("col_split", 1) == 1
-            and reduce_params(g, n, has_b)["BLOCK_G"] >= g):
-        return LAND
-    return pdl
-
-
 def reduce_partials(pw: torch.Tensor, pb: torch.Tensor | None, weight: torch.Tensor,
                     pdl: bool = False):
     """(dw, db) in the weight's dtype from fp32 partials [G, d]; db is None when pb is None.
     pdl: launched as a programmatic dependent of the kernel before it on the stream (the one
     that wrote the partials; `_device.pdl_supported` must hold): its programs may start while
     that one's last programs run, and wait for it to complete before they read (a tuning
-    option, `pdl`: the launch gap between the two kernels, not yet measured).  pdl = LAND
-    (`lands`): it does not wait, it sums the partial rows as they land (reduce_landing) — the
-    partials must then come from `_launch.scratch(..., land=True)`."""
+    option, `pdl`: the launch gap between the two kernels, not yet measured)."""
     g, n = pw.shape
     dw, db = outputs(weight, pb is not None)
 
     def setup():
         p = reduce_params(g, n, pb is not None)
-        meta = dict(HAS_B=pb is not None, PDL=int(pdl), NAP=not _device.interpreted(), **p)
-        if pdl and not _device.interpreted():
+        meta = dict(HAS_B=pb is not None, PDL=pdl, **p)
+        if pdl:
             meta["launch_pdl"] = True
         return ((_tuning.cdiv(n, p["BLOCK_N"]),), (g, n), meta)
 

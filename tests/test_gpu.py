@@ -552,47 +552,6 @@ def test_pdl_gives_the_same_bits(name, case, monkeypatch):
         same_bits(plain, out, (name, case, "graph"))
 
 
-@pytest.mark.parametrize("case", [("rmsnorm", 16384, 4096, "bf16", "fp32", None),
-                                  ("layernorm", 16384, 4096, "bf16", "bf16", None),
-                                  ("rmsnorm", 65536, 1024, "bf16", "bf16",
-                                   {"BLOCK_G": 512, "BLOCK_N": 8}),
-                                  ("rmsnorm", 4096, 16384, "fp32", "fp32", None),
-                                  ("rmsnorm", 16384, 8192, "fp32", "fp32", None),
-                                  ("layernorm", 8192, 12288, "bf16", "fp32", None),
-                                  ("layernorm", 5001, 2048, "fp16", "fp16", None)])
-def test_land_gives_the_same_bits(case, monkeypatch):
-    """`land` (a tuning option): disjoint_strided's reduce, resident early as a programmatic
-    dependent, sums each partial row as it lands instead of waiting for the row grid — the
-    same partials, the same additions in the same order: the bits of the call without it,
-    every time (10 repeats, the reduce racing the row kernel), right against fp64, from a CUDA
-    graph too; and the landing partials are all SENTINEL after every call (what the next call
-    needs).  The row loop (d ≤ 8192, 1024 with a one-step reduce asked for), the staged rows
-    (12288, 16384) and fp32 rows staged at 8192."""
-    from normbench.strategies import _launch, reduce
-    norm, rows, d, dt, wd, red = case
-    if red is not None:
-        monkeypatch.setitem(_tuning.OVERRIDE, "reduce", red)
-    e = strategies.get("disjoint_strided")
-    inputs = make_inputs(norm, rows, d, dt, wd, seed=rows ^ d, device="cuda")
-    monkeypatch.setitem(_tuning.OVERRIDE, "disjoint_strided", {})
-    plain = e.backward(*inputs)
-    monkeypatch.setitem(_tuning.OVERRIDE, "disjoint_strided", {"land": True})
-    _right_and_repeated(e, inputs, dt, wd, case)
-    same_bits(plain, e.backward(*inputs), case)
-    landing = [v for k, v in _launch._SCRATCH.items() if "land" in k and k[1] == d]
-    assert len(landing) == 1, list(_launch._SCRATCH)
-    assert (landing[0][2].view(torch.int32) == reduce.SENTINEL).all()
-    g = torch.cuda.CUDAGraph()
-    torch.cuda.synchronize()
-    with torch.cuda.graph(g):
-        out = e.backward(*inputs)
-    for _ in range(3):
-        g.replay()
-        torch.cuda.synchronize()
-        same_bits(plain, out, (case, "graph"))
-    assert (landing[0][2].view(torch.int32) == reduce.SENTINEL).all()
-
-
 @pytest.mark.parametrize("interleave", [True, False, "balance"])
 @pytest.mark.parametrize("name", ["disjoint_strided", "disjoint_block", "disjoint_fused"])
 @pytest.mark.parametrize("case", [("layernorm", 16384, 4096, "bf16", "bf16"),
