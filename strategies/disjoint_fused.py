@@ -117,21 +117,25 @@ def _counter(device: torch.device) -> torch.Tensor:
     return _COUNTERS[device]
 
 
+def _slice_tile(slices: int, groups: int, d: int, elements: int) -> tuple[int, int]:
+    """(RED_G, RED_N) of `slices` programs summing `groups` partial rows of d: each a slice of
+    RED_N ≥ d/slices columns (a power of two), RED_G partial rows a step — a tile of at most
+    `elements`, at least one row, no more rows than a power of two past GROUPS."""
+    red_n = _tuning.pow2(_tuning.cdiv(d, slices))
+    return min(_tuning.pow2(groups), max(1, elements // red_n)), red_n
+
+
 @functools.lru_cache(maxsize=None)
 def reduce_tile(programs: int, d: int) -> tuple[int, int]:
-    """(RED_G, RED_N): each program's column slice (RED_N ≥ d/programs, a power of two) and
-    the partial rows it reads per step (a tile of at most 4096 elements)."""
-    red_n = _tuning.pow2(_tuning.cdiv(d, programs))
-    return min(_tuning.pow2(programs), max(1, 4096 // red_n)), red_n
+    """(RED_G, RED_N) of the grid sync: every program a slice of the columns of all
+    `programs` partial rows, a tile of at most 4096 elements a step."""
+    return _slice_tile(programs, programs, d, 4096)
 
 
 def tail_tile(tail: int, groups: int, d: int, warps: int) -> tuple[int, int]:
-    """(RED_G, RED_N) of `tail` waiters summing `groups` partial rows of d: each a slice of
-    RED_N ≥ d/tail columns (a power of two) and RED_G partial rows a step — a tile of 32
-    elements a thread of the program's `warps` (the row loop's registers are free by then),
-    at least one row."""
-    red_n = _tuning.pow2(_tuning.cdiv(d, tail))
-    return min(_tuning.pow2(groups), max(1, 32 * 32 * warps // red_n)), red_n
+    """(RED_G, RED_N) of `tail` waiters summing `groups` partial rows of d — a tile of 32
+    elements a thread of the program's `warps` (the row loop's registers are free by then)."""
+    return _slice_tile(tail, groups, d, 32 * 32 * warps)
 
 
 @register("disjoint_fused", kind="strategy", deterministic_by_design=True, uses_groups=True,
@@ -143,11 +147,10 @@ def backward(x, dy, weight, mean, rstd, *, groups):
     c = prepare(x, dy, weight, mean, rstd)
     dw, db = outputs(c.weight, c.has_mean)
 
-    p = backward.params(c.d)
-
     def meta(compile, programs):
         # the ticket path never reads RED_G/RED_N: fixed values there, no kernel per GROUPS
         ticket = dict(GRID_SYNC=False, TAIL=0, RED_G=1, RED_N=1, launch_cooperative_grid=False)
+        p = backward.params(c.d)        # (meta runs where a launch is planned, not every call)
         if p.get("tail"):
             k = 1 if _device.interpreted() else min(p["tail"], programs)
             warps = _tuning.row_loop_warps(p, c.has_mean, c.x.element_size())
