@@ -28,7 +28,6 @@ def check(name, norm, rows, d, dtype, weight_dtype="same", groups=None, row_stri
         pytest.skip(f"{name}: {e}")
     assert torch.equal(x, x0) and torch.equal(dy, dy0), "inputs were modified"
     ref = reference(x, dy, w, mean, rstd)
-    rdx, rdw, rdb = ref
     assert dx.shape == x.shape and dw.shape == w.shape
     assert dx.dtype == x.dtype and dw.dtype == w.dtype
     assert (db is None) == (norm == "rmsnorm")
@@ -54,3 +53,20 @@ def exchange_words_empty():
     from normbench.strategies import _launch
     words = [v for k, v in _launch._SCRATCH.items() if k[0] == "exchange"]
     assert words and all(bool((t == -1).all()) for t in words)
+
+
+def fused_launch_plans(monkeypatch) -> list:
+    """Spy on disjoint_fused's launches: the list returned gets (GROUPS, meta, programs) for
+    each launch plan made — the constexprs its `meta` chose (GRID_SYNC, TAIL, …) for a grid
+    of `programs`."""
+    from normbench.strategies import disjoint_fused as f
+    plans, real = [], f.launch_partials
+
+    def spy(kernel, c, groups, params, extra=(), extra_meta=None):
+        def meta(compile, programs):
+            m = extra_meta(compile, programs)
+            plans.append((groups, m, programs))
+            return m
+        return real(kernel, c, groups, params, extra, meta)
+    monkeypatch.setattr(f, "launch_partials", spy)
+    return plans

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from checks import exchange_words_empty, same_bits
+from checks import exchange_words_empty, fused_launch_plans, same_bits
 from normbench import strategies
 from normbench.harness.inputs import errors, make_inputs, reference, tolerance
 from normbench.strategies import _tuning
@@ -68,15 +68,7 @@ def test_fused_tail_reduce_on_gpu(rows, d, groups, tail, monkeypatch):
     back at zero; K waiters really run (K > 1 wherever the grid has more than one program),
     more than the grid holds (GROUPS 300 at one program an SM) too."""
     from normbench.strategies import disjoint_fused as f
-    seen, real = [], f.launch_partials
-
-    def spy(kernel, c, g, params, extra=(), extra_meta=None):
-        def meta(compile, programs):
-            m = extra_meta(compile, programs)
-            seen.append((m["TAIL"], programs))
-            return m
-        return real(kernel, c, g, params, extra, meta)
-    monkeypatch.setattr(f, "launch_partials", spy)
+    plans = fused_launch_plans(monkeypatch)
     monkeypatch.setitem(_tuning.OVERRIDE, "disjoint_fused", {"interleave": True, "tail": tail})
     e = strategies.get("disjoint_fused")
     kw = {} if groups is None else {"groups": groups}
@@ -88,8 +80,9 @@ def test_fused_tail_reduce_on_gpu(rows, d, groups, tail, monkeypatch):
         assert all(v <= tolerance("bf16", "bf16") for v in errs if v is not None), errs
         for _ in range(10):
             same_bits(first, e.backward(x, dy, w, mean, rstd, **kw))
-    k, programs = seen[-1]
-    assert k == min(tail, programs) and (k > 1 or programs == 1), seen
+    _, m, programs = plans[-1]
+    k = m["TAIL"]
+    assert k == min(tail, programs) and (k > 1 or programs == 1), plans
     assert int(f._counter(x.device).abs().sum()) == 0
 
 

@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from normbench import strategies
-from checks import check, exchange_words_empty, same_bits
+from checks import check, exchange_words_empty, fused_launch_plans, same_bits
 from normbench.harness.inputs import make_inputs, reference, rel_error
 from normbench.strategies import _tuning
 
@@ -509,15 +509,7 @@ def test_fused_tail_reduce(poisoned, monkeypatch, norm):
     every slice — right answers, the same bits again, with the rows dealt round-robin and in
     blocks, and the counters back at zero after every call (or the next call would be wrong)."""
     from normbench.strategies import disjoint_fused as f
-    tails, real = [], f.launch_partials
-
-    def spy(kernel, c, groups, params, extra=(), extra_meta=None):
-        def meta(compile, programs):
-            m = extra_meta(compile, programs)
-            tails.append(m["TAIL"])
-            return m
-        return real(kernel, c, groups, params, extra, meta)
-    monkeypatch.setattr(f, "launch_partials", spy)
+    plans = fused_launch_plans(monkeypatch)
     for over in ({"tail": 4, "interleave": True, "block_r": 2}, {"tail": 2, "block_r": 1}):
         monkeypatch.setitem(_tuning.OVERRIDE, "disjoint_fused", over)
         check("disjoint_fused", norm, 13, 40, "bf16", groups=3)
@@ -527,4 +519,5 @@ def test_fused_tail_reduce(poisoned, monkeypatch, norm):
         first = e.backward(x, dy, w, mean, rstd, groups=2)
         same_bits(first, e.backward(x, dy, w, mean, rstd, groups=2))
         assert int(f._counter(x.device).abs().sum()) == 0
+    tails = [m["TAIL"] for _, m, _ in plans]
     assert tails and set(tails) == {1}, tails
