@@ -9,13 +9,14 @@ A row wider than one block makes each program read-modify-write its own partial 
 block of rows, a part of the row each (split_partials): GROUPS is still the number of partial
 rows, and the grid has S·GROUPS programs.
 """
+import torch
 import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents
 
 from . import _device, _groups, _tuning
 from ._contention import Contention
-from ._launch import exchange_scratch, launch, prepare, scratch
+from ._launch import exchange_scratch, kept, launch, prepare, scratch
 from ._registry import register
 from .reduce import reduce_partials
 from .rowgrad import (load_rows, prefetch_l2, row_coeffs, rowgrad_chunk, rowgrad_loaded,
@@ -40,11 +41,49 @@ def _tile_rows(r, stop, full, last, ROWS, BLOCK_R: tl.constexpr, INTERLEAVE: tl.
 
 
 @triton.jit
-def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
+def _run_time_tiles(X, DY, DX, w, Mean, Rstd, PW, PB, Cursor, first, n_dyn, ROWS, N,
+                    stride_x, stride_dy, stride_dx, cols, col_mask, HAS_MEAN: tl.constexpr,
+                    BLOCK_R: tl.constexpr):
+    """The tiles handed out at run time (`dyn`): tile first + k goes to whichever program
+    draws k from Cursor (relaxed atomic_add: it publishes nothing) and its sums, in fp32,
+    become partial row P + k — the same code whoever draws it, so the same bits.  The next
+    draw and that tile's loads are issued before this tile is worked on (its data in registers
+    meanwhile, as `prefetch` does).  Every program draws until it gets k ≥ n_dyn, once: a call
+    draws n_dyn + P times, and the program that draws n_dyn + P − 1, the last, sets Cursor
+    back to 0 for the next call (no memset launch)."""
+    P = tl.num_programs(0)
+    off = tl.arange(0, BLOCK_R)
+    k = tl.atomic_add(Cursor, 1, sem="relaxed")
+    rows = ((first + k) * BLOCK_R + off).to(tl.int64)
+    row_mask = rows < tl.where(k < n_dyn, ROWS, 0)      # no rows past the last draw
+    mask = row_mask[:, None] & col_mask[None, :]
+    x, dy, mean, rstd = load_rows(X, DY, Mean, Rstd, rows, row_mask, cols, mask, stride_x,
+                                  stride_dy, HAS_MEAN, "evict_first")
+    while k < n_dyn:
+        kn = tl.atomic_add(Cursor, 1, sem="relaxed")
+        nrows = ((first + kn) * BLOCK_R + off).to(tl.int64)
+        nrow_mask = nrows < tl.where(kn < n_dyn, ROWS, 0)
+        nmask = nrow_mask[:, None] & col_mask[None, :]
+        nx, ndy, nmean, nrstd = load_rows(X, DY, Mean, Rstd, nrows, nrow_mask, cols, nmask,
+                                          stride_x, stride_dy, HAS_MEAN, "evict_first")
+        gw, gb = rowgrad_loaded(x, dy, mean, rstd, w, rows, mask, cols, DX, stride_dx, N,
+                                HAS_MEAN, X, DY, stride_x, stride_dy, False)
+        dst = (P + k).to(tl.int64) * N
+        tl.store(PW + dst + cols, tl.sum(gw, axis=0), mask=col_mask)
+        if HAS_MEAN:
+            tl.store(PB + dst + cols, tl.sum(gb, axis=0), mask=col_mask)
+        x, dy, mean, rstd, rows, mask, k = nx, ndy, nmean, nrstd, nrows, nmask, kn
+    if k == n_dyn + P - 1:
+        tl.atomic_xchg(Cursor, 0, sem="relaxed")
+
+
+@triton.jit
+def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, Cursor, ROWS, N, ROWS_PER_PROG,
                       stride_x, stride_dy, stride_dx, HAS_MEAN: tl.constexpr,
                       BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr,
                       NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr, RELOAD: tl.constexpr,
-                      W_TILE: tl.constexpr, L2_AHEAD: tl.constexpr, INTERLEAVE: tl.constexpr):
+                      W_TILE: tl.constexpr, L2_AHEAD: tl.constexpr, INTERLEAVE: tl.constexpr,
+                      DYN: tl.constexpr):
     """Program p: dx for rows [p·R, (p+1)·R) and its partial rows PW[p], PB[p].
 
     Keeping bytes in flight is the whole game (the kernel is bandwidth-bound).  NUM_STAGES > 1
@@ -64,7 +103,14 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
     programs 0, 1, … take ⌈R/P⌉ rows each of them (a tile with its other rows masked off)
     instead of BLOCK_R each — at RMS 16384 × 4096 (2 rows a tile, 132 programs) 16 programs
     with one row instead of 8 with two, so the call waits for half a tile less.  Still a
-    fixed set of rows a program, in a fixed order: deterministic (its own bits)."""
+    fixed set of rows a program, in a fixed order: deterministic (its own bits).
+
+    DYN = D > 0 (`dyn`; with INTERLEAVE = 1, whole rows in one block, the pipelined loop) hands
+    the last D rounds of tiles — min(D·P, all) — out at run time instead (_run_time_tiles):
+    a program that has finished its own tiles takes the next of them, so the programs that
+    run fast take on the last tiles of those that run slow; each such tile's sums are a
+    partial row of their own (P + k: the workspace holds P + D·P rows), not added to the
+    program's, so the bits do not depend on who took which."""
     pid = tl.program_id(0)
     r0 = pid * ROWS_PER_PROG
     r_end = tl.minimum(r0 + ROWS_PER_PROG, ROWS)
@@ -85,6 +131,11 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
             # the loop runs over tiles as before; a tile of the last round at full + p·BLOCK_R
             # stands for rows full + p·last … (_tile_rows), and only programs that have some
             stop = full + tl.cdiv(ROWS - full, last) * BLOCK_R
+    n_dyn = 0
+    if DYN > 0:
+        tl.static_assert(INTERLEAVE == 1 and ONE_CHUNK and not PREFETCH)
+        n_dyn = tl.minimum(DYN * tl.num_programs(0), tl.cdiv(ROWS, BLOCK_R))
+        stop = (tl.cdiv(ROWS, BLOCK_R) - n_dyn) * BLOCK_R
     if ONE_CHUNK:
         cols = tl.arange(0, BLOCK_D)
         col_mask = cols < N
@@ -138,6 +189,10 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
         tl.store(PW + out + cols, acc_w, mask=col_mask)
         if HAS_MEAN:
             tl.store(PB + out + cols, acc_b, mask=col_mask)
+        if DYN > 0:
+            _run_time_tiles(X, DY, DX, w, Mean, Rstd, PW, PB, Cursor, stop // BLOCK_R, n_dyn,
+                            ROWS, N, stride_x, stride_dy, stride_dx, cols, col_mask, HAS_MEAN,
+                            BLOCK_R)
     else:
         # too wide for registers: the program's own partial row lives in the workspace
         for c0 in range(0, N, BLOCK_D):
@@ -209,12 +264,13 @@ def split_partials(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N, ROWS_PER_PROG,
 
 
 @triton.jit
-def row_partials(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N, ROWS_PER_PROG,
+def row_partials(X, DY, DX, W, Mean, Rstd, PW, PB, XS, Cursor, ROWS, N, ROWS_PER_PROG,
                  stride_x, stride_dy, stride_dx, HAS_MEAN: tl.constexpr,
                  BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr,
                  NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr, RELOAD: tl.constexpr,
                  W_TILE: tl.constexpr, COL_SPLIT: tl.constexpr, EXCHANGE: tl.constexpr,
-                 SPIN: tl.constexpr, L2_AHEAD: tl.constexpr, INTERLEAVE: tl.constexpr):
+                 SPIN: tl.constexpr, L2_AHEAD: tl.constexpr, INTERLEAVE: tl.constexpr,
+                 DYN: tl.constexpr):
     """The partial rows, by whole rows a program (disjoint_partials) or by parts of rows
     (split_partials, COL_SPLIT > 1)."""
     if COL_SPLIT > 1:
@@ -222,27 +278,49 @@ def row_partials(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N, ROWS_PER_PROG,
                        stride_x, stride_dy, stride_dx, HAS_MEAN, BLOCK_R, BLOCK_D, NUM_STAGES,
                        RELOAD, COL_SPLIT, EXCHANGE, SPIN)
     else:
-        disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
+        disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, Cursor, ROWS, N, ROWS_PER_PROG,
                           stride_x, stride_dy, stride_dx, HAS_MEAN, BLOCK_R, BLOCK_D, ONE_CHUNK,
-                          NUM_STAGES, PREFETCH, RELOAD, W_TILE, L2_AHEAD, INTERLEAVE)
+                          NUM_STAGES, PREFETCH, RELOAD, W_TILE, L2_AHEAD, INTERLEAVE, DYN)
 
 
 @triton.jit
-def _disjoint_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N, ROWS_PER_PROG,
+def _disjoint_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, XS, Cursor, ROWS, N, ROWS_PER_PROG,
                      stride_x, stride_dy, stride_dx, HAS_MEAN: tl.constexpr,
                      BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr,
                      NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr, RELOAD: tl.constexpr,
                      W_TILE: tl.constexpr, COL_SPLIT: tl.constexpr, EXCHANGE: tl.constexpr,
                      SPIN: tl.constexpr, L2_AHEAD: tl.constexpr, INTERLEAVE: tl.constexpr,
-                     PDL: tl.constexpr):
+                     DYN: tl.constexpr, PDL: tl.constexpr):
     if PDL:
         # the reduce, launched as a programmatic dependent (`pdl`), may be scheduled from
         # here on: it waits for this grid to complete before it reads a partial row
         gdc_launch_dependents()
-    row_partials(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N, ROWS_PER_PROG,
+    row_partials(X, DY, DX, W, Mean, Rstd, PW, PB, XS, Cursor, ROWS, N, ROWS_PER_PROG,
                  stride_x, stride_dy, stride_dx, HAS_MEAN, BLOCK_R, BLOCK_D, ONE_CHUNK,
                  NUM_STAGES, PREFETCH, RELOAD, W_TILE, COL_SPLIT, EXCHANGE, SPIN, L2_AHEAD,
-                 INTERLEAVE)
+                 INTERLEAVE, DYN)
+
+
+def run_time_tiles(p, rows: int, groups: int) -> int:
+    """The tiles a row-loop launch at parameters p hands out at run time (`dyn` = D rounds of
+    GROUPS tiles, at most all of them; 0 without `dyn`) — the partial rows it adds after the
+    GROUPS programs' own.  Refuses the launches whose loop does not take it."""
+    d = p.get("dyn", 0)
+    if not d:
+        return 0
+    why = ("interleave" if not p["interleave"] else "no balance" if p.get("balance") else
+           "no prefetch" if p["prefetch"] else "col_split 1" if p["col_split"] > 1 else
+           "rows in one block" if not p["one_chunk"] else "")
+    if why:
+        raise ValueError(f"dyn hands out the last tiles of the row loop dealt round-robin: it "
+                         f"needs {why}")
+    return min(d * groups, _tuning.cdiv(rows, p["block_r"]))
+
+
+def dyn_cursor(device):
+    """`dyn`'s int32 cursor on `device` (kept like the workspaces): zero between calls — the
+    last program of each launch to draw from it sets it back."""
+    return kept(device, lambda: torch.zeros(1, dtype=torch.int32, device=device), "dyn")
 
 
 def launch_partials(kernel, c, groups: int, params, extra: tuple = (), extra_meta=None):
@@ -268,13 +346,19 @@ def launch_partials(kernel, c, groups: int, params, extra: tuple = (), extra_met
         raise ValueError("balance spreads the last round of tiles dealt round-robin: it needs "
                          "interleave")
     pdl = _device.pdl_on(p, c.x.device) and "PDL" in kernel.arg_names
+    n_dyn = run_time_tiles(p, c.rows, groups)
+    if n_dyn:
+        if "DYN" not in kernel.arg_names:
+            raise ValueError(f"dyn: {kernel.fn.__name__} does not hand out tiles at run time")
+        pw, pb = scratch(groups + n_dyn, c.d, c.has_mean, c.x.device)
     rows_per_prog = _tuning.cdiv(c.rows, groups)
     xs = pw
     if p["exchange"] and p["col_split"] > 1:
         xs = exchange_scratch(groups * _tuning.cdiv(rows_per_prog, p["block_r"]),
                               p["col_split"], p["block_r"], c.x.device)
+    cursor = (dyn_cursor(c.x.device) if n_dyn else pw,) if "Cursor" in kernel.arg_names else ()
     tensors = (c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, pw, pb if pb is not None else pw,
-               xs, *extra)
+               xs, *cursor, *extra)
 
     def setup():
         stages = _tuning.fit_stages(p, c.x.element_size(), _device.smem_per_program(c.x.device))
@@ -287,6 +371,8 @@ def launch_partials(kernel, c, groups: int, params, extra: tuple = (), extra_met
                     num_warps=_tuning.row_loop_warps(p, c.has_mean, c.x.element_size()))
         if "PDL" in kernel.arg_names:       # the kernels a reduce follows (not the fused one)
             meta["PDL"] = pdl
+        if "DYN" in kernel.arg_names:
+            meta["DYN"] = p.get("dyn", 0) if n_dyn else 0
         grid = (groups * p["col_split"],)
         scalars = (c.rows, c.d, rows_per_prog, *c.strides)
         if extra_meta is not None:
