@@ -40,40 +40,59 @@ def _tile_rows(r, stop, full, last, ROWS, BLOCK_R: tl.constexpr, INTERLEAVE: tl.
     return rows, row_mask
 
 
+# The run-time tiles' L2 prefetch is inline PTX: compiled code only (the interpreter has none).
+_COMPILED = tl.constexpr(not _device.interpreted())
+
+
+@triton.jit
+def _drawn_tile(k, first, n_dyn, ROWS, BLOCK_R: tl.constexpr):
+    """(rows, the row bound) of run-time tile first + k: no rows past the last tile drawn."""
+    rows = ((first + k) * BLOCK_R + tl.arange(0, BLOCK_R)).to(tl.int64)
+    return rows, tl.where(k < n_dyn, ROWS, 0)
+
+
 @triton.jit
 def _run_time_tiles(X, DY, DX, w, Mean, Rstd, PW, PB, Cursor, first, n_dyn, ROWS, N,
                     stride_x, stride_dy, stride_dx, cols, col_mask, HAS_MEAN: tl.constexpr,
-                    BLOCK_R: tl.constexpr):
+                    BLOCK_R: tl.constexpr, L2: tl.constexpr):
     """The tiles handed out at run time (`dyn`): tile first + k goes to whichever program
     draws k from Cursor (relaxed atomic_add: it publishes nothing) and its sums, in fp32,
-    become partial row P + k — the same code whoever draws it, so the same bits.  The next
-    draw and that tile's loads are issued before this tile is worked on (its data in registers
-    meanwhile, as `prefetch` does).  Every program draws until it gets k ≥ n_dyn, once: a call
-    draws n_dyn + P times, and the program that draws n_dyn + P − 1, the last, sets Cursor
-    back to 0 for the next call (no memset launch)."""
+    become partial row P + k — the same code whoever draws it, so the same bits.  Draws run
+    two tiles ahead: tile kn's loads are issued (into registers), then tile k2 is drawn and
+    asked of L2 (L2: prefetch_l2; compiled code only), then tile k is worked on — so a draw's
+    round trip and the DRAM reads overlap the work, as the pipelined loop's stages do.  Every
+    program draws until it holds two draws ≥ n_dyn: a call draws n_dyn + 2P times, and the
+    program that draws n_dyn + 2P − 1, the last, sets Cursor back to 0 for the next call (no
+    memset launch)."""
     P = tl.num_programs(0)
-    off = tl.arange(0, BLOCK_R)
     k = tl.atomic_add(Cursor, 1, sem="relaxed")
-    rows = ((first + k) * BLOCK_R + off).to(tl.int64)
-    row_mask = rows < tl.where(k < n_dyn, ROWS, 0)      # no rows past the last draw
+    kn = tl.atomic_add(Cursor, 1, sem="relaxed")
+    rows, lim = _drawn_tile(k, first, n_dyn, ROWS, BLOCK_R)
+    if L2:
+        nrows, nlim = _drawn_tile(kn, first, n_dyn, ROWS, BLOCK_R)
+        prefetch_l2(X, DY, (first + kn) * BLOCK_R, nlim, N, stride_x, stride_dy, BLOCK_R)
+    row_mask = rows < lim
     mask = row_mask[:, None] & col_mask[None, :]
     x, dy, mean, rstd = load_rows(X, DY, Mean, Rstd, rows, row_mask, cols, mask, stride_x,
                                   stride_dy, HAS_MEAN, "evict_first")
     while k < n_dyn:
-        kn = tl.atomic_add(Cursor, 1, sem="relaxed")
-        nrows = ((first + kn) * BLOCK_R + off).to(tl.int64)
-        nrow_mask = nrows < tl.where(kn < n_dyn, ROWS, 0)
+        nrows, nlim = _drawn_tile(kn, first, n_dyn, ROWS, BLOCK_R)
+        nrow_mask = nrows < nlim
         nmask = nrow_mask[:, None] & col_mask[None, :]
         nx, ndy, nmean, nrstd = load_rows(X, DY, Mean, Rstd, nrows, nrow_mask, cols, nmask,
                                           stride_x, stride_dy, HAS_MEAN, "evict_first")
+        k2 = tl.atomic_add(Cursor, 1, sem="relaxed")
+        if L2:
+            r2, lim2 = _drawn_tile(k2, first, n_dyn, ROWS, BLOCK_R)
+            prefetch_l2(X, DY, (first + k2) * BLOCK_R, lim2, N, stride_x, stride_dy, BLOCK_R)
         gw, gb = rowgrad_loaded(x, dy, mean, rstd, w, rows, mask, cols, DX, stride_dx, N,
                                 HAS_MEAN, X, DY, stride_x, stride_dy, False)
         dst = (P + k).to(tl.int64) * N
         tl.store(PW + dst + cols, tl.sum(gw, axis=0), mask=col_mask)
         if HAS_MEAN:
             tl.store(PB + dst + cols, tl.sum(gb, axis=0), mask=col_mask)
-        x, dy, mean, rstd, rows, mask, k = nx, ndy, nmean, nrstd, nrows, nmask, kn
-    if k == n_dyn + P - 1:
+        x, dy, mean, rstd, rows, mask, k, kn = nx, ndy, nmean, nrstd, nrows, nmask, kn, k2
+    if kn == n_dyn + 2 * P - 1:
         tl.atomic_xchg(Cursor, 0, sem="relaxed")
 
 
@@ -192,7 +211,7 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, Cursor, ROWS, N, ROWS_PE
         if DYN > 0:
             _run_time_tiles(X, DY, DX, w, Mean, Rstd, PW, PB, Cursor, stop // BLOCK_R, n_dyn,
                             ROWS, N, stride_x, stride_dy, stride_dx, cols, col_mask, HAS_MEAN,
-                            BLOCK_R)
+                            BLOCK_R, _COMPILED)
     else:
         # too wide for registers: the program's own partial row lives in the workspace
         for c0 in range(0, N, BLOCK_D):
