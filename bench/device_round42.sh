@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# (Runs at 434dc8d: `dyn` was removed after round 42; docs/PERF_NOTES.md round 42.)
 # Round 42's call (issue 16; from the repo root on one H200, carrying .pyd/; about 9
 # minutes): `dyn` — the row loop's last D rounds of tiles handed out at run time
 # (disjoint_block._run_time_tiles), each tile's sums a partial row of its own.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# (Runs at 434dc8d: `dyn` was removed after round 42; docs/PERF_NOTES.md round 42.)
 # Round 42's second call (issue 16; from the repo root on one H200, carrying .pyd/; about 6
 # minutes): `dyn`'s run-time tiles drawn two ahead, the second asked of L2.
 #  1. The GPU tests -k "tiles_handed_out" at dyn 2 (right against fp64, the same bits in ten

@@ -51,7 +51,7 @@ TYPES = {"bf16": "*bf16", "fp16": "*fp16", "fp32": "*fp32"}
 # kernel argument -> which dtype it carries: the activations', the weight's, fp32, int32
 ACT, WEIGHT = ("X", "DY", "DX"), ("W", "DW", "DB")
 F32 = ("Mean", "Rstd", "PW", "PB", "AW", "AB")
-I32_PTR = ("Locks", "Counter", "Cursor")
+I32_PTR = ("Locks", "Counter")
 ALIGNED = ACT + WEIGHT + F32 + I32_PTR + ("XS", "stride_x", "stride_dy", "stride_dx")
 TOOLS = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
 
@@ -167,7 +167,7 @@ def compile_kernel(name: str, d: int, norm: str, dtype: str, weight_dtype: str =
                   RELOAD=p["reload"], W_TILE=p["w_tile"], COL_SPLIT=p.get("col_split", 1),
                   EXCHANGE=p.get("exchange", False), SPIN=p.get("spin", _tuning.EXCHANGE_SPIN),
                   L2_AHEAD=p.get("l2_ahead", 0), PDL=bool(p.get("pdl")),
-                  INTERLEAVE=bool(p.get("interleave")), DYN=int(p.get("dyn") or 0))
+                  INTERLEAVE=bool(p.get("interleave")))
     if "GRID_SYNC" in names:
         # the grid sync at fused_groups programs, or with an override's `tail` the last K
         # programs' reduce (at fused_groups, else 132 programs), else the ticket path

@@ -46,19 +46,18 @@ from flush_check import cases, gpu_args, gpu_setup  # noqa: E402  (bench/, the s
 
 
 @triton.jit
-def _timed_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, XS, Cursor, T, ROWS, N, ROWS_PER_PROG,
+def _timed_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, XS, T, ROWS, N, ROWS_PER_PROG,
                   stride_x, stride_dy, stride_dx, HAS_MEAN: tl.constexpr,
                   BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr,
                   NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr, RELOAD: tl.constexpr,
                   W_TILE: tl.constexpr, COL_SPLIT: tl.constexpr, EXCHANGE: tl.constexpr,
-                  SPIN: tl.constexpr, L2_AHEAD: tl.constexpr, INTERLEAVE: tl.constexpr,
-                  DYN: tl.constexpr):
+                  SPIN: tl.constexpr, L2_AHEAD: tl.constexpr, INTERLEAVE: tl.constexpr):
     pid = tl.program_id(0)
     t0 = globaltimer()
-    disjoint_block.row_partials(X, DY, DX, W, Mean, Rstd, PW, PB, XS, Cursor, ROWS, N,
-                                ROWS_PER_PROG, stride_x, stride_dy, stride_dx, HAS_MEAN,
-                                BLOCK_R, BLOCK_D, ONE_CHUNK, NUM_STAGES, PREFETCH, RELOAD,
-                                W_TILE, COL_SPLIT, EXCHANGE, SPIN, L2_AHEAD, INTERLEAVE, DYN)
+    disjoint_block.row_partials(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N, ROWS_PER_PROG,
+                                stride_x, stride_dy, stride_dx, HAS_MEAN, BLOCK_R, BLOCK_D,
+                                ONE_CHUNK, NUM_STAGES, PREFETCH, RELOAD, W_TILE, COL_SPLIT,
+                                EXCHANGE, SPIN, L2_AHEAD, INTERLEAVE)
     tl.debug_barrier()
     t1 = globaltimer()
     tl.store(T + pid * 3, t0)
@@ -141,9 +140,7 @@ def main() -> None:
                        override=js, copy_us=round(copy_us, 2))
             try:
                 for name in ("disjoint_block", "disjoint_fused"):
-                    # (disjoint_fused hands out no tiles at run time: its override lacks `dyn`)
-                    _tuning.OVERRIDE[name] = {k: v for k, v in ov.items()
-                                              if name == "disjoint_block" or k != "dyn"}
+                    _tuning.OVERRIDE[name] = ov
                     impl = strategies.get(name)
                     ok = within_tolerances(impl.backward(x, dy, w, mean, rstd, groups=None),
                                            ref, args.dtype, wd)

@@ -26,7 +26,7 @@ EXCHANGE_SPIN = 4
 
 # strategy name -> dict of forced parameters (block_r, num_warps, block_d, prefetch, reload,
 # num_stages, w_tile, col_split, exchange, spin, l2_ahead, pdl, interleave, balance; and
-# disjoint_fused's tail; the row loop's dyn), for tuning.
+# disjoint_fused's tail), for tuning.
 OVERRIDE: dict[str, dict] = {}
 
 

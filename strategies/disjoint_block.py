@@ -9,14 +9,13 @@ A row wider than one block makes each program read-modify-write its own partial 
 block of rows, a part of the row each (split_partials): GROUPS is still the number of partial
 rows, and the grid has S·GROUPS programs.
 """
-import torch
 import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents
 
 from . import _device, _groups, _tuning
 from ._contention import Contention
-from ._launch import exchange_scratch, kept, launch, prepare, scratch
+from ._launch import exchange_scratch, launch, prepare, scratch
 from ._registry import register
 from .reduce import reduce_partials
 from .rowgrad import (load_rows, prefetch_l2, row_coeffs, rowgrad_chunk, rowgrad_loaded,
@@ -40,69 +39,12 @@ def _tile_rows(r, stop, full, last, ROWS, BLOCK_R: tl.constexpr, INTERLEAVE: tl.
     return rows, row_mask
 
 
-# The run-time tiles' L2 prefetch is inline PTX: compiled code only (the interpreter has none).
-_COMPILED = tl.constexpr(not _device.interpreted())
-
-
 @triton.jit
-def _drawn_tile(k, first, n_dyn, ROWS, BLOCK_R: tl.constexpr):
-    """(rows, the row bound) of run-time tile first + k: no rows past the last tile drawn."""
-    rows = ((first + k) * BLOCK_R + tl.arange(0, BLOCK_R)).to(tl.int64)
-    return rows, tl.where(k < n_dyn, ROWS, 0)
-
-
-@triton.jit
-def _run_time_tiles(X, DY, DX, w, Mean, Rstd, PW, PB, Cursor, first, n_dyn, ROWS, N,
-                    stride_x, stride_dy, stride_dx, cols, col_mask, HAS_MEAN: tl.constexpr,
-                    BLOCK_R: tl.constexpr, L2: tl.constexpr):
-    """The tiles handed out at run time (`dyn`): tile first + k goes to whichever program
-    draws k from Cursor (relaxed atomic_add: it publishes nothing) and its sums, in fp32,
-    become partial row P + k — the same code whoever draws it, so the same bits.  Draws run
-    two tiles ahead: tile kn's loads are issued (into registers), then tile k2 is drawn and
-    asked of L2 (L2: prefetch_l2; compiled code only), then tile k is worked on — so a draw's
-    round trip and the DRAM reads overlap the work, as the pipelined loop's stages do.  Every
-    program draws until it holds two draws ≥ n_dyn: a call draws n_dyn + 2P times, and the
-    program that draws n_dyn + 2P − 1, the last, sets Cursor back to 0 for the next call (no
-    memset launch)."""
-    P = tl.num_programs(0)
-    k = tl.atomic_add(Cursor, 1, sem="relaxed")
-    kn = tl.atomic_add(Cursor, 1, sem="relaxed")
-    rows, lim = _drawn_tile(k, first, n_dyn, ROWS, BLOCK_R)
-    if L2:
-        nrows, nlim = _drawn_tile(kn, first, n_dyn, ROWS, BLOCK_R)
-        prefetch_l2(X, DY, (first + kn) * BLOCK_R, nlim, N, stride_x, stride_dy, BLOCK_R)
-    row_mask = rows < lim
-    mask = row_mask[:, None] & col_mask[None, :]
-    x, dy, mean, rstd = load_rows(X, DY, Mean, Rstd, rows, row_mask, cols, mask, stride_x,
-                                  stride_dy, HAS_MEAN, "evict_first")
-    while k < n_dyn:
-        nrows, nlim = _drawn_tile(kn, first, n_dyn, ROWS, BLOCK_R)
-        nrow_mask = nrows < nlim
-        nmask = nrow_mask[:, None] & col_mask[None, :]
-        nx, ndy, nmean, nrstd = load_rows(X, DY, Mean, Rstd, nrows, nrow_mask, cols, nmask,
-                                          stride_x, stride_dy, HAS_MEAN, "evict_first")
-        k2 = tl.atomic_add(Cursor, 1, sem="relaxed")
-        if L2:
-            r2, lim2 = _drawn_tile(k2, first, n_dyn, ROWS, BLOCK_R)
-            prefetch_l2(X, DY, (first + k2) * BLOCK_R, lim2, N, stride_x, stride_dy, BLOCK_R)
-        gw, gb = rowgrad_loaded(x, dy, mean, rstd, w, rows, mask, cols, DX, stride_dx, N,
-                                HAS_MEAN, X, DY, stride_x, stride_dy, False)
-        dst = (P + k).to(tl.int64) * N
-        tl.store(PW + dst + cols, tl.sum(gw, axis=0), mask=col_mask)
-        if HAS_MEAN:
-            tl.store(PB + dst + cols, tl.sum(gb, axis=0), mask=col_mask)
-        x, dy, mean, rstd, rows, mask, k, kn = nx, ndy, nmean, nrstd, nrows, nmask, kn, k2
-    if kn == n_dyn + 2 * P - 1:
-        tl.atomic_xchg(Cursor, 0, sem="relaxed")
-
-
-@triton.jit
-def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, Cursor, ROWS, N, ROWS_PER_PROG,
+def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
                       stride_x, stride_dy, stride_dx, HAS_MEAN: tl.constexpr,
                       BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr,
                       NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr, RELOAD: tl.constexpr,
-                      W_TILE: tl.constexpr, L2_AHEAD: tl.constexpr, INTERLEAVE: tl.constexpr,
-                      DYN: tl.constexpr):
+                      W_TILE: tl.constexpr, L2_AHEAD: tl.constexpr, INTERLEAVE: tl.constexpr):
     """Program p: dx for rows [p·R, (p+1)·R) and its partial rows PW[p], PB[p].
 
     Keeping bytes in flight is the whole game (the kernel is bandwidth-bound).  NUM_STAGES > 1
@@ -122,14 +64,7 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, Cursor, ROWS, N, ROWS_PE
     programs 0, 1, … take ⌈R/P⌉ rows each of them (a tile with its other rows masked off)
     instead of BLOCK_R each — at RMS 16384 × 4096 (2 rows a tile, 132 programs) 16 programs
     with one row instead of 8 with two, so the call waits for half a tile less.  Still a
-    fixed set of rows a program, in a fixed order: deterministic (its own bits).
-
-    DYN = D > 0 (`dyn`; with INTERLEAVE = 1, whole rows in one block, the pipelined loop) hands
-    the last D rounds of tiles — min(D·P, all) — out at run time instead (_run_time_tiles):
-    a program that has finished its own tiles takes the next of them, so the programs that
-    run fast take on the last tiles of those that run slow; each such tile's sums are a
-    partial row of their own (P + k: the workspace holds P + D·P rows), not added to the
-    program's, so the bits do not depend on who took which."""
+    fixed set of rows a program, in a fixed order: deterministic (its own bits)."""
     pid = tl.program_id(0)
     r0 = pid * ROWS_PER_PROG
     r_end = tl.minimum(r0 + ROWS_PER_PROG, ROWS)
@@ -150,11 +85,6 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, Cursor, ROWS, N, ROWS_PE
             # the loop runs over tiles as before; a tile of the last round at full + p·BLOCK_R
             # stands for rows full + p·last … (_tile_rows), and only programs that have some
             stop = full + tl.cdiv(ROWS - full, last) * BLOCK_R
-    n_dyn = 0
-    if DYN > 0:
-        tl.static_assert(INTERLEAVE == 1 and ONE_CHUNK and not PREFETCH)
-        n_dyn = tl.minimum(DYN * tl.num_programs(0), tl.cdiv(ROWS, BLOCK_R))
-        stop = (tl.cdiv(ROWS, BLOCK_R) - n_dyn) * BLOCK_R
     if ONE_CHUNK:
         cols = tl.arange(0, BLOCK_D)
         col_mask = cols < N
@@ -208,10 +138,6 @@ def disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, Cursor, ROWS, N, ROWS_PE
         tl.store(PW + out + cols, acc_w, mask=col_mask)
         if HAS_MEAN:
             tl.store(PB + out + cols, acc_b, mask=col_mask)
-        if DYN > 0:
-            _run_time_tiles(X, DY, DX, w, Mean, Rstd, PW, PB, Cursor, stop // BLOCK_R, n_dyn,
-                            ROWS, N, stride_x, stride_dy, stride_dx, cols, col_mask, HAS_MEAN,
-                            BLOCK_R, _COMPILED)
     else:
         # too wide for registers: the program's own partial row lives in the workspace
         for c0 in range(0, N, BLOCK_D):
@@ -283,13 +209,12 @@ def split_partials(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N, ROWS_PER_PROG,
 
 
 @triton.jit
-def row_partials(X, DY, DX, W, Mean, Rstd, PW, PB, XS, Cursor, ROWS, N, ROWS_PER_PROG,
+def row_partials(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N, ROWS_PER_PROG,
                  stride_x, stride_dy, stride_dx, HAS_MEAN: tl.constexpr,
                  BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr,
                  NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr, RELOAD: tl.constexpr,
                  W_TILE: tl.constexpr, COL_SPLIT: tl.constexpr, EXCHANGE: tl.constexpr,
-                 SPIN: tl.constexpr, L2_AHEAD: tl.constexpr, INTERLEAVE: tl.constexpr,
-                 DYN: tl.constexpr):
+                 SPIN: tl.constexpr, L2_AHEAD: tl.constexpr, INTERLEAVE: tl.constexpr):
     """The partial rows, by whole rows a program (disjoint_partials) or by parts of rows
     (split_partials, COL_SPLIT > 1)."""
     if COL_SPLIT > 1:
@@ -297,49 +222,27 @@ def row_partials(X, DY, DX, W, Mean, Rstd, PW, PB, XS, Cursor, ROWS, N, ROWS_PER
                        stride_x, stride_dy, stride_dx, HAS_MEAN, BLOCK_R, BLOCK_D, NUM_STAGES,
                        RELOAD, COL_SPLIT, EXCHANGE, SPIN)
     else:
-        disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, Cursor, ROWS, N, ROWS_PER_PROG,
+        disjoint_partials(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N, ROWS_PER_PROG,
                           stride_x, stride_dy, stride_dx, HAS_MEAN, BLOCK_R, BLOCK_D, ONE_CHUNK,
-                          NUM_STAGES, PREFETCH, RELOAD, W_TILE, L2_AHEAD, INTERLEAVE, DYN)
+                          NUM_STAGES, PREFETCH, RELOAD, W_TILE, L2_AHEAD, INTERLEAVE)
 
 
 @triton.jit
-def _disjoint_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, XS, Cursor, ROWS, N, ROWS_PER_PROG,
+def _disjoint_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N, ROWS_PER_PROG,
                      stride_x, stride_dy, stride_dx, HAS_MEAN: tl.constexpr,
                      BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr, ONE_CHUNK: tl.constexpr,
                      NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr, RELOAD: tl.constexpr,
                      W_TILE: tl.constexpr, COL_SPLIT: tl.constexpr, EXCHANGE: tl.constexpr,
                      SPIN: tl.constexpr, L2_AHEAD: tl.constexpr, INTERLEAVE: tl.constexpr,
-                     DYN: tl.constexpr, PDL: tl.constexpr):
+                     PDL: tl.constexpr):
     if PDL:
         # the reduce, launched as a programmatic dependent (`pdl`), may be scheduled from
         # here on: it waits for this grid to complete before it reads a partial row
         gdc_launch_dependents()
-    row_partials(X, DY, DX, W, Mean, Rstd, PW, PB, XS, Cursor, ROWS, N, ROWS_PER_PROG,
+    row_partials(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N, ROWS_PER_PROG,
                  stride_x, stride_dy, stride_dx, HAS_MEAN, BLOCK_R, BLOCK_D, ONE_CHUNK,
                  NUM_STAGES, PREFETCH, RELOAD, W_TILE, COL_SPLIT, EXCHANGE, SPIN, L2_AHEAD,
-                 INTERLEAVE, DYN)
-
-
-def run_time_tiles(p, rows: int, groups: int) -> int:
-    """The tiles a row-loop launch at parameters p hands out at run time (`dyn` = D rounds of
-    GROUPS tiles, at most all of them; 0 without `dyn`) — the partial rows it adds after the
-    GROUPS programs' own.  Refuses the launches whose loop does not take it."""
-    d = p.get("dyn", 0)
-    if not d:
-        return 0
-    why = ("interleave" if not p["interleave"] else "no balance" if p.get("balance") else
-           "no prefetch" if p["prefetch"] else "col_split 1" if p["col_split"] > 1 else
-           "rows in one block" if not p["one_chunk"] else "")
-    if why:
-        raise ValueError(f"dyn hands out the last tiles of the row loop dealt round-robin: it "
-                         f"needs {why}")
-    return min(d * groups, _tuning.cdiv(rows, p["block_r"]))
-
-
-def dyn_cursor(device):
-    """`dyn`'s int32 cursor on `device` (kept like the workspaces): zero between calls — the
-    last program of each launch to draw from it sets it back."""
-    return kept(device, lambda: torch.zeros(1, dtype=torch.int32, device=device), "dyn")
+                 INTERLEAVE)
 
 
 def launch_partials(kernel, c, groups: int, params, extra: tuple = (), extra_meta=None):
@@ -365,19 +268,13 @@ def launch_partials(kernel, c, groups: int, params, extra: tuple = (), extra_met
         raise ValueError("balance spreads the last round of tiles dealt round-robin: it needs "
                          "interleave")
     pdl = _device.pdl_on(p, c.x.device) and "PDL" in kernel.arg_names
-    n_dyn = run_time_tiles(p, c.rows, groups)
-    if n_dyn:
-        if "DYN" not in kernel.arg_names:
-            raise ValueError(f"dyn: {kernel.fn.__name__} does not hand out tiles at run time")
-        pw, pb = scratch(groups + n_dyn, c.d, c.has_mean, c.x.device)
     rows_per_prog = _tuning.cdiv(c.rows, groups)
     xs = pw
     if p["exchange"] and p["col_split"] > 1:
         xs = exchange_scratch(groups * _tuning.cdiv(rows_per_prog, p["block_r"]),
                               p["col_split"], p["block_r"], c.x.device)
-    cursor = (dyn_cursor(c.x.device) if n_dyn else pw,) if "Cursor" in kernel.arg_names else ()
     tensors = (c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, pw, pb if pb is not None else pw,
-               xs, *cursor, *extra)
+               xs, *extra)
 
     def setup():
         stages = _tuning.fit_stages(p, c.x.element_size(), _device.smem_per_program(c.x.device))
@@ -390,8 +287,6 @@ def launch_partials(kernel, c, groups: int, params, extra: tuple = (), extra_met
                     num_warps=_tuning.row_loop_warps(p, c.has_mean, c.x.element_size()))
         if "PDL" in kernel.arg_names:       # the kernels a reduce follows (not the fused one)
             meta["PDL"] = pdl
-        if "DYN" in kernel.arg_names:
-            meta["DYN"] = p.get("dyn", 0) if n_dyn else 0
         grid = (groups * p["col_split"],)
         scalars = (c.rows, c.d, rows_per_prog, *c.strides)
         if extra_meta is not None:

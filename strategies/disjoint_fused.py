@@ -52,11 +52,10 @@ def _fused_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, XS, DW, DB, Counter, ROWS, N
                   SPIN: tl.constexpr, L2_AHEAD: tl.constexpr, INTERLEAVE: tl.constexpr,
                   GRID_SYNC: tl.constexpr, TAIL: tl.constexpr,
                   RED_G: tl.constexpr, RED_N: tl.constexpr):
-    # (no tiles handed out at run time here: DYN 0, Counter standing in for their cursor)
-    row_partials(X, DY, DX, W, Mean, Rstd, PW, PB, XS, Counter, ROWS, N, ROWS_PER_PROG,
+    row_partials(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N, ROWS_PER_PROG,
                  stride_x, stride_dy, stride_dx, HAS_MEAN, BLOCK_R, BLOCK_D, ONE_CHUNK,
                  NUM_STAGES, PREFETCH, RELOAD, W_TILE, COL_SPLIT, EXCHANGE, SPIN, L2_AHEAD,
-                 INTERLEAVE, 0)
+                 INTERLEAVE)
     # all of this program's partial stores precede its arrival (barrier, then release)
     tl.debug_barrier()
     P = tl.num_programs(0)

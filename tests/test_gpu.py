@@ -86,54 +86,6 @@ def test_fused_tail_reduce_on_gpu(rows, d, groups, tail, monkeypatch):
     assert int(f._counter(x.device).abs().sum()) == 0
 
 
-@pytest.mark.parametrize("dyn", [1, 2, 4])
-@pytest.mark.parametrize("rows,d,dt,groups", [(65536, 1024, "bf16", None), (16384, 4096, "bf16", None),
-                                              (32768, 3072, "bf16", None), (4096, 4096, "fp32", None),
-                                              (2048, 768, "fp16", 7), (5000, 4096, "bf16", 300),
-                                              (129, 4096, "bf16", None)])
-def test_tiles_handed_out_at_run_time_on_gpu(rows, d, dt, groups, dyn, monkeypatch):
-    """`dyn` (the last D rounds of tiles to whichever program draws them, each tile's sums a
-    partial row of its own): right against fp64, the same bits in ten calls while the
-    programs race for the tiles and from a CUDA graph, the cursor back at zero, and each
-    run-time partial row the sums of its own tile (against fp64 tile by tile) — with more
-    programs than the GPU holds at once (GROUPS 300) and with every tile handed out (129 rows)."""
-    from normbench.strategies import _launch, disjoint_block
-    monkeypatch.setitem(_tuning.OVERRIDE, "disjoint_strided", {"dyn": dyn})
-    e = strategies.get("disjoint_strided")
-    kw = {} if groups is None else {"groups": groups}
-    for norm in ("layernorm", "rmsnorm"):
-        x, dy, w, mean, rstd = make_inputs(norm, rows, d, dt, dt, seed=rows ^ dyn, device="cuda")
-        ref = reference(x, dy, w, mean, rstd)
-        first = e.backward(x, dy, w, mean, rstd, **kw)
-        errs = errors(first, ref)
-        assert all(v <= tolerance(dt, dt) for v in errs if v is not None), errs
-        for _ in range(10):
-            same_bits(first, e.backward(x, dy, w, mean, rstd, **kw))
-        assert int(disjoint_block.dyn_cursor(x.device)[0]) == 0
-        p = e.params(d)
-        g = e.effective_groups(rows, d, groups, x.device)
-        n_dyn = disjoint_block.run_time_tiles(p, rows, g)
-        pw, pb = _launch.scratch(g + n_dyn, d, norm == "layernorm", x.device)
-        xhat = (x.double() - (mean.double()[:, None] if mean is not None else 0)) * rstd.double()[:, None]
-        br = p["block_r"]
-        tiles = -(-rows // br)
-        pad = tiles * br - rows
-        gdy = torch.nn.functional.pad(dy.double(), (0, 0, 0, pad)).view(tiles, br, d)
-        gw = torch.nn.functional.pad(dy.double() * xhat, (0, 0, 0, pad)).view(tiles, br, d)
-        last = slice(tiles - n_dyn, tiles)
-        assert torch.allclose(pw[g:].double(), gw[last].sum(1), rtol=1e-4, atol=1e-3)
-        if pb is not None:
-            assert torch.allclose(pb[g:].double(), gdy[last].sum(1), rtol=1e-4, atol=1e-3)
-        graph = torch.cuda.CUDAGraph()
-        torch.cuda.synchronize()
-        with torch.cuda.graph(graph):
-            out = e.backward(x, dy, w, mean, rstd, **kw)
-        for _ in range(3):
-            graph.replay()
-            torch.cuda.synchronize()
-            same_bits(first, out)
-
-
 @pytest.mark.parametrize("split", [{"col_split": 2, "num_stages": 2},
                                    {"col_split": 2, "num_stages": 2, "reload": True},
                                    {"col_split": 3, "block_r": 1, "num_warps": 16},

@@ -218,60 +218,6 @@ def test_balanced_last_round(poisoned, monkeypatch, name, norm, rows, groups, bl
     assert sorted(held) == list(range(rows))
 
 
-def run_time_rows(rows: int, groups: int, block_r: int, dyn: int, p: int) -> list[int]:
-    """The rows partial row p holds with `dyn` = D: for p < G, tiles p, p + G, … before the
-    last min(D·G, all) tiles; for p = G + k, the k-th of those (whoever took it)."""
-    tiles = -(-rows // block_r)
-    first = tiles - min(dyn * groups, tiles)
-    own = [t for t in range(first) if t % groups == p] if p < groups else [first + p - groups]
-    return [r for t in own for r in range(t * block_r, min((t + 1) * block_r, rows))]
-
-
-@pytest.mark.parametrize("norm", NORMS)
-@pytest.mark.parametrize("name", ["disjoint_strided", "disjoint_block"])
-@pytest.mark.parametrize("rows,groups,block_r,dyn", [(37, 3, 2, 1), (40, 3, 4, 2), (16, 4, 1, 5),
-                                                     (9, 2, 4, 1)])
-def test_tiles_handed_out_at_run_time(poisoned, monkeypatch, name, norm, rows, groups, block_r,
-                                      dyn):
-    """`dyn` = D: the last D rounds of tiles dealt round-robin go to whichever program draws
-    them, each tile's sums a partial row of its own after the programs' (under the
-    interpreter program 0, finished first, draws them all) — right answers, the same bits
-    again, each partial row holding exactly its rows, and the cursor back at zero after every
-    call (or the next call would hand out no tiles)."""
-    from normbench.strategies import _launch, disjoint_block
-    monkeypatch.setitem(_tuning.OVERRIDE, name, {"interleave": True, "block_r": block_r,
-                                                 "dyn": dyn})
-    check(name, norm, rows, 40, "bf16", groups=groups)
-    x, dy, w, mean, rstd = make_inputs(norm, rows, 48, "fp32", "fp32", seed=rows, device="cpu")
-    e = strategies.get(name)
-    first = e.backward(x, dy, w, mean, rstd, groups=groups)
-    same_bits(first, e.backward(x, dy, w, mean, rstd, groups=groups))
-    assert int(disjoint_block.dyn_cursor(x.device)[0]) == 0
-    groups = e.effective_groups(rows, 48, groups)
-    n_dyn = min(dyn * groups, -(-rows // block_r))
-    pw, _ = _launch.scratch(groups + n_dyn, 48, norm == "layernorm", x.device)
-    held = []
-    for p in range(groups + n_dyn):
-        mine = run_time_rows(rows, groups, block_r, dyn, p)
-        held += mine
-        want = reference(x[mine], dy[mine], w, None if mean is None else mean[mine],
-                         rstd[mine])[1]
-        assert torch.allclose(pw[p].double(), want, rtol=1e-5, atol=1e-5), (p, mine)
-    assert sorted(held) == list(range(rows))
-
-
-@pytest.mark.parametrize("over", [{"dyn": 1}, {"dyn": 1, "interleave": True, "balance": True},
-                                  {"dyn": 1, "interleave": True, "prefetch": True}])
-def test_run_time_tiles_refused_where_the_loop_does_not_take_them(monkeypatch, over):
-    """dyn hands out the last tiles of the pipelined row loop dealt round-robin: with the
-    contiguous blocks, `balance`'s last round or the register prefetch it is an error, not
-    silently ignored."""
-    inputs = make_inputs("rmsnorm", 8, 64, "fp32", "fp32", seed=1, device="cpu")
-    monkeypatch.setitem(_tuning.OVERRIDE, "disjoint_block", over)
-    with pytest.raises(ValueError, match="dyn"):
-        strategies.get("disjoint_block").backward(*inputs, groups=2)
-
-
 def test_balance_needs_interleave(monkeypatch):
     """balance reshapes the round-robin schedule's last round: without interleave it is an
     error, not silently ignored."""
