@@ -170,11 +170,14 @@ def compile_kernel(name: str, d: int, norm: str, dtype: str, weight_dtype: str =
                   INTERLEAVE=bool(p.get("interleave")))
     if "GRID_SYNC" in names:
         # the grid sync at fused_groups programs, or with an override's `tail` the last K
-        # programs' reduce (at fused_groups, else 132 programs), else the ticket path
-        tail = min(int(p.get("tail") or 0), fused_groups or 132)
+        # programs' reduce (at fused_groups, else 132 programs: as many partial rows as the
+        # launch has, col_split programs sharing each), else the ticket path
+        programs = fused_groups or 132
+        tail = min(int(p.get("tail") or 0), programs)
         sync = bool(fused_groups) and not tail
         red_g, red_n = (reduce_tile(fused_groups, d) if sync
-                        else tail_tile(tail, fused_groups or 132, d, p["num_warps"]) if tail
+                        else tail_tile(tail, programs // p.get("col_split", 1), d,
+                                       p["num_warps"]) if tail
                         else (1, 1))
         consts.update(GRID_SYNC=sync, TAIL=tail, RED_G=red_g, RED_N=red_n)
     consts = {k: v for k, v in consts.items() if k in names}
