@@ -106,12 +106,13 @@ def compile_smem(d: int, norm: str, dtype: str, weight_dtype: str = "same",
                          "disjoint_block's kernel there")
     consts = dict(HAS_MEAN=norm == "layernorm", BLOCK_D=m.block_d, BLOCK_D2=m.block_d2,
                   VEC=vec, STAGES=st, NUM_WARPS=m.warps, PDL=bool(p.get("pdl")),
-                  INTERLEAVE=bool(p.get("interleave")), HALVES=m.halves, W_REGS=m.w_regs)
+                  INTERLEAVE=bool(p.get("interleave")), HALVES=m.halves, W_REGS=m.w_regs,
+                  PAIRS=m.pairs, FMA=m.fma)
     k = _compile_gluon(smem_kernel, consts, d, vec, dtype, weight_dtype, p["num_warps"],
                        f32=("Mean", "Rstd", "PW", "PB"))
     return k, {**p, "num_stages": st, "block_r": 1, "prefetch": False, "reload": False,
                "w_tile": False, "vec": vec, "block_d": m.block_d, "block_d2": m.block_d2,
-               "halves": m.halves, "w_regs": m.w_regs}
+               "halves": m.halves, "w_regs": m.w_regs, "pairs": m.pairs, "fma": m.fma}
 
 
 def compile_cluster(d: int, norm: str, dtype: str, weight_dtype: str = "same",
@@ -229,17 +230,23 @@ def resources(d: int, norm: str, dtype: str, override: dict | None = None,
     # (the pipelined loop's stages); `ldg`/`ldgsts`/`stl`: global loads, cp.async, spill stores;
     # `lds`/`lds128`: shared-memory loads, all and 16-byte ones (disjoint_smem's staged rows);
     # `pf2`: L2 prefetches (l2_ahead: UBLKPF, bulk; CCTL.E.PF2, a line); `preexit`: the
-    # `pdl` option's griddepcontrol.launch_dependents
+    # `pdl` option's griddepcontrol.launch_dependents; `instrs`, `prmt`, `fadd`: the SASS's
+    # instructions, all of them and two kinds (bf16_pairs leaves no PRMT to widen bf16,
+    # xhat_fma leaves LayerNorm's x̂ without its FADD)
+    ops = re.findall(r"^\s*(?:/\*[0-9a-f]+\*/)?\s+(?:@!?U?P[0-9T] )?([A-Z][A-Z0-9_]*)[.\s]",
+                     sass, re.M)
     return dict(name=name, regs=int(m[1]), stack=int(m[2]), shared=int(m[3]), local=int(m[4]),
                 dynamic=k.metadata.shared, ldg=len(re.findall(r"\bLDG\.", sass)),
                 ldgsts=len(re.findall(r"\bLDGSTS\b", sass)), stl=len(re.findall(r"\bSTL\b", sass)),
                 lds=len(re.findall(r"\bLDS\b", sass)), lds128=len(re.findall(r"\bLDS\.128\b", sass)),
                 bar=len(re.findall(r"\bBAR\.", sass)),
                 pf2=len(re.findall(r"\bCCTL\.E\.PF2\b|\bUBLKPF\b", sass)),
-                preexit=len(re.findall(r"\bPREEXIT\b", sass)),
+                preexit=len(re.findall(r"\bPREEXIT\b", sass)), instrs=len(ops),
+                prmt=ops.count("PRMT"), fadd=ops.count("FADD"),
                 cluster_bar=len(re.findall(r"\bUCGABAR_ARV\b|\bCGABAR\.ARV\b|\bUCGABAR_WAIT\b|\bCGABAR", sass)),
                 block_d2=p.get("block_d2", 0), halves=bool(p.get("halves")),
-                w_regs=bool(p.get("w_regs")),
+                w_regs=bool(p.get("w_regs")), bf16_pairs=bool(p.get("pairs")),
+                xhat_fma=bool(p.get("fma")),
                 **{k: p[k] for k in ("block_d", "block_r", "num_warps", "num_stages", "prefetch",
                                      "reload", "w_tile")})
 

@@ -129,7 +129,8 @@ def _rows(X, DY, DX, Mean, Rstd, xs, ds, ws, base, rank, c, step, ROWS, cols, co
         nmean, nrstd = _stats(Mean, Rstd, r + step, last, HAS_MEAN)
         cp.wait_group(STAGES - 1)
         s = j % STAGES
-        s1, s2 = _row_sums(xs.index(s), ds.index(s), ws, mean, rstd, layout, HAS_MEAN, False)
+        s1, s2 = _row_sums(xs.index(s), ds.index(s), ws, mean, rstd, layout, HAS_MEAN, False, False,
+                           False)
         slot = base + (j % 2) * 4
         _publish(slot + rank * 2, s1, s2)
         o1, o2 = _collect(slot + (1 - rank) * 2)
@@ -142,7 +143,8 @@ def _rows(X, DY, DX, Mean, Rstd, xs, ds, ws, base, rank, c, step, ROWS, cols, co
         _barrier()
         dx_row = DX + r.to(gl.int64) * stride_dx
         acc_w, acc_b = _dx_part(xs.index(s), ds.index(s), ws, dx_row, cols, col_mask, mean, rstd,
-                                c1, c2, acc_w, acc_b, layout, HAS_MEAN, False)
+                                c1, c2, acc_w, acc_b, layout, HAS_MEAN, False, False,
+                                False)
         _barrier()
         mean = nmean
         rstd = nrstd

@@ -23,6 +23,20 @@ def _launch_dependents():
 
 
 @gluon.jit
+def _f32(v, PAIRS: gl.constexpr):
+    """v in fp32.  With PAIRS (`bf16_pairs`) a bf16 tensor is widened two elements at a time
+    from the 32-bit word that holds them: the low one shifted up, the high one masked — two
+    instructions a pair, where the compiler's conversion takes three (it moves the high half
+    down with a PRMT before shifting it back up); the same bits either way (a bf16 is the top
+    half of its fp32)."""
+    if PAIRS and v.dtype == gl.bfloat16:
+        return gl.inline_asm_elementwise(
+            "{ shl.b32 $0, $2, 16; and.b32 $1, $2, 0xffff0000; }", "=r,=r,r", [v],
+            dtype=gl.float32, is_pure=True, pack=2)
+    return v.to(gl.float32)
+
+
+@gluon.jit
 def _stats(Mean, Rstd, row, last, HAS_MEAN: gl.constexpr):
     """(mean, rstd) of row `row`, clamped to the last row (a row past the end is never used);
     RMSNorm has no mean: rstd stands in for it and is never used as one."""
@@ -65,16 +79,16 @@ def _stage_part(X, DY, xs, ds, row, ok, cols, col_mask, stride_x, stride_dy):
 
 @gluon.jit
 def _row_terms(xs, ds, ws, mean, rstd, layout: gl.constexpr, HAS_MEAN: gl.constexpr,
-               W_REGS: gl.constexpr):
+               W_REGS: gl.constexpr, PAIRS: gl.constexpr, FMA: gl.constexpr):
     """x̂·g and g of one part of a staged row, element by element (HALVES adds both halves'
     before one reduction across the program, not two)."""
-    x = xs.load(layout).to(gl.float32)
-    dy = ds.load(layout).to(gl.float32)
+    x = _f32(xs.load(layout), PAIRS)
+    dy = _f32(ds.load(layout), PAIRS)
     if W_REGS:
         g = ws * dy             # γ in fp32 registers, laid out as the row
     else:
-        g = ws.load(layout).to(gl.float32) * dy
-    return _xhat(x, mean, rstd, HAS_MEAN) * g, g
+        g = _f32(ws.load(layout), PAIRS) * dy
+    return _xhat(x, mean, rstd, HAS_MEAN, FMA) * g, g
 
 
 @gluon.jit
@@ -83,10 +97,15 @@ def _add2(a, b, c, d):
 
 
 @gluon.jit
-def _xhat(x, mean, rstd, HAS_MEAN: gl.constexpr):
+def _xhat(x, mean, rstd, HAS_MEAN: gl.constexpr, FMA: gl.constexpr):
     """x̂ of a part; its masked columns (zero-filled copies: dy = 0 there) add nothing to the
-    sums or the contributions whatever their x̂, so nothing selects them (round 19)."""
+    sums or the contributions whatever their x̂, so nothing selects them (round 19).  With
+    FMA (`xhat_fma`) LayerNorm's x̂ is one fused multiply-add, x·rstd + (−mean·rstd), instead
+    of a subtraction and a product: its error grows with |mean|·rstd (the rounding of
+    −mean·rstd), where (x − mean)·rstd's does not."""
     if HAS_MEAN:
+        if FMA:
+            return gl.fma(x, rstd, -mean * rstd)
         return (x - mean) * rstd
     return x * rstd
 
@@ -105,24 +124,25 @@ def _reduce_terms(xg, g, HAS_MEAN: gl.constexpr):
 
 @gluon.jit
 def _row_sums(xs, ds, ws, mean, rstd, layout: gl.constexpr, HAS_MEAN: gl.constexpr,
-              W_REGS: gl.constexpr):
+              W_REGS: gl.constexpr, PAIRS: gl.constexpr, FMA: gl.constexpr):
     """(Σ x̂·g, Σ g) of one part of a staged row, read from shared memory."""
-    xg, g = _row_terms(xs, ds, ws, mean, rstd, layout, HAS_MEAN, W_REGS)
+    xg, g = _row_terms(xs, ds, ws, mean, rstd, layout, HAS_MEAN, W_REGS, PAIRS, FMA)
     return _reduce_terms(xg, g, HAS_MEAN)
 
 
 @gluon.jit
 def _dx_part(xs, ds, ws, DX_ROW, cols, col_mask, mean, rstd, c1, c2, acc_w, acc_b,
-             layout: gl.constexpr, HAS_MEAN: gl.constexpr, W_REGS: gl.constexpr):
+             layout: gl.constexpr, HAS_MEAN: gl.constexpr, W_REGS: gl.constexpr,
+             PAIRS: gl.constexpr, FMA: gl.constexpr):
     """dx of one part of a staged row, read from shared memory again, stored; the part's
     contributions added to its accumulators, which are returned."""
-    x = xs.load(layout).to(gl.float32)
-    dy = ds.load(layout).to(gl.float32)
+    x = _f32(xs.load(layout), PAIRS)
+    dy = _f32(ds.load(layout), PAIRS)
     if W_REGS:
         g = ws * dy             # γ in fp32 registers, laid out as the row
     else:
-        g = ws.load(layout).to(gl.float32) * dy
-    xhat = _xhat(x, mean, rstd, HAS_MEAN)
+        g = _f32(ws.load(layout), PAIRS) * dy
+    xhat = _xhat(x, mean, rstd, HAS_MEAN, FMA)
     dx = (g - (xhat * c1 + c2)) * rstd
     gl.store(DX_ROW + cols, dx.to(DX_ROW.dtype.element_ty), mask=col_mask)
     acc_w += dy * xhat
@@ -137,7 +157,8 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
                 BLOCK_D: gl.constexpr, BLOCK_D2: gl.constexpr, VEC: gl.constexpr,
                 STAGES: gl.constexpr, NUM_WARPS: gl.constexpr, PDL: gl.constexpr,
                 INTERLEAVE: gl.constexpr, HALVES: gl.constexpr = False,
-                W_REGS: gl.constexpr = False):
+                W_REGS: gl.constexpr = False, PAIRS: gl.constexpr = False,
+                FMA: gl.constexpr = False):
     """Program p: dx for rows [p·R, (p+1)·R) — with INTERLEAVE the rows p, p + P, p + 2P, …
     (P programs) instead — and its partial rows PW[p], PB[p].  N_V and the
     strides count VEC elements (so the compiler knows each row start VEC-aligned).  A row is
@@ -266,9 +287,9 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
             s = i % STAGES
             t = i % (STAGES - 1)
             a1, b1 = _row_terms(xs.index(s), ds.index(s), ws, mean, rstd, layout, HAS_MEAN,
-                                W_REGS)
+                                W_REGS, PAIRS, FMA)
             a2, b2 = _row_terms(xs2.index(t), ds2.index(t), ws2, mean, rstd, layout, HAS_MEAN,
-                                W_REGS)
+                                W_REGS, PAIRS, FMA)
             s1, s2 = _reduce_terms(a1 + a2, b1 + b2, HAS_MEAN)
         else:
             cp.wait_group(STAGES - 1)
@@ -276,10 +297,10 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
             t = s
             # the row sums, from shared memory (the first part's, then the second's added)
             s1, s2 = _row_sums(xs.index(s), ds.index(s), ws, mean, rstd, layout, HAS_MEAN,
-                               W_REGS)
+                               W_REGS, PAIRS, FMA)
             if BLOCK_D2 > 0:
                 t1, t2 = _row_sums(xs2.index(t), ds2.index(t), ws2, mean, rstd, layout,
-                                   HAS_MEAN, W_REGS)
+                                   HAS_MEAN, W_REGS, PAIRS, FMA)
                 s1 = s1 + t1
                 s2 = s2 + t2
         c1 = s1 * inv_n
@@ -292,11 +313,11 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
         _barrier()
         dx_row = DX + r.to(gl.int64) * stride_dx
         acc_w, acc_b = _dx_part(xs.index(s), ds.index(s), ws, dx_row, cols, col_mask, mean, rstd,
-                                c1, c2, acc_w, acc_b, layout, HAS_MEAN, W_REGS)
+                                c1, c2, acc_w, acc_b, layout, HAS_MEAN, W_REGS, PAIRS, FMA)
         if BLOCK_D2 > 0:
             acc_w2, acc_b2 = _dx_part(xs2.index(t), ds2.index(t), ws2, dx_row, cols2, col_mask2,
                                       mean, rstd, c1, c2, acc_w2, acc_b2, layout, HAS_MEAN,
-                                      W_REGS)
+                                      W_REGS, PAIRS, FMA)
         # every thread is past its reads of stage s before any refills it (next iteration)
         _barrier()
         mean = nmean

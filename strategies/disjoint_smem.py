@@ -141,6 +141,12 @@ def _rule(d: int) -> dict:
     least this many columns, with a weight wider than the activations (0: never) —
     disjoint_strided's rule sets it (round 29).
 
+    bf16_pairs: bf16 widened to fp32 two elements a 32-bit word (a shift and a mask,
+    _smem_kernel._f32) instead of the compiler's three instructions a pair — the same bits;
+    xhat_fma: LayerNorm's x̂ as one fused multiply-add, x·rstd + (−mean·rstd) — its error grows
+    with |mean|·rstd.  Off (round 43, docs/PERF_NOTES.md: 18 % fewer instructions a row at LN
+    16384 bf16, compiled for sm_90; timed there).
+
     one_stage_halves: where whole rows of one block fit a single stage beside γ (nothing of the
     next row on its way while one is worked on: fp32 rows of 16384 on an H200), `w_regs` and
     `half_rows` together wherever they give halves (2 + 1 half slots there) —
@@ -152,7 +158,8 @@ def _rule(d: int) -> dict:
                 ln_split_warps=8 if bd > 8192 else warps, num_stages=0, inflight=INFLIGHT,
                 split_inflight=0, ln_inflight=LN_INFLIGHT if bd == 16384 else 0,
                 split=bd > 8192, pdl=bd > 8192, interleave=False, half_rows=False,
-                w_regs=False, rms_split_w_regs=0, one_stage_halves=False)
+                w_regs=False, rms_split_w_regs=0, one_stage_halves=False, bf16_pairs=False,
+                xhat_fma=False)
 
 
 def _groups_rule(rows: int, d: int, sms: int, launch) -> int:
@@ -216,6 +223,8 @@ class Launch(NamedTuple):
     block_d2: int
     halves: bool = False
     w_regs: bool = False
+    pairs: bool = False
+    fma: bool = False
 
 
 NOT_STAGED = Launch(0, 0, 0, 0, 0)
@@ -241,7 +250,16 @@ def launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=(), ln: bool
     bytes, a weight of `w_elem`, `smem` bytes of shared memory a program, and the other
     `units` a copy must divide (row strides, pointer offsets), for LayerNorm (`ln`) or
     RMSNorm, with bf16 activations (`bf16`: what `ln_warps` asks) or others; NOT_STAGED where
-    disjoint_block's kernel runs."""
+    disjoint_block's kernel runs.  `bf16_pairs` and `xhat_fma` pass through to the kernel
+    (its PAIRS and FMA: _smem_kernel._f32 and _xhat)."""
+    m = _launch_meta(p, d, elem, w_elem, smem, units, ln, bf16)
+    if not m.vec:
+        return m
+    return m._replace(pairs=bool(p.get("bf16_pairs")), fma=bool(ln and p.get("xhat_fma")))
+
+
+def _launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=(), ln: bool = False,
+                 bf16: bool = False) -> Launch:
     if not p["one_chunk"] or p["block_d"] < MIN_BLOCK_D:
         return NOT_STAGED
     vec = vec_width(elem, d, *units)
@@ -315,7 +333,7 @@ def kernel_args(c, groups: int, m: Launch, interleave: bool, pdl: bool):
                sdx // vec)
     meta = dict(HAS_MEAN=c.has_mean, BLOCK_D=m.block_d, BLOCK_D2=m.block_d2, VEC=vec,
                 STAGES=m.stages, NUM_WARPS=m.warps, PDL=pdl, INTERLEAVE=bool(interleave),
-                HALVES=m.halves, W_REGS=m.w_regs, num_warps=m.warps)
+                HALVES=m.halves, W_REGS=m.w_regs, PAIRS=m.pairs, FMA=m.fma, num_warps=m.warps)
     return scalars, meta
 
 
@@ -383,7 +401,8 @@ else:
             m = staged(x, dy, weight, p, x, ln)
         if not m.vec:
             return "not staged: the kernel of disjoint_block runs (see disjoint_smem.staged)"
-        where = ", γ in registers" if m.w_regs else ""
+        where = (", γ in registers" if m.w_regs else "") + (
+            ", bf16 widened in pairs" if m.pairs else "") + (", x̂ by one FMA" if m.fma else "")
         if m.halves:
             return (f"staged: {m.vec * x.element_size()}-byte copies, by halves of a row "
                     f"({m.block_d}) in {m.stages} + {m.stages - 1} slots, {m.warps} warps{where}")

@@ -486,6 +486,75 @@ def test_w_regs_on_gpu(name, case, monkeypatch):
     _partials_hold_own_rows(e, inputs, case)
 
 
+PAIRS_CASES = [("layernorm", 777, 16384, "bf16", "bf16", {}),
+               ("rmsnorm", 2048, 16384, "bf16", "bf16", {}),
+               ("layernorm", 1000, 16384, "bf16", "fp32", {}),              # 8 warps, fp32 γ
+               ("rmsnorm", 300, 12288, "bf16", "fp32", {}),                 # two parts
+               ("layernorm", 300, 15000, "bf16", "bf16", {}),               # masked columns
+               ("layernorm", 500, 10000, "bf16", "bf16", {}),               # 8192 + 2048
+               ("rmsnorm", 5, 16384, "bf16", "bf16", {}),                   # fewer rows than programs
+               ("layernorm", 600, 16384, "bf16", "fp32", {"half_rows": True}),
+               ("layernorm", 600, 12288, "bf16", "bf16", {"w_regs": True}),
+               ("layernorm", 300, 16384, "fp16", "bf16", {})]               # a bf16 γ alone
+
+
+@pytest.mark.parametrize("name", ["disjoint_smem", "disjoint_strided"])
+@pytest.mark.parametrize("case", PAIRS_CASES)
+def test_bf16_pairs_gives_the_same_bits_on_gpu(name, case, monkeypatch):
+    """`bf16_pairs` (a tuning option, round 43): the staged kernel widens bf16 two elements a
+    32-bit word (a shift and a mask) instead of through the compiler's conversion — the same
+    values, so the same bits as without it, bit for bit, in every output; its bits over 10
+    repeats too."""
+    from normbench.strategies import disjoint_smem
+    norm, rows, d, dt, wd, extra = case
+    e = strategies.get(name)
+    inputs = make_inputs(norm, rows, d, dt, wd, seed=rows ^ d, device="cuda")
+    monkeypatch.setitem(_tuning.OVERRIDE, name, dict(extra))
+    m0 = disjoint_smem.staged(*inputs[:3], e.params(d), ln=norm == "layernorm")
+    before = e.backward(*inputs)
+    monkeypatch.setitem(_tuning.OVERRIDE, name, {**extra, "bf16_pairs": True})
+    m = disjoint_smem.staged(*inputs[:3], e.params(d), ln=norm == "layernorm")
+    assert m.vec and m.pairs and m._replace(pairs=False) == m0, (case, m0, m)
+    same_bits(before, e.backward(*inputs), case)
+    _right_and_repeated(e, inputs, dt, wd, case)
+
+
+@pytest.mark.parametrize("name", ["disjoint_smem", "disjoint_strided"])
+@pytest.mark.parametrize("case", [("layernorm", 777, 16384, "bf16", "bf16", 0.0),
+                                  ("layernorm", 1000, 16384, "fp16", "fp32", 0.0),
+                                  ("layernorm", 300, 12288, "bf16", "fp32", 0.0),  # two parts
+                                  ("layernorm", 300, 15000, "bf16", "bf16", 0.0),  # masked
+                                  ("layernorm", 500, 16384, "fp32", "fp32", 0.0),
+                                  ("layernorm", 500, 16384, "fp32", "fp32", 100.0),
+                                  ("layernorm", 500, 12288, "bf16", "fp32", 30.0)])
+def test_xhat_fma_on_gpu(name, case, monkeypatch):
+    """`xhat_fma` (a tuning option, round 43): LayerNorm's x̂ as one fused multiply-add,
+    x·rstd + (−mean·rstd) — right against fp64 (each output within its own dtype's
+    tolerance), also with x shifted by 100 and 30 standard deviations (its error grows with
+    |mean|·rstd), its bits over 10 repeats, partial rows holding their own rows; without
+    the option, none of it (RMSNorm has no mean: never)."""
+    from normbench.harness.inputs import output_tolerances
+    from normbench.strategies import disjoint_smem
+    norm, rows, d, dt, wd, shift = case
+    e = strategies.get(name)
+    x, dy, w, _, _ = make_inputs(norm, rows, d, dt, wd, seed=rows ^ d, device="cuda")
+    if shift:       # x shifted by `shift` of its standard deviations (2), its mean and rstd anew
+        x = (x.double() + 2.0 * shift).to(x.dtype)
+    xf = x.float()
+    mean, rstd = xf.mean(dim=1), torch.rsqrt(xf.var(dim=1, unbiased=False) + 1e-5)
+    inputs = (x, dy, w, mean, rstd)
+    monkeypatch.setitem(_tuning.OVERRIDE, name, {"xhat_fma": True})
+    assert disjoint_smem.staged(x, dy, w, e.params(d), ln=True).fma, case
+    assert not disjoint_smem.staged(x, dy, w, e.params(d), ln=False).fma, case
+    out = e.backward(*inputs)
+    tol_x, tol_w = output_tolerances(dt, wd)
+    errs = errors(out, reference(*inputs))
+    assert errs[0] <= tol_x and errs[1] <= tol_w and errs[2] <= tol_w, (case, errs)
+    for _ in range(10):
+        same_bits(out, e.backward(*inputs), case)
+    _partials_hold_own_rows(e, inputs, case)
+
+
 @pytest.mark.parametrize("case", [("layernorm", 4096, 16384, "bf16", "bf16", None),
                                   ("rmsnorm", 8192, 12288, "bf16", "fp32", None),
                                   ("layernorm", 777, 12288, "fp16", "fp32", None),

@@ -154,3 +154,22 @@ def test_strided_layernorm_at_3072_compiles_at_its_8_warps_without_spilling():
     assert ln["num_warps"] == 8 and ln["stack"] == 0, ln
     assert regs("--name", "disjoint_strided", "--d", "3072", "--norm", "rmsnorm")["num_warps"] == 16
     assert regs("--name", "disjoint_strided", "--d", "3072", "--dtype", "fp32")["num_warps"] == 16
+
+
+def test_bf16_pairs_and_xhat_fma_take_instructions_off_the_staged_row():
+    """Round 43's tuning options, compiled for sm_90: `bf16_pairs` widens bf16 without a PRMT
+    (the compiler's conversion moves each high half down first) and `xhat_fma` takes
+    LayerNorm's x̂ subtraction (an FADD an element and pass) off — fewer instructions both,
+    the stages and copies as they were."""
+    plain = regs("--name", "disjoint_smem", "--d", "16384")
+    pairs = regs("--name", "disjoint_smem", "--d", "16384", "--override", '{"bf16_pairs": true}')
+    both = regs("--name", "disjoint_smem", "--d", "16384", "--override",
+                '{"bf16_pairs": true, "xhat_fma": true}')
+    assert plain["prmt"] > 0 and pairs["prmt"] == 0 and pairs["bf16_pairs"], (plain, pairs)
+    assert both["instrs"] < pairs["instrs"] < plain["instrs"], (plain, pairs, both)
+    assert both["fadd"] < pairs["fadd"] == plain["fadd"] and both["xhat_fma"], (plain, both)
+    for k in ("dynamic", "ldgsts", "num_stages", "num_warps"):
+        assert plain[k] == pairs[k] == both[k], (k, plain, both)
+    rms = regs("--name", "disjoint_smem", "--d", "16384", "--norm", "rmsnorm", "--override",
+               '{"xhat_fma": true}')
+    assert not rms["xhat_fma"], rms

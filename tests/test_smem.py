@@ -453,6 +453,26 @@ def test_kernel_args_count_vec_elements_and_carry_the_launch():
     assert scalars == (10, 2048, 3, 2049, 2048, 2048)
     assert meta == dict(HAS_MEAN=True, BLOCK_D=8192, BLOCK_D2=8192, VEC=8, STAGES=3,
                         NUM_WARPS=8, PDL=False, INTERLEAVE=True, HALVES=True, W_REGS=False,
-                        num_warps=8)
+                        PAIRS=False, FMA=False, num_warps=8)
     assert smem.kernel_args(c, 4, smem.Launch(8, 3, 8, 16384, 0, False, True), False,
                             True)[1]["W_REGS"] is True
+    meta = smem.kernel_args(c, 4, smem.Launch(8, 3, 8, 16384, 0, pairs=True, fma=True), False,
+                            True)[1]
+    assert meta["PAIRS"] is True and meta["FMA"] is True
+
+
+def test_bf16_pairs_and_xhat_fma_pass_through_and_change_nothing_else():
+    """`bf16_pairs` and `xhat_fma` (tuning options, round 43: off in the rules) reach the
+    Launch as `pairs` and `fma` — fma for LayerNorm only (RMSNorm has no mean) — and leave
+    every other field of it as the rule has it; a call that is not staged stays NOT_STAGED."""
+    for d, elem, w_elem in ((16384, 2, 2), (16384, 2, 4), (12288, 2, 4), (10000, 2, 2),
+                            (16384, 4, 4), (8192, 2, 2)):
+        for ln in (True, False):
+            p = smem._rule(d)
+            m0 = smem.launch_meta(p, d, elem, w_elem, H200, ln=ln)
+            assert not m0.pairs and not m0.fma, (d, m0)
+            m = smem.launch_meta({**p, "bf16_pairs": True, "xhat_fma": True}, d, elem, w_elem,
+                                 H200, ln=ln)
+            assert m == m0._replace(pairs=True, fma=ln), (d, ln, m0, m)
+    p = {**smem._rule(16384), "one_chunk": False, "bf16_pairs": True, "xhat_fma": True}
+    assert smem.launch_meta(p, 16384, 2, 2, H200, ln=True) == smem.NOT_STAGED
