@@ -142,10 +142,16 @@ def _rule(d: int) -> dict:
     disjoint_strided's rule sets it (round 29).
 
     bf16_pairs: bf16 widened to fp32 two elements a 32-bit word (a shift and a mask,
-    _smem_kernel._f32) instead of the compiler's three instructions a pair — the same bits;
-    xhat_fma: LayerNorm's x̂ as one fused multiply-add, x·rstd + (−mean·rstd) — its error grows
-    with |mean|·rstd.  Off (round 43, docs/PERF_NOTES.md: 18 % fewer instructions a row at LN
-    16384 bf16, compiled for sm_90; timed there).
+    _smem_kernel._f32) instead of the compiler's three instructions a pair — the same bits.
+    On (round 43, docs/PERF_NOTES.md; H200, six rounds in turn on fresh inputs, GPU time):
+    LayerNorm's rows of 16384 with a bf16 γ 1.1–1.4 % faster (disjoint_smem 4096 rows 126.9 ->
+    125.1 µs, disjoint_strided 8192 rows 222.6 -> 220.2), level with an fp32 γ and in RMSNorm
+    (112.7 / 112.8 at 4096 × 16384); 10-14 % fewer instructions a row compiled for sm_90.
+
+    xhat_fma: LayerNorm's x̂ as one fused multiply-add, x·rstd + (−mean·rstd), an instruction
+    an element and pass fewer — its error grows with |mean|·rstd.  Off (round 43: with
+    bf16_pairs a further 1.0–1.2 % at the bf16 lines above, level or up to 4 % slower with an
+    fp32 γ; not worth its accuracy where the mean is far from zero).
 
     one_stage_halves: where whole rows of one block fit a single stage beside γ (nothing of the
     next row on its way while one is worked on: fp32 rows of 16384 on an H200), `w_regs` and
@@ -158,7 +164,7 @@ def _rule(d: int) -> dict:
                 ln_split_warps=8 if bd > 8192 else warps, num_stages=0, inflight=INFLIGHT,
                 split_inflight=0, ln_inflight=LN_INFLIGHT if bd == 16384 else 0,
                 split=bd > 8192, pdl=bd > 8192, interleave=False, half_rows=False,
-                w_regs=False, rms_split_w_regs=0, one_stage_halves=False, bf16_pairs=False,
+                w_regs=False, rms_split_w_regs=0, one_stage_halves=False, bf16_pairs=True,
                 xhat_fma=False)
 
 

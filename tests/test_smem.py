@@ -462,15 +462,17 @@ def test_kernel_args_count_vec_elements_and_carry_the_launch():
 
 
 def test_bf16_pairs_and_xhat_fma_pass_through_and_change_nothing_else():
-    """`bf16_pairs` and `xhat_fma` (tuning options, round 43: off in the rules) reach the
-    Launch as `pairs` and `fma` — fma for LayerNorm only (RMSNorm has no mean) — and leave
+    """`bf16_pairs` (round 43: on in the rule) and `xhat_fma` (a tuning option, off) reach
+    the Launch as `pairs` and `fma` — fma for LayerNorm only (RMSNorm has no mean) — and leave
     every other field of it as the rule has it; a call that is not staged stays NOT_STAGED."""
     for d, elem, w_elem in ((16384, 2, 2), (16384, 2, 4), (12288, 2, 4), (10000, 2, 2),
                             (16384, 4, 4), (8192, 2, 2)):
         for ln in (True, False):
             p = smem._rule(d)
-            m0 = smem.launch_meta(p, d, elem, w_elem, H200, ln=ln)
+            assert p["bf16_pairs"] and not p["xhat_fma"], d
+            m0 = smem.launch_meta({**p, "bf16_pairs": False}, d, elem, w_elem, H200, ln=ln)
             assert not m0.pairs and not m0.fma, (d, m0)
+            assert smem.launch_meta(p, d, elem, w_elem, H200, ln=ln) == m0._replace(pairs=True)
             m = smem.launch_meta({**p, "bf16_pairs": True, "xhat_fma": True}, d, elem, w_elem,
                                  H200, ln=ln)
             assert m == m0._replace(pairs=True, fma=ln), (d, ln, m0, m)
