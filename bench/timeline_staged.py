@@ -20,6 +20,11 @@ the shape's model bytes.  Per sample, relative to the first program's start (µs
                 kernel's time and not comparable with call_us (the strategy's whole call).
 
 With --per-sm FILE, each SM's median busy time and end (µs) per case: which SMs are slow.
+With --rows K, the kernel itself (its CLOCKS) reads the clock after each row; of a program's
+first K rows: `row_steps`, per step the median over the programs that ran K rows or more and
+the samples — the first row from the program's start, each next row from the one before, and
+the program's end from row K's (the rows past K and the partial rows' stores): whether a
+program's time beyond its rows' is at its start, spread over its rows, or at its end.
 
 Round 27 (docs/PERF_NOTES.md) found 9–21 µs a call in the staged kernel at rows of 16384 that
 twice the rows do not double: the ramp, the tail and the programs' own first and last rows are
@@ -71,12 +76,13 @@ def _timed_smem(X, DY, DX, W, Mean, Rstd, PW, PB, T, ROWS, N_V, ROWS_PER_PROG,
                 BLOCK_D: gl.constexpr, BLOCK_D2: gl.constexpr, VEC: gl.constexpr,
                 STAGES: gl.constexpr, NUM_WARPS: gl.constexpr, PDL: gl.constexpr,
                 INTERLEAVE: gl.constexpr, HALVES: gl.constexpr, W_REGS: gl.constexpr,
-                PAIRS: gl.constexpr = False, FMA: gl.constexpr = False):
+                PAIRS: gl.constexpr = False, FMA: gl.constexpr = False, Clk=None,
+                CLOCKS: gl.constexpr = False):
     pid = gl.program_id(0)
     t0 = _clock()
     smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG, stride_x_v,
                 stride_dy_v, stride_dx_v, HAS_MEAN, BLOCK_D, BLOCK_D2, VEC, STAGES, NUM_WARPS,
-                PDL, INTERLEAVE, HALVES, W_REGS, PAIRS, FMA)
+                PDL, INTERLEAVE, HALVES, W_REGS, PAIRS, FMA, Clk, CLOCKS)
     _barrier()
     t1 = _clock()
     gl.store(T + pid * 3, t0)
@@ -84,33 +90,58 @@ def _timed_smem(X, DY, DX, W, Mean, Rstd, PW, PB, T, ROWS, N_V, ROWS_PER_PROG,
     gl.store(T + pid * 3 + 2, _sm().to(gl.int64))
 
 
-def launch_timed(name: str, x, dy, w, mean, rstd, t):
+def launch_timed(name: str, x, dy, w, mean, rstd, t, clk=None):
     """The staged kernel of strategy `name` at its launch parameters for this call, wrapped
-    in the clock reads; the number of programs, or 0 where the call is not staged."""
+    in the clock reads (and with `clk`, one int64 a row, the clock after each row: the
+    kernel's CLOCKS); (the number of programs, whether its rows are dealt round-robin), or
+    (0, False) where the call is not staged."""
     e = strategies.get(name)
     c = _launch.prepare(x, dy, w, mean, rstd)
     p = e.params(c.d)
     m = disjoint_smem.staged(c.x, c.dy, c.weight, p, c.dx, c.has_mean)
     if not m.vec:
-        return 0
+        return 0, False
     groups = e.effective_groups(c.rows, c.d, None, c.x.device)
     pw, pb = _launch.scratch(groups, c.d, c.has_mean, c.x.device)
     scalars, meta = disjoint_smem.kernel_args(c, groups, m, p["interleave"], pdl=False)
+    if clk is not None:
+        meta.update(Clk=clk, CLOCKS=True)
     _timed_smem[(groups,)](c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, pw,
                            pb if pb is not None else pw, t, *scalars, **meta)
-    return groups
+    return groups, bool(p["interleave"])
 
 
-def timeline(name: str, inputs, flush, n: int) -> dict:
-    """The instrumented staged kernel's event time and the medians of its per-sample timeline."""
+def row_steps(v: torch.Tensor, clk: list, k: int, interleave: bool) -> list[list[float]]:
+    """One sample's per-row clocks (`clk`, one a row) as steps (µs): for each program with k
+    rows or more (program p's rows: p, p + G, … dealt round-robin over G programs, else its
+    contiguous block of ⌈rows / G⌉), [its first row's end − its start, its second row's end
+    − its first's, …, its k-th row's end − its (k−1)-th's, its end − its k-th row's]."""
+    g, rows = v.shape[0], len(clk)
+    per = -(-rows // g)
+    out = []
+    for p, (st, en, _) in enumerate(v.tolist()):
+        mine = range(p, rows, g) if interleave else range(p * per, min(rows, (p + 1) * per))
+        if len(mine) < k:
+            continue
+        marks = [st, *(clk[r] for r in list(mine)[:k]), en]
+        out.append([(b - a) / 1e3 for a, b in zip(marks, marks[1:])])
+    return out
+
+
+def timeline(name: str, inputs, flush, n: int, k: int = 0) -> dict:
+    """The instrumented staged kernel's event time and the medians of its per-sample timeline
+    (k > 0: also `row_steps` — each step's median over the programs and samples)."""
     x = inputs[0]
     t = torch.zeros(x.shape[0] * 3, dtype=torch.int64, device=x.device)
-    samples, evs, per_sm = [], [], {}
+    clk = torch.zeros(x.shape[0], dtype=torch.int64, device=x.device) if k else None
+    samples, evs, per_sm, steps = [], [], {}, []
     for i in range(n + 3):
         flush.zero_()
+        if k:
+            clk.zero_()
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
-        g = launch_timed(name, *inputs, t)
+        g, dealt = launch_timed(name, *inputs, t, clk)
         b.record()
         torch.cuda.synchronize()
         if not g:
@@ -119,6 +150,8 @@ def timeline(name: str, inputs, flush, n: int) -> dict:
             continue
         evs.append(a.elapsed_time(b) * 1e3)
         v = t[:g * 3].view(g, 3).cpu()
+        if k:
+            steps += row_steps(v, clk.cpu().tolist(), k, dealt)
         s, st, en = program_clocks(v)
         busy = en - st
         for sm, b_, e_ in zip(v[:, 2].tolist(), busy.tolist(), en.tolist()):
@@ -129,6 +162,9 @@ def timeline(name: str, inputs, flush, n: int) -> dict:
     out = {k: round(statistics.median(s[k] for s in samples), 2) for k in samples[0]}
     out["event_us"] = round(statistics.median(evs), 2)
     out["programs"] = g
+    if steps:
+        out["row_steps"] = [round(statistics.median(p[j] for p in steps), 2)
+                            for j in range(k + 1)]
     # each SM's median busy time and end over the samples (the programs it ran)
     out["per_sm"] = {sm: (round(statistics.median(b for b, _ in v), 2),
                           round(statistics.median(e for _, e in v), 2), len(v))
@@ -144,6 +180,10 @@ def main() -> None:
                     help="strategies whose staged kernel is timed, at their own rules")
     ap.add_argument("--per-sm", default=None,
                     help="CSV of each SM's median busy time and end (which SMs are slow)")
+    ap.add_argument("--rows", type=int, default=0, metavar="K",
+                    help="also the clock after each of a program's first K rows: row_steps, "
+                         "each step's median (the first row from the program's start, …, "
+                         "the program's end from row K's)")
     args = ap.parse_args()
     dev, flush, wd = gpu_setup(args, "timeline_staged: needs a CUDA GPU (it reads the GPU's "
                                      "clock in each program)")
@@ -166,7 +206,7 @@ def main() -> None:
                 row["ok"] = within_tolerances(impl.backward(*inputs), ref, args.dtype, wd)
                 row["call_us"] = round(_median_us(lambda: impl.backward(*inputs), flush,
                                                   args.n), 2)
-                tl_ = timeline(name, inputs, flush, args.n)
+                tl_ = timeline(name, inputs, flush, args.n, args.rows)
                 if not tl_:
                     print(f"{row['case']} {name}: not staged", flush=True)
                     continue

@@ -37,6 +37,13 @@ def _f32(v, PAIRS: gl.constexpr):
 
 
 @gluon.jit
+def _globaltimer():
+    """The GPU's clock in ns (%globaltimer): CLOCKS' per-row timeline only."""
+    return gl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=gl.int64,
+                                     is_pure=False, pack=1)
+
+
+@gluon.jit
 def _stats(Mean, Rstd, row, last, HAS_MEAN: gl.constexpr):
     """(mean, rstd) of row `row`, clamped to the last row (a row past the end is never used);
     RMSNorm has no mean: rstd stands in for it and is never used as one."""
@@ -158,7 +165,7 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
                 STAGES: gl.constexpr, NUM_WARPS: gl.constexpr, PDL: gl.constexpr,
                 INTERLEAVE: gl.constexpr, HALVES: gl.constexpr = False,
                 W_REGS: gl.constexpr = False, PAIRS: gl.constexpr = False,
-                FMA: gl.constexpr = False):
+                FMA: gl.constexpr = False, Clk=None, CLOCKS: gl.constexpr = False):
     """Program p: dx for rows [p·R, (p+1)·R) — with INTERLEAVE the rows p, p + P, p + 2P, …
     (P programs) instead — and its partial rows PW[p], PB[p].  N_V and the
     strides count VEC elements (so the compiler knows each row start VEC-aligned).  A row is
@@ -172,7 +179,11 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
     disjoint_smem.launch_meta).  Two rings, not one of 2·STAGES − 1 half-row slots: two
     copies into one buffer at slots known only at run time cost a CTA barrier between them
     (round 28, where one ring was 7 % slower than whole rows); and the two halves' row sums
-    are added element by element before one reduction across the program."""
+    are added element by element before one reduction across the program.
+
+    CLOCKS (bench/timeline_staged.py --rows only): the GPU's clock (`%globaltimer`) after
+    each row r, stored at Clk[r] (indexed by the row, which the loop holds anyway: a
+    program's own index would cost the 16-warp kernels a register they do not have)."""
     if PDL:
         _launch_dependents()
     layout: gl.constexpr = gl.BlockedLayout([VEC], [32], [NUM_WARPS], [0])
@@ -320,6 +331,8 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
                                       W_REGS, PAIRS, FMA)
         # every thread is past its reads of stage s before any refills it (next iteration)
         _barrier()
+        if CLOCKS:
+            gl.store(Clk + r, _globaltimer())
         mean = nmean
         rstd = nrstd
         j += 1

@@ -339,7 +339,8 @@ def kernel_args(c, groups: int, m: Launch, interleave: bool, pdl: bool):
                sdx // vec)
     meta = dict(HAS_MEAN=c.has_mean, BLOCK_D=m.block_d, BLOCK_D2=m.block_d2, VEC=vec,
                 STAGES=m.stages, NUM_WARPS=m.warps, PDL=pdl, INTERLEAVE=bool(interleave),
-                HALVES=m.halves, W_REGS=m.w_regs, PAIRS=m.pairs, FMA=m.fma, num_warps=m.warps)
+                HALVES=m.halves, W_REGS=m.w_regs, PAIRS=m.pairs, FMA=m.fma, Clk=None,
+                CLOCKS=False, num_warps=m.warps)
     return scalars, meta
 
 

@@ -415,8 +415,11 @@ x = torch.zeros(4, 16384, dtype=torch.bfloat16)
 cl = _launch.prepare(x, x, torch.ones(16384, dtype=torch.bfloat16), torch.zeros(4), torch.ones(4))
 _, meta = disjoint_smem.kernel_args(cl, 4, disjoint_smem.Launch(8, 3, 8, 16384, 0), True, False)
 consts = {n: v for n, v in meta.items() if n != "num_warps"}
+if len(sys.argv) > 2:         # the per-row clocks (--rows): Clk a tensor, CLOCKS on
+    consts.pop("Clk")
+    consts["CLOCKS"] = True
 sig = {n: "constexpr" if n in consts else "*bf16" if n in ("X", "DY", "DX", "W") else
-       "*i64" if n == "T" else "*fp32" if n in ("Mean", "Rstd", "PW", "PB") else "i32" for n in names}
+       "*i64" if n in ("T", "Clk") else "*fp32" if n in ("Mean", "Rstd", "PW", "PB") else "i32" for n in names}
 attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in names
          if n not in consts and n not in ("ROWS", "ROWS_PER_PROG")}
 src = GluonASTSource(k, sig, attrs=attrs, constexprs={(names.index(a),): v for a, v in consts.items()})
@@ -434,6 +437,9 @@ def test_the_staged_timeline_compiles_its_clock_reads_around_the_kernel():
                          text=True, check=True)
     clocks, sms, shared = map(int, out.stdout.split()[-3:])
     assert clocks == 2 and sms == 1 and 3 * 65536 + 32768 <= shared <= 227 * 1024, out.stdout
+    out = subprocess.run([sys.executable, "-c", _TIMELINE_COMPILE, ROOT, "rows"],
+                         capture_output=True, text=True, check=True)
+    assert list(map(int, out.stdout.split()[-3:]))[:2] == [3, 1], out.stdout   # one a row too
     if not torch.cuda.is_available():
         r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "timeline_staged.py")],
                            capture_output=True, text=True)
@@ -453,7 +459,7 @@ def test_kernel_args_count_vec_elements_and_carry_the_launch():
     assert scalars == (10, 2048, 3, 2049, 2048, 2048)
     assert meta == dict(HAS_MEAN=True, BLOCK_D=8192, BLOCK_D2=8192, VEC=8, STAGES=3,
                         NUM_WARPS=8, PDL=False, INTERLEAVE=True, HALVES=True, W_REGS=False,
-                        PAIRS=False, FMA=False, num_warps=8)
+                        PAIRS=False, FMA=False, Clk=None, CLOCKS=False, num_warps=8)
     assert smem.kernel_args(c, 4, smem.Launch(8, 3, 8, 16384, 0, False, True), False,
                             True)[1]["W_REGS"] is True
     meta = smem.kernel_args(c, 4, smem.Launch(8, 3, 8, 16384, 0, pairs=True, fma=True), False,
@@ -478,3 +484,17 @@ def test_bf16_pairs_and_xhat_fma_pass_through_and_change_nothing_else():
             assert m == m0._replace(pairs=True, fma=ln), (d, ln, m0, m)
     p = {**smem._rule(16384), "one_chunk": False, "bf16_pairs": True, "xhat_fma": True}
     assert smem.launch_meta(p, 16384, 2, 2, H200, ln=True) == smem.NOT_STAGED
+
+
+def test_row_steps_follow_each_programs_own_rows():
+    """bench/timeline_staged.py --rows: a program's steps are its first row's end from its
+    start, each next row's end from the one before, its end from its k-th row's — its rows
+    a contiguous block, or p, p + G, … dealt round-robin; a program with fewer than k rows is
+    left out."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import timeline_staged as ts
+    v = torch.tensor([[0, 10000, 5], [100, 12000, 6]])          # start, end (ns), SM
+    clk = [2000, 5000, 4000, 9000]                               # each row's end (ns)
+    assert ts.row_steps(v, clk, 2, False) == [[2.0, 3.0, 5.0], [3.9, 5.0, 3.0]]
+    assert ts.row_steps(v, clk, 2, True) == [[2.0, 2.0, 6.0], [4.9, 4.0, 3.0]]
+    assert ts.row_steps(v, clk[:3], 2, False) == [[2.0, 3.0, 5.0]]   # p1: one row of 3
