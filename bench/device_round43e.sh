@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# (Runs at b698c25: `early_partials` was removed after this call; docs/PERF_NOTES.md round 43.)
 # Round 43's sixth call (issue 16; from the repo root on one H200, carrying .pyd/; about 5
 # minutes): `early_partials` — each row's contributions added with its sums, the partial rows
 # stored after the last row's sums, while its dx is worked out (the same bits).

@@ -107,8 +107,7 @@ def compile_smem(d: int, norm: str, dtype: str, weight_dtype: str = "same",
     consts = dict(HAS_MEAN=norm == "layernorm", BLOCK_D=m.block_d, BLOCK_D2=m.block_d2,
                   VEC=vec, STAGES=st, NUM_WARPS=m.warps, PDL=bool(p.get("pdl")),
                   INTERLEAVE=bool(p.get("interleave")), HALVES=m.halves, W_REGS=m.w_regs,
-                  PAIRS=m.pairs, FMA=m.fma, Clk=None, CLOCKS=False,
-                  EARLY=m.early)
+                  PAIRS=m.pairs, FMA=m.fma, Clk=None, CLOCKS=False)
     k = _compile_gluon(smem_kernel, consts, d, vec, dtype, weight_dtype, p["num_warps"],
                        f32=("Mean", "Rstd", "PW", "PB"))
     return k, {**p, "num_stages": st, "block_r": 1, "prefetch": False, "reload": False,

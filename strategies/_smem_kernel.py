@@ -138,33 +138,11 @@ def _row_sums(xs, ds, ws, mean, rstd, layout: gl.constexpr, HAS_MEAN: gl.constex
 
 
 @gluon.jit
-def _row_sums_acc(xs, ds, ws, mean, rstd, acc_w, acc_b, layout: gl.constexpr,
-                  HAS_MEAN: gl.constexpr, W_REGS: gl.constexpr, PAIRS: gl.constexpr,
-                  FMA: gl.constexpr):
-    """_row_sums with the row's contributions (dy·x̂, dy) added to the accumulators in the
-    same pass (EARLY) — the values _dx_part would add, in the same row order: the same bits.
-    Returns (Σ x̂·g, Σ g, acc_w, acc_b)."""
-    x = _f32(xs.load(layout), PAIRS)
-    dy = _f32(ds.load(layout), PAIRS)
-    if W_REGS:
-        g = ws * dy
-    else:
-        g = _f32(ws.load(layout), PAIRS) * dy
-    xhat = _xhat(x, mean, rstd, HAS_MEAN, FMA)
-    acc_w += dy * xhat
-    if HAS_MEAN:
-        acc_b += dy
-    s1, s2 = _reduce_terms(xhat * g, g, HAS_MEAN)
-    return s1, s2, acc_w, acc_b
-
-
-@gluon.jit
 def _dx_part(xs, ds, ws, DX_ROW, cols, col_mask, mean, rstd, c1, c2, acc_w, acc_b,
              layout: gl.constexpr, HAS_MEAN: gl.constexpr, W_REGS: gl.constexpr,
-             PAIRS: gl.constexpr, FMA: gl.constexpr, ACC: gl.constexpr = True):
+             PAIRS: gl.constexpr, FMA: gl.constexpr):
     """dx of one part of a staged row, read from shared memory again, stored; the part's
-    contributions added to its accumulators (unless not ACC: EARLY added them with the
-    sums), which are returned."""
+    contributions added to its accumulators, which are returned."""
     x = _f32(xs.load(layout), PAIRS)
     dy = _f32(ds.load(layout), PAIRS)
     if W_REGS:
@@ -174,10 +152,9 @@ def _dx_part(xs, ds, ws, DX_ROW, cols, col_mask, mean, rstd, c1, c2, acc_w, acc_
     xhat = _xhat(x, mean, rstd, HAS_MEAN, FMA)
     dx = (g - (xhat * c1 + c2)) * rstd
     gl.store(DX_ROW + cols, dx.to(DX_ROW.dtype.element_ty), mask=col_mask)
-    if ACC:
-        acc_w += dy * xhat
-        if HAS_MEAN:
-            acc_b += dy
+    acc_w += dy * xhat
+    if HAS_MEAN:
+        acc_b += dy
     return acc_w, acc_b
 
 
@@ -188,8 +165,7 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
                 STAGES: gl.constexpr, NUM_WARPS: gl.constexpr, PDL: gl.constexpr,
                 INTERLEAVE: gl.constexpr, HALVES: gl.constexpr = False,
                 W_REGS: gl.constexpr = False, PAIRS: gl.constexpr = False,
-                FMA: gl.constexpr = False, Clk=None, CLOCKS: gl.constexpr = False,
-                EARLY: gl.constexpr = False):
+                FMA: gl.constexpr = False, Clk=None, CLOCKS: gl.constexpr = False):
     """Program p: dx for rows [p·R, (p+1)·R) — with INTERLEAVE the rows p, p + P, p + 2P, …
     (P programs) instead — and its partial rows PW[p], PB[p].  N_V and the
     strides count VEC elements (so the compiler knows each row start VEC-aligned).  A row is
@@ -204,10 +180,6 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
     copies into one buffer at slots known only at run time cost a CTA barrier between them
     (round 28, where one ring was 7 % slower than whole rows); and the two halves' row sums
     are added element by element before one reduction across the program.
-
-    EARLY (`early_partials`; rows of one block, not HALVES): each row's contributions added
-    with its sums, so the partial rows are final after the last row's sums and are stored
-    then, while that row's dx is worked out and stored (the same bits).
 
     CLOCKS (bench/timeline_staged.py --rows only): the GPU's clock (`%globaltimer`) after
     each row r, stored at Clk[r] (indexed by the row, which the loop holds anyway: a
@@ -335,13 +307,8 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
             s = i % STAGES
             t = s
             # the row sums, from shared memory (the first part's, then the second's added)
-            if EARLY:
-                s1, s2, acc_w, acc_b = _row_sums_acc(xs.index(s), ds.index(s), ws, mean, rstd,
-                                                     acc_w, acc_b, layout, HAS_MEAN, W_REGS,
-                                                     PAIRS, FMA)
-            else:
-                s1, s2 = _row_sums(xs.index(s), ds.index(s), ws, mean, rstd, layout, HAS_MEAN,
-                                   W_REGS, PAIRS, FMA)
+            s1, s2 = _row_sums(xs.index(s), ds.index(s), ws, mean, rstd, layout, HAS_MEAN,
+                               W_REGS, PAIRS, FMA)
             if BLOCK_D2 > 0:
                 t1, t2 = _row_sums(xs2.index(t), ds2.index(t), ws2, mean, rstd, layout,
                                    HAS_MEAN, W_REGS, PAIRS, FMA)
@@ -351,20 +318,13 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
         c2 = 0.0
         if HAS_MEAN:
             c2 = s2 * inv_n
-        if EARLY:
-            if r + step >= end:     # the program's last row: its partial rows are final
-                out = pid.to(gl.int64) * N
-                gl.store(PW + out + cols, acc_w, mask=col_mask)
-                if HAS_MEAN:
-                    gl.store(PB + out + cols, acc_b, mask=col_mask)
         # a barrier has a memory effect: without it the compiler merges the second read of
         # shared memory into the first and holds x, dy and γ in registers across the sums
         # (at d = 16384: 360 bytes of spills instead of none)
         _barrier()
         dx_row = DX + r.to(gl.int64) * stride_dx
         acc_w, acc_b = _dx_part(xs.index(s), ds.index(s), ws, dx_row, cols, col_mask, mean, rstd,
-                                c1, c2, acc_w, acc_b, layout, HAS_MEAN, W_REGS, PAIRS, FMA,
-                                not EARLY)
+                                c1, c2, acc_w, acc_b, layout, HAS_MEAN, W_REGS, PAIRS, FMA)
         if BLOCK_D2 > 0:
             acc_w2, acc_b2 = _dx_part(xs2.index(t), ds2.index(t), ws2, dx_row, cols2, col_mask2,
                                       mean, rstd, c1, c2, acc_w2, acc_b2, layout, HAS_MEAN,
@@ -378,15 +338,9 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
         j += 1
     cp.wait_group(0)
     out = pid.to(gl.int64) * N
-    if EARLY:
-        if first >= end:            # no rows: partial rows of zeros (the loop stored none)
-            gl.store(PW + out + cols, acc_w, mask=col_mask)
-            if HAS_MEAN:
-                gl.store(PB + out + cols, acc_b, mask=col_mask)
-    else:
-        gl.store(PW + out + cols, acc_w, mask=col_mask)
-        if HAS_MEAN:
-            gl.store(PB + out + cols, acc_b, mask=col_mask)
+    gl.store(PW + out + cols, acc_w, mask=col_mask)
+    if HAS_MEAN:
+        gl.store(PB + out + cols, acc_b, mask=col_mask)
     if BLOCK_D2 > 0:
         gl.store(PW + out + cols2, acc_w2, mask=col_mask2)
         if HAS_MEAN:

@@ -153,11 +153,6 @@ def _rule(d: int) -> dict:
     bf16_pairs a further 1.0–1.2 % at the bf16 lines above, level or up to 4 % slower with an
     fp32 γ; not worth its accuracy where the mean is far from zero).
 
-    early_partials: each row's contributions added with its sums instead of with its dx, so
-    that the partial rows are stored after the last row's sums, while its dx is worked out
-    (rows of one block, not by halves) — the same bits.  Off (round 43's per-row timeline:
-    LayerNorm's two partial rows a program take 5.5-7.6 µs at the end of a call; timed there).
-
     one_stage_halves: where whole rows of one block fit a single stage beside γ (nothing of the
     next row on its way while one is worked on: fp32 rows of 16384 on an H200), `w_regs` and
     `half_rows` together wherever they give halves (2 + 1 half slots there) —
@@ -170,7 +165,7 @@ def _rule(d: int) -> dict:
                 split_inflight=0, ln_inflight=LN_INFLIGHT if bd == 16384 else 0,
                 split=bd > 8192, pdl=bd > 8192, interleave=False, half_rows=False,
                 w_regs=False, rms_split_w_regs=0, one_stage_halves=False, bf16_pairs=True,
-                xhat_fma=False, early_partials=False)
+                xhat_fma=False)
 
 
 def _groups_rule(rows: int, d: int, sms: int, launch) -> int:
@@ -236,7 +231,6 @@ class Launch(NamedTuple):
     w_regs: bool = False
     pairs: bool = False
     fma: bool = False
-    early: bool = False
 
 
 NOT_STAGED = Launch(0, 0, 0, 0, 0)
@@ -262,13 +256,12 @@ def launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=(), ln: bool
     bytes, a weight of `w_elem`, `smem` bytes of shared memory a program, and the other
     `units` a copy must divide (row strides, pointer offsets), for LayerNorm (`ln`) or
     RMSNorm, with bf16 activations (`bf16`: what `ln_warps` asks) or others; NOT_STAGED where
-    disjoint_block's kernel runs.  `bf16_pairs`, `xhat_fma` and `early_partials` pass through
-    to the kernel (its PAIRS, FMA and EARLY — the last for rows of one block not by halves)."""
+    disjoint_block's kernel runs.  `bf16_pairs` and `xhat_fma` pass through to the kernel
+    (its PAIRS and FMA: _smem_kernel._f32 and _xhat)."""
     m = _launch_meta(p, d, elem, w_elem, smem, units, ln, bf16)
     if not m.vec:
         return m
-    return m._replace(pairs=bool(p.get("bf16_pairs")), fma=bool(ln and p.get("xhat_fma")),
-                      early=bool(p.get("early_partials")) and not (m.halves or m.block_d2))
+    return m._replace(pairs=bool(p.get("bf16_pairs")), fma=bool(ln and p.get("xhat_fma")))
 
 
 def _launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=(), ln: bool = False,
@@ -347,7 +340,7 @@ def kernel_args(c, groups: int, m: Launch, interleave: bool, pdl: bool):
     meta = dict(HAS_MEAN=c.has_mean, BLOCK_D=m.block_d, BLOCK_D2=m.block_d2, VEC=vec,
                 STAGES=m.stages, NUM_WARPS=m.warps, PDL=pdl, INTERLEAVE=bool(interleave),
                 HALVES=m.halves, W_REGS=m.w_regs, PAIRS=m.pairs, FMA=m.fma, Clk=None,
-                CLOCKS=False, EARLY=m.early, num_warps=m.warps)
+                CLOCKS=False, num_warps=m.warps)
     return scalars, meta
 
 
@@ -416,8 +409,7 @@ else:
         if not m.vec:
             return "not staged: the kernel of disjoint_block runs (see disjoint_smem.staged)"
         where = (", γ in registers" if m.w_regs else "") + (
-            ", bf16 widened in pairs" if m.pairs else "") + (", x̂ by one FMA" if m.fma else "") + (
-            ", partial rows stored with the last row's sums" if m.early else "")
+            ", bf16 widened in pairs" if m.pairs else "") + (", x̂ by one FMA" if m.fma else "")
         if m.halves:
             return (f"staged: {m.vec * x.element_size()}-byte copies, by halves of a row "
                     f"({m.block_d}) in {m.stages} + {m.stages - 1} slots, {m.warps} warps{where}")

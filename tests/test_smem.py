@@ -459,8 +459,7 @@ def test_kernel_args_count_vec_elements_and_carry_the_launch():
     assert scalars == (10, 2048, 3, 2049, 2048, 2048)
     assert meta == dict(HAS_MEAN=True, BLOCK_D=8192, BLOCK_D2=8192, VEC=8, STAGES=3,
                         NUM_WARPS=8, PDL=False, INTERLEAVE=True, HALVES=True, W_REGS=False,
-                        PAIRS=False, FMA=False, Clk=None, CLOCKS=False, EARLY=False,
-                        num_warps=8)
+                        PAIRS=False, FMA=False, Clk=None, CLOCKS=False, num_warps=8)
     assert smem.kernel_args(c, 4, smem.Launch(8, 3, 8, 16384, 0, False, True), False,
                             True)[1]["W_REGS"] is True
     meta = smem.kernel_args(c, 4, smem.Launch(8, 3, 8, 16384, 0, pairs=True, fma=True), False,
@@ -499,16 +498,3 @@ def test_row_steps_follow_each_programs_own_rows():
     assert ts.row_steps(v, clk, 2, False) == [[2.0, 3.0, 5.0], [3.9, 5.0, 3.0]]
     assert ts.row_steps(v, clk, 2, True) == [[2.0, 2.0, 6.0], [4.9, 4.0, 3.0]]
     assert ts.row_steps(v, clk[:3], 2, False) == [[2.0, 3.0, 5.0]]   # p1: one row of 3
-
-
-def test_early_partials_only_where_a_row_is_one_block():
-    """`early_partials` reaches the Launch (`early`) for rows of one block; rows in two parts
-    and rows by halves keep their partial rows' stores at the end."""
-    for d, elem, w_elem, want in ((16384, 2, 2, True), (16384, 2, 4, True), (4096, 2, 2, True),
-                                  (12288, 2, 2, False)):
-        p = {**smem._rule(d), "early_partials": True}
-        assert smem.launch_meta(p, d, elem, w_elem, H200, ln=True).early is want, d
-    p = {**smem._rule(16384), "early_partials": True, "half_rows": True}
-    m = smem.launch_meta(p, 16384, 2, 4, H200, ln=True)
-    assert m.halves and not m.early
-    assert not smem.launch_meta(smem._rule(16384), 16384, 2, 2, H200, ln=True).early
