@@ -408,8 +408,10 @@ else:
             m = staged(x, dy, weight, p, x, ln)
         if not m.vec:
             return "not staged: the kernel of disjoint_block runs (see disjoint_smem.staged)"
+        # pairs: said where a bf16 tensor is there to widen (the kernel's _f32 leaves others)
+        paired = m.pairs and torch.bfloat16 in (x.dtype, weight.dtype)
         where = (", γ in registers" if m.w_regs else "") + (
-            ", bf16 widened in pairs" if m.pairs else "") + (", x̂ by one FMA" if m.fma else "")
+            ", bf16 widened in pairs" if paired else "") + (", x̂ by one FMA" if m.fma else "")
         if m.halves:
             return (f"staged: {m.vec * x.element_size()}-byte copies, by halves of a row "
                     f"({m.block_d}) in {m.stages} + {m.stages - 1} slots, {m.warps} warps{where}")
