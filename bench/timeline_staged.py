@@ -52,16 +52,10 @@ from normbench import strategies  # noqa: E402
 from normbench.harness import model  # noqa: E402
 from normbench.harness.inputs import make_inputs, reference, within_tolerances  # noqa: E402
 from normbench.strategies import _launch, disjoint_smem  # noqa: E402
-from normbench.strategies._smem_kernel import _barrier, smem_kernel  # noqa: E402
+from normbench.strategies._smem_kernel import _barrier, _globaltimer, smem_kernel  # noqa: E402
 
 from flush_check import cases, gpu_args, gpu_setup  # noqa: E402  (bench/, the script's folder)
 from timeline import _median_us, program_clocks  # noqa: E402
-
-
-@gluon.jit
-def _clock():
-    return gl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=gl.int64,
-                                     is_pure=False, pack=1)
 
 
 @gluon.jit
@@ -79,12 +73,12 @@ def _timed_smem(X, DY, DX, W, Mean, Rstd, PW, PB, T, ROWS, N_V, ROWS_PER_PROG,
                 PAIRS: gl.constexpr = False, FMA: gl.constexpr = False, Clk=None,
                 CLOCKS: gl.constexpr = False):
     pid = gl.program_id(0)
-    t0 = _clock()
+    t0 = _globaltimer()
     smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG, stride_x_v,
                 stride_dy_v, stride_dx_v, HAS_MEAN, BLOCK_D, BLOCK_D2, VEC, STAGES, NUM_WARPS,
                 PDL, INTERLEAVE, HALVES, W_REGS, PAIRS, FMA, Clk, CLOCKS)
     _barrier()
-    t1 = _clock()
+    t1 = _globaltimer()
     gl.store(T + pid * 3, t0)
     gl.store(T + pid * 3 + 1, t1)
     gl.store(T + pid * 3 + 2, _sm().to(gl.int64))

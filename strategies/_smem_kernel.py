@@ -85,17 +85,26 @@ def _stage_part(X, DY, xs, ds, row, ok, cols, col_mask, stride_x, stride_dy):
 
 
 @gluon.jit
-def _row_terms(xs, ds, ws, mean, rstd, layout: gl.constexpr, HAS_MEAN: gl.constexpr,
-               W_REGS: gl.constexpr, PAIRS: gl.constexpr, FMA: gl.constexpr):
-    """x̂·g and g of one part of a staged row, element by element (HALVES adds both halves'
-    before one reduction across the program, not two)."""
+def _part_values(xs, ds, ws, mean, rstd, layout: gl.constexpr, HAS_MEAN: gl.constexpr,
+                 W_REGS: gl.constexpr, PAIRS: gl.constexpr, FMA: gl.constexpr):
+    """(dy, g = γ·dy, x̂) of one part of a staged row in fp32, read from shared memory — what
+    both passes over a row start from."""
     x = _f32(xs.load(layout), PAIRS)
     dy = _f32(ds.load(layout), PAIRS)
     if W_REGS:
         g = ws * dy             # γ in fp32 registers, laid out as the row
     else:
         g = _f32(ws.load(layout), PAIRS) * dy
-    return _xhat(x, mean, rstd, HAS_MEAN, FMA) * g, g
+    return dy, g, _xhat(x, mean, rstd, HAS_MEAN, FMA)
+
+
+@gluon.jit
+def _row_terms(xs, ds, ws, mean, rstd, layout: gl.constexpr, HAS_MEAN: gl.constexpr,
+               W_REGS: gl.constexpr, PAIRS: gl.constexpr, FMA: gl.constexpr):
+    """x̂·g and g of one part of a staged row, element by element (HALVES adds both halves'
+    before one reduction across the program, not two)."""
+    _, g, xhat = _part_values(xs, ds, ws, mean, rstd, layout, HAS_MEAN, W_REGS, PAIRS, FMA)
+    return xhat * g, g
 
 
 @gluon.jit
@@ -143,13 +152,7 @@ def _dx_part(xs, ds, ws, DX_ROW, cols, col_mask, mean, rstd, c1, c2, acc_w, acc_
              PAIRS: gl.constexpr, FMA: gl.constexpr):
     """dx of one part of a staged row, read from shared memory again, stored; the part's
     contributions added to its accumulators, which are returned."""
-    x = _f32(xs.load(layout), PAIRS)
-    dy = _f32(ds.load(layout), PAIRS)
-    if W_REGS:
-        g = ws * dy             # γ in fp32 registers, laid out as the row
-    else:
-        g = _f32(ws.load(layout), PAIRS) * dy
-    xhat = _xhat(x, mean, rstd, HAS_MEAN, FMA)
+    dy, g, xhat = _part_values(xs, ds, ws, mean, rstd, layout, HAS_MEAN, W_REGS, PAIRS, FMA)
     dx = (g - (xhat * c1 + c2)) * rstd
     gl.store(DX_ROW + cols, dx.to(DX_ROW.dtype.element_ty), mask=col_mask)
     acc_w += dy * xhat
