@@ -24,6 +24,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from types import SimpleNamespace
 
 import torch
 
@@ -104,10 +105,11 @@ def compile_smem(d: int, norm: str, dtype: str, weight_dtype: str = "same",
     if not vec:
         raise SystemExit(f"regs.py: disjoint_smem does not stage d = {d} {dtype}: it runs "
                          "disjoint_block's kernel there")
-    consts = dict(HAS_MEAN=norm == "layernorm", BLOCK_D=m.block_d, BLOCK_D2=m.block_d2,
-                  VEC=vec, STAGES=st, NUM_WARPS=m.warps, PDL=bool(p.get("pdl")),
-                  INTERLEAVE=bool(p.get("interleave")), HALVES=m.halves, W_REGS=m.w_regs,
-                  PAIRS=m.pairs, FMA=m.fma, Clk=None, CLOCKS=False)
+    # the constexprs the strategy launches it with (kernel_args' meta), for a call of
+    # contiguous rows: only its sizes matter there
+    call = SimpleNamespace(rows=1, d=d, strides=(d, d, d), has_mean=norm == "layernorm")
+    _, meta = disjoint_smem.kernel_args(call, 1, m, bool(p.get("interleave")), bool(p.get("pdl")))
+    consts = {k: v for k, v in meta.items() if k != "num_warps"}
     k = _compile_gluon(smem_kernel, consts, d, vec, dtype, weight_dtype, p["num_warps"],
                        f32=("Mean", "Rstd", "PW", "PB"))
     return k, {**p, "num_stages": st, "block_r": 1, "prefetch": False, "reload": False,
