@@ -36,6 +36,7 @@ printed beside it.  Needs a CUDA GPU with the staged kernel (compute capability 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
@@ -51,7 +52,7 @@ from triton.experimental.gluon import language as gl  # noqa: E402
 from normbench import strategies  # noqa: E402
 from normbench.harness import model  # noqa: E402
 from normbench.harness.inputs import make_inputs, reference, within_tolerances  # noqa: E402
-from normbench.strategies import _launch, disjoint_smem  # noqa: E402
+from normbench.strategies import _launch, _tuning, disjoint_smem  # noqa: E402
 from normbench.strategies._smem_kernel import _barrier, _globaltimer, smem_kernel  # noqa: E402
 
 from flush_check import cases, gpu_args, gpu_setup  # noqa: E402  (bench/, the script's folder)
@@ -70,13 +71,14 @@ def _timed_smem(X, DY, DX, W, Mean, Rstd, PW, PB, T, ROWS, N_V, ROWS_PER_PROG,
                 BLOCK_D: gl.constexpr, BLOCK_D2: gl.constexpr, VEC: gl.constexpr,
                 STAGES: gl.constexpr, NUM_WARPS: gl.constexpr, PDL: gl.constexpr,
                 INTERLEAVE: gl.constexpr, HALVES: gl.constexpr, W_REGS: gl.constexpr,
-                PAIRS: gl.constexpr = False, FMA: gl.constexpr = False, Clk=None,
+                PAIRS: gl.constexpr = False, FMA: gl.constexpr = False,
+                L2: gl.constexpr = 0, FIRST: gl.constexpr = False, Clk=None,
                 CLOCKS: gl.constexpr = False):
     pid = gl.program_id(0)
     t0 = _globaltimer()
     smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG, stride_x_v,
                 stride_dy_v, stride_dx_v, HAS_MEAN, BLOCK_D, BLOCK_D2, VEC, STAGES, NUM_WARPS,
-                PDL, INTERLEAVE, HALVES, W_REGS, PAIRS, FMA, Clk, CLOCKS)
+                PDL, INTERLEAVE, HALVES, W_REGS, PAIRS, FMA, L2, FIRST, Clk, CLOCKS)
     _barrier()
     t1 = _globaltimer()
     gl.store(T + pid * 3, t0)
@@ -178,7 +180,11 @@ def main() -> None:
                     help="also the clock after each of a program's first K rows: row_steps, "
                          "each step's median (the first row from the program's start, …, "
                          "the program's end from row K's)")
+    ap.add_argument("--override", action="append", default=None, metavar="JSON",
+                    help="a tuning override of each strategy's rule (e.g. '{\"first_alone\": "
+                         "true}'), timed as its own line beside the rule's; repeatable")
     args = ap.parse_args()
+    variants = [{}] + [json.loads(o) for o in args.override or []]
     dev, flush, wd = gpu_setup(args, "timeline_staged: needs a CUDA GPU (it reads the GPU's "
                                      "clock in each program)")
     if disjoint_smem._WHY:
@@ -192,9 +198,12 @@ def main() -> None:
         dst = torch.empty_like(src)
         copy_us = _median_us(lambda: dst.copy_(src), flush, args.n)
         del src, dst
-        for name in args.names.split(","):
+        for name, ov in itertools.product(args.names.split(","), variants):
             row = dict(case=f"{norm} {rows}x{d} {args.dtype}/{wd}", name=name,
-                       copy_us=round(copy_us, 2))
+                       override=json.dumps(ov) if ov else "", copy_us=round(copy_us, 2))
+            _tuning.OVERRIDE.pop(name, None)
+            if ov:
+                _tuning.OVERRIDE[name] = ov
             try:
                 impl = strategies.get(name)
                 row["ok"] = within_tolerances(impl.backward(*inputs), ref, args.dtype, wd)
@@ -205,12 +214,15 @@ def main() -> None:
                     print(f"{row['case']} {name}: not staged", flush=True)
                     continue
                 for sm, (b_, e_, k) in tl_.pop("per_sm").items():
-                    sm_rows.append(dict(case=row["case"], name=name, sm=sm, busy=b_, end=e_,
-                                        samples=k))
+                    sm_rows.append(dict(case=row["case"], name=name, override=row["override"],
+                                        sm=sm, busy=b_, end=e_, samples=k))
                 row.update(tl_)
             except Exception as e:  # one case's failure is printed, the rest go on
-                print(f"{row['case']} {name}: {type(e).__name__}: {e}", flush=True)
+                print(f"{row['case']} {name} {row['override']}: {type(e).__name__}: {e}",
+                      flush=True)
                 continue
+            finally:
+                _tuning.OVERRIDE.pop(name, None)
             rows_out.append(row)
             print(json.dumps(row), flush=True)
         del inputs, ref
@@ -220,7 +232,7 @@ def main() -> None:
               f"{'end1':>7s} {'end50':>7s} {'endN':>7s} {'busy':>7s} {'bmin':>7s} {'bmax':>7s} "
               f"{'copy':>7s}")
         for r in rows_out:
-            print(f"{r['case']:34s} {r['name']:17s} {r['call_us']:7.1f} {r['event_us']:7.1f} "
+            print(f"{r['case']:34s} {(r['name'] + ' ' + r['override'])[:40]:17s} {r['call_us']:7.1f} {r['event_us']:7.1f} "
                   f"{r['start_spread']:6.1f} {r['end_first']:7.1f} {r['end_p50']:7.1f} "
                   f"{r['end_last']:7.1f} {r['busy']:7.1f} {r['busy_min']:7.1f} "
                   f"{r['busy_max']:7.1f} {r['copy_us']:7.1f}")
