@@ -72,13 +72,14 @@ def _timed_smem(X, DY, DX, W, Mean, Rstd, PW, PB, T, ROWS, N_V, ROWS_PER_PROG,
                 STAGES: gl.constexpr, NUM_WARPS: gl.constexpr, PDL: gl.constexpr,
                 INTERLEAVE: gl.constexpr, HALVES: gl.constexpr, W_REGS: gl.constexpr,
                 PAIRS: gl.constexpr = False, FMA: gl.constexpr = False,
-                L2: gl.constexpr = 0, FIRST: gl.constexpr = False, Clk=None,
-                CLOCKS: gl.constexpr = False):
+                L2: gl.constexpr = 0, FIRST: gl.constexpr = False,
+                W_LATE: gl.constexpr = False, Clk=None, CLOCKS: gl.constexpr = False):
     pid = gl.program_id(0)
     t0 = _globaltimer()
     smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG, stride_x_v,
                 stride_dy_v, stride_dx_v, HAS_MEAN, BLOCK_D, BLOCK_D2, VEC, STAGES, NUM_WARPS,
-                PDL, INTERLEAVE, HALVES, W_REGS, PAIRS, FMA, L2, FIRST, Clk, CLOCKS)
+                PDL, INTERLEAVE, HALVES, W_REGS, PAIRS, FMA, L2, FIRST, W_LATE, Clk,
+                CLOCKS)
     _barrier()
     t1 = _globaltimer()
     gl.store(T + pid * 3, t0)

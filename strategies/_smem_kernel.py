@@ -192,7 +192,7 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
                 INTERLEAVE: gl.constexpr, HALVES: gl.constexpr = False,
                 W_REGS: gl.constexpr = False, PAIRS: gl.constexpr = False,
                 FMA: gl.constexpr = False, L2: gl.constexpr = 0, FIRST: gl.constexpr = False,
-                Clk=None, CLOCKS: gl.constexpr = False):
+                W_LATE: gl.constexpr = False, Clk=None, CLOCKS: gl.constexpr = False):
     """Program p: dx for rows [p·R, (p+1)·R) — with INTERLEAVE the rows p, p + P, p + 2P, …
     (P programs) instead — and its partial rows PW[p], PB[p].  N_V and the
     strides count VEC elements (so the compiler knows each row start VEC-aligned).  A row is
@@ -212,7 +212,9 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
     the rows after it are — the rows asked for together arrive together, so the first row's
     work would otherwise start only once all STAGES − 1 rows are in, and DRAM idle until it
     ends (round 44; with HALVES, once 2·STAGES − 3 ≥ 2 half rows lead the ring).  It changes
-    when rows are copied, nothing that is computed.  L2 (`l2_hints`, 0–3): _copy,
+    when rows are copied, nothing that is computed.  W_LATE (`gamma_late`): γ loaded after
+    the prologue's copies are asked for, not before (a load waited for — DRAM's latency, γ
+    cold after an L2 flush — held every program's first copy back).  L2 (`l2_hints`, 0–3): _copy,
     _store_partial and _dx_part's L2 eviction hints.
 
     CLOCKS (bench/timeline_staged.py --rows only): the GPU's clock (`%globaltimer`) after
@@ -250,11 +252,15 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
     ds = gl.allocate_shared_memory(DY.dtype.element_ty, [STAGES, BLOCK_D], flat)
     # γ waits for the rows in shared memory in its own dtype, or with W_REGS in fp32 registers
     # laid out as the rows are read
+    # (W_LATE: loaded after the first rows' copies are asked for, below)
     if W_REGS:
-        ws = gl.load(W + cols, mask=col_mask, other=0.0).to(gl.float32)
+        ws = gl.zeros([BLOCK_D], gl.float32, layout)
+        if not W_LATE:
+            ws = gl.load(W + cols, mask=col_mask, other=0.0).to(gl.float32)
     else:
         ws = gl.allocate_shared_memory(W.dtype.element_ty, [BLOCK_D], flat)
-        ws.store(gl.load(W + cols, mask=col_mask, other=0.0))
+        if not W_LATE:
+            ws.store(gl.load(W + cols, mask=col_mask, other=0.0))
     acc_w = gl.zeros([BLOCK_D], gl.float32, layout)
     acc_b = gl.zeros([BLOCK_D], gl.float32, layout)
     # the second part: the same names stand in where there is none (never read then)
@@ -272,10 +278,13 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
         xs2 = gl.allocate_shared_memory(X.dtype.element_ty, [STAGES2, BLOCK_D2], flat)
         ds2 = gl.allocate_shared_memory(DY.dtype.element_ty, [STAGES2, BLOCK_D2], flat)
         if W_REGS:
-            ws2 = gl.load(W + cols2, mask=col_mask2, other=0.0).to(gl.float32)
+            ws2 = gl.zeros([BLOCK_D2], gl.float32, layout)
+            if not W_LATE:
+                ws2 = gl.load(W + cols2, mask=col_mask2, other=0.0).to(gl.float32)
         else:
             ws2 = gl.allocate_shared_memory(W.dtype.element_ty, [BLOCK_D2], flat)
-            ws2.store(gl.load(W + cols2, mask=col_mask2, other=0.0))
+            if not W_LATE:
+                ws2.store(gl.load(W + cols2, mask=col_mask2, other=0.0))
         acc_w2 = gl.zeros([BLOCK_D2], gl.float32, layout)
         acc_b2 = gl.zeros([BLOCK_D2], gl.float32, layout)
     if HALVES:
@@ -298,6 +307,17 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
                        col_mask2, stride_x, stride_dy, BLOCK_D2, L2)
             if FIRST and k == 0:
                 cp.wait_group(0)    # row 0 is here before more is asked for
+    if W_LATE:
+        # γ after the copies: each thread reads back only what it stored (the same layout),
+        # so no barrier is needed before the first row's sums
+        if W_REGS:
+            ws = gl.load(W + cols, mask=col_mask, other=0.0).to(gl.float32)
+            if BLOCK_D2 > 0:
+                ws2 = gl.load(W + cols2, mask=col_mask2, other=0.0).to(gl.float32)
+        else:
+            ws.store(gl.load(W + cols, mask=col_mask, other=0.0))
+            if BLOCK_D2 > 0:
+                ws2.store(gl.load(W + cols2, mask=col_mask2, other=0.0))
     inv_n = 1.0 / N.to(gl.float32)
     # the row statistics one row ahead, in registers: their load is not waited for until the
     # next row (clamped to the rows, so never out of bounds: past the program's last row it is
