@@ -184,10 +184,15 @@ def main() -> None:
     ap.add_argument("--override", action="append", default=None, metavar="JSON",
                     help="a tuning override of each strategy's rule (e.g. '{\"first_alone\": "
                          "true}'), timed as its own line beside the rule's; repeatable")
+    ap.add_argument("--no-flush", action="store_true",
+                    help="do not flush L2 before each sample (the kernel's code and γ stay in "
+                         "L2 from the call before; the first rows of x and dy do not)")
     args = ap.parse_args()
     variants = [{}] + [json.loads(o) for o in args.override or []]
     dev, flush, wd = gpu_setup(args, "timeline_staged: needs a CUDA GPU (it reads the GPU's "
                                      "clock in each program)")
+    if args.no_flush:
+        flush = torch.empty(1, dtype=torch.int32, device=dev)   # its zero_() flushes nothing
     if disjoint_smem._WHY:
         sys.exit(f"timeline_staged: the staged kernel cannot run here: {disjoint_smem._WHY}")
     rows_out, sm_rows = [], []
