@@ -102,7 +102,8 @@ def launch_timed(name: str, x, dy, w, mean, rstd, t, clk=None):
     pw, pb = _launch.scratch(groups, c.d, c.has_mean, c.x.device)
     scalars, meta = disjoint_smem.kernel_args(c, groups, m, p["interleave"], pdl=False)
     if clk is not None:
-        meta.update(Clk=clk, CLOCKS=True)
+        # one clock a row (CLOCKS 1), or four (2: --phases; Clk holds 4 · rows)
+        meta.update(Clk=clk, CLOCKS=1 if clk.numel() == c.rows else 2)
     _timed_smem[(groups,)](c.x, c.dy, c.dx, c.weight, c.mean, c.rstd, pw,
                            pb if pb is not None else pw, t, *scalars, **meta)
     return groups, bool(p["interleave"])
@@ -125,13 +126,35 @@ def row_steps(v: torch.Tensor, clk: list, k: int, interleave: bool) -> list[list
     return out
 
 
-def timeline(name: str, inputs, flush, n: int, k: int = 0) -> dict:
+def row_phases(v: torch.Tensor, clk: list, k: int, interleave: bool) -> list[list[list[float]]]:
+    """With --phases (`clk`: four clocks a row, Clk[j·rows + r]): for each program with k
+    rows or more, for each of its first k rows [ask, wait, sums, dx] in µs — the copies ahead
+    asked for (from the row before's end, or the program's start), its row waited for in
+    shared memory, its sums, its dx and contributions (to the row's end)."""
+    g, rows = v.shape[0], len(clk) // 4
+    per = -(-rows // g)
+    out = []
+    for p, (st, _, _) in enumerate(v.tolist()):
+        mine = list(range(p, rows, g) if interleave else range(p * per, min(rows, (p + 1) * per)))
+        if len(mine) < k:
+            continue
+        prog, prev = [], st
+        for r in mine[:k]:
+            marks = [prev, clk[rows + r], clk[2 * rows + r], clk[3 * rows + r], clk[r]]
+            prog.append([(b - a) / 1e3 for a, b in zip(marks, marks[1:])])
+            prev = clk[r]
+        out.append(prog)
+    return out
+
+
+def timeline(name: str, inputs, flush, n: int, k: int = 0, phases: bool = False) -> dict:
     """The instrumented staged kernel's event time and the medians of its per-sample timeline
     (k > 0: also `row_steps` — each step's median over the programs and samples)."""
     x = inputs[0]
     t = torch.zeros(x.shape[0] * 3, dtype=torch.int64, device=x.device)
-    clk = torch.zeros(x.shape[0], dtype=torch.int64, device=x.device) if k else None
-    samples, evs, per_sm, steps = [], [], {}, []
+    clk = (torch.zeros(x.shape[0] * (4 if phases else 1), dtype=torch.int64, device=x.device)
+           if k else None)
+    samples, evs, per_sm, steps, phase = [], [], {}, [], []
     for i in range(n + 3):
         flush.zero_()
         if k:
@@ -148,7 +171,10 @@ def timeline(name: str, inputs, flush, n: int, k: int = 0) -> dict:
         evs.append(a.elapsed_time(b) * 1e3)
         v = t[:g * 3].view(g, 3).cpu()
         if k:
-            steps += row_steps(v, clk.cpu().tolist(), k, dealt)
+            cl = clk.cpu().tolist()
+            steps += row_steps(v, cl[:x.shape[0]], k, dealt)
+            if phases:
+                phase += row_phases(v, cl, k, dealt)
         s, st, en = program_clocks(v)
         busy = en - st
         for sm, b_, e_ in zip(v[:, 2].tolist(), busy.tolist(), en.tolist()):
@@ -162,6 +188,10 @@ def timeline(name: str, inputs, flush, n: int, k: int = 0) -> dict:
     if steps:
         out["row_steps"] = [round(statistics.median(p[j] for p in steps), 2)
                             for j in range(k + 1)]
+    if phase:
+        # each of the first k rows' [ask, wait, sums, dx], the median over programs and samples
+        out["row_phases"] = [[round(statistics.median(p[j][q] for p in phase), 2)
+                              for q in range(4)] for j in range(k)]
     # each SM's median busy time and end over the samples (the programs it ran)
     out["per_sm"] = {sm: (round(statistics.median(b for b, _ in v), 2),
                           round(statistics.median(e for _, e in v), 2), len(v))
@@ -184,6 +214,9 @@ def main() -> None:
     ap.add_argument("--override", action="append", default=None, metavar="JSON",
                     help="a tuning override of each strategy's rule (e.g. '{\"first_alone\": "
                          "true}'), timed as its own line beside the rule's; repeatable")
+    ap.add_argument("--phases", action="store_true",
+                    help="with --rows: also each of the first K rows' phases (row_phases: "
+                         "the copies ahead asked for, the row waited for, its sums, its dx)")
     ap.add_argument("--no-flush", action="store_true",
                     help="do not flush L2 before each sample (the kernel's code and γ stay in "
                          "L2 from the call before; the first rows of x and dy do not)")
@@ -215,7 +248,7 @@ def main() -> None:
                 row["ok"] = within_tolerances(impl.backward(*inputs), ref, args.dtype, wd)
                 row["call_us"] = round(_median_us(lambda: impl.backward(*inputs), flush,
                                                   args.n), 2)
-                tl_ = timeline(name, inputs, flush, args.n, args.rows)
+                tl_ = timeline(name, inputs, flush, args.n, args.rows, args.phases)
                 if not tl_:
                     print(f"{row['case']} {name}: not staged", flush=True)
                     continue

@@ -219,7 +219,10 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
 
     CLOCKS (bench/timeline_staged.py --rows only): the GPU's clock (`%globaltimer`) after
     each row r, stored at Clk[r] (indexed by the row, which the loop holds anyway: a
-    program's own index would cost the 16-warp kernels a register they do not have)."""
+    program's own index would cost the 16-warp kernels a register they do not have); with
+    CLOCKS = 2 (--phases) also where row r's work passes three points on its way, at
+    Clk[k·ROWS + r]: k = 1 once the copies ahead are asked for, 2 once row r is in shared
+    memory, 3 once its sums are done."""
     if PDL:
         _launch_dependents()
     layout: gl.constexpr = gl.BlockedLayout([VEC], [32], [NUM_WARPS], [0])
@@ -349,10 +352,14 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
             _stage_row(X, DY, xs.index(ahead), ds.index(ahead), xs2.index(ahead),
                        ds2.index(ahead), r + (STAGES - 1) * step, r + (STAGES - 1) * step < end,
                        cols, col_mask, cols2, col_mask2, stride_x, stride_dy, BLOCK_D2, L2)
+        if CLOCKS > 1:
+            gl.store(Clk + ROWS + r, _globaltimer())          # the next row asked for
         nmean, nrstd = _stats(Mean, Rstd, r + step, last, HAS_MEAN)
         if HALVES:
             # row i's second half is here, and so all before it: 2·STAGES − 3 half rows after
             cp.wait_group(2 * STAGES - 3)
+            if CLOCKS > 1:
+                gl.store(Clk + 2 * ROWS + r, _globaltimer())  # row i here
             s = i % STAGES
             t = i % (STAGES - 1)
             a1, b1 = _row_terms(xs.index(s), ds.index(s), ws, mean, rstd, layout, HAS_MEAN,
@@ -362,6 +369,8 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
             s1, s2 = _reduce_terms(a1 + a2, b1 + b2, HAS_MEAN)
         else:
             cp.wait_group(STAGES - 1)
+            if CLOCKS > 1:
+                gl.store(Clk + 2 * ROWS + r, _globaltimer())  # row i here
             s = i % STAGES
             t = s
             # the row sums, from shared memory (the first part's, then the second's added)
@@ -380,6 +389,8 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
         # shared memory into the first and holds x, dy and γ in registers across the sums
         # (at d = 16384: 360 bytes of spills instead of none)
         _barrier()
+        if CLOCKS > 1:
+            gl.store(Clk + 3 * ROWS + r, _globaltimer())      # row i's sums done
         dx_row = DX + r.to(gl.int64) * stride_dx
         acc_w, acc_b = _dx_part(xs.index(s), ds.index(s), ws, dx_row, cols, col_mask, mean, rstd,
                                 c1, c2, acc_w, acc_b, layout, HAS_MEAN, W_REGS, PAIRS, FMA, L2)

@@ -416,8 +416,8 @@ cl = _launch.prepare(x, x, torch.ones(16384, dtype=torch.bfloat16), torch.zeros(
 _, meta = disjoint_smem.kernel_args(cl, 4, disjoint_smem.Launch(8, 3, 8, 16384, 0), True, False)
 consts = {n: v for n, v in meta.items() if n != "num_warps"}
 if len(sys.argv) > 2:         # the per-row clocks (--rows): Clk a tensor, CLOCKS on
-    consts.pop("Clk")
-    consts["CLOCKS"] = True
+    consts.pop("Clk")        # (--phases: CLOCKS 2, four clocks a row)
+    consts["CLOCKS"] = 2 if sys.argv[2] == "phases" else True
 sig = {n: "constexpr" if n in consts else "*bf16" if n in ("X", "DY", "DX", "W") else
        "*i64" if n in ("T", "Clk") else "*fp32" if n in ("Mean", "Rstd", "PW", "PB") else "i32" for n in names}
 attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in names
@@ -440,6 +440,9 @@ def test_the_staged_timeline_compiles_its_clock_reads_around_the_kernel():
     out = subprocess.run([sys.executable, "-c", _TIMELINE_COMPILE, ROOT, "rows"],
                          capture_output=True, text=True, check=True)
     assert list(map(int, out.stdout.split()[-3:]))[:2] == [3, 1], out.stdout   # one a row too
+    out = subprocess.run([sys.executable, "-c", _TIMELINE_COMPILE, ROOT, "phases"],
+                         capture_output=True, text=True, check=True)
+    assert list(map(int, out.stdout.split()[-3:]))[:2] == [6, 1], out.stdout   # four a row
     if not torch.cuda.is_available():
         r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "timeline_staged.py")],
                            capture_output=True, text=True)
@@ -508,6 +511,24 @@ def test_first_alone_and_l2_hints_pass_through_and_change_nothing_else():
                 assert m == m0._replace(first=True, l2=l2, w_late=True), (d, ln, m0, m)
     p = {**smem._rule(16384), "one_chunk": False, "first_alone": True, "l2_hints": 2}
     assert smem.launch_meta(p, 16384, 2, 2, H200, ln=True) == smem.NOT_STAGED
+
+
+def test_row_phases_split_each_row_at_its_clocks():
+    """bench/timeline_staged.py --phases: each of a program's first k rows split at its four
+    clocks (Clk[j·rows + r]) into [ask, wait, sums, dx], the first from the program's start
+    and each next from the row before's end."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import timeline_staged as ts
+    v = torch.tensor([[0, 10000, 5], [100, 12000, 6]])          # start, end (ns), SM
+    # rows 0..3 dealt round-robin: p0 has rows 0, 2; p1 rows 1, 3
+    end = [4000, 5000, 8000, 9000]
+    ask = [1000, 1100, 5000, 6000]
+    here = [2000, 3100, 6000, 7000]
+    sums = [3000, 4100, 7000, 8000]
+    ph = ts.row_phases(v, end + ask + here + sums, 2, True)
+    assert ph == [[[1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0]],
+                  [[1.0, 2.0, 1.0, 0.9], [1.0, 1.0, 1.0, 1.0]]], ph
+    assert ts.row_phases(v, end + ask + here + sums, 3, True) == []   # fewer than k rows
 
 
 def test_row_steps_follow_each_programs_own_rows():
