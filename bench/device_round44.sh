@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# (Its tuning options — first_alone, l2_hints, gamma_late — were removed after round 44:
+# run it at 41a8a8c, which has them.)
 # Round 44's first call (issue 16; from the repo root on one H200, carrying .pyd/; about 7
 # minutes): when the staged kernel asks for its rows, and what it tells L2 (docs/PERF_NOTES.md
 # round 44).

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# (Its tuning options — first_alone, l2_hints, gamma_late — were removed after round 44:
+# run it at 41a8a8c, which has them.)
 # Round 44's second call (issue 16; from the repo root on one H200, carrying .pyd/; about 2
 # minutes): LayerNorm and RMSNorm 4096 × 16384 bf16 row by row (`disjoint_strided`) at the rule
 # and with `first_alone` (bench/timeline_staged.py --rows 31 --override): does asking for the

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# (Its tuning options — first_alone, l2_hints, gamma_late — were removed after round 44:
+# run it at 41a8a8c, which has them.)
 # Round 44's third call (issue 16; from the repo root on one H200, carrying .pyd/; about 7
 # minutes): `gamma_late` — γ loaded after the first rows' copies are asked for
 # (docs/PERF_NOTES.md round 44).

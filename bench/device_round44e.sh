@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# (Its tuning options — first_alone, l2_hints, gamma_late — were removed after round 44:
+# run it at 41a8a8c, which has them.)
 # Round 44's fifth call (issue 16; from the repo root on one H200, carrying .pyd/; about 1
 # minute warm): where a staged program's first rows spend their time — each row's copies
 # ahead asked for, the row waited for, its sums, its dx (bench/timeline_staged.py --rows

@@ -71,15 +71,13 @@ def _timed_smem(X, DY, DX, W, Mean, Rstd, PW, PB, T, ROWS, N_V, ROWS_PER_PROG,
                 BLOCK_D: gl.constexpr, BLOCK_D2: gl.constexpr, VEC: gl.constexpr,
                 STAGES: gl.constexpr, NUM_WARPS: gl.constexpr, PDL: gl.constexpr,
                 INTERLEAVE: gl.constexpr, HALVES: gl.constexpr, W_REGS: gl.constexpr,
-                PAIRS: gl.constexpr = False, FMA: gl.constexpr = False,
-                L2: gl.constexpr = 0, FIRST: gl.constexpr = False,
-                W_LATE: gl.constexpr = False, Clk=None, CLOCKS: gl.constexpr = False):
+                PAIRS: gl.constexpr = False, FMA: gl.constexpr = False, Clk=None,
+                CLOCKS: gl.constexpr = False):
     pid = gl.program_id(0)
     t0 = _globaltimer()
     smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG, stride_x_v,
                 stride_dy_v, stride_dx_v, HAS_MEAN, BLOCK_D, BLOCK_D2, VEC, STAGES, NUM_WARPS,
-                PDL, INTERLEAVE, HALVES, W_REGS, PAIRS, FMA, L2, FIRST, W_LATE, Clk,
-                CLOCKS)
+                PDL, INTERLEAVE, HALVES, W_REGS, PAIRS, FMA, Clk, CLOCKS)
     _barrier()
     t1 = _globaltimer()
     gl.store(T + pid * 3, t0)
@@ -212,8 +210,8 @@ def main() -> None:
                          "each step's median (the first row from the program's start, …, "
                          "the program's end from row K's)")
     ap.add_argument("--override", action="append", default=None, metavar="JSON",
-                    help="a tuning override of each strategy's rule (e.g. '{\"first_alone\": "
-                         "true}'), timed as its own line beside the rule's; repeatable")
+                    help="a tuning override of each strategy's rule (e.g. '{\"bf16_pairs\": "
+                         "false}'), timed as its own line beside the rule's; repeatable")
     ap.add_argument("--phases", action="store_true",
                     help="with --rows: also each of the first K rows' phases (row_phases: "
                          "the copies ahead asked for, the row waited for, its sums, its dx)")

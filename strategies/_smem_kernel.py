@@ -55,49 +55,32 @@ def _stats(Mean, Rstd, row, last, HAS_MEAN: gl.constexpr):
 
 
 @gluon.jit
-def _copy(smem, P, row, stride, cols, mask, L2: gl.constexpr):
-    """Copy row `row` of P (its columns `cols`, where `mask`) into the stage `smem` — with L2
-    (`l2_hints`) marked first to leave L2: a staged row is read from global memory once, so
-    its lines are what L2 should give up before the dx rows written (dirty: each one evicted
-    is written back to DRAM) and the partial rows."""
-    if L2 > 0:
-        _async_load(smem, P + row.to(gl.int64) * stride + cols, mask=mask,
-                    eviction_policy="evict_first")
-    else:
-        _async_load(smem, P + row.to(gl.int64) * stride + cols, mask=mask)
-
-
-@gluon.jit
-def _store_partial(P, cols, acc, mask, L2: gl.constexpr):
-    """Store a partial row — with L2 ≥ 2 (`l2_hints`) marked last to leave L2, where the
-    reduce reads it."""
-    if L2 > 1:
-        gl.store(P + cols, acc, mask=mask, eviction_policy="evict_last")
-    else:
-        gl.store(P + cols, acc, mask=mask)
+def _copy(smem, P, row, stride, cols, mask):
+    """Copy row `row` of P (its columns `cols`, where `mask`) into the stage `smem`."""
+    _async_load(smem, P + row.to(gl.int64) * stride + cols, mask=mask)
 
 
 @gluon.jit
 def _stage_row(X, DY, xs, ds, xs2, ds2, row, ok, cols, col_mask, cols2, col_mask2,
-               stride_x, stride_dy, BLOCK_D2: gl.constexpr, L2: gl.constexpr):
+               stride_x, stride_dy, BLOCK_D2: gl.constexpr):
     """Copy row `row` of x and dy into the stage (xs, ds; and the second part's xs2, ds2) —
     nothing where not `ok` (past the program's rows), a copy of nothing still makes its group —
     and close the group (one per row, so that wait_group(STAGES − 1) means: this row is here)."""
-    _copy(xs, X, row, stride_x, cols, col_mask & ok, L2)
-    _copy(ds, DY, row, stride_dy, cols, col_mask & ok, L2)
+    _copy(xs, X, row, stride_x, cols, col_mask & ok)
+    _copy(ds, DY, row, stride_dy, cols, col_mask & ok)
     if BLOCK_D2 > 0:
-        _copy(xs2, X, row, stride_x, cols2, col_mask2 & ok, L2)
-        _copy(ds2, DY, row, stride_dy, cols2, col_mask2 & ok, L2)
+        _copy(xs2, X, row, stride_x, cols2, col_mask2 & ok)
+        _copy(ds2, DY, row, stride_dy, cols2, col_mask2 & ok)
     cp.commit_group()
 
 
 @gluon.jit
-def _stage_part(X, DY, xs, ds, row, ok, cols, col_mask, stride_x, stride_dy, L2: gl.constexpr):
+def _stage_part(X, DY, xs, ds, row, ok, cols, col_mask, stride_x, stride_dy):
     """With HALVES: copy one half of row `row` (its columns `cols`) into the slots xs, ds of
     that half's ring — nothing where not `ok` — and close its group (one per half row, in
     the order first half, second half, …)."""
-    _copy(xs, X, row, stride_x, cols, col_mask & ok, L2)
-    _copy(ds, DY, row, stride_dy, cols, col_mask & ok, L2)
+    _copy(xs, X, row, stride_x, cols, col_mask & ok)
+    _copy(ds, DY, row, stride_dy, cols, col_mask & ok)
     cp.commit_group()
 
 
@@ -166,18 +149,12 @@ def _row_sums(xs, ds, ws, mean, rstd, layout: gl.constexpr, HAS_MEAN: gl.constex
 @gluon.jit
 def _dx_part(xs, ds, ws, DX_ROW, cols, col_mask, mean, rstd, c1, c2, acc_w, acc_b,
              layout: gl.constexpr, HAS_MEAN: gl.constexpr, W_REGS: gl.constexpr,
-             PAIRS: gl.constexpr, FMA: gl.constexpr, L2: gl.constexpr):
-    """dx of one part of a staged row, read from shared memory again, stored (with L2 ≥ 3,
-    `l2_hints`, marked last to leave L2: dirty lines kept there are written to DRAM after the
-    kernel, not during it); the part's contributions added to its accumulators, which are
-    returned."""
+             PAIRS: gl.constexpr, FMA: gl.constexpr):
+    """dx of one part of a staged row, read from shared memory again, stored; the part's
+    contributions added to its accumulators, which are returned."""
     dy, g, xhat = _part_values(xs, ds, ws, mean, rstd, layout, HAS_MEAN, W_REGS, PAIRS, FMA)
     dx = (g - (xhat * c1 + c2)) * rstd
-    if L2 > 2:
-        gl.store(DX_ROW + cols, dx.to(DX_ROW.dtype.element_ty), mask=col_mask,
-                 eviction_policy="evict_last")
-    else:
-        gl.store(DX_ROW + cols, dx.to(DX_ROW.dtype.element_ty), mask=col_mask)
+    gl.store(DX_ROW + cols, dx.to(DX_ROW.dtype.element_ty), mask=col_mask)
     acc_w += dy * xhat
     if HAS_MEAN:
         acc_b += dy
@@ -191,8 +168,7 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
                 STAGES: gl.constexpr, NUM_WARPS: gl.constexpr, PDL: gl.constexpr,
                 INTERLEAVE: gl.constexpr, HALVES: gl.constexpr = False,
                 W_REGS: gl.constexpr = False, PAIRS: gl.constexpr = False,
-                FMA: gl.constexpr = False, L2: gl.constexpr = 0, FIRST: gl.constexpr = False,
-                W_LATE: gl.constexpr = False, Clk=None, CLOCKS: gl.constexpr = False):
+                FMA: gl.constexpr = False, Clk=None, CLOCKS: gl.constexpr = False):
     """Program p: dx for rows [p·R, (p+1)·R) — with INTERLEAVE the rows p, p + P, p + 2P, …
     (P programs) instead — and its partial rows PW[p], PB[p].  N_V and the
     strides count VEC elements (so the compiler knows each row start VEC-aligned).  A row is
@@ -207,15 +183,6 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
     copies into one buffer at slots known only at run time cost a CTA barrier between them
     (round 28, where one ring was 7 % slower than whole rows); and the two halves' row sums
     are added element by element before one reduction across the program.
-
-    FIRST (`first_alone`): the program's first row is asked for alone and waited for before
-    the rows after it are — the rows asked for together arrive together, so the first row's
-    work would otherwise start only once all STAGES − 1 rows are in, and DRAM idle until it
-    ends (round 44; with HALVES, once 2·STAGES − 3 ≥ 2 half rows lead the ring).  It changes
-    when rows are copied, nothing that is computed.  W_LATE (`gamma_late`): γ loaded after
-    the prologue's copies are asked for, not before (a load waited for — DRAM's latency, γ
-    cold after an L2 flush — held every program's first copy back).  L2 (`l2_hints`, 0–3): _copy,
-    _store_partial and _dx_part's L2 eviction hints.
 
     CLOCKS (bench/timeline_staged.py --rows only): the GPU's clock (`%globaltimer`) after
     each row r, stored at Clk[r] (indexed by the row, which the loop holds anyway: a
@@ -255,15 +222,11 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
     ds = gl.allocate_shared_memory(DY.dtype.element_ty, [STAGES, BLOCK_D], flat)
     # γ waits for the rows in shared memory in its own dtype, or with W_REGS in fp32 registers
     # laid out as the rows are read
-    # (W_LATE: loaded after the first rows' copies are asked for, below)
     if W_REGS:
-        ws = gl.zeros([BLOCK_D], gl.float32, layout)
-        if not W_LATE:
-            ws = gl.load(W + cols, mask=col_mask, other=0.0).to(gl.float32)
+        ws = gl.load(W + cols, mask=col_mask, other=0.0).to(gl.float32)
     else:
         ws = gl.allocate_shared_memory(W.dtype.element_ty, [BLOCK_D], flat)
-        if not W_LATE:
-            ws.store(gl.load(W + cols, mask=col_mask, other=0.0))
+        ws.store(gl.load(W + cols, mask=col_mask, other=0.0))
     acc_w = gl.zeros([BLOCK_D], gl.float32, layout)
     acc_b = gl.zeros([BLOCK_D], gl.float32, layout)
     # the second part: the same names stand in where there is none (never read then)
@@ -281,13 +244,10 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
         xs2 = gl.allocate_shared_memory(X.dtype.element_ty, [STAGES2, BLOCK_D2], flat)
         ds2 = gl.allocate_shared_memory(DY.dtype.element_ty, [STAGES2, BLOCK_D2], flat)
         if W_REGS:
-            ws2 = gl.zeros([BLOCK_D2], gl.float32, layout)
-            if not W_LATE:
-                ws2 = gl.load(W + cols2, mask=col_mask2, other=0.0).to(gl.float32)
+            ws2 = gl.load(W + cols2, mask=col_mask2, other=0.0).to(gl.float32)
         else:
             ws2 = gl.allocate_shared_memory(W.dtype.element_ty, [BLOCK_D2], flat)
-            if not W_LATE:
-                ws2.store(gl.load(W + cols2, mask=col_mask2, other=0.0))
+            ws2.store(gl.load(W + cols2, mask=col_mask2, other=0.0))
         acc_w2 = gl.zeros([BLOCK_D2], gl.float32, layout)
         acc_b2 = gl.zeros([BLOCK_D2], gl.float32, layout)
     if HALVES:
@@ -296,31 +256,16 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
         for k in gl.static_range(2 * STAGES - 3):
             if k % 2 == 0:
                 _stage_part(X, DY, xs.index(k // 2), ds.index(k // 2), first + (k // 2) * step,
-                            first + (k // 2) * step < end, cols, col_mask, stride_x, stride_dy, L2)
+                            first + (k // 2) * step < end, cols, col_mask, stride_x, stride_dy)
             else:
                 _stage_part(X, DY, xs2.index(k // 2), ds2.index(k // 2),
                             first + (k // 2) * step, first + (k // 2) * step < end, cols2,
-                            col_mask2, stride_x, stride_dy, L2)
-            if FIRST and k == 1:
-                cp.wait_group(0)    # row 0's two halves are here before more is asked for
+                            col_mask2, stride_x, stride_dy)
     else:
         for k in gl.static_range(STAGES - 1):
             _stage_row(X, DY, xs.index(k), ds.index(k), xs2.index(k), ds2.index(k),
                        first + k * step, first + k * step < end, cols, col_mask, cols2,
-                       col_mask2, stride_x, stride_dy, BLOCK_D2, L2)
-            if FIRST and k == 0:
-                cp.wait_group(0)    # row 0 is here before more is asked for
-    if W_LATE:
-        # γ after the copies: each thread reads back only what it stored (the same layout),
-        # so no barrier is needed before the first row's sums
-        if W_REGS:
-            ws = gl.load(W + cols, mask=col_mask, other=0.0).to(gl.float32)
-            if BLOCK_D2 > 0:
-                ws2 = gl.load(W + cols2, mask=col_mask2, other=0.0).to(gl.float32)
-        else:
-            ws.store(gl.load(W + cols, mask=col_mask, other=0.0))
-            if BLOCK_D2 > 0:
-                ws2.store(gl.load(W + cols2, mask=col_mask2, other=0.0))
+                       col_mask2, stride_x, stride_dy, BLOCK_D2)
     inv_n = 1.0 / N.to(gl.float32)
     # the row statistics one row ahead, in registers: their load is not waited for until the
     # next row (clamped to the rows, so never out of bounds: past the program's last row it is
@@ -342,18 +287,18 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
             rb = r + (STAGES - 2) * step
             _stage_part(X, DY, xs2.index((i + STAGES - 2) % (STAGES - 1)),
                         ds2.index((i + STAGES - 2) % (STAGES - 1)), rb, rb < end, cols2,
-                        col_mask2, stride_x, stride_dy, L2)
+                        col_mask2, stride_x, stride_dy)
             ra = r + (STAGES - 1) * step
             _stage_part(X, DY, xs.index((i + STAGES - 1) % STAGES),
                         ds.index((i + STAGES - 1) % STAGES), ra, ra < end, cols, col_mask,
-                        stride_x, stride_dy, L2)
+                        stride_x, stride_dy)
         else:
             ahead = (i + STAGES - 1) % STAGES
             _stage_row(X, DY, xs.index(ahead), ds.index(ahead), xs2.index(ahead),
                        ds2.index(ahead), r + (STAGES - 1) * step, r + (STAGES - 1) * step < end,
-                       cols, col_mask, cols2, col_mask2, stride_x, stride_dy, BLOCK_D2, L2)
+                       cols, col_mask, cols2, col_mask2, stride_x, stride_dy, BLOCK_D2)
         if CLOCKS > 1:
-            gl.store(Clk + ROWS + r, _globaltimer())          # the next row asked for
+            gl.store(Clk + ROWS + r, _globaltimer())          # the copies ahead asked for
         nmean, nrstd = _stats(Mean, Rstd, r + step, last, HAS_MEAN)
         if HALVES:
             # row i's second half is here, and so all before it: 2·STAGES − 3 half rows after
@@ -393,11 +338,11 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
             gl.store(Clk + 3 * ROWS + r, _globaltimer())      # row i's sums done
         dx_row = DX + r.to(gl.int64) * stride_dx
         acc_w, acc_b = _dx_part(xs.index(s), ds.index(s), ws, dx_row, cols, col_mask, mean, rstd,
-                                c1, c2, acc_w, acc_b, layout, HAS_MEAN, W_REGS, PAIRS, FMA, L2)
+                                c1, c2, acc_w, acc_b, layout, HAS_MEAN, W_REGS, PAIRS, FMA)
         if BLOCK_D2 > 0:
             acc_w2, acc_b2 = _dx_part(xs2.index(t), ds2.index(t), ws2, dx_row, cols2, col_mask2,
                                       mean, rstd, c1, c2, acc_w2, acc_b2, layout, HAS_MEAN,
-                                      W_REGS, PAIRS, FMA, L2)
+                                      W_REGS, PAIRS, FMA)
         # every thread is past its reads of stage s before any refills it (next iteration)
         _barrier()
         if CLOCKS:
@@ -407,10 +352,10 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
         j += 1
     cp.wait_group(0)
     out = pid.to(gl.int64) * N
-    _store_partial(PW + out, cols, acc_w, col_mask, L2)
+    gl.store(PW + out + cols, acc_w, mask=col_mask)
     if HAS_MEAN:
-        _store_partial(PB + out, cols, acc_b, col_mask, L2)
+        gl.store(PB + out + cols, acc_b, mask=col_mask)
     if BLOCK_D2 > 0:
-        _store_partial(PW + out, cols2, acc_w2, col_mask2, L2)
+        gl.store(PW + out + cols2, acc_w2, mask=col_mask2)
         if HAS_MEAN:
-            _store_partial(PB + out, cols2, acc_b2, col_mask2, L2)
+            gl.store(PB + out + cols2, acc_b2, mask=col_mask2)

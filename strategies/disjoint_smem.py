@@ -153,24 +153,6 @@ def _rule(d: int) -> dict:
     bf16_pairs a further 1.0–1.2 % at the bf16 lines above, level or up to 4 % slower with an
     fp32 γ; not worth its accuracy where the mean is far from zero).
 
-    l2_hints: L2 eviction hints (_smem_kernel._copy, _store_partial): 1 — the staged rows'
-    copies of x and dy marked first to leave L2 (each is read from global memory once; the
-    dx rows written and the partial rows are what L2 should keep: a dirty line evicted is a
-    write to DRAM); 2 — and the partial rows stored marked last to leave it (the reduce reads
-    them); 3 — and the dx rows stored marked last to leave it (dirty lines L2 keeps are
-    written to DRAM after the kernel, not during it).  0: none.  Triton 3.6 drops the hint
-    of a cp.async copy (its PTX has none; Triton 3.9's has .L2::cache_hint), not those of
-    the stores.
-
-    first_alone: each program's first row copied alone and waited for before the rows after
-    it are asked for (_smem_kernel.smem_kernel's FIRST): rows asked for together arrive
-    together, so otherwise the first row's work starts only once every stage is in, and
-    DRAM idles meanwhile — the same bits.
-
-    gamma_late: γ loaded after the prologue's copies of the first rows are asked for
-    (_smem_kernel.smem_kernel's W_LATE): before, its load — waited for, from DRAM after an
-    L2 flush — held back every program's first copy (round 44) — the same bits.
-
     one_stage_halves: where whole rows of one block fit a single stage beside γ (nothing of the
     next row on its way while one is worked on: fp32 rows of 16384 on an H200), `w_regs` and
     `half_rows` together wherever they give halves (2 + 1 half slots there) —
@@ -183,7 +165,7 @@ def _rule(d: int) -> dict:
                 split_inflight=0, ln_inflight=LN_INFLIGHT if bd == 16384 else 0,
                 split=bd > 8192, pdl=bd > 8192, interleave=False, half_rows=False,
                 w_regs=False, rms_split_w_regs=0, one_stage_halves=False, bf16_pairs=True,
-                xhat_fma=False, l2_hints=0, first_alone=False, gamma_late=False)
+                xhat_fma=False)
 
 
 def _groups_rule(rows: int, d: int, sms: int, launch) -> int:
@@ -249,9 +231,6 @@ class Launch(NamedTuple):
     w_regs: bool = False
     pairs: bool = False
     fma: bool = False
-    l2: int = 0
-    first: bool = False
-    w_late: bool = False
 
 
 NOT_STAGED = Launch(0, 0, 0, 0, 0)
@@ -277,14 +256,12 @@ def launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=(), ln: bool
     bytes, a weight of `w_elem`, `smem` bytes of shared memory a program, and the other
     `units` a copy must divide (row strides, pointer offsets), for LayerNorm (`ln`) or
     RMSNorm, with bf16 activations (`bf16`: what `ln_warps` asks) or others; NOT_STAGED where
-    disjoint_block's kernel runs.  `bf16_pairs`, `xhat_fma`, `l2_hints`, `first_alone` and
-    `gamma_late` pass through to the kernel (its PAIRS, FMA, L2, FIRST and W_LATE)."""
+    disjoint_block's kernel runs.  `bf16_pairs` and `xhat_fma` pass through to the kernel
+    (its PAIRS and FMA: _smem_kernel._f32 and _xhat)."""
     m = _launch_meta(p, d, elem, w_elem, smem, units, ln, bf16)
     if not m.vec:
         return m
-    return m._replace(pairs=bool(p.get("bf16_pairs")), fma=bool(ln and p.get("xhat_fma")),
-                      l2=int(p.get("l2_hints") or 0), first=bool(p.get("first_alone")),
-                      w_late=bool(p.get("gamma_late")))
+    return m._replace(pairs=bool(p.get("bf16_pairs")), fma=bool(ln and p.get("xhat_fma")))
 
 
 def _launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=(), ln: bool = False,
@@ -362,8 +339,7 @@ def kernel_args(c, groups: int, m: Launch, interleave: bool, pdl: bool):
                sdx // vec)
     meta = dict(HAS_MEAN=c.has_mean, BLOCK_D=m.block_d, BLOCK_D2=m.block_d2, VEC=vec,
                 STAGES=m.stages, NUM_WARPS=m.warps, PDL=pdl, INTERLEAVE=bool(interleave),
-                HALVES=m.halves, W_REGS=m.w_regs, PAIRS=m.pairs, FMA=m.fma, L2=m.l2, FIRST=m.first,
-                W_LATE=m.w_late, Clk=None,
+                HALVES=m.halves, W_REGS=m.w_regs, PAIRS=m.pairs, FMA=m.fma, Clk=None,
                 CLOCKS=False, num_warps=m.warps)
     return scalars, meta
 
@@ -435,10 +411,7 @@ else:
         # pairs: said where a bf16 tensor is there to widen (the kernel's _f32 leaves others)
         paired = m.pairs and torch.bfloat16 in (x.dtype, weight.dtype)
         where = (", γ in registers" if m.w_regs else "") + (
-            ", bf16 widened in pairs" if paired else "") + (", x̂ by one FMA" if m.fma else "") + (
-            ("", ", rows read evict-first", ", rows read evict-first, partial rows evict-last")[
-                min(m.l2, 2)]) + (", hinted dx stores" if m.l2 > 2 else "") + (
-            ", first row alone" if m.first else "") + (", γ after the first copies" if m.w_late else "")
+            ", bf16 widened in pairs" if paired else "") + (", x̂ by one FMA" if m.fma else "")
         if m.halves:
             return (f"staged: {m.vec * x.element_size()}-byte copies, by halves of a row "
                     f"({m.block_d}) in {m.stages} + {m.stages - 1} slots, {m.warps} warps{where}")

@@ -519,34 +519,6 @@ def test_bf16_pairs_gives_the_same_bits_on_gpu(name, case, monkeypatch):
     _right_and_repeated(e, inputs, dt, wd, case)
 
 
-HINT_CASES = PAIRS_CASES[:8] + [("rmsnorm", 500, 16384, "fp32", "fp32", {}),       # one stage
-                                 ("layernorm", 400, 16384, "fp32", "fp32", {"one_stage_halves": True})]
-
-
-@pytest.mark.parametrize("name", ["disjoint_smem", "disjoint_strided"])
-@pytest.mark.parametrize("opts", [{"first_alone": True}, {"l2_hints": 3},
-                                  {"first_alone": True, "l2_hints": 2}, {"gamma_late": True}])
-@pytest.mark.parametrize("case", HINT_CASES)
-def test_first_alone_and_l2_hints_give_the_same_bits_on_gpu(name, opts, case, monkeypatch):
-    """`first_alone`, `l2_hints` and `gamma_late` (round 44, tuning options): when rows and
-    γ are copied and how L2 is told to keep them change nothing computed — the same bits as the rule's kernel in
-    every output, bit for bit; the options reach the Launch and nothing else of it moves."""
-    from normbench.strategies import disjoint_smem
-    norm, rows, d, dt, wd, extra = case
-    e = strategies.get(name)
-    inputs = make_inputs(norm, rows, d, dt, wd, seed=rows ^ d, device="cuda")
-    monkeypatch.setitem(_tuning.OVERRIDE, name, dict(extra))
-    m0 = disjoint_smem.staged(*inputs[:3], e.params(d), ln=norm == "layernorm")
-    before = e.backward(*inputs)
-    monkeypatch.setitem(_tuning.OVERRIDE, name, {**extra, **opts})
-    m = disjoint_smem.staged(*inputs[:3], e.params(d), ln=norm == "layernorm")
-    want = dict(first=bool(opts.get("first_alone")), l2=opts.get("l2_hints", 0),
-                w_late=bool(opts.get("gamma_late")))
-    assert m.vec and m == m0._replace(**want), (case, m0, m)
-    same_bits(before, e.backward(*inputs), case)
-    same_bits(before, e.backward(*inputs), case)
-
-
 @pytest.mark.parametrize("name", ["disjoint_smem", "disjoint_strided"])
 @pytest.mark.parametrize("case", [("layernorm", 777, 16384, "bf16", "bf16", 0.0),
                                   ("layernorm", 1000, 16384, "fp16", "fp32", 0.0),

@@ -462,16 +462,12 @@ def test_kernel_args_count_vec_elements_and_carry_the_launch():
     assert scalars == (10, 2048, 3, 2049, 2048, 2048)
     assert meta == dict(HAS_MEAN=True, BLOCK_D=8192, BLOCK_D2=8192, VEC=8, STAGES=3,
                         NUM_WARPS=8, PDL=False, INTERLEAVE=True, HALVES=True, W_REGS=False,
-                        PAIRS=False, FMA=False, L2=0, FIRST=False, W_LATE=False, Clk=None,
-                        CLOCKS=False, num_warps=8)
+                        PAIRS=False, FMA=False, Clk=None, CLOCKS=False, num_warps=8)
     assert smem.kernel_args(c, 4, smem.Launch(8, 3, 8, 16384, 0, False, True), False,
                             True)[1]["W_REGS"] is True
     meta = smem.kernel_args(c, 4, smem.Launch(8, 3, 8, 16384, 0, pairs=True, fma=True), False,
                             True)[1]
     assert meta["PAIRS"] is True and meta["FMA"] is True
-    meta = smem.kernel_args(c, 4, smem.Launch(8, 3, 8, 16384, 0, l2=3, first=True), False,
-                            True)[1]
-    assert meta["L2"] == 3 and meta["FIRST"] is True
 
 
 def test_bf16_pairs_and_xhat_fma_pass_through_and_change_nothing_else():
@@ -490,26 +486,6 @@ def test_bf16_pairs_and_xhat_fma_pass_through_and_change_nothing_else():
                                  H200, ln=ln)
             assert m == m0._replace(pairs=True, fma=ln), (d, ln, m0, m)
     p = {**smem._rule(16384), "one_chunk": False, "bf16_pairs": True, "xhat_fma": True}
-    assert smem.launch_meta(p, 16384, 2, 2, H200, ln=True) == smem.NOT_STAGED
-
-
-def test_first_alone_and_l2_hints_pass_through_and_change_nothing_else():
-    """`first_alone` and `l2_hints` (round 44, tuning options, off in the rule) reach the
-    Launch as `first` and `l2` and leave every other field of it as the rule has it — also
-    where the rule stages by halves or in one stage; a call not staged stays NOT_STAGED."""
-    for d, elem, w_elem, extra in ((16384, 2, 2, {}), (16384, 2, 4, {"half_rows": True}),
-                                   (12288, 2, 4, {}), (16384, 4, 4, {"one_stage_halves": True}),
-                                   (16384, 4, 4, {}), (8192, 2, 2, {})):
-        for ln in (True, False):
-            p = {**smem._rule(d), **extra}
-            assert not p["first_alone"] and not p["l2_hints"] and not p["gamma_late"], d
-            m0 = smem.launch_meta(p, d, elem, w_elem, H200, ln=ln)
-            assert m0.vec and not m0.first and not m0.l2, (d, m0)
-            for l2 in (1, 2, 3):
-                m = smem.launch_meta({**p, "first_alone": True, "l2_hints": l2,
-                                      "gamma_late": True}, d, elem, w_elem, H200, ln=ln)
-                assert m == m0._replace(first=True, l2=l2, w_late=True), (d, ln, m0, m)
-    p = {**smem._rule(16384), "one_chunk": False, "first_alone": True, "l2_hints": 2}
     assert smem.launch_meta(p, 16384, 2, 2, H200, ln=True) == smem.NOT_STAGED
 
 
