@@ -24,7 +24,12 @@ With --rows K, the kernel itself (its CLOCKS) reads the clock after each row; of
 first K rows: `row_steps`, per step the median over the programs that ran K rows or more and
 the samples — the first row from the program's start, each next row from the one before, and
 the program's end from row K's (the rows past K and the partial rows' stores): whether a
-program's time beyond its rows' is at its start, spread over its rows, or at its end.
+program's time beyond its rows' is at its start, spread over its rows, or at its end.  With
+--phases as well (the kernel's CLOCKS 2: three more clock stores a row, which slow a step by
+~10 %), `row_phases`: each of the first K rows split into [ask, wait, sums, dx] — its copies
+ahead asked for, the row waited for in shared memory, its sums, its dx and contributions.
+--override JSON (repeatable) times a tuning override of each strategy's rule as a line of its
+own beside the rule's; --no-flush leaves L2 as the call before left it (round 44).
 
 Round 27 (docs/PERF_NOTES.md) found 9–21 µs a call in the staged kernel at rows of 16384 that
 twice the rows do not double: the ramp, the tail and the programs' own first and last rows are
@@ -219,7 +224,12 @@ def main() -> None:
                     help="do not flush L2 before each sample (the kernel's code and γ stay in "
                          "L2 from the call before; the first rows of x and dy do not)")
     args = ap.parse_args()
-    variants = [{}] + [json.loads(o) for o in args.override or []]
+    if args.phases and not args.rows:
+        ap.error("--phases needs --rows K (the rows whose phases are read)")
+    try:
+        variants = [{}] + [dict(json.loads(o)) for o in args.override or []]
+    except (ValueError, TypeError) as e:
+        ap.error(f"--override: not a JSON object ({e})")
     dev, flush, wd = gpu_setup(args, "timeline_staged: needs a CUDA GPU (it reads the GPU's "
                                      "clock in each program)")
     if args.no_flush:
