@@ -8,7 +8,8 @@
 # say where time goes: throughput against the peaks, memory traffic, occupancy, warp stalls.
 # The question it is for (docs/PERF_NOTES.md, "Not yet measured"): why quack reaches 84 % of
 # copy at RMSNorm 65536 × 1024 and our row loop 78 %, and our 75–77 % at 16384 × 4096.
-# Writes $OUT/ncu-<impl>-<norm>-<rows>x<d>.csv and .log.
+# NCU_METRICS (comma-separated metric names) adds those to every case's CSV (round 44: the
+# DRAM bytes written, dram__bytes_write.sum).  Writes $OUT/ncu-<impl>-<norm>-<rows>x<d>.csv and .log.
 set -u
 export PYTHONUNBUFFERED=1 NORMBENCH_QUIET=1
 . bench/peers_env.sh
@@ -22,6 +23,7 @@ for c in $CASES; do
   timeout ${C_S:-120} "$NCU" --clock-control none --profile-from-start off --csv --page details \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
     --section LaunchStats --section WarpStateStats --section SchedulerStats \
+    ${NCU_METRICS:+--metrics "$NCU_METRICS"} \
     python3 bench/profile_target.py --impl "$impl" --norm "$norm" --rows "$rows" --d "$d" \
     ${set:+--set "$set"} \
     > "$OUT/$name.csv" 2> "$OUT/$name.log"
