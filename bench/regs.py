@@ -114,7 +114,8 @@ def compile_smem(d: int, norm: str, dtype: str, weight_dtype: str = "same",
                        f32=("Mean", "Rstd", "PW", "PB"))
     return k, {**p, "num_stages": st, "block_r": 1, "prefetch": False, "reload": False,
                "w_tile": False, "vec": vec, "block_d": m.block_d, "block_d2": m.block_d2,
-               "halves": m.halves, "w_regs": m.w_regs, "pairs": m.pairs, "fma": m.fma}
+               "halves": m.halves, "w_regs": m.w_regs, "pairs": m.pairs, "fma": m.fma,
+               "sectors": m.sectors}
 
 
 def compile_cluster(d: int, norm: str, dtype: str, weight_dtype: str = "same",

@@ -61,6 +61,32 @@ def _copy(smem, P, row, stride, cols, mask):
 
 
 @gluon.jit
+def _store_partial(P, cols, acc, mask, N, BASE: gl.constexpr, BLOCK: gl.constexpr,
+                   VEC: gl.constexpr, NUM_WARPS: gl.constexpr, SECTORS: gl.constexpr):
+    """Store a partial row's part `acc` (fp32, BLOCK columns from BASE, laid out as the rows:
+    VEC contiguous a thread) at P (its columns `cols`, where `mask`).  With SECTORS
+    (`full_sectors`) and VEC = 8 (16-bit rows) each warp first trades its elements among its
+    own threads (a layout conversion within the warp) so that each 16-byte store of a warp
+    writes 512 contiguous bytes — whole 32-byte sectors — where a thread's 32 contiguous bytes,
+    stored as two 16-byte halves, leave each store writing half of every sector it touches
+    (round 44: Nsight Compute counts the partial rows' L2 sector writes twice)."""
+    if SECTORS and VEC == 8 and BLOCK >= VEC * 32 * NUM_WARPS:
+        SEG: gl.constexpr = VEC * 32
+        S: gl.constexpr = BLOCK // SEG
+        src: gl.constexpr = gl.BlockedLayout([1, 1, 8], [1, 2, 16], [NUM_WARPS, 1, 1], [2, 1, 0])
+        dst: gl.constexpr = gl.BlockedLayout([1, 2, 4], [1, 1, 32], [NUM_WARPS, 1, 1], [2, 1, 0])
+        v = gl.convert_layout(gl.reshape(acc, [S, 2, 128]), src)
+        v = gl.convert_layout(v, dst)
+        s_ = gl.arange(0, S, layout=gl.SliceLayout(1, gl.SliceLayout(2, dst)))
+        h_ = gl.arange(0, 2, layout=gl.SliceLayout(0, gl.SliceLayout(2, dst)))
+        i_ = gl.arange(0, 128, layout=gl.SliceLayout(0, gl.SliceLayout(1, dst)))
+        c3 = BASE + s_[:, None, None] * SEG + h_[None, :, None] * 128 + i_[None, None, :]
+        gl.store(P + c3, v, mask=c3 < N)
+    else:
+        gl.store(P + cols, acc, mask=mask)
+
+
+@gluon.jit
 def _stage_row(X, DY, xs, ds, xs2, ds2, row, ok, cols, col_mask, cols2, col_mask2,
                stride_x, stride_dy, BLOCK_D2: gl.constexpr):
     """Copy row `row` of x and dy into the stage (xs, ds; and the second part's xs2, ds2) —
@@ -168,7 +194,8 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
                 STAGES: gl.constexpr, NUM_WARPS: gl.constexpr, PDL: gl.constexpr,
                 INTERLEAVE: gl.constexpr, HALVES: gl.constexpr = False,
                 W_REGS: gl.constexpr = False, PAIRS: gl.constexpr = False,
-                FMA: gl.constexpr = False, Clk=None, CLOCKS: gl.constexpr = False):
+                FMA: gl.constexpr = False, SECTORS: gl.constexpr = False, Clk=None,
+                CLOCKS: gl.constexpr = False):
     """Program p: dx for rows [p·R, (p+1)·R) — with INTERLEAVE the rows p, p + P, p + 2P, …
     (P programs) instead — and its partial rows PW[p], PB[p].  N_V and the
     strides count VEC elements (so the compiler knows each row start VEC-aligned).  A row is
@@ -352,10 +379,12 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
         j += 1
     cp.wait_group(0)
     out = pid.to(gl.int64) * N
-    gl.store(PW + out + cols, acc_w, mask=col_mask)
+    _store_partial(PW + out, cols, acc_w, col_mask, N, 0, BLOCK_D, VEC, NUM_WARPS, SECTORS)
     if HAS_MEAN:
-        gl.store(PB + out + cols, acc_b, mask=col_mask)
+        _store_partial(PB + out, cols, acc_b, col_mask, N, 0, BLOCK_D, VEC, NUM_WARPS, SECTORS)
     if BLOCK_D2 > 0:
-        gl.store(PW + out + cols2, acc_w2, mask=col_mask2)
+        _store_partial(PW + out, cols2, acc_w2, col_mask2, N, BLOCK_D, BLOCK_D2, VEC, NUM_WARPS,
+                       SECTORS)
         if HAS_MEAN:
-            gl.store(PB + out + cols2, acc_b2, mask=col_mask2)
+            _store_partial(PB + out, cols2, acc_b2, col_mask2, N, BLOCK_D, BLOCK_D2, VEC,
+                           NUM_WARPS, SECTORS)

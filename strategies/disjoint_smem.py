@@ -153,6 +153,10 @@ def _rule(d: int) -> dict:
     bf16_pairs a further 1.0–1.2 % at the bf16 lines above, level or up to 4 % slower with an
     fp32 γ; not worth its accuracy where the mean is far from zero).
 
+    full_sectors: the partial rows stored in whole 32-byte sectors (_smem_kernel._store_partial:
+    each warp trades its accumulators among its threads first) where 16-bit rows leave each
+    thread 32 contiguous bytes of them, stored as two 16-byte halves — the same bits.
+
     one_stage_halves: where whole rows of one block fit a single stage beside γ (nothing of the
     next row on its way while one is worked on: fp32 rows of 16384 on an H200), `w_regs` and
     `half_rows` together wherever they give halves (2 + 1 half slots there) —
@@ -165,7 +169,7 @@ def _rule(d: int) -> dict:
                 split_inflight=0, ln_inflight=LN_INFLIGHT if bd == 16384 else 0,
                 split=bd > 8192, pdl=bd > 8192, interleave=False, half_rows=False,
                 w_regs=False, rms_split_w_regs=0, one_stage_halves=False, bf16_pairs=True,
-                xhat_fma=False)
+                xhat_fma=False, full_sectors=False)
 
 
 def _groups_rule(rows: int, d: int, sms: int, launch) -> int:
@@ -231,6 +235,7 @@ class Launch(NamedTuple):
     w_regs: bool = False
     pairs: bool = False
     fma: bool = False
+    sectors: bool = False
 
 
 NOT_STAGED = Launch(0, 0, 0, 0, 0)
@@ -256,12 +261,13 @@ def launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=(), ln: bool
     bytes, a weight of `w_elem`, `smem` bytes of shared memory a program, and the other
     `units` a copy must divide (row strides, pointer offsets), for LayerNorm (`ln`) or
     RMSNorm, with bf16 activations (`bf16`: what `ln_warps` asks) or others; NOT_STAGED where
-    disjoint_block's kernel runs.  `bf16_pairs` and `xhat_fma` pass through to the kernel
-    (its PAIRS and FMA: _smem_kernel._f32 and _xhat)."""
+    disjoint_block's kernel runs.  `bf16_pairs`, `xhat_fma` and `full_sectors` pass through to
+    the kernel (its PAIRS, FMA and SECTORS)."""
     m = _launch_meta(p, d, elem, w_elem, smem, units, ln, bf16)
     if not m.vec:
         return m
-    return m._replace(pairs=bool(p.get("bf16_pairs")), fma=bool(ln and p.get("xhat_fma")))
+    return m._replace(pairs=bool(p.get("bf16_pairs")), fma=bool(ln and p.get("xhat_fma")),
+                      sectors=bool(p.get("full_sectors")))
 
 
 def _launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=(), ln: bool = False,
@@ -339,7 +345,8 @@ def kernel_args(c, groups: int, m: Launch, interleave: bool, pdl: bool):
                sdx // vec)
     meta = dict(HAS_MEAN=c.has_mean, BLOCK_D=m.block_d, BLOCK_D2=m.block_d2, VEC=vec,
                 STAGES=m.stages, NUM_WARPS=m.warps, PDL=pdl, INTERLEAVE=bool(interleave),
-                HALVES=m.halves, W_REGS=m.w_regs, PAIRS=m.pairs, FMA=m.fma, Clk=None,
+                HALVES=m.halves, W_REGS=m.w_regs, PAIRS=m.pairs, FMA=m.fma, SECTORS=m.sectors,
+                Clk=None,
                 CLOCKS=False, num_warps=m.warps)
     return scalars, meta
 

@@ -462,7 +462,8 @@ def test_kernel_args_count_vec_elements_and_carry_the_launch():
     assert scalars == (10, 2048, 3, 2049, 2048, 2048)
     assert meta == dict(HAS_MEAN=True, BLOCK_D=8192, BLOCK_D2=8192, VEC=8, STAGES=3,
                         NUM_WARPS=8, PDL=False, INTERLEAVE=True, HALVES=True, W_REGS=False,
-                        PAIRS=False, FMA=False, Clk=None, CLOCKS=False, num_warps=8)
+                        PAIRS=False, FMA=False, SECTORS=False, Clk=None, CLOCKS=False,
+                        num_warps=8)
     assert smem.kernel_args(c, 4, smem.Launch(8, 3, 8, 16384, 0, False, True), False,
                             True)[1]["W_REGS"] is True
     meta = smem.kernel_args(c, 4, smem.Launch(8, 3, 8, 16384, 0, pairs=True, fma=True), False,
@@ -487,6 +488,26 @@ def test_bf16_pairs_and_xhat_fma_pass_through_and_change_nothing_else():
             assert m == m0._replace(pairs=True, fma=ln), (d, ln, m0, m)
     p = {**smem._rule(16384), "one_chunk": False, "bf16_pairs": True, "xhat_fma": True}
     assert smem.launch_meta(p, 16384, 2, 2, H200, ln=True) == smem.NOT_STAGED
+
+
+def test_full_sectors_passes_through_and_changes_nothing_else():
+    """`full_sectors` (round 44, a tuning option, off in the rule) reaches the Launch as
+    `sectors` and the kernel as SECTORS, and leaves every other field as the rule has it; a
+    call that is not staged stays NOT_STAGED."""
+    for d, elem, w_elem in ((16384, 2, 2), (16384, 2, 4), (12288, 2, 4), (16384, 4, 4)):
+        for ln in (True, False):
+            p = smem._rule(d)
+            assert not p["full_sectors"], d
+            m0 = smem.launch_meta(p, d, elem, w_elem, H200, ln=ln)
+            m = smem.launch_meta({**p, "full_sectors": True}, d, elem, w_elem, H200, ln=ln)
+            assert m0.vec and m == m0._replace(sectors=True), (d, ln, m0, m)
+    p = {**smem._rule(16384), "one_chunk": False, "full_sectors": True}
+    assert smem.launch_meta(p, 16384, 2, 2, H200, ln=True) == smem.NOT_STAGED
+    from normbench.strategies import _launch
+    x = torch.zeros(10, 16384, dtype=torch.bfloat16)
+    c = _launch.prepare(x, x, torch.ones(16384), torch.zeros(10), torch.ones(10))
+    meta = smem.kernel_args(c, 4, smem.Launch(8, 3, 8, 16384, 0, sectors=True), True, False)[1]
+    assert meta["SECTORS"] is True
 
 
 def test_row_phases_split_each_row_at_its_clocks():
