@@ -154,8 +154,10 @@ def _rule(d: int) -> dict:
     fp32 γ; not worth its accuracy where the mean is far from zero).
 
     full_sectors: the partial rows stored in whole 32-byte sectors (_smem_kernel._store_partial:
-    each warp trades its accumulators among its threads first) where 16-bit rows leave each
-    thread 32 contiguous bytes of them, stored as two 16-byte halves — the same bits.
+    each warp trades its accumulators among its threads first) where 16-bit rows copied 16
+    bytes at a time (8 elements) leave each thread 32 contiguous bytes of them, stored as two
+    16-byte halves — the Launch's `sectors` only there; the same bits.  On in
+    disjoint_strided's rule (round 44), off here (one line timed, order-dependent).
 
     one_stage_halves: where whole rows of one block fit a single stage beside γ (nothing of the
     next row on its way while one is worked on: fp32 rows of 16384 on an H200), `w_regs` and
@@ -267,7 +269,7 @@ def launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=(), ln: bool
     if not m.vec:
         return m
     return m._replace(pairs=bool(p.get("bf16_pairs")), fma=bool(ln and p.get("xhat_fma")),
-                      sectors=bool(p.get("full_sectors")))
+                      sectors=bool(p.get("full_sectors")) and m.vec == 8)
 
 
 def _launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=(), ln: bool = False,
@@ -418,7 +420,8 @@ else:
         # pairs: said where a bf16 tensor is there to widen (the kernel's _f32 leaves others)
         paired = m.pairs and torch.bfloat16 in (x.dtype, weight.dtype)
         where = (", γ in registers" if m.w_regs else "") + (
-            ", bf16 widened in pairs" if paired else "") + (", x̂ by one FMA" if m.fma else "")
+            ", bf16 widened in pairs" if paired else "") + (", x̂ by one FMA" if m.fma else "") + (
+            ", partial rows in whole sectors" if m.sectors else "")
         if m.halves:
             return (f"staged: {m.vec * x.element_size()}-byte copies, by halves of a row "
                     f"({m.block_d}) in {m.stages} + {m.stages - 1} slots, {m.warps} warps{where}")

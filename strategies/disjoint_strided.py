@@ -117,6 +117,18 @@ RMS_SPLIT_W_REGS = 4096
 # 16384 211.5 -> 210.0, RMS 8192 × 16384 398.1 -> 395.9.  Compiled for sm_90 (Triton 3.6):
 # RMSNorm 108 registers, no spill; LayerNorm 128 and one 8-byte spilled store.
 ONE_STAGE_HALVES = True
+# The staged rows' partial rows stored in whole 32-byte sectors (disjoint_smem's
+# `full_sectors`: each warp trades its accumulators among its threads first, where 16-bit rows
+# leave a thread 32 contiguous bytes of them, stored as two 16-byte halves each writing half
+# of every sector — Nsight Compute counted the partial rows' L2 sector writes twice, round 44).
+# Tuning round 44 (H200, docs/perf/tune-44/call7/; six rounds in turn on fresh inputs, GPU
+# time), faster in every round at each: LN 4096 × 16384 bf16 124.2-124.7 -> 118.7-119.2 µs,
+# RMS 4096 × 16384 bf16 112.0-112.5 -> 109.9-111.0, LN 8192 × 16384 bf16 219.8-220.1 ->
+# 215.9-216.4 (call time).  fp16 rows and rows of two parts (12288) store their partial rows
+# alike, untimed; with fp32 activations a thread's 16 bytes fill its sectors already (no
+# effect).  The contiguous blocks (disjoint_smem) at LN 8192 × 16384 with an fp32 γ read 1 %
+# faster or 3 % slower by the order of the two in a round: not taken there.
+FULL_SECTORS = True
 
 
 # Rows of d ≤ 8192 whose x holds at least this many bytes (fp32 rows of 7168 to 8192: 28-32 KB
@@ -135,8 +147,8 @@ def _rule(d: int) -> dict:
     """_loop_rule, or where disjoint_smem stages rows wider than 8192 here (`staged`):
     disjoint_smem's rule with `interleave` on, SPLIT_INFLIGHT at rows of two parts (its
     `ln_inflight` as it is: 128 KB at LayerNorm's rows of 16384, round 25), LN_WARPS for
-    LayerNorm's bf16 rows of one block (round 27), RMS_SPLIT_W_REGS (round 29) and
-    ONE_STAGE_HALVES (round 31).  At d ≤ 8192
+    LayerNorm's bf16 rows of one block (round 27), RMS_SPLIT_W_REGS (round 29),
+    ONE_STAGE_HALVES (round 31) and FULL_SECTORS (round 44).  At d ≤ 8192
     where the staged kernel runs here, `stage_from` (STAGE_FROM, round 30): a call whose row of
     x holds that many bytes takes the staged kernel at `_row_staged`'s parameters."""
     sm = disjoint_smem._rule(d)
@@ -146,7 +158,8 @@ def _rule(d: int) -> dict:
         return {**_loop_rule(d), "stage_from": STAGE_FROM}
     return {**_loop_rule(d), **sm, "interleave": True, "staged": True,
             "split_inflight": SPLIT_INFLIGHT, "ln_warps": LN_WARPS,
-            "rms_split_w_regs": RMS_SPLIT_W_REGS, "one_stage_halves": ONE_STAGE_HALVES}
+            "rms_split_w_regs": RMS_SPLIT_W_REGS, "one_stage_halves": ONE_STAGE_HALVES,
+            "full_sectors": FULL_SECTORS}
 
 
 @functools.cache

@@ -523,21 +523,24 @@ def test_bf16_pairs_gives_the_same_bits_on_gpu(name, case, monkeypatch):
 @pytest.mark.parametrize("case", PAIRS_CASES + [("layernorm", 500, 16384, "fp32", "fp32", {}),
                                                 ("rmsnorm", 300, 7000, "bf16", "bf16", {})])
 def test_full_sectors_gives_the_same_bits_on_gpu(name, case, monkeypatch):
-    """`full_sectors` (round 44, a tuning option): the partial rows traded among each warp's
-    threads before they are stored, so that each store writes whole sectors — the same
-    values at the same places, so the same bits as the rule's kernel in every output (also
-    the partial rows themselves, each holding its own rows); the option reaches the Launch
-    and nothing else of it moves."""
+    """`full_sectors` (round 44; on in disjoint_strided's rule): the partial rows traded
+    among each warp's threads before they are stored, so that each store writes whole
+    sectors — the same values at the same places, so the same bits as without it in every
+    output (the partial rows each holding its own rows); the option reaches the Launch and
+    nothing else of it moves."""
     from normbench.strategies import disjoint_smem
     norm, rows, d, dt, wd, extra = case
     e = strategies.get(name)
     inputs = make_inputs(norm, rows, d, dt, wd, seed=rows ^ d, device="cuda")
-    monkeypatch.setitem(_tuning.OVERRIDE, name, dict(extra))
-    m0 = disjoint_smem.staged(*inputs[:3], e.params(d), ln=norm == "layernorm")
+    monkeypatch.setitem(_tuning.OVERRIDE, name, {**extra, "full_sectors": False})
+    # disjoint_strided's rows of d ≤ 8192 take its row loop (no staged Launch to look at)
+    staged = e.params(d).get("staged", True)
+    m0 = staged and disjoint_smem.staged(*inputs[:3], e.params(d), ln=norm == "layernorm")
     before = e.backward(*inputs)
     monkeypatch.setitem(_tuning.OVERRIDE, name, {**extra, "full_sectors": True})
-    m = disjoint_smem.staged(*inputs[:3], e.params(d), ln=norm == "layernorm")
-    assert m == m0._replace(sectors=True) if m0.vec else not m.vec, (case, m0, m)
+    if staged:
+        m = disjoint_smem.staged(*inputs[:3], e.params(d), ln=norm == "layernorm")
+        assert m == m0._replace(sectors=m0.vec == 8) if m0.vec else not m.vec, (case, m0, m)
     same_bits(before, e.backward(*inputs), case)
     _right_and_repeated(e, inputs, dt, wd, case)
     _partials_hold_own_rows(e, inputs, case)

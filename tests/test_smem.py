@@ -491,16 +491,17 @@ def test_bf16_pairs_and_xhat_fma_pass_through_and_change_nothing_else():
 
 
 def test_full_sectors_passes_through_and_changes_nothing_else():
-    """`full_sectors` (round 44, a tuning option, off in the rule) reaches the Launch as
-    `sectors` and the kernel as SECTORS, and leaves every other field as the rule has it; a
-    call that is not staged stays NOT_STAGED."""
+    """`full_sectors` (round 44; off in this rule, on in disjoint_strided's) reaches the
+    Launch as `sectors` where the rows are copied 8 elements at a time (16-bit rows: fp32
+    rows' 4 fill their sectors already) and the kernel as SECTORS, and leaves every other
+    field as the rule has it; a call that is not staged stays NOT_STAGED."""
     for d, elem, w_elem in ((16384, 2, 2), (16384, 2, 4), (12288, 2, 4), (16384, 4, 4)):
         for ln in (True, False):
             p = smem._rule(d)
             assert not p["full_sectors"], d
             m0 = smem.launch_meta(p, d, elem, w_elem, H200, ln=ln)
             m = smem.launch_meta({**p, "full_sectors": True}, d, elem, w_elem, H200, ln=ln)
-            assert m0.vec and m == m0._replace(sectors=True), (d, ln, m0, m)
+            assert m0.vec and m == m0._replace(sectors=m0.vec == 8), (d, ln, m0, m)
     p = {**smem._rule(16384), "one_chunk": False, "full_sectors": True}
     assert smem.launch_meta(p, 16384, 2, 2, H200, ln=True) == smem.NOT_STAGED
     from normbench.strategies import _launch

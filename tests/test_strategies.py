@@ -248,12 +248,14 @@ def test_strided_rule_stages_rows_wider_than_8192_where_disjoint_smem_can(monkey
         p = disjoint_strided._rule(d)
         assert p["staged"] and p["interleave"], d
         own = ("interleave", "split_inflight", "ln_inflight", "rms_split_w_regs",
-               "one_stage_halves")
+               "one_stage_halves", "full_sectors")
         assert {k: p[k] for k in disjoint_smem._rule(d) if k not in own} == \
             {k: v for k, v in disjoint_smem._rule(d).items() if k not in own}
         assert p["split_inflight"] == disjoint_strided.SPLIT_INFLIGHT, d
         assert p["rms_split_w_regs"] == disjoint_strided.RMS_SPLIT_W_REGS, d
         assert p["one_stage_halves"] is disjoint_strided.ONE_STAGE_HALVES, d
+        assert p["full_sectors"] is disjoint_strided.FULL_SECTORS, d     # round 44
+        assert not disjoint_smem._rule(d)["full_sectors"], d
     for d in (1024, 8192, 20000):
         p = disjoint_strided._rule(d)
         assert not p["staged"] and p["interleave"], d
