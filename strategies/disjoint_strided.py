@@ -29,7 +29,8 @@ Where a row is held, by width — the faster way measured for each:
     16-bit activations, 0.84–0.93× at RMS 12288.  Rows staged in two parts (12288, 10240)
     keep 32 KB of x and dy in flight, not 64 (SPLIT_INFLIGHT: round 24, 1-3.5 % faster).
     fp32 rows of 16384, one whole-row stage beside γ, go by halves with γ in registers
-    (ONE_STAGE_HALVES: round 31, 0.6-0.7 % faster).
+    (ONE_STAGE_HALVES: round 31, 0.6-0.7 % faster).  The partial rows of 16-bit rows are
+    stored in whole 32-byte sectors (FULL_SECTORS: round 44, 1.6-4.5 % faster).
   * wider rows, or rows the staged kernel does not take: the row loop in column chunks, or
     read twice, its tiles dealt alike (not timed).
 """
