@@ -299,6 +299,7 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
     # never used)
     last = gl.maximum(end - 1, 0)
     mean, rstd = _stats(Mean, Rstd, first, last, HAS_MEAN)
+    WAIT: gl.constexpr = 2 * STAGES - 3 if HALVES else STAGES - 1
     j = 0
     for r in range(first, end, step):
         if INTERLEAVE:
@@ -327,12 +328,13 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
         if CLOCKS > 1:
             gl.store(Clk + ROWS + r, _globaltimer())          # the copies ahead asked for
         nmean, nrstd = _stats(Mean, Rstd, r + step, last, HAS_MEAN)
+        # row i is here (with HALVES its second half, and so all before it: 2·STAGES − 3 half
+        # rows after it; else STAGES − 1 rows)
+        cp.wait_group(WAIT)
+        if CLOCKS > 1:
+            gl.store(Clk + 2 * ROWS + r, _globaltimer())      # row i here
+        s = i % STAGES
         if HALVES:
-            # row i's second half is here, and so all before it: 2·STAGES − 3 half rows after
-            cp.wait_group(2 * STAGES - 3)
-            if CLOCKS > 1:
-                gl.store(Clk + 2 * ROWS + r, _globaltimer())  # row i here
-            s = i % STAGES
             t = i % (STAGES - 1)
             a1, b1 = _row_terms(xs.index(s), ds.index(s), ws, mean, rstd, layout, HAS_MEAN,
                                 W_REGS, PAIRS, FMA)
@@ -340,10 +342,6 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
                                 W_REGS, PAIRS, FMA)
             s1, s2 = _reduce_terms(a1 + a2, b1 + b2, HAS_MEAN)
         else:
-            cp.wait_group(STAGES - 1)
-            if CLOCKS > 1:
-                gl.store(Clk + 2 * ROWS + r, _globaltimer())  # row i here
-            s = i % STAGES
             t = s
             # the row sums, from shared memory (the first part's, then the second's added)
             s1, s2 = _row_sums(xs.index(s), ds.index(s), ws, mean, rstd, layout, HAS_MEAN,
