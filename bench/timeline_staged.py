@@ -113,19 +113,25 @@ def launch_timed(name: str, x, dy, w, mean, rstd, t, clk=None):
     return groups, bool(p["interleave"])
 
 
+def program_rows(p: int, g: int, rows: int, interleave: bool) -> list[int]:
+    """Program p's rows of `rows` over g programs: p, p + g, … dealt round-robin, else its
+    contiguous block of ⌈rows / g⌉."""
+    per = -(-rows // g)
+    return list(range(p, rows, g) if interleave else range(p * per, min(rows, (p + 1) * per)))
+
+
 def row_steps(v: torch.Tensor, clk: list, k: int, interleave: bool) -> list[list[float]]:
     """One sample's per-row clocks (`clk`, one a row) as steps (µs): for each program with k
     rows or more (program p's rows: p, p + G, … dealt round-robin over G programs, else its
     contiguous block of ⌈rows / G⌉), [its first row's end − its start, its second row's end
     − its first's, …, its k-th row's end − its (k−1)-th's, its end − its k-th row's]."""
     g, rows = v.shape[0], len(clk)
-    per = -(-rows // g)
     out = []
     for p, (st, en, _) in enumerate(v.tolist()):
-        mine = range(p, rows, g) if interleave else range(p * per, min(rows, (p + 1) * per))
+        mine = program_rows(p, g, rows, interleave)
         if len(mine) < k:
             continue
-        marks = [st, *(clk[r] for r in list(mine)[:k]), en]
+        marks = [st, *(clk[r] for r in mine[:k]), en]
         out.append([(b - a) / 1e3 for a, b in zip(marks, marks[1:])])
     return out
 
@@ -136,10 +142,9 @@ def row_phases(v: torch.Tensor, clk: list, k: int, interleave: bool) -> list[lis
     asked for (from the row before's end, or the program's start), its row waited for in
     shared memory, its sums, its dx and contributions (to the row's end)."""
     g, rows = v.shape[0], len(clk) // 4
-    per = -(-rows // g)
     out = []
     for p, (st, _, _) in enumerate(v.tolist()):
-        mine = list(range(p, rows, g) if interleave else range(p * per, min(rows, (p + 1) * per)))
+        mine = program_rows(p, g, rows, interleave)
         if len(mine) < k:
             continue
         prog, prev = [], st
