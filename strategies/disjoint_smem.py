@@ -157,7 +157,9 @@ def _rule(d: int) -> dict:
     each warp trades its accumulators among its threads first) where 16-bit rows copied 16
     bytes at a time (8 elements) leave each thread 32 contiguous bytes of them, stored as two
     16-byte halves — the Launch's `sectors` only there; the same bits.  On in
-    disjoint_strided's rule (round 44), off here (one line timed, order-dependent).
+    disjoint_strided's rule (round 44), off here (one line timed, order-dependent);
+    `sectors_off` keeps it off at the SECTOR_CLASSES it names (disjoint_strided's rule: round
+    45), an override of [] takes it everywhere.
 
     one_stage_halves: where whole rows of one block fit a single stage beside γ (nothing of the
     next row on its way while one is worked on: fp32 rows of 16384 on an H200), `w_regs` and
@@ -171,7 +173,7 @@ def _rule(d: int) -> dict:
                 split_inflight=0, ln_inflight=LN_INFLIGHT if bd == 16384 else 0,
                 split=bd > 8192, pdl=bd > 8192, interleave=False, half_rows=False,
                 w_regs=False, rms_split_w_regs=0, one_stage_halves=False, bf16_pairs=True,
-                xhat_fma=False, full_sectors=False)
+                xhat_fma=False, full_sectors=False, sectors_off=())
 
 
 def _groups_rule(rows: int, d: int, sms: int, launch) -> int:
@@ -268,8 +270,31 @@ def launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=(), ln: bool
     m = _launch_meta(p, d, elem, w_elem, smem, units, ln, bf16)
     if not m.vec:
         return m
+    off = set(p.get("sectors_off") or ())
+    if off - set(SECTOR_CLASSES):
+        raise ValueError(f"sectors_off: no such class {sorted(off - set(SECTOR_CLASSES))} "
+                         f"(one of {list(SECTOR_CLASSES)})")
+    sectors = (bool(p.get("full_sectors")) and m.vec == 8
+               and not off & sector_classes(m, ln, elem, w_elem, bf16))
     return m._replace(pairs=bool(p.get("bf16_pairs")), fma=bool(ln and p.get("xhat_fma")),
-                      sectors=bool(p.get("full_sectors")) and m.vec == 8)
+                      sectors=sectors)
+
+
+# The calls a rule can keep `full_sectors` off at (its `sectors_off`), at rows of one block:
+SECTOR_CLASSES = {
+    "rms_wide_weight": "RMSNorm with a weight wider than its activations (an fp32 γ)",
+    "ln_fp16": "LayerNorm with fp16 activations and a weight of their width",
+}
+
+
+def sector_classes(m: Launch, ln: bool, elem: int, w_elem: int, bf16: bool) -> set[str]:
+    """Which of SECTOR_CLASSES a staged call (its Launch m) is in: none where its rows are
+    staged in two parts or by halves."""
+    if m.block_d2 or m.halves:
+        return set()
+    if not ln:
+        return {"rms_wide_weight"} if w_elem > elem else set()
+    return {"ln_fp16"} if elem == 2 and not bf16 and w_elem == elem else set()
 
 
 def _launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=(), ln: bool = False,

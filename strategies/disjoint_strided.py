@@ -30,7 +30,9 @@ Where a row is held, by width — the faster way measured for each:
     keep 32 KB of x and dy in flight, not 64 (SPLIT_INFLIGHT: round 24, 1-3.5 % faster).
     fp32 rows of 16384, one whole-row stage beside γ, go by halves with γ in registers
     (ONE_STAGE_HALVES: round 31, 0.6-0.7 % faster).  The partial rows of 16-bit rows are
-    stored in whole 32-byte sectors (FULL_SECTORS: round 44, 1.6-4.5 % faster).
+    stored in whole 32-byte sectors (FULL_SECTORS: round 44, 1.6-4.5 % faster in turn, up to
+    11 % with an fp32 γ in LayerNorm between counted runs) — but not in RMSNorm with an fp32 γ
+    or LayerNorm fp16/fp16 at rows of one block (SECTORS_OFF: round 45, 3-9 % slower there).
   * wider rows, or rows the staged kernel does not take: the row loop in column chunks, or
     read twice, its tiles dealt alike (not timed).
 """
@@ -125,11 +127,23 @@ ONE_STAGE_HALVES = True
 # Tuning round 44 (H200, docs/perf/tune-44/call7/; six rounds in turn on fresh inputs, GPU
 # time), faster in every round at each: LN 4096 × 16384 bf16 124.2-124.7 -> 118.7-119.2 µs,
 # RMS 4096 × 16384 bf16 112.0-112.5 -> 109.9-111.0, LN 8192 × 16384 bf16 219.8-220.1 ->
-# 215.9-216.4 (call time).  fp16 rows and rows of two parts (12288) store their partial rows
-# alike, untimed; with fp32 activations a thread's 16 bytes fill its sectors already (no
-# effect).  The contiguous blocks (disjoint_smem) at LN 8192 × 16384 with an fp32 γ read 1 %
+# 215.9-216.4 (call time); round 45 (docs/perf/tune-45/call1/, four rounds, GPU time): LN
+# 8192 × 12288 bf16 164.0 -> 160.9, RMS 158.2 -> 157.3 (rows of two parts), LN 4096 × 16384
+# fp16 level (124.7 / 124.8).  With fp32 activations a thread's 16 bytes fill its sectors
+# already (no effect).  The contiguous blocks (disjoint_smem) at LN 8192 × 16384 with an fp32 γ read 1 %
 # faster or 3 % slower by the order of the two in a round: not taken there.
 FULL_SECTORS = True
+# ... but not at two classes of rows of one block (disjoint_smem.SECTOR_CLASSES), where the
+# counted run at 22ed27a (round 45: results/h200-targets-widest-16bit-*-22ed27a) read it
+# slower than the last counted run of the same kernel without it, quack's GPU time within
+# 0.2-1.4 % of its own in both: RMSNorm with an fp32 γ, 6.0-9.3 % (RMS 8192 × 16384 fp16/fp32
+# 207.0 -> 226.3 µs of GPU time against 608c60e, whose row kernel is byte-identical to this
+# one's with the option off — sm_90 SASS, Triton 3.6), and LayerNorm fp16/fp16, 3.2 % at 8192
+# × 16384 (222.9 -> 230.0 against e4bba9f, byte-identical too; level at 4096 rows, and in
+# turn there in round 45's first call: 124.8 against 124.7).  With the option ptxas schedules
+# the row loop of those kernels anew (RMS fp16/fp32: 127 registers against 157, the loop's
+# instructions the same, 809 of its 1139 lines in another order).  Not timed in turn yet.
+SECTORS_OFF = ("rms_wide_weight", "ln_fp16")
 
 
 # Rows of d ≤ 8192 whose x holds at least this many bytes (fp32 rows of 7168 to 8192: 28-32 KB
@@ -149,7 +163,7 @@ def _rule(d: int) -> dict:
     disjoint_smem's rule with `interleave` on, SPLIT_INFLIGHT at rows of two parts (its
     `ln_inflight` as it is: 128 KB at LayerNorm's rows of 16384, round 25), LN_WARPS for
     LayerNorm's bf16 rows of one block (round 27), RMS_SPLIT_W_REGS (round 29),
-    ONE_STAGE_HALVES (round 31) and FULL_SECTORS (round 44).  At d ≤ 8192
+    ONE_STAGE_HALVES (round 31) and FULL_SECTORS (round 44) but at SECTORS_OFF (round 45).  At d ≤ 8192
     where the staged kernel runs here, `stage_from` (STAGE_FROM, round 30): a call whose row of
     x holds that many bytes takes the staged kernel at `_row_staged`'s parameters."""
     sm = disjoint_smem._rule(d)
@@ -160,7 +174,7 @@ def _rule(d: int) -> dict:
     return {**_loop_rule(d), **sm, "interleave": True, "staged": True,
             "split_inflight": SPLIT_INFLIGHT, "ln_warps": LN_WARPS,
             "rms_split_w_regs": RMS_SPLIT_W_REGS, "one_stage_halves": ONE_STAGE_HALVES,
-            "full_sectors": FULL_SECTORS}
+            "full_sectors": FULL_SECTORS, "sectors_off": SECTORS_OFF}
 
 
 @functools.cache

@@ -521,13 +521,16 @@ def test_bf16_pairs_gives_the_same_bits_on_gpu(name, case, monkeypatch):
 
 @pytest.mark.parametrize("name", ["disjoint_smem", "disjoint_strided"])
 @pytest.mark.parametrize("case", PAIRS_CASES + [("layernorm", 500, 16384, "fp32", "fp32", {}),
-                                                ("rmsnorm", 300, 7000, "bf16", "bf16", {})])
+                                                ("rmsnorm", 300, 7000, "bf16", "bf16", {}),
+                                                ("rmsnorm", 700, 16384, "fp16", "fp32", {}),
+                                                ("layernorm", 700, 16384, "fp16", "fp16", {})])
 def test_full_sectors_gives_the_same_bits_on_gpu(name, case, monkeypatch):
-    """`full_sectors` (round 44; on in disjoint_strided's rule): the partial rows traded
-    among each warp's threads before they are stored, so that each store writes whole
-    sectors — the same values at the same places, so the same bits as without it in every
-    output (the partial rows each holding its own rows); the option reaches the Launch and
-    nothing else of it moves."""
+    """`full_sectors` (round 44; on in disjoint_strided's rule but at its `sectors_off`,
+    round 45 — [] here takes it everywhere, fp16 and an fp32 γ among the cases): the partial
+    rows traded among each warp's threads before they are stored, so that each store writes
+    whole sectors — the same values at the same places, so the same bits as without it in
+    every output (the partial rows each holding its own rows); the option reaches the Launch
+    and nothing else of it moves."""
     from normbench.strategies import disjoint_smem
     norm, rows, d, dt, wd, extra = case
     e = strategies.get(name)
@@ -537,7 +540,7 @@ def test_full_sectors_gives_the_same_bits_on_gpu(name, case, monkeypatch):
     staged = e.params(d).get("staged", True)
     m0 = staged and disjoint_smem.staged(*inputs[:3], e.params(d), ln=norm == "layernorm")
     before = e.backward(*inputs)
-    monkeypatch.setitem(_tuning.OVERRIDE, name, {**extra, "full_sectors": True})
+    monkeypatch.setitem(_tuning.OVERRIDE, name, {**extra, "full_sectors": True, "sectors_off": []})
     if staged:
         m = disjoint_smem.staged(*inputs[:3], e.params(d), ln=norm == "layernorm")
         assert m == m0._replace(sectors=m0.vec == 8) if m0.vec else not m.vec, (case, m0, m)

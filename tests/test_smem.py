@@ -2,6 +2,7 @@
 the registry where it cannot run, and its Gluon kernel compiled for sm_90 (bench/regs.py).
 Its numbers are checked on the GPU (tests/test_gpu.py: against fp64, bits over repeats, the
 staged and the fallback paths): Gluon has no interpreter."""
+import itertools
 import json
 import os
 import subprocess
@@ -509,6 +510,32 @@ def test_full_sectors_passes_through_and_changes_nothing_else():
     c = _launch.prepare(x, x, torch.ones(16384), torch.zeros(10), torch.ones(10))
     meta = smem.kernel_args(c, 4, smem.Launch(8, 3, 8, 16384, 0, sectors=True), True, False)[1]
     assert meta["SECTORS"] is True
+
+
+def test_sectors_off_keeps_full_sectors_off_at_its_classes_of_one_block_rows():
+    """`sectors_off` (round 45; disjoint_strided's rule names two SECTOR_CLASSES): where
+    `full_sectors` is on, a call in a named class whose rows are one block keeps `sectors`
+    off — RMSNorm with a weight wider than its activations, LayerNorm fp16 with a weight of
+    their width — while bf16 LayerNorm, RMSNorm with a weight of its width and rows staged in
+    two parts keep it; [] takes it everywhere; a name it does not know is refused."""
+    on = {"full_sectors": True}
+    both = {**on, "sectors_off": ("rms_wide_weight", "ln_fp16")}
+    for d in (16384, 14000, 12288):
+        p = smem._rule(d)
+        for ln, w_elem, bf16 in itertools.product((True, False), (2, 4), (True, False)):
+            every = smem.launch_meta({**p, **on, "sectors_off": []}, d, 2, w_elem, H200, ln=ln,
+                                     bf16=bf16)
+            m = smem.launch_meta({**p, **both}, d, 2, w_elem, H200, ln=ln, bf16=bf16)
+            one_block = not every.block_d2
+            off = one_block and (w_elem > 2 if not ln else (not bf16 and w_elem == 2))
+            assert every.sectors, (d, ln, w_elem, bf16)
+            assert m == every._replace(sectors=not off), (d, ln, w_elem, bf16, m)
+    assert smem.sector_classes(smem.Launch(8, 2, 8, 16384, 0), False, 2, 4, True) == \
+        {"rms_wide_weight"}
+    assert smem.sector_classes(smem.Launch(8, 3, 16, 16384, 0), True, 2, 2, False) == {"ln_fp16"}
+    assert smem.sector_classes(smem.Launch(8, 3, 8, 16384, 0), True, 2, 2, True) == set()
+    with pytest.raises(ValueError, match="sectors_off: no such class"):
+        smem.launch_meta({**smem._rule(16384), **on, "sectors_off": ["rms"]}, 16384, 2, 4, H200)
 
 
 def test_row_phases_split_each_row_at_its_clocks():
