@@ -192,8 +192,11 @@ class Executor:
             dask.config.set({"distributed.scheduler.allowed-failures": 0,
                              "distributed.scheduler.worker-saturation": 1.0,
                              "distributed.worker.daemon": False})
+            # dask's own logs at CRITICAL only: a worker whose scheduler has gone (the run
+            # interrupted, the cluster closing) logs its failed heartbeat at ERROR with a
+            # traceback; what a worker's death does to a case the run records itself
             common = dict(threads_per_worker=1, resources={"GPU": 1}, memory_limit=0,
-                          dashboard_address=":0", silence_logs=40)
+                          dashboard_address=":0", silence_logs=50)
             if self.standin:
                 from distributed import LocalCluster
                 self.cluster = LocalCluster(n_workers=len(self.devices), processes=True, **common)
