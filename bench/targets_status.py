@@ -1,7 +1,12 @@
 """Issue 16's table of targets, checked against committed runs.
 
-    python bench/targets_status.py RUN_DIR [RUN_DIR ...]
+    python bench/targets_status.py RUN_DIR[:KEY=VALUE,...] [RUN_DIR ...]
     python bench/targets_status.py --readme [README.md]
+
+A run named with KEY=VALUE pairs after a colon gives only its lines that match them all
+(keys: norm, rows, d, dtype, weight_dtype) — for a run whose other lines a later one
+replaces, or whose lines of one class a rule has since taken back to the code an earlier
+run measured (the README says which and why).
 
 --readme takes the run directories from the README's "Issue 16's targets" paragraph (the
 command it quotes, in its order): the runs the README's figures come from.
@@ -57,10 +62,32 @@ def targets(norm: str, dtype: str) -> tuple[float, float]:
     return 1.10, 88.0 if norm == "rmsnorm" else 85.0
 
 
+FILTER_KEYS = ("norm", "rows", "d", "dtype", "weight_dtype")
+
+
+def split_run(arg: str) -> tuple[str, dict]:
+    """RUN_DIR[:KEY=VALUE,...] -> (the directory, {key: value}); ValueError (one line) for a
+    key that is not one of FILTER_KEYS or a pair without '='."""
+    path, sep, spec = arg.rpartition(":")
+    if not sep or "=" not in spec:
+        return arg, {}
+    filt = {}
+    for pair in spec.split(","):
+        key, eq, value = pair.partition("=")
+        if not eq or key not in FILTER_KEYS or not value:
+            raise ValueError(f"{arg}: '{pair}' is not KEY=VALUE with KEY one of "
+                             f"{', '.join(FILTER_KEYS)}")
+        filt[key] = value
+    return path, filt
+
+
 def status(run_dirs: list[str]) -> pd.DataFrame:
     rows = {}
-    for run in run_dirs:
+    for arg in run_dirs:
+        run, filt = split_run(arg)
         recs = plain(store.load_records(run))
+        for key, value in filt.items():
+            recs = recs[recs[key].astype(str) == value]
         ans = summary.answer(recs)
         peer_gpu = _peer_gpu_us(recs)
         peers = _peers(recs)
@@ -208,7 +235,7 @@ def readme_runs(path: str) -> list[str]:
     end = text.find("`", start + 1) if start >= 0 else -1
     if end < 0:
         raise ValueError(f"no {README_MARK} paragraph quoting {COMMAND.strip()}...` in it")
-    runs = re.findall(r"results/[\w.-]+", text[start:end])
+    runs = re.findall(r"results/[\w.-]+(?::[\w=,.-]+)?", text[start:end])
     if not runs:
         raise ValueError(f"the command of its {README_MARK} paragraph names no results/ directory")
     return [os.path.join(os.path.dirname(os.path.abspath(path)), r) for r in runs]
@@ -226,7 +253,12 @@ def main(argv: list[str]) -> int:
         except (OSError, ValueError) as e:
             print(f"targets_status.py: {path}: {e}", file=sys.stderr)
             return 2
-    missing = [a for a in argv if not os.path.isdir(a)]
+    try:
+        dirs = [split_run(a)[0] for a in argv]
+    except ValueError as e:
+        print(f"targets_status.py: {e}", file=sys.stderr)
+        return 2
+    missing = [a for a in dirs if not os.path.isdir(a)]
     if missing:
         print(f"targets_status.py: {missing[0]}: not a run directory", file=sys.stderr)
         return 2

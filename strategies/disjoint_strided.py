@@ -136,7 +136,8 @@ FULL_SECTORS = True
 # ... but not at two classes of rows of one block (disjoint_smem.SECTOR_CLASSES), where the
 # counted run at 22ed27a (round 45: results/h200-targets-widest-16bit-*-22ed27a) read it
 # slower than the last counted run of the same kernel without it, quack's GPU time within
-# 0.2-1.4 % of its own in both: RMSNorm with an fp32 γ, 6.0-9.3 % (RMS 8192 × 16384 fp16/fp32
+# 0.2 % (RMSNorm) and 1.2 % (LayerNorm) of its own there, disjoint_smem's unchanged fp16
+# kernels within 1 %: RMSNorm with an fp32 γ, 6.0-9.3 % (RMS 8192 × 16384 fp16/fp32
 # 207.0 -> 226.3 µs of GPU time against 608c60e, whose row kernel is byte-identical to this
 # one's with the option off — sm_90 SASS, Triton 3.6), and LayerNorm fp16/fp16, 3.2 % at 8192
 # × 16384 (222.9 -> 230.0 against e4bba9f, byte-identical too; level at 4096 rows, and in

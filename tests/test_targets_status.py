@@ -50,6 +50,36 @@ def test_bad_input(tmp_path):
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "not a run directory" in r.stderr
 
 
+RMS_608 = os.path.join(ROOT, "results", "h200-targets-widest-16384-rms-608c60e")
+RMS_45 = os.path.join(ROOT, "results", "h200-targets-widest-16bit-rmsnorm-22ed27a")
+
+
+def test_a_run_named_with_a_filter_gives_only_its_matching_lines():
+    assert targets_status.split_run("results/a") == ("results/a", {})
+    assert targets_status.split_run("results/a:dtype=fp16,weight_dtype=fp32") == \
+        ("results/a", {"dtype": "fp16", "weight_dtype": "fp32"})
+    for bad in ("results/a:dtype=fp16,colour=red", "results/a:dtype=fp16,rows"):
+        with pytest.raises(ValueError, match="KEY=VALUE"):
+            targets_status.split_run(bad)
+    if not (os.path.isdir(RMS_608) and os.path.isdir(RMS_45)):
+        pytest.skip("runs not here")
+    # both measured RMSNorm's 16-bit rows of 16384; the earlier one named last with a filter
+    # replaces only the lines it matches
+    df = targets_status.status([RMS_45, RMS_608 + ":dtype=fp16,weight_dtype=fp32"])
+    wide = df[df["d"] == 16384]
+    by_run = wide.groupby("dtype")["run"].agg(set).to_dict()
+    assert by_run.pop("fp16/fp32") == {os.path.basename(RMS_608)}
+    assert set(by_run) == {"bf16/bf16", "bf16/fp32", "fp16/fp16"}
+    assert all(v == {os.path.basename(RMS_45)} for v in by_run.values())
+    assert set(df[df["d"] == 12288]["run"]) == {os.path.basename(RMS_45)}
+
+
+def test_a_bad_filter_is_one_line_and_exit_2(capsys):
+    assert targets_status.main([NARROW + ":colour=red"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "colour=red" in err and "KEY=VALUE" in err
+
+
 @pytest.mark.skipif(not os.path.isdir(NARROW), reason="results/h200-targets-narrow not here")
 def test_the_speed_target_holds_by_gpu_time_too():
     """In h200-targets-narrow quack's call time at RMS 65536 × 1024 bf16 was inflated by host
@@ -145,7 +175,7 @@ def test_the_readme_states_what_its_runs_give(capsys):
     import re
     readme = os.path.join(ROOT, "README.md")
     runs = targets_status.readme_runs(readme)
-    if not all(os.path.isdir(r) for r in runs):
+    if not all(os.path.isdir(targets_status.split_run(r)[0]) for r in runs):
         pytest.skip("a run the README names is not in this checkout")
     assert len(runs) >= 20 and len(set(runs)) == len(runs)
     assert targets_status.main(["--readme", readme]) == 0
