@@ -235,7 +235,8 @@ def resources(d: int, norm: str, dtype: str, override: dict | None = None,
     # `pf2`: L2 prefetches (l2_ahead: UBLKPF, bulk; CCTL.E.PF2, a line); `preexit`: the
     # `pdl` option's griddepcontrol.launch_dependents; `instrs`, `prmt`, `fadd`: the SASS's
     # instructions, all of them and two kinds (bf16_pairs leaves no PRMT to widen bf16,
-    # xhat_fma leaves LayerNorm's x̂ without its FADD)
+    # xhat_fma leaves LayerNorm's x̂ without its FADD); `shfl`: warp shuffles (full_sectors'
+    # trade within each warp); `sectors`: the Launch's (0, 1 by shuffles, 2 through shared memory)
     ops = re.findall(r"^\s*(?:/\*[0-9a-f]+\*/)?\s+(?:@!?U?P[0-9T] )?([A-Z][A-Z0-9_]*)[.\s]",
                      sass, re.M)
     return dict(name=name, regs=int(m[1]), stack=int(m[2]), shared=int(m[3]), local=int(m[4]),
@@ -245,11 +246,11 @@ def resources(d: int, norm: str, dtype: str, override: dict | None = None,
                 bar=len(re.findall(r"\bBAR\.", sass)),
                 pf2=len(re.findall(r"\bCCTL\.E\.PF2\b|\bUBLKPF\b", sass)),
                 preexit=len(re.findall(r"\bPREEXIT\b", sass)), instrs=len(ops),
-                prmt=ops.count("PRMT"), fadd=ops.count("FADD"),
+                prmt=ops.count("PRMT"), fadd=ops.count("FADD"), shfl=ops.count("SHFL"),
                 cluster_bar=len(re.findall(r"\bUCGABAR_ARV\b|\bCGABAR\.ARV\b|\bUCGABAR_WAIT\b|\bCGABAR", sass)),
                 block_d2=p.get("block_d2", 0), halves=bool(p.get("halves")),
                 w_regs=bool(p.get("w_regs")), bf16_pairs=bool(p.get("pairs")),
-                xhat_fma=bool(p.get("fma")),
+                xhat_fma=bool(p.get("fma")), sectors=int(p.get("sectors") or 0),
                 **{k: p[k] for k in ("block_d", "block_r", "num_warps", "num_stages", "prefetch",
                                      "reload", "w_tile")})
 

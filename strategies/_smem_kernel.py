@@ -60,23 +60,47 @@ def _copy(smem, P, row, stride, cols, mask):
     _async_load(smem, P + row.to(gl.int64) * stride + cols, mask=mask)
 
 
+# a stage buffer seen as fp32 [S, 2, 128] (full_sectors 2): Triton 3.6's Gluon names the
+# method `_reinterpret`, 3.9's `reinterpret`
+_ROWS3: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [2, 1, 0])
+if hasattr(gl.shared_memory_descriptor, "reinterpret"):
+    @gluon.jit
+    def _as_fp32(buf, S: gl.constexpr):
+        return buf.reinterpret(gl.float32, [S, 2, 128], _ROWS3)
+else:
+    @gluon.jit
+    def _as_fp32(buf, S: gl.constexpr):
+        return buf._reinterpret(gl.float32, [S, 2, 128], _ROWS3)
+
+
 @gluon.jit
 def _store_partial(P, cols, acc, mask, N, BASE: gl.constexpr, BLOCK: gl.constexpr,
-                   VEC: gl.constexpr, NUM_WARPS: gl.constexpr, SECTORS: gl.constexpr):
+                   VEC: gl.constexpr, NUM_WARPS: gl.constexpr, SECTORS: gl.constexpr, buf=None):
     """Store a partial row's part `acc` (fp32, BLOCK columns from BASE, laid out as the rows:
     VEC contiguous a thread) at P (its columns `cols`, where `mask`).  With SECTORS
     (`full_sectors`) and VEC = 8 (16-bit rows) each warp first trades its elements among its
     own threads (a layout conversion within the warp) so that each 16-byte store of a warp
     writes 512 contiguous bytes — whole 32-byte sectors — where a thread's 32 contiguous bytes,
     stored as two 16-byte halves, leave each store writing half of every sector it touches
-    (round 44: Nsight Compute counts the partial rows' L2 sector writes twice)."""
+    (round 44: Nsight Compute counts the partial rows' L2 sector writes twice).  SECTORS = 2:
+    the trade through shared memory instead — `buf`, the drained stage buffer, which holds
+    BLOCK fp32 from two stages of 16-bit rows on (disjoint_smem.launch_meta sees to it)."""
     if SECTORS and VEC == 8 and BLOCK >= VEC * 32 * NUM_WARPS:
         SEG: gl.constexpr = VEC * 32
         S: gl.constexpr = BLOCK // SEG
         src: gl.constexpr = gl.BlockedLayout([1, 1, 8], [1, 2, 16], [NUM_WARPS, 1, 1], [2, 1, 0])
         dst: gl.constexpr = gl.BlockedLayout([1, 2, 4], [1, 1, 32], [NUM_WARPS, 1, 1], [2, 1, 0])
         v = gl.convert_layout(gl.reshape(acc, [S, 2, 128]), src)
-        v = gl.convert_layout(v, dst)
+        if SECTORS == 2:
+            # through shared memory (the drained stage buffer `buf`), as Triton's own stores
+            # convert, instead of shuffles within each warp
+            sh = _as_fp32(buf, S)
+            sh.store(v)
+            _barrier()
+            v = sh.load(dst)
+            _barrier()
+        else:
+            v = gl.convert_layout(v, dst)
         s_ = gl.arange(0, S, layout=gl.SliceLayout(1, gl.SliceLayout(2, dst)))
         h_ = gl.arange(0, 2, layout=gl.SliceLayout(0, gl.SliceLayout(2, dst)))
         i_ = gl.arange(0, 128, layout=gl.SliceLayout(0, gl.SliceLayout(1, dst)))
@@ -377,12 +401,13 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
         j += 1
     cp.wait_group(0)
     out = pid.to(gl.int64) * N
-    _store_partial(PW + out, cols, acc_w, col_mask, N, 0, BLOCK_D, VEC, NUM_WARPS, SECTORS)
+    _store_partial(PW + out, cols, acc_w, col_mask, N, 0, BLOCK_D, VEC, NUM_WARPS, SECTORS, xs)
     if HAS_MEAN:
-        _store_partial(PB + out, cols, acc_b, col_mask, N, 0, BLOCK_D, VEC, NUM_WARPS, SECTORS)
+        _store_partial(PB + out, cols, acc_b, col_mask, N, 0, BLOCK_D, VEC, NUM_WARPS, SECTORS,
+                       xs)
     if BLOCK_D2 > 0:
         _store_partial(PW + out, cols2, acc_w2, col_mask2, N, BLOCK_D, BLOCK_D2, VEC, NUM_WARPS,
-                       SECTORS)
+                       SECTORS, xs)
         if HAS_MEAN:
             _store_partial(PB + out, cols2, acc_b2, col_mask2, N, BLOCK_D, BLOCK_D2, VEC,
-                           NUM_WARPS, SECTORS)
+                           NUM_WARPS, SECTORS, xs)

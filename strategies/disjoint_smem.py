@@ -159,7 +159,10 @@ def _rule(d: int) -> dict:
     16-byte halves — the Launch's `sectors` only there; the same bits.  On in
     disjoint_strided's rule (round 44), off here (one line timed, order-dependent);
     `sectors_off` keeps it off at the SECTOR_CLASSES it names (disjoint_strided's rule: round
-    45), an override of [] takes it everywhere.
+    45), an override of [] takes it everywhere.  2 (a tuning option, round 45; no rule sets
+    it): the trade through shared memory — the drained stages — instead of shuffles, as
+    Triton's own stores convert (with shuffles ptxas schedules the row loop anew: RMS 16384
+    fp16/fp32 127 registers against 157; through shared memory 149, the loop reordered too).
 
     one_stage_halves: where whole rows of one block fit a single stage beside γ (nothing of the
     next row on its way while one is worked on: fp32 rows of 16384 on an H200), `w_regs` and
@@ -239,7 +242,7 @@ class Launch(NamedTuple):
     w_regs: bool = False
     pairs: bool = False
     fma: bool = False
-    sectors: bool = False
+    sectors: int = 0
 
 
 NOT_STAGED = Launch(0, 0, 0, 0, 0)
@@ -274,8 +277,13 @@ def launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=(), ln: bool
     if off - set(SECTOR_CLASSES):
         raise ValueError(f"sectors_off: no such class {sorted(off - set(SECTOR_CLASSES))} "
                          f"(one of {list(SECTOR_CLASSES)})")
-    sectors = (bool(p.get("full_sectors")) and m.vec == 8
-               and not off & sector_classes(m, ln, elem, w_elem, bf16))
+    sectors = int(p.get("full_sectors") or 0)
+    if sectors not in (0, 1, 2):
+        raise ValueError(f"full_sectors: {p.get('full_sectors')!r} is not false, true or 2")
+    if m.vec != 8 or off & sector_classes(m, ln, elem, w_elem, bf16):
+        sectors = 0
+    elif sectors == 2 and m.stages < 2:
+        sectors = 1     # the drained stages hold a partial row's fp32 from two 16-bit stages on
     return m._replace(pairs=bool(p.get("bf16_pairs")), fma=bool(ln and p.get("xhat_fma")),
                       sectors=sectors)
 
@@ -446,7 +454,8 @@ else:
         paired = m.pairs and torch.bfloat16 in (x.dtype, weight.dtype)
         where = (", γ in registers" if m.w_regs else "") + (
             ", bf16 widened in pairs" if paired else "") + (", x̂ by one FMA" if m.fma else "") + (
-            ", partial rows in whole sectors" if m.sectors else "")
+            ", partial rows in whole sectors" if m.sectors else "") + (
+            " through shared memory" if m.sectors == 2 else "")
         if m.halves:
             return (f"staged: {m.vec * x.element_size()}-byte copies, by halves of a row "
                     f"({m.block_d}) in {m.stages} + {m.stages - 1} slots, {m.warps} warps{where}")

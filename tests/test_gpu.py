@@ -524,11 +524,12 @@ def test_bf16_pairs_gives_the_same_bits_on_gpu(name, case, monkeypatch):
                                                 ("rmsnorm", 300, 7000, "bf16", "bf16", {}),
                                                 ("rmsnorm", 700, 16384, "fp16", "fp32", {}),
                                                 ("layernorm", 700, 16384, "fp16", "fp16", {})])
-def test_full_sectors_gives_the_same_bits_on_gpu(name, case, monkeypatch):
+@pytest.mark.parametrize("how", [True, 2])
+def test_full_sectors_gives_the_same_bits_on_gpu(name, case, how, monkeypatch):
     """`full_sectors` (round 44; on in disjoint_strided's rule but at its `sectors_off`,
-    round 45 — [] here takes it everywhere, fp16 and an fp32 γ among the cases): the partial
-    rows traded among each warp's threads before they are stored, so that each store writes
-    whole sectors — the same values at the same places, so the same bits as without it in
+    round 45 — [] here takes it everywhere, fp16 and an fp32 γ among the cases; `how` 2 the
+    trade through shared memory): the partial rows traded among each warp's threads before
+    they are stored, so that each store writes whole sectors — the same values at the same places, so the same bits as without it in
     every output (the partial rows each holding its own rows); the option reaches the Launch
     and nothing else of it moves."""
     from normbench.strategies import disjoint_smem
@@ -540,10 +541,11 @@ def test_full_sectors_gives_the_same_bits_on_gpu(name, case, monkeypatch):
     staged = e.params(d).get("staged", True)
     m0 = staged and disjoint_smem.staged(*inputs[:3], e.params(d), ln=norm == "layernorm")
     before = e.backward(*inputs)
-    monkeypatch.setitem(_tuning.OVERRIDE, name, {**extra, "full_sectors": True, "sectors_off": []})
+    monkeypatch.setitem(_tuning.OVERRIDE, name, {**extra, "full_sectors": how, "sectors_off": []})
     if staged:
         m = disjoint_smem.staged(*inputs[:3], e.params(d), ln=norm == "layernorm")
-        assert m == m0._replace(sectors=m0.vec == 8) if m0.vec else not m.vec, (case, m0, m)
+        want = (int(how) if m0.stages >= 2 else 1) if m0.vec == 8 else 0
+        assert m == m0._replace(sectors=want) if m0.vec else not m.vec, (case, m0, m)
     same_bits(before, e.backward(*inputs), case)
     _right_and_repeated(e, inputs, dt, wd, case)
     _partials_hold_own_rows(e, inputs, case)

@@ -173,3 +173,22 @@ def test_bf16_pairs_and_xhat_fma_take_instructions_off_the_staged_row():
     rms = regs("--name", "disjoint_smem", "--d", "16384", "--norm", "rmsnorm", "--override",
                '{"xhat_fma": true}')
     assert not rms["xhat_fma"], rms
+
+
+def test_full_sectors_trades_by_shuffles_or_through_shared_memory():
+    """Rounds 44-45, compiled for sm_90: `full_sectors` trades each warp's partial-row
+    elements by shuffles (SHFL), 2 through shared memory (barriers and 16-byte shared loads,
+    no more shuffles than without); neither spills; disjoint_strided's rule keeps it off at
+    RMSNorm with an fp32 γ (`sectors_off`) and on at LayerNorm bf16."""
+    args = ("--name", "disjoint_strided", "--d", "16384", "--norm", "rmsnorm", "--dtype",
+            "fp16", "--weight-dtype", "fp32", "--override")
+    rule = regs(*args, "{}")
+    shfl = regs(*args, '{"sectors_off": []}')
+    smem = regs(*args, '{"full_sectors": 2, "sectors_off": []}')
+    assert (rule["sectors"], shfl["sectors"], smem["sectors"]) == (0, 1, 2)
+    assert shfl["shfl"] > rule["shfl"] == smem["shfl"], (rule, shfl, smem)
+    assert smem["bar"] > rule["bar"] and smem["lds128"] > rule["lds128"], (rule, smem)
+    for k in ("dynamic", "ldgsts", "num_stages", "num_warps"):
+        assert rule[k] == shfl[k] == smem[k], (k, rule, shfl, smem)
+    assert rule["stack"] == shfl["stack"] == smem["stack"] == 0
+    assert regs("--name", "disjoint_strided", "--d", "16384")["sectors"] == 1

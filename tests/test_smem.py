@@ -538,6 +538,22 @@ def test_sectors_off_keeps_full_sectors_off_at_its_classes_of_one_block_rows():
         smem.launch_meta({**smem._rule(16384), **on, "sectors_off": ["rms"]}, 16384, 2, 4, H200)
 
 
+def test_full_sectors_2_trades_through_shared_memory_from_two_stages_on():
+    """`full_sectors` = 2 (round 45, a tuning option): the Launch's `sectors` 2 — the kernel
+    trades through the drained stages, which hold a partial row's fp32 from two 16-bit stages
+    on — and 1 (shuffles) where one stage is all that fits; a value other than false, true or
+    2 is refused."""
+    p = {**smem._rule(16384), "full_sectors": 2}
+    m = smem.launch_meta(p, 16384, 2, 2, H200, ln=True)
+    assert m.stages >= 2 and m.sectors == 2, m
+    one = smem.launch_meta(p, 16384, 2, 2, 2 * 16384 * 2 + 16384 * 2 + 4096, ln=True)
+    assert one.vec == 8 and one.stages == 1 and one.sectors == 1, one
+    assert smem.launch_meta({**p, "full_sectors": True}, 16384, 2, 2, H200, ln=True).sectors == 1
+    assert smem.launch_meta(p, 16384, 4, 4, H200).sectors == 0          # fp32 rows: no trade
+    with pytest.raises(ValueError, match="full_sectors: 3 is not"):
+        smem.launch_meta({**p, "full_sectors": 3}, 16384, 2, 2, H200)
+
+
 def test_row_phases_split_each_row_at_its_clocks():
     """bench/timeline_staged.py --phases: each of a program's first k rows split at its four
     clocks (Clk[j·rows + r]) into [ask, wait, sums, dx], the first from the program's start
