@@ -31,7 +31,7 @@ Where a row is held, by width — the faster way measured for each:
     fp32 rows of 16384, one whole-row stage beside γ, go by halves with γ in registers
     (ONE_STAGE_HALVES: round 31, 0.6-0.7 % faster).  The partial rows of 16-bit rows are
     stored in whole 32-byte sectors (FULL_SECTORS: round 44, 1.6-4.5 % faster in turn, up to
-    11 % with an fp32 γ in LayerNorm between counted runs) — but not in RMSNorm with an fp32 γ
+    10 % with an fp32 γ in LayerNorm between counted runs) — but not in RMSNorm with an fp32 γ
     or LayerNorm fp16/fp16 at rows of one block (SECTORS_OFF: round 45, 3-9 % slower there).
   * wider rows, or rows the staged kernel does not take: the row loop in column chunks, or
     read twice, its tiles dealt alike (not timed).
@@ -130,8 +130,8 @@ ONE_STAGE_HALVES = True
 # 215.9-216.4 (call time); round 45 (docs/perf/tune-45/call1/, four rounds, GPU time): LN
 # 8192 × 12288 bf16 164.0 -> 160.9, RMS 158.2 -> 157.3 (rows of two parts), LN 4096 × 16384
 # fp16 level (124.7 / 124.8).  With fp32 activations a thread's 16 bytes fill its sectors
-# already (no effect).  The contiguous blocks (disjoint_smem) at LN 8192 × 16384 with an fp32 γ read 1 %
-# faster or 3 % slower by the order of the two in a round: not taken there.
+# already (no effect).  The contiguous blocks (disjoint_smem) at LN 8192 × 16384 with an fp32
+# γ read 1 % faster or 3 % slower by the order of the two in a round: not taken there.
 FULL_SECTORS = True
 # ... but not at two classes of rows of one block (disjoint_smem.SECTOR_CLASSES), where the
 # counted run at 22ed27a (round 45: results/h200-targets-widest-16bit-*-22ed27a) read it
@@ -164,9 +164,10 @@ def _rule(d: int) -> dict:
     disjoint_smem's rule with `interleave` on, SPLIT_INFLIGHT at rows of two parts (its
     `ln_inflight` as it is: 128 KB at LayerNorm's rows of 16384, round 25), LN_WARPS for
     LayerNorm's bf16 rows of one block (round 27), RMS_SPLIT_W_REGS (round 29),
-    ONE_STAGE_HALVES (round 31) and FULL_SECTORS (round 44) but at SECTORS_OFF (round 45).  At d ≤ 8192
-    where the staged kernel runs here, `stage_from` (STAGE_FROM, round 30): a call whose row of
-    x holds that many bytes takes the staged kernel at `_row_staged`'s parameters."""
+    ONE_STAGE_HALVES (round 31) and FULL_SECTORS (round 44) but at SECTORS_OFF (round 45).
+    At d ≤ 8192 where the staged kernel runs here, `stage_from` (STAGE_FROM, round 30): a call
+    whose row of x holds that many bytes takes the staged kernel at `_row_staged`'s
+    parameters."""
     sm = disjoint_smem._rule(d)
     if disjoint_smem._WHY or not sm["one_chunk"]:
         return _loop_rule(d)
