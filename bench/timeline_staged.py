@@ -285,7 +285,8 @@ def main() -> None:
               f"{'end1':>7s} {'end50':>7s} {'endN':>7s} {'busy':>7s} {'bmin':>7s} {'bmax':>7s} "
               f"{'copy':>7s}")
         for r in rows_out:
-            print(f"{r['case']:34s} {(r['name'] + ' ' + r['override'])[:40]:17s} {r['call_us']:7.1f} {r['event_us']:7.1f} "
+            label = (r["name"] + " " + r["override"])[:40]
+            print(f"{r['case']:34s} {label:17s} {r['call_us']:7.1f} {r['event_us']:7.1f} "
                   f"{r['start_spread']:6.1f} {r['end_first']:7.1f} {r['end_p50']:7.1f} "
                   f"{r['end_last']:7.1f} {r['busy']:7.1f} {r['busy_min']:7.1f} "
                   f"{r['busy_max']:7.1f} {r['copy_us']:7.1f}")

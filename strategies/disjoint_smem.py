@@ -381,8 +381,7 @@ def kernel_args(c, groups: int, m: Launch, interleave: bool, pdl: bool):
     meta = dict(HAS_MEAN=c.has_mean, BLOCK_D=m.block_d, BLOCK_D2=m.block_d2, VEC=vec,
                 STAGES=m.stages, NUM_WARPS=m.warps, PDL=pdl, INTERLEAVE=bool(interleave),
                 HALVES=m.halves, W_REGS=m.w_regs, PAIRS=m.pairs, FMA=m.fma, SECTORS=m.sectors,
-                Clk=None,
-                CLOCKS=False, num_warps=m.warps)
+                Clk=None, CLOCKS=False, num_warps=m.warps)
     return scalars, meta
 
 

@@ -529,9 +529,9 @@ def test_full_sectors_gives_the_same_bits_on_gpu(name, case, how, monkeypatch):
     """`full_sectors` (round 44; on in disjoint_strided's rule but at its `sectors_off`,
     round 45 — [] here takes it everywhere, fp16 and an fp32 γ among the cases; `how` 2 the
     trade through shared memory): the partial rows traded among each warp's threads before
-    they are stored, so that each store writes whole sectors — the same values at the same places, so the same bits as without it in
-    every output (the partial rows each holding its own rows); the option reaches the Launch
-    and nothing else of it moves."""
+    they are stored, so that each store writes whole sectors — the same values at the same
+    places, so the same bits as without it in every output (the partial rows each holding its
+    own rows); the option reaches the Launch and nothing else of it moves."""
     from normbench.strategies import disjoint_smem
     norm, rows, d, dt, wd, extra = case
     e = strategies.get(name)
