@@ -147,6 +147,8 @@ def _rule(d: int) -> dict:
     LayerNorm's rows of 16384 with a bf16 γ 1.1–1.4 % faster (disjoint_smem 4096 rows 126.9 ->
     125.1 µs, disjoint_strided 8192 rows 222.6 -> 220.2), level with an fp32 γ and in RMSNorm
     (112.7 / 112.8 at 4096 × 16384); 10-14 % fewer instructions a row compiled for sm_90.
+    `pairs_off` keeps it off at the ROW_CLASSES it names (disjoint_strided's rule: round 46,
+    RMSNorm with an fp32 γ at rows of one block, 6.6-7.2 % slower with the pairs there).
 
     xhat_fma: LayerNorm's x̂ as one fused multiply-add, x·rstd + (−mean·rstd), an instruction
     an element and pass fewer — its error grows with |mean|·rstd.  Off (round 43: with
@@ -158,7 +160,7 @@ def _rule(d: int) -> dict:
     bytes at a time (8 elements) leave each thread 32 contiguous bytes of them, stored as two
     16-byte halves — the Launch's `sectors` only there; the same bits.  On in
     disjoint_strided's rule (round 44), off here (one line timed, order-dependent);
-    `sectors_off` keeps it off at the SECTOR_CLASSES it names (disjoint_strided's rule: round
+    `sectors_off` keeps it off at the ROW_CLASSES it names (disjoint_strided's rule: round
     45), an override of [] takes it everywhere.  2 (a tuning option, round 45; no rule sets
     it): the trade through shared memory — the drained stages — instead of shuffles, as
     Triton's own stores convert (with shuffles ptxas schedules the row loop anew: RMS 16384
@@ -176,7 +178,7 @@ def _rule(d: int) -> dict:
                 split_inflight=0, ln_inflight=LN_INFLIGHT if bd == 16384 else 0,
                 split=bd > 8192, pdl=bd > 8192, interleave=False, half_rows=False,
                 w_regs=False, rms_split_w_regs=0, one_stage_halves=False, bf16_pairs=True,
-                xhat_fma=False, full_sectors=False, sectors_off=())
+                xhat_fma=False, full_sectors=False, sectors_off=(), pairs_off=())
 
 
 def _groups_rule(rows: int, d: int, sms: int, launch) -> int:
@@ -273,30 +275,38 @@ def launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=(), ln: bool
     m = _launch_meta(p, d, elem, w_elem, smem, units, ln, bf16)
     if not m.vec:
         return m
-    off = set(p.get("sectors_off") or ())
-    if off - set(SECTOR_CLASSES):
-        raise ValueError(f"sectors_off: no such class {sorted(off - set(SECTOR_CLASSES))} "
-                         f"(one of {list(SECTOR_CLASSES)})")
+    classes = row_classes(m, ln, elem, w_elem, bf16)
     sectors = int(p.get("full_sectors") or 0)
     if sectors not in (0, 1, 2):
         raise ValueError(f"full_sectors: {p.get('full_sectors')!r} is not false, true or 2")
-    if m.vec != 8 or off & sector_classes(m, ln, elem, w_elem, bf16):
+    if m.vec != 8 or _off(p, "sectors_off") & classes:
         sectors = 0
     elif sectors == 2 and m.stages < 2:
         sectors = 1     # the drained stages hold a partial row's fp32 from two 16-bit stages on
-    return m._replace(pairs=bool(p.get("bf16_pairs")), fma=bool(ln and p.get("xhat_fma")),
-                      sectors=sectors)
+    pairs = bool(p.get("bf16_pairs")) and not _off(p, "pairs_off") & classes
+    return m._replace(pairs=pairs, fma=bool(ln and p.get("xhat_fma")), sectors=sectors)
 
 
-# The calls a rule can keep `full_sectors` off at (its `sectors_off`), at rows of one block:
-SECTOR_CLASSES = {
+# The calls a rule can keep an option off at (`sectors_off` for `full_sectors`, `pairs_off`
+# for `bf16_pairs`), at rows of one block:
+ROW_CLASSES = {
     "rms_wide_weight": "RMSNorm with a weight wider than its activations (an fp32 γ)",
     "ln_fp16": "LayerNorm with fp16 activations and a weight of their width",
 }
 
 
-def sector_classes(m: Launch, ln: bool, elem: int, w_elem: int, bf16: bool) -> set[str]:
-    """Which of SECTOR_CLASSES a staged call (its Launch m) is in: none where its rows are
+def _off(p, key: str) -> set[str]:
+    """The ROW_CLASSES that p's `key` (sectors_off, pairs_off) names; a name it does not know
+    is refused."""
+    off = set(p.get(key) or ())
+    if off - set(ROW_CLASSES):
+        raise ValueError(f"{key}: no such class {sorted(off - set(ROW_CLASSES))} "
+                         f"(one of {list(ROW_CLASSES)})")
+    return off
+
+
+def row_classes(m: Launch, ln: bool, elem: int, w_elem: int, bf16: bool) -> set[str]:
+    """Which of ROW_CLASSES a staged call (its Launch m) is in: none where its rows are
     staged in two parts or by halves."""
     if m.block_d2 or m.halves:
         return set()

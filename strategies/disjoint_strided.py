@@ -33,6 +33,8 @@ Where a row is held, by width — the faster way measured for each:
     stored in whole 32-byte sectors (FULL_SECTORS: round 44, 1.6-4.5 % faster in turn, up to
     10 % with an fp32 γ in LayerNorm between counted runs) — but not in RMSNorm with an fp32 γ
     or LayerNorm fp16/fp16 at rows of one block (SECTORS_OFF: round 45, 3-9 % slower there).
+    bf16 is widened in pairs (disjoint_smem's `bf16_pairs`) but in RMSNorm with an fp32 γ at
+    rows of one block (PAIRS_OFF: round 46, 6.6-7.2 % slower with them there).
   * wider rows, or rows the staged kernel does not take: the row loop in column chunks, or
     read twice, its tiles dealt alike (not timed).
 """
@@ -133,7 +135,7 @@ ONE_STAGE_HALVES = True
 # already (no effect).  The contiguous blocks (disjoint_smem) at LN 8192 × 16384 with an fp32
 # γ read 1 % faster or 3 % slower by the order of the two in a round: not taken there.
 FULL_SECTORS = True
-# ... but not at two classes of rows of one block (disjoint_smem.SECTOR_CLASSES), where the
+# ... but not at two classes of rows of one block (disjoint_smem.ROW_CLASSES), where the
 # counted run at 22ed27a (round 45: results/h200-targets-widest-16bit-*-22ed27a) read it
 # slower than the last counted run of the same kernel without it, quack's GPU time within
 # 0.2 % (RMSNorm) and 1.2 % (LayerNorm) of its own there, disjoint_smem's unchanged fp16
@@ -145,6 +147,17 @@ FULL_SECTORS = True
 # the row loop of those kernels anew (RMS fp16/fp32: 127 registers against 157, the loop's
 # instructions the same, 809 of its 1139 lines in another order).  Not timed in turn yet.
 SECTORS_OFF = ("rms_wide_weight", "ln_fp16")
+# In turn since (round 45c, docs/perf/tune-45/call2/; four rounds on fresh inputs, GPU time):
+# RMS 8192 × 16384 fp16/fp32 207.1 against 226.1 µs with it, LN 8192 × 16384 fp16/fp16 220.4
+# against 228.4.
+
+# Round 43's bf16 pairs (disjoint_smem's `bf16_pairs`, on) kept off at RMSNorm's rows of one
+# block with an fp32 γ: tuning round 46 (H200, docs/perf/tune-46/call1/; six rounds in turn
+# on fresh inputs, GPU time), RMS 8192 × 16384 bf16/fp32 225.7 -> 210.9 µs, 4096 × 16384
+# 123.3 -> 114.4 (round 43 timed the pairs at a bf16 γ and at 4096 rows with a 16-bit γ only).
+# Not elsewhere: with the pairs faster at RMS 8192 × 12288 bf16/fp32 (rows of two parts; 158.4
+# against 162.6), LN 8192 × 16384 bf16/fp32 (223.1 / 226.3) and 4096 rows (121.9 / 123.7).
+PAIRS_OFF = ("rms_wide_weight",)
 
 
 # Rows of d ≤ 8192 whose x holds at least this many bytes (fp32 rows of 7168 to 8192: 28-32 KB
@@ -164,7 +177,8 @@ def _rule(d: int) -> dict:
     disjoint_smem's rule with `interleave` on, SPLIT_INFLIGHT at rows of two parts (its
     `ln_inflight` as it is: 128 KB at LayerNorm's rows of 16384, round 25), LN_WARPS for
     LayerNorm's bf16 rows of one block (round 27), RMS_SPLIT_W_REGS (round 29),
-    ONE_STAGE_HALVES (round 31) and FULL_SECTORS (round 44) but at SECTORS_OFF (round 45).
+    ONE_STAGE_HALVES (round 31), FULL_SECTORS (round 44) but at SECTORS_OFF (round 45), and
+    disjoint_smem's bf16 pairs but at PAIRS_OFF (round 46).
     At d ≤ 8192 where the staged kernel runs here, `stage_from` (STAGE_FROM, round 30): a call
     whose row of x holds that many bytes takes the staged kernel at `_row_staged`'s
     parameters."""
@@ -176,7 +190,7 @@ def _rule(d: int) -> dict:
     return {**_loop_rule(d), **sm, "interleave": True, "staged": True,
             "split_inflight": SPLIT_INFLIGHT, "ln_warps": LN_WARPS,
             "rms_split_w_regs": RMS_SPLIT_W_REGS, "one_stage_halves": ONE_STAGE_HALVES,
-            "full_sectors": FULL_SECTORS, "sectors_off": SECTORS_OFF}
+            "full_sectors": FULL_SECTORS, "sectors_off": SECTORS_OFF, "pairs_off": PAIRS_OFF}
 
 
 @functools.cache

@@ -513,7 +513,7 @@ def test_full_sectors_passes_through_and_changes_nothing_else():
 
 
 def test_sectors_off_keeps_full_sectors_off_at_its_classes_of_one_block_rows():
-    """`sectors_off` (round 45; disjoint_strided's rule names two SECTOR_CLASSES): where
+    """`sectors_off` (round 45; disjoint_strided's rule names two ROW_CLASSES): where
     `full_sectors` is on, a call in a named class whose rows are one block keeps `sectors`
     off — RMSNorm with a weight wider than its activations, LayerNorm fp16 with a weight of
     their width — while bf16 LayerNorm, RMSNorm with a weight of its width and rows staged in
@@ -530,12 +530,32 @@ def test_sectors_off_keeps_full_sectors_off_at_its_classes_of_one_block_rows():
             off = one_block and (w_elem > 2 if not ln else (not bf16 and w_elem == 2))
             assert every.sectors, (d, ln, w_elem, bf16)
             assert m == every._replace(sectors=not off), (d, ln, w_elem, bf16, m)
-    assert smem.sector_classes(smem.Launch(8, 2, 8, 16384, 0), False, 2, 4, True) == \
+    assert smem.row_classes(smem.Launch(8, 2, 8, 16384, 0), False, 2, 4, True) == \
         {"rms_wide_weight"}
-    assert smem.sector_classes(smem.Launch(8, 3, 16, 16384, 0), True, 2, 2, False) == {"ln_fp16"}
-    assert smem.sector_classes(smem.Launch(8, 3, 8, 16384, 0), True, 2, 2, True) == set()
+    assert smem.row_classes(smem.Launch(8, 3, 16, 16384, 0), True, 2, 2, False) == {"ln_fp16"}
+    assert smem.row_classes(smem.Launch(8, 3, 8, 16384, 0), True, 2, 2, True) == set()
     with pytest.raises(ValueError, match="sectors_off: no such class"):
         smem.launch_meta({**smem._rule(16384), **on, "sectors_off": ["rms"]}, 16384, 2, 4, H200)
+
+
+def test_pairs_off_keeps_bf16_pairs_off_at_its_classes_of_one_block_rows():
+    """`pairs_off` (round 46; disjoint_strided's rule names RMSNorm with an fp32 γ): where
+    `bf16_pairs` is on, a call in a named class whose rows are one block keeps `pairs` off,
+    everything else of its Launch as it was; rows staged in two parts and other classes keep
+    the pairs; a name it does not know is refused."""
+    for d in (16384, 14000, 12288):
+        p = {**smem._rule(d), "bf16_pairs": True}
+        for ln, w_elem in itertools.product((True, False), (2, 4)):
+            every = smem.launch_meta(p, d, 2, w_elem, H200, ln=ln, bf16=True)
+            m = smem.launch_meta({**p, "pairs_off": ["rms_wide_weight"]}, d, 2, w_elem, H200,
+                                 ln=ln, bf16=True)
+            off = not every.block_d2 and not ln and w_elem == 4
+            assert every.pairs, (d, ln, w_elem)
+            assert m == every._replace(pairs=not off), (d, ln, w_elem, m)
+    assert smem.launch_meta({**smem._rule(16384), "bf16_pairs": False,
+                             "pairs_off": ["rms_wide_weight"]}, 16384, 2, 2, H200).pairs is False
+    with pytest.raises(ValueError, match="pairs_off: no such class"):
+        smem.launch_meta({**smem._rule(16384), "pairs_off": ["bf16"]}, 16384, 2, 4, H200)
 
 
 def test_full_sectors_2_trades_through_shared_memory_from_two_stages_on():
