@@ -33,7 +33,7 @@ Where a row is held, by width — the faster way measured for each:
     stored in whole 32-byte sectors (FULL_SECTORS: round 44, 1.6-4.5 % faster in turn, up to
     10 % with an fp32 γ in LayerNorm between counted runs) — but not in RMSNorm with an fp32 γ
     or LayerNorm fp16/fp16 at rows of one block (SECTORS_OFF: round 45, 3-9 % slower there).
-    bf16 is widened in pairs (disjoint_smem's `bf16_pairs`) but in RMSNorm with an fp32 γ at
+    bf16 is widened in pairs (disjoint_smem's `bf16_pairs`), but not in RMSNorm with an fp32 γ at
     rows of one block (PAIRS_OFF: round 46, 6.6-7.2 % slower with them there).
   * wider rows, or rows the staged kernel does not take: the row loop in column chunks, or
     read twice, its tiles dealt alike (not timed).
@@ -145,7 +145,7 @@ FULL_SECTORS = True
 # × 16384 (222.9 -> 230.0 against e4bba9f, byte-identical too; level at 4096 rows, and in
 # turn there in round 45's first call: 124.8 against 124.7).  With the option ptxas schedules
 # the row loop of those kernels anew (RMS fp16/fp32: 127 registers against 157, the loop's
-# instructions the same, 809 of its 1139 lines in another order).  Not timed in turn yet.
+# instructions the same, 809 of its 1139 lines in another order).
 SECTORS_OFF = ("rms_wide_weight", "ln_fp16")
 # In turn since (round 45c, docs/perf/tune-45/call2/; four rounds on fresh inputs, GPU time):
 # RMS 8192 × 16384 fp16/fp32 207.1 against 226.1 µs with it, LN 8192 × 16384 fp16/fp16 220.4
@@ -154,7 +154,8 @@ SECTORS_OFF = ("rms_wide_weight", "ln_fp16")
 # Round 43's bf16 pairs (disjoint_smem's `bf16_pairs`, on) kept off at RMSNorm's rows of one
 # block with an fp32 γ: tuning round 46 (H200, docs/perf/tune-46/call1/; six rounds in turn
 # on fresh inputs, GPU time), RMS 8192 × 16384 bf16/fp32 225.7 -> 210.9 µs, 4096 × 16384
-# 123.3 -> 114.4 (round 43 timed the pairs at a bf16 γ and at 4096 rows with a 16-bit γ only).
+# 123.3 -> 114.4 (round 43 timed the pairs in LayerNorm and at RMS 4096 × 16384 bf16/bf16,
+# never in RMSNorm with an fp32 γ).
 # Not elsewhere: with the pairs faster at RMS 8192 × 12288 bf16/fp32 (rows of two parts; 158.4
 # against 162.6), LN 8192 × 16384 bf16/fp32 (223.1 / 226.3) and 4096 rows (121.9 / 123.7).
 PAIRS_OFF = ("rms_wide_weight",)
