@@ -115,7 +115,7 @@ def compile_smem(d: int, norm: str, dtype: str, weight_dtype: str = "same",
     return k, {**p, "num_stages": st, "block_r": 1, "prefetch": False, "reload": False,
                "w_tile": False, "vec": vec, "block_d": m.block_d, "block_d2": m.block_d2,
                "halves": m.halves, "w_regs": m.w_regs, "pairs": m.pairs, "fma": m.fma,
-               "sectors": m.sectors}
+               "sectors": m.sectors, "l2_ahead": m.l2_ahead}
 
 
 def compile_cluster(d: int, norm: str, dtype: str, weight_dtype: str = "same",
@@ -251,6 +251,7 @@ def resources(d: int, norm: str, dtype: str, override: dict | None = None,
                 block_d2=p.get("block_d2", 0), halves=bool(p.get("halves")),
                 w_regs=bool(p.get("w_regs")), bf16_pairs=bool(p.get("pairs")),
                 xhat_fma=bool(p.get("fma")), sectors=int(p.get("sectors") or 0),
+                l2_ahead=int(p.get("l2_ahead") or 0),
                 **{k: p[k] for k in ("block_d", "block_r", "num_warps", "num_stages", "prefetch",
                                      "reload", "w_tile")})
 

@@ -77,13 +77,14 @@ def _timed_smem(X, DY, DX, W, Mean, Rstd, PW, PB, T, ROWS, N_V, ROWS_PER_PROG,
                 STAGES: gl.constexpr, NUM_WARPS: gl.constexpr, PDL: gl.constexpr,
                 INTERLEAVE: gl.constexpr, HALVES: gl.constexpr, W_REGS: gl.constexpr,
                 PAIRS: gl.constexpr = False, FMA: gl.constexpr = False,
-                SECTORS: gl.constexpr = False, Clk=None, CLOCKS: gl.constexpr = False):
+                SECTORS: gl.constexpr = False, Clk=None, CLOCKS: gl.constexpr = False,
+                L2_AHEAD: gl.constexpr = 0):
     pid = gl.program_id(0)
     t0 = _globaltimer()
     smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG, stride_x_v,
                 stride_dy_v, stride_dx_v, HAS_MEAN, BLOCK_D, BLOCK_D2, VEC, STAGES, NUM_WARPS,
                 PDL, INTERLEAVE, HALVES, W_REGS, PAIRS, FMA, SECTORS, Clk,
-                CLOCKS)
+                CLOCKS, L2_AHEAD)
     _barrier()
     t1 = _globaltimer()
     gl.store(T + pid * 3, t0)

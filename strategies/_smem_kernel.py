@@ -44,6 +44,39 @@ def _globaltimer():
 
 
 @gluon.jit
+def _prefetch_row(P, row, ok, nbytes, stride):
+    """Ask L2 for row `row` of P (its first `nbytes` bytes, widened to 16-byte bounds) where
+    `ok`: one `cp.async.bulk.prefetch.L2`, issued by thread 0, which nothing waits for — the
+    copy into shared memory that asks for the row later then finds it in L2 (`l2_ahead`;
+    sm_90 on: disjoint_smem.kernel_args passes L2_AHEAD 0 on older GPUs).  The PTX of
+    rowgrad._prefetch_bulk."""
+    gl.inline_asm_elementwise(
+        """{
+        .reg .pred p, q; .reg .u32 t, n; .reg .b64 a, e;
+        mov.u32 t, %tid.x;
+        setp.eq.u32 p, t, 0;
+        setp.ne.and.s32 q, $2, 0, p;
+        and.b64 a, $1, -16;
+        add.s64 e, $1, $3;
+        add.s64 e, e, 15;
+        and.b64 e, e, -16;
+        sub.s64 e, e, a;
+        cvt.u32.u64 n, e;
+        @q cp.async.bulk.prefetch.L2.global [a], n;
+        mov.u32 $0, 0;
+        }""",
+        "=r,l,r,l", [P + row.to(gl.int64) * stride, ok.to(gl.int32), nbytes],
+        dtype=gl.int32, is_pure=False, pack=1)
+
+
+@gluon.jit
+def _prefetch_rows(X, DY, row, end, nbytes_x, nbytes_dy, stride_x, stride_dy):
+    """_prefetch_row of row `row` of x and of dy, if it is one of the program's (< end)."""
+    _prefetch_row(X, row, row < end, nbytes_x, stride_x)
+    _prefetch_row(DY, row, row < end, nbytes_dy, stride_dy)
+
+
+@gluon.jit
 def _stats(Mean, Rstd, row, last, HAS_MEAN: gl.constexpr):
     """(mean, rstd) of row `row`, clamped to the last row (a row past the end is never used);
     RMSNorm has no mean: rstd stands in for it and is never used as one."""
@@ -219,7 +252,7 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
                 INTERLEAVE: gl.constexpr, HALVES: gl.constexpr = False,
                 W_REGS: gl.constexpr = False, PAIRS: gl.constexpr = False,
                 FMA: gl.constexpr = False, SECTORS: gl.constexpr = False, Clk=None,
-                CLOCKS: gl.constexpr = False):
+                CLOCKS: gl.constexpr = False, L2_AHEAD: gl.constexpr = 0):
     """Program p: dx for rows [p·R, (p+1)·R) — with INTERLEAVE the rows p, p + P, p + 2P, …
     (P programs) instead — and its partial rows PW[p], PB[p].  N_V and the
     strides count VEC elements (so the compiler knows each row start VEC-aligned).  A row is
@@ -234,6 +267,11 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
     copies into one buffer at slots known only at run time cost a CTA barrier between them
     (round 28, where one ring was 7 % slower than whole rows); and the two halves' row sums
     are added element by element before one reduction across the program.
+
+    L2_AHEAD = K > 0 (`l2_ahead`; whole-row stages only): L2 is asked for the row K rows past
+    the ring's last (one bulk prefetch of its x and one of its dy, _prefetch_row) when the
+    ring's copy of a row is asked for — so K more rows of DRAM reads on their way than the
+    stages hold, without shared memory for them.
 
     CLOCKS (bench/timeline_staged.py --rows only): the GPU's clock (`%globaltimer`) after
     each row r, stored at Clk[r] (indexed by the row, which the loop holds anyway: a
@@ -317,6 +355,11 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
             _stage_row(X, DY, xs.index(k), ds.index(k), xs2.index(k), ds2.index(k),
                        first + k * step, first + k * step < end, cols, col_mask, cols2,
                        col_mask2, stride_x, stride_dy, BLOCK_D2)
+    # `l2_ahead`: the rows the loop's first iteration does not ask L2 for itself
+    nbytes_x = N.to(gl.int64) * X.dtype.element_ty.primitive_bitwidth // 8
+    nbytes_dy = N.to(gl.int64) * DY.dtype.element_ty.primitive_bitwidth // 8
+    for k in gl.static_range(STAGES, STAGES - 1 + L2_AHEAD):
+        _prefetch_rows(X, DY, first + k * step, end, nbytes_x, nbytes_dy, stride_x, stride_dy)
     inv_n = 1.0 / N.to(gl.float32)
     # the row statistics one row ahead, in registers: their load is not waited for until the
     # next row (clamped to the rows, so never out of bounds: past the program's last row it is
@@ -349,6 +392,9 @@ def smem_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, ROWS, N_V, ROWS_PER_PROG,
             _stage_row(X, DY, xs.index(ahead), ds.index(ahead), xs2.index(ahead),
                        ds2.index(ahead), r + (STAGES - 1) * step, r + (STAGES - 1) * step < end,
                        cols, col_mask, cols2, col_mask2, stride_x, stride_dy, BLOCK_D2)
+            if L2_AHEAD > 0:
+                _prefetch_rows(X, DY, r + (STAGES - 1 + L2_AHEAD) * step, end, nbytes_x,
+                               nbytes_dy, stride_x, stride_dy)
         if CLOCKS > 1:
             gl.store(Clk + ROWS + r, _globaltimer())          # the copies ahead asked for
         nmean, nrstd = _stats(Mean, Rstd, r + step, last, HAS_MEAN)

@@ -166,6 +166,12 @@ def _rule(d: int) -> dict:
     Triton's own stores convert (with shuffles ptxas schedules the row loop anew: RMS 16384
     fp16/fp32 127 registers against 157; through shared memory 149, the loop reordered too).
 
+    l2_ahead: K > 0 asks L2 for the row K rows past the ring's last whenever the ring's copy
+    of a row is asked for (one bulk prefetch of its x and one of its dy, by one thread;
+    _smem_kernel._prefetch_row) — K more rows of DRAM reads on their way a program than its
+    stages hold, in no shared memory; whole-row stages only (not `half_rows`), sm_90 on (the
+    bulk prefetch), the same bits.  A tuning option (round 47), off in the rules.
+
     one_stage_halves: where whole rows of one block fit a single stage beside γ (nothing of the
     next row on its way while one is worked on: fp32 rows of 16384 on an H200), `w_regs` and
     `half_rows` together wherever they give halves (2 + 1 half slots there) —
@@ -178,7 +184,7 @@ def _rule(d: int) -> dict:
                 split_inflight=0, ln_inflight=LN_INFLIGHT if bd == 16384 else 0,
                 split=bd > 8192, pdl=bd > 8192, interleave=False, half_rows=False,
                 w_regs=False, rms_split_w_regs=0, one_stage_halves=False, bf16_pairs=True,
-                xhat_fma=False, full_sectors=False, sectors_off=(), pairs_off=())
+                xhat_fma=False, full_sectors=False, sectors_off=(), pairs_off=(), l2_ahead=0)
 
 
 def _groups_rule(rows: int, d: int, sms: int, launch) -> int:
@@ -245,6 +251,7 @@ class Launch(NamedTuple):
     pairs: bool = False
     fma: bool = False
     sectors: int = 0
+    l2_ahead: int = 0
 
 
 NOT_STAGED = Launch(0, 0, 0, 0, 0)
@@ -270,8 +277,8 @@ def launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=(), ln: bool
     bytes, a weight of `w_elem`, `smem` bytes of shared memory a program, and the other
     `units` a copy must divide (row strides, pointer offsets), for LayerNorm (`ln`) or
     RMSNorm, with bf16 activations (`bf16`: what `ln_warps` asks) or others; NOT_STAGED where
-    disjoint_block's kernel runs.  `bf16_pairs`, `xhat_fma` and `full_sectors` pass through to
-    the kernel (its PAIRS, FMA and SECTORS)."""
+    disjoint_block's kernel runs.  `bf16_pairs`, `xhat_fma`, `full_sectors` and `l2_ahead` pass
+    through to the kernel (its PAIRS, FMA, SECTORS and L2_AHEAD)."""
     m = _launch_meta(p, d, elem, w_elem, smem, units, ln, bf16)
     if not m.vec:
         return m
@@ -284,7 +291,11 @@ def launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=(), ln: bool
     elif sectors == 2 and m.stages < 2:
         sectors = 1     # the drained stages hold a partial row's fp32 from two 16-bit stages on
     pairs = bool(p.get("bf16_pairs")) and not _off(p, "pairs_off") & classes
-    return m._replace(pairs=pairs, fma=bool(ln and p.get("xhat_fma")), sectors=sectors)
+    l2 = p.get("l2_ahead") or 0
+    if type(l2) is not int or not 0 <= l2 <= MAX_STAGES:
+        raise ValueError(f"l2_ahead: {l2!r} is not a whole number of rows from 0 to {MAX_STAGES}")
+    return m._replace(pairs=pairs, fma=bool(ln and p.get("xhat_fma")), sectors=sectors,
+                      l2_ahead=0 if m.halves else l2)
 
 
 # The calls a rule can keep an option off at (`sectors_off` for `full_sectors`, `pairs_off`
@@ -374,8 +385,10 @@ def staged(x, dy, weight, p=None, dx=None, ln: bool = False) -> Launch:
     for t in (x, dy, dx):
         # Triton knows of a pointer only whether it is 16-byte aligned (its specialisation)
         units.append(0 if t.data_ptr() % 16 == 0 else 1)
-    return launch_meta(p, d, elem, weight.element_size(), _device.smem_per_program(x.device), units,
-                       ln, x.dtype == torch.bfloat16)
+    m = launch_meta(p, d, elem, weight.element_size(), _device.smem_per_program(x.device), units,
+                    ln, x.dtype == torch.bfloat16)
+    # the bulk prefetch of `l2_ahead` needs sm_90 or newer, as PDL does
+    return m if _device.pdl_supported(x.device) else m._replace(l2_ahead=0)
 
 
 def kernel_args(c, groups: int, m: Launch, interleave: bool, pdl: bool):
@@ -391,7 +404,7 @@ def kernel_args(c, groups: int, m: Launch, interleave: bool, pdl: bool):
     meta = dict(HAS_MEAN=c.has_mean, BLOCK_D=m.block_d, BLOCK_D2=m.block_d2, VEC=vec,
                 STAGES=m.stages, NUM_WARPS=m.warps, PDL=pdl, INTERLEAVE=bool(interleave),
                 HALVES=m.halves, W_REGS=m.w_regs, PAIRS=m.pairs, FMA=m.fma, SECTORS=m.sectors,
-                Clk=None, CLOCKS=False, num_warps=m.warps)
+                Clk=None, CLOCKS=False, L2_AHEAD=m.l2_ahead, num_warps=m.warps)
     return scalars, meta
 
 
@@ -464,7 +477,9 @@ else:
         where = (", γ in registers" if m.w_regs else "") + (
             ", bf16 widened in pairs" if paired else "") + (", x̂ by one FMA" if m.fma else "") + (
             ", partial rows in whole sectors" if m.sectors else "") + (
-            " through shared memory" if m.sectors == 2 else "")
+            " through shared memory" if m.sectors == 2 else "") + (
+            f", each row asked of L2 {m.l2_ahead} row{'s' * (m.l2_ahead > 1)} before its stage"
+            if m.l2_ahead else "")
         if m.halves:
             return (f"staged: {m.vec * x.element_size()}-byte copies, by halves of a row "
                     f"({m.block_d}) in {m.stages} + {m.stages - 1} slots, {m.warps} warps{where}")

@@ -551,6 +551,46 @@ def test_full_sectors_gives_the_same_bits_on_gpu(name, case, how, monkeypatch):
     _partials_hold_own_rows(e, inputs, case)
 
 
+L2_AHEAD_CASES = [("layernorm", 777, 16384, "bf16", "fp32", {}),             # two stages, 8 warps
+                  ("rmsnorm", 2048, 16384, "bf16", "bf16", {}),
+                  ("layernorm", 600, 16384, "fp16", "fp16", {}),             # three stages
+                  ("rmsnorm", 300, 12288, "bf16", "fp32", {}),               # two parts
+                  ("layernorm", 300, 15000, "bf16", "bf16", {}),             # masked columns
+                  ("rmsnorm", 5, 16384, "bf16", "bf16", {}),                 # fewer rows than programs
+                  ("layernorm", 500, 16384, "fp32", "fp32", {}),             # by halves: none
+                  ("rmsnorm", 700, 8192, "fp32", "fp32", {})]                # fp32 rows of 8192
+
+
+@pytest.mark.parametrize("name", ["disjoint_smem", "disjoint_strided"])
+@pytest.mark.parametrize("case", L2_AHEAD_CASES)
+@pytest.mark.parametrize("k", [1, 2])
+def test_l2_ahead_gives_the_same_bits_on_gpu(name, case, k, monkeypatch):
+    """`l2_ahead` (round 47, a tuning option): the staged kernel asks L2 for the row k rows past
+    its stages' — a prefetch changes no value, so the same bits as without it in every output
+    (the partial rows each holding their own rows); the option reaches the Launch (not where
+    rows go by halves) and the record's notes, and nothing else of the Launch moves."""
+    from normbench.strategies import disjoint_smem
+    norm, rows, d, dt, wd, extra = case
+    if d <= 8192 and name == "disjoint_strided":
+        pytest.skip("disjoint_strided stages rows of d ≤ 8192 at parameters no override reaches")
+    e = strategies.get(name)
+    inputs = make_inputs(norm, rows, d, dt, wd, seed=rows ^ d, device="cuda")
+    ln = norm == "layernorm"
+    monkeypatch.setitem(_tuning.OVERRIDE, name, dict(extra))
+    before = e.backward(*inputs)
+    monkeypatch.setitem(_tuning.OVERRIDE, name, {**extra, "l2_ahead": k})
+    if e.params(d).get("staged", True):
+        p0 = {**e.params(d), "l2_ahead": 0}
+        m0 = disjoint_smem.staged(*inputs[:3], p0, ln=ln)
+        m = disjoint_smem.staged(*inputs[:3], e.params(d), ln=ln)
+        assert m.vec and m == m0._replace(l2_ahead=0 if m0.halves else k), (case, m0, m)
+        said = f"each row asked of L2 {k} row" in e.fn.notes(*inputs)
+        assert said == (not m.halves), (case, e.fn.notes(*inputs))
+    same_bits(before, e.backward(*inputs), case)
+    _right_and_repeated(e, inputs, dt, wd, case)
+    _partials_hold_own_rows(e, inputs, case)
+
+
 @pytest.mark.parametrize("name", ["disjoint_smem", "disjoint_strided"])
 @pytest.mark.parametrize("case", [("layernorm", 777, 16384, "bf16", "bf16", 0.0),
                                   ("layernorm", 1000, 16384, "fp16", "fp32", 0.0),

@@ -464,7 +464,7 @@ def test_kernel_args_count_vec_elements_and_carry_the_launch():
     assert meta == dict(HAS_MEAN=True, BLOCK_D=8192, BLOCK_D2=8192, VEC=8, STAGES=3,
                         NUM_WARPS=8, PDL=False, INTERLEAVE=True, HALVES=True, W_REGS=False,
                         PAIRS=False, FMA=False, SECTORS=False, Clk=None, CLOCKS=False,
-                        num_warps=8)
+                        L2_AHEAD=0, num_warps=8)
     assert smem.kernel_args(c, 4, smem.Launch(8, 3, 8, 16384, 0, False, True), False,
                             True)[1]["W_REGS"] is True
     meta = smem.kernel_args(c, 4, smem.Launch(8, 3, 8, 16384, 0, pairs=True, fma=True), False,
@@ -556,6 +556,53 @@ def test_pairs_off_keeps_bf16_pairs_off_at_its_classes_of_one_block_rows():
                              "pairs_off": ["rms_wide_weight"]}, 16384, 2, 2, H200).pairs is False
     with pytest.raises(ValueError, match="pairs_off: no such class"):
         smem.launch_meta({**smem._rule(16384), "pairs_off": ["bf16"]}, 16384, 2, 4, H200)
+
+
+def test_l2_ahead_passes_through_at_whole_row_stages_and_changes_nothing_else(monkeypatch):
+    """`l2_ahead` = K (round 47, a tuning option): the Launch's `l2_ahead` K at rows staged
+    whole (one block or two parts), everything else as without it; 0 where rows go by halves
+    (the kernel asks L2 only beside whole-row copies) and, through `staged`, on a GPU older
+    than sm_90 (no bulk prefetch); the kernel gets it as L2_AHEAD; a value that is not a
+    whole number of rows from 0 to MAX_STAGES is refused."""
+    for d, ln, elem, w_elem in itertools.product((16384, 12288, 9000), (True, False), (2, 4),
+                                                 (2, 4)):
+        if w_elem < elem:
+            continue
+        p = smem._rule(d)
+        m0 = smem.launch_meta(p, d, elem, w_elem, H200, ln=ln, bf16=True)
+        for k in (1, 3):
+            m = smem.launch_meta({**p, "l2_ahead": k}, d, elem, w_elem, H200, ln=ln, bf16=True)
+            assert m == m0._replace(l2_ahead=0 if m0.halves else k), (d, ln, elem, w_elem, m)
+    halves = smem.launch_meta({**smem._rule(16384), "one_stage_halves": True, "l2_ahead": 2},
+                              16384, 4, 4, H200)
+    assert halves.halves and halves.l2_ahead == 0, halves
+    for bad in (-1, smem.MAX_STAGES + 1, True, 1.5):
+        with pytest.raises(ValueError, match="l2_ahead: .* is not a whole number of rows"):
+            smem.launch_meta({**smem._rule(16384), "l2_ahead": bad}, 16384, 2, 2, H200)
+    from normbench.strategies import _launch
+    x = torch.zeros(10, 16384, dtype=torch.bfloat16)
+    c = _launch.prepare(x, x, torch.ones(16384), torch.zeros(10), torch.ones(10))
+    m = smem.Launch(8, 2, 16, 16384, 0, l2_ahead=2)
+    assert smem.kernel_args(c, 4, m, True, False)[1]["L2_AHEAD"] == 2
+    p = {**smem._rule(16384), "l2_ahead": 1}
+    monkeypatch.setattr(smem._device, "smem_per_program", lambda device: H200)
+    monkeypatch.setattr(smem._device, "pdl_supported", lambda device: False)
+    assert smem.staged(x, x, torch.ones(16384), p).l2_ahead == 0          # before sm_90
+    monkeypatch.setattr(smem._device, "pdl_supported", lambda device: True)
+    assert smem.staged(x, x, torch.ones(16384), p).l2_ahead == 1
+
+
+def test_l2_ahead_compiles_to_one_bulk_prefetch_a_tensor_a_row():
+    """Compiled for sm_90: with `l2_ahead` 1 the staged kernel's loop asks L2 for x's and dy's
+    row once each (two bulk prefetches, UBLKPF), with 2 also the prologue's one row more —
+    nothing spills, the stages and their copies as without it; without it none."""
+    base = regs("--d", "16384", "--norm", "rmsnorm")
+    assert base["pf2"] == 0, base
+    for k, want in ((1, 2), (2, 4)):
+        r = regs("--d", "16384", "--norm", "rmsnorm", "--override", f'{{"l2_ahead": {k}}}')
+        assert r["pf2"] == want and r["stack"] == 0 and r["l2_ahead"] == k, r
+        assert (r["num_stages"], r["ldgsts"], r["dynamic"]) == (
+            base["num_stages"], base["ldgsts"], base["dynamic"]), (r, base)
 
 
 def test_full_sectors_2_trades_through_shared_memory_from_two_stages_on():
