@@ -170,7 +170,10 @@ def _rule(d: int) -> dict:
     of a row is asked for (one bulk prefetch of its x and one of its dy, by one thread;
     _smem_kernel._prefetch_row) — K more rows of DRAM reads on their way a program than its
     stages hold, in no shared memory; whole-row stages only (not `half_rows`), sm_90 on (the
-    bulk prefetch), the same bits.  A tuning option (round 47), off in the rules.
+    bulk prefetch), the same bits.  A tuning option (round 47), off in this strategy's rule.
+
+    ln_l2_ahead: `l2_ahead` for LayerNorm's rows of one block, where `l2_ahead` is 0 —
+    disjoint_strided's rule sets it (round 47).
 
     one_stage_halves: where whole rows of one block fit a single stage beside γ (nothing of the
     next row on its way while one is worked on: fp32 rows of 16384 on an H200), `w_regs` and
@@ -184,7 +187,8 @@ def _rule(d: int) -> dict:
                 split_inflight=0, ln_inflight=LN_INFLIGHT if bd == 16384 else 0,
                 split=bd > 8192, pdl=bd > 8192, interleave=False, half_rows=False,
                 w_regs=False, rms_split_w_regs=0, one_stage_halves=False, bf16_pairs=True,
-                xhat_fma=False, full_sectors=False, sectors_off=(), pairs_off=(), l2_ahead=0)
+                xhat_fma=False, full_sectors=False, sectors_off=(), pairs_off=(), l2_ahead=0,
+                ln_l2_ahead=0)
 
 
 def _groups_rule(rows: int, d: int, sms: int, launch) -> int:
@@ -292,8 +296,12 @@ def launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=(), ln: bool
         sectors = 1     # the drained stages hold a partial row's fp32 from two 16-bit stages on
     pairs = bool(p.get("bf16_pairs")) and not _off(p, "pairs_off") & classes
     l2 = p.get("l2_ahead") or 0
-    if type(l2) is not int or not 0 <= l2 <= MAX_STAGES:
-        raise ValueError(f"l2_ahead: {l2!r} is not a whole number of rows from 0 to {MAX_STAGES}")
+    if ln and not m.block_d2:
+        l2 = l2 or p.get("ln_l2_ahead") or 0
+    for key in ("l2_ahead", "ln_l2_ahead"):
+        k = p.get(key) or 0
+        if type(k) is not int or not 0 <= k <= MAX_STAGES:
+            raise ValueError(f"{key}: {k!r} is not a whole number of rows from 0 to {MAX_STAGES}")
     return m._replace(pairs=pairs, fma=bool(ln and p.get("xhat_fma")), sectors=sectors,
                       l2_ahead=0 if m.halves else l2)
 

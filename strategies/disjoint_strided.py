@@ -34,7 +34,9 @@ Where a row is held, by width — the faster way measured for each:
     10 % with an fp32 γ in LayerNorm between counted runs) — but not in RMSNorm with an fp32 γ
     or LayerNorm fp16/fp16 at rows of one block (SECTORS_OFF: round 45, 3-9 % slower there).
     bf16 is widened in pairs (disjoint_smem's `bf16_pairs`), but not in RMSNorm with an fp32 γ at
-    rows of one block (PAIRS_OFF: round 46, 6.6-7.2 % slower with them there).
+    rows of one block (PAIRS_OFF: round 46, 6.6-7.2 % slower with them there).  LayerNorm's rows
+    of one block ask L2 for the row one past their stages' (LN_L2_AHEAD: round 47, 1.2-4.8 %
+    faster).
   * wider rows, or rows the staged kernel does not take: the row loop in column chunks, or
     read twice, its tiles dealt alike (not timed).
 """
@@ -160,6 +162,17 @@ SECTORS_OFF = ("rms_wide_weight", "ln_fp16")
 # against 162.6), LN 8192 × 16384 bf16/fp32 (223.1 / 226.3) and 4096 rows (121.9 / 123.7).
 PAIRS_OFF = ("rms_wide_weight",)
 
+# LayerNorm's rows of one block ask L2 for the row one past their stages' as they ask for a
+# stage's copy (disjoint_smem's `l2_ahead` 1 there: `ln_l2_ahead`) — tuning round 47 (H200,
+# docs/perf/tune-47/call1/; six rounds in turn on fresh inputs, GPU time), faster in every round
+# at each: LN 8192 × 16384 bf16/fp32 222.9 -> 212.6 µs, fp16/fp32 223.5 -> 212.8, 4096 × 16384
+# bf16/fp32 121.8 -> 117.2 (two stages beside an fp32 γ), 8192 × 16384 bf16/bf16 216.4 -> 213.8
+# (three stages).  Not in RMSNorm (4096 × 16384 bf16/bf16 110.4 -> 116.5, bf16/fp32 114.4 ->
+# 125.1: its rows wait ~0.06 µs for their data, round 44, LayerNorm's ~1.1), not two rows ahead
+# (20-30 % slower everywhere), nor for the contiguous blocks (disjoint_smem LN 8192 × 16384
+# fp16/fp32 226.0 -> 236.1).  Rows of two parts (12288) were not timed: off there.
+LN_L2_AHEAD = 1
+
 
 # Rows of d ≤ 8192 whose x holds at least this many bytes (fp32 rows of 7168 to 8192: 28-32 KB
 # of x and as much of dy, about the bytes of a 16-bit row of 16384) take the staged kernel with
@@ -178,8 +191,8 @@ def _rule(d: int) -> dict:
     disjoint_smem's rule with `interleave` on, SPLIT_INFLIGHT at rows of two parts (its
     `ln_inflight` as it is: 128 KB at LayerNorm's rows of 16384, round 25), LN_WARPS for
     LayerNorm's bf16 rows of one block (round 27), RMS_SPLIT_W_REGS (round 29),
-    ONE_STAGE_HALVES (round 31), FULL_SECTORS (round 44) but at SECTORS_OFF (round 45), and
-    disjoint_smem's bf16 pairs but at PAIRS_OFF (round 46).
+    ONE_STAGE_HALVES (round 31), FULL_SECTORS (round 44) but at SECTORS_OFF (round 45),
+    disjoint_smem's bf16 pairs but at PAIRS_OFF (round 46), and LN_L2_AHEAD (round 47).
     At d ≤ 8192 where the staged kernel runs here, `stage_from` (STAGE_FROM, round 30): a call
     whose row of x holds that many bytes takes the staged kernel at `_row_staged`'s
     parameters."""
@@ -191,7 +204,8 @@ def _rule(d: int) -> dict:
     return {**_loop_rule(d), **sm, "interleave": True, "staged": True,
             "split_inflight": SPLIT_INFLIGHT, "ln_warps": LN_WARPS,
             "rms_split_w_regs": RMS_SPLIT_W_REGS, "one_stage_halves": ONE_STAGE_HALVES,
-            "full_sectors": FULL_SECTORS, "sectors_off": SECTORS_OFF, "pairs_off": PAIRS_OFF}
+            "full_sectors": FULL_SECTORS, "sectors_off": SECTORS_OFF, "pairs_off": PAIRS_OFF,
+            "ln_l2_ahead": LN_L2_AHEAD}
 
 
 @functools.cache

@@ -565,8 +565,9 @@ L2_AHEAD_CASES = [("layernorm", 777, 16384, "bf16", "fp32", {}),             # t
 @pytest.mark.parametrize("case", L2_AHEAD_CASES)
 @pytest.mark.parametrize("k", [1, 2])
 def test_l2_ahead_gives_the_same_bits_on_gpu(name, case, k, monkeypatch):
-    """`l2_ahead` (round 47, a tuning option): the staged kernel asks L2 for the row k rows past
-    its stages' — a prefetch changes no value, so the same bits as without it in every output
+    """`l2_ahead` (round 47; disjoint_strided's rule asks 1 at LayerNorm's rows of one block):
+    the staged kernel asks L2 for the row k rows past its stages' — a prefetch changes no value,
+    so the same bits as without it (`l2_ahead` and `ln_l2_ahead` 0) in every output
     (the partial rows each holding their own rows); the option reaches the Launch (not where
     rows go by halves) and the record's notes, and nothing else of the Launch moves."""
     from normbench.strategies import disjoint_smem
@@ -576,12 +577,14 @@ def test_l2_ahead_gives_the_same_bits_on_gpu(name, case, k, monkeypatch):
     e = strategies.get(name)
     inputs = make_inputs(norm, rows, d, dt, wd, seed=rows ^ d, device="cuda")
     ln = norm == "layernorm"
-    monkeypatch.setitem(_tuning.OVERRIDE, name, dict(extra))
+    # without it (disjoint_strided's rule asks L2 a row ahead at LayerNorm's rows of one block)
+    monkeypatch.setitem(_tuning.OVERRIDE, name, {**extra, "l2_ahead": 0, "ln_l2_ahead": 0})
     before = e.backward(*inputs)
+    p0 = e.params(d)
     monkeypatch.setitem(_tuning.OVERRIDE, name, {**extra, "l2_ahead": k})
     if e.params(d).get("staged", True):
-        p0 = {**e.params(d), "l2_ahead": 0}
         m0 = disjoint_smem.staged(*inputs[:3], p0, ln=ln)
+        assert m0.l2_ahead == 0, (case, m0)
         m = disjoint_smem.staged(*inputs[:3], e.params(d), ln=ln)
         assert m.vec and m == m0._replace(l2_ahead=0 if m0.halves else k), (case, m0, m)
         said = f"each row asked of L2 {k} row" in e.fn.notes(*inputs)

@@ -184,7 +184,9 @@ def test_one_stage_halves_stage_fp32_rows_of_16384_by_halves(monkeypatch):
     for ln in (True, False):
         m = meta(rule, 16384, 4, 4, ln)
         assert m.halves and m.w_regs and (m.block_d, m.block_d2, m.stages) == (8192, 8192, 2)
-        assert meta(off, 16384, 4, 4, ln) == meta(smem._rule(16384), 16384, 4, 4, ln)
+        # (disjoint_strided's LayerNorm rows of one block ask L2 a row ahead: round 47)
+        assert meta(off, 16384, 4, 4, ln) == meta(smem._rule(16384), 16384, 4, 4,
+                                                  ln)._replace(l2_ahead=int(ln))
         assert meta(off, 16384, 4, 4, ln).stages == 1
         for elem, w_elem in ((2, 2), (2, 4)):
             assert meta(rule, 16384, elem, w_elem, ln) == meta(off, 16384, elem, w_elem, ln)
@@ -590,6 +592,28 @@ def test_l2_ahead_passes_through_at_whole_row_stages_and_changes_nothing_else(mo
     assert smem.staged(x, x, torch.ones(16384), p).l2_ahead == 0          # before sm_90
     monkeypatch.setattr(smem._device, "pdl_supported", lambda device: True)
     assert smem.staged(x, x, torch.ones(16384), p).l2_ahead == 1
+
+
+def test_ln_l2_ahead_asks_l2_ahead_at_layernorms_rows_of_one_block():
+    """`ln_l2_ahead` (round 47; disjoint_strided's rule sets 1): `l2_ahead` at LayerNorm's rows
+    of one block — whatever the weight — where `l2_ahead` itself is 0; RMSNorm, rows in two
+    parts and rows by halves keep 0; an `l2_ahead` given wins; bad values are refused."""
+    for d, ln, elem, w_elem in itertools.product((16384, 15000, 12288), (True, False), (2, 4),
+                                                 (2, 4)):
+        if w_elem < elem:
+            continue
+        p = smem._rule(d)
+        m0 = smem.launch_meta(p, d, elem, w_elem, H200, ln=ln, bf16=True)
+        m = smem.launch_meta({**p, "ln_l2_ahead": 1}, d, elem, w_elem, H200, ln=ln, bf16=True)
+        on = ln and not m0.block_d2 and not m0.halves
+        assert m == m0._replace(l2_ahead=int(on)), (d, ln, elem, w_elem, m0, m)
+        both = smem.launch_meta({**p, "ln_l2_ahead": 1, "l2_ahead": 2}, d, elem, w_elem, H200,
+                                ln=ln, bf16=True)
+        assert both.l2_ahead == (0 if m0.halves else 2), (d, ln, both)
+    assert smem.launch_meta({**smem._rule(16384), "ln_l2_ahead": 1}, 16384, 2, 4, H200,
+                            ln=True).l2_ahead == 1                   # two stages beside an fp32 γ
+    with pytest.raises(ValueError, match="ln_l2_ahead: -1 is not a whole number of rows"):
+        smem.launch_meta({**smem._rule(16384), "ln_l2_ahead": -1}, 16384, 2, 2, H200, ln=True)
 
 
 def test_l2_ahead_compiles_to_one_bulk_prefetch_a_tensor_a_row():
