@@ -172,8 +172,8 @@ def _rule(d: int) -> dict:
     stages hold, in no shared memory; whole-row stages only (not `half_rows`), sm_90 on (the
     bulk prefetch), the same bits.  A tuning option (round 47), off in this strategy's rule.
 
-    ln_l2_ahead: `l2_ahead` for LayerNorm's rows of one block, where `l2_ahead` is 0 —
-    disjoint_strided's rule sets it (round 47).
+    ln_l2_ahead: `l2_ahead` for LayerNorm's rows of one block, where `l2_ahead` is 0, but at
+    the ROW_CLASSES that `l2_off` names — disjoint_strided's rule sets both (round 47).
 
     one_stage_halves: where whole rows of one block fit a single stage beside γ (nothing of the
     next row on its way while one is worked on: fp32 rows of 16384 on an H200), `w_regs` and
@@ -188,7 +188,7 @@ def _rule(d: int) -> dict:
                 split=bd > 8192, pdl=bd > 8192, interleave=False, half_rows=False,
                 w_regs=False, rms_split_w_regs=0, one_stage_halves=False, bf16_pairs=True,
                 xhat_fma=False, full_sectors=False, sectors_off=(), pairs_off=(), l2_ahead=0,
-                ln_l2_ahead=0)
+                ln_l2_ahead=0, l2_off=())
 
 
 def _groups_rule(rows: int, d: int, sms: int, launch) -> int:
@@ -296,7 +296,7 @@ def launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=(), ln: bool
         sectors = 1     # the drained stages hold a partial row's fp32 from two 16-bit stages on
     pairs = bool(p.get("bf16_pairs")) and not _off(p, "pairs_off") & classes
     l2 = p.get("l2_ahead") or 0
-    if ln and not m.block_d2:
+    if ln and not m.block_d2 and not _off(p, "l2_off") & classes:
         l2 = l2 or p.get("ln_l2_ahead") or 0
     for key in ("l2_ahead", "ln_l2_ahead"):
         k = p.get(key) or 0
@@ -307,7 +307,7 @@ def launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=(), ln: bool
 
 
 # The calls a rule can keep an option off at (`sectors_off` for `full_sectors`, `pairs_off`
-# for `bf16_pairs`), at rows of one block:
+# for `bf16_pairs`, `l2_off` for `ln_l2_ahead`), at rows of one block:
 ROW_CLASSES = {
     "rms_wide_weight": "RMSNorm with a weight wider than its activations (an fp32 γ)",
     "ln_fp16": "LayerNorm with fp16 activations and a weight of their width",
@@ -315,8 +315,8 @@ ROW_CLASSES = {
 
 
 def _off(p, key: str) -> set[str]:
-    """The ROW_CLASSES that p's `key` (sectors_off, pairs_off) names; a name it does not know
-    is refused."""
+    """The ROW_CLASSES that p's `key` (sectors_off, pairs_off, l2_off) names; a name it does
+    not know is refused."""
     off = set(p.get(key) or ())
     if off - set(ROW_CLASSES):
         raise ValueError(f"{key}: no such class {sorted(off - set(ROW_CLASSES))} "

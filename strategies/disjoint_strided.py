@@ -36,7 +36,7 @@ Where a row is held, by width — the faster way measured for each:
     bf16 is widened in pairs (disjoint_smem's `bf16_pairs`), but not in RMSNorm with an fp32 γ at
     rows of one block (PAIRS_OFF: round 46, 6.6-7.2 % slower with them there).  LayerNorm's rows
     of one block ask L2 for the row one past their stages' (LN_L2_AHEAD: round 47, 1.2-4.8 %
-    faster).
+    faster), but not with fp16 activations and an fp16 γ (L2_OFF: untimed).
   * wider rows, or rows the staged kernel does not take: the row loop in column chunks, or
     read twice, its tiles dealt alike (not timed).
 """
@@ -172,6 +172,12 @@ PAIRS_OFF = ("rms_wide_weight",)
 # (20-30 % slower everywhere), nor for the contiguous blocks (disjoint_smem LN 8192 × 16384
 # fp16/fp32 226.0 -> 236.1).  Rows of two parts (12288) were not timed: off there.
 LN_L2_AHEAD = 1
+# ... but not at LayerNorm fp16/fp16 (disjoint_smem.ROW_CLASSES' "ln_fp16": 16 warps where bf16
+# takes 8, and its full sectors off), not timed with it: compiled for sm_90 its kernel keeps 102
+# registers and no spill under the device's Triton 3.6, but takes 128 and 24 bytes of stack
+# under Triton 3.9 (99 and none without it).  Round 47's second call, which was to time it in
+# turn, was lost with the device (bench/device_round47b.sh, for the next session).
+L2_OFF = ("ln_fp16",)
 
 
 # Rows of d ≤ 8192 whose x holds at least this many bytes (fp32 rows of 7168 to 8192: 28-32 KB
@@ -192,7 +198,8 @@ def _rule(d: int) -> dict:
     `ln_inflight` as it is: 128 KB at LayerNorm's rows of 16384, round 25), LN_WARPS for
     LayerNorm's bf16 rows of one block (round 27), RMS_SPLIT_W_REGS (round 29),
     ONE_STAGE_HALVES (round 31), FULL_SECTORS (round 44) but at SECTORS_OFF (round 45),
-    disjoint_smem's bf16 pairs but at PAIRS_OFF (round 46), and LN_L2_AHEAD (round 47).
+    disjoint_smem's bf16 pairs but at PAIRS_OFF (round 46), and LN_L2_AHEAD but at L2_OFF
+    (round 47).
     At d ≤ 8192 where the staged kernel runs here, `stage_from` (STAGE_FROM, round 30): a call
     whose row of x holds that many bytes takes the staged kernel at `_row_staged`'s
     parameters."""
@@ -205,7 +212,7 @@ def _rule(d: int) -> dict:
             "split_inflight": SPLIT_INFLIGHT, "ln_warps": LN_WARPS,
             "rms_split_w_regs": RMS_SPLIT_W_REGS, "one_stage_halves": ONE_STAGE_HALVES,
             "full_sectors": FULL_SECTORS, "sectors_off": SECTORS_OFF, "pairs_off": PAIRS_OFF,
-            "ln_l2_ahead": LN_L2_AHEAD}
+            "ln_l2_ahead": LN_L2_AHEAD, "l2_off": L2_OFF}
 
 
 @functools.cache

@@ -110,7 +110,7 @@ def test_strided_compiles_the_kernel_its_rule_runs_at_each_width():
     disjoint_smem), with bf16 at 8 warps since round 27 (`ln_warps`: 48 16-byte loads a
     thread, no spill — compiled here, Triton 3.9, sm_90; at 16 warps 128 registers and 16
     bytes of stack; fp16 fits 16 warps); two of 12288 (disjoint_smem three) —
-    and rows in chunks past 16384."""
+    and rows in chunks past 16384.  LayerNorm's rows of one block ask L2 a row ahead (round 47)."""
     loop = regs("--name", "disjoint_strided", "--d", "4096")
     assert loop["num_stages"] == 3 and loop["block_d"] == 4096 and loop["stack"] == 0, loop
     rms = regs("--name", "disjoint_strided", "--d", "16384", "--norm", "rmsnorm")
@@ -120,13 +120,18 @@ def test_strided_compiles_the_kernel_its_rule_runs_at_each_width():
     assert ln["num_warps"] == 8 and ln["num_stages"] == 3 and ln["lds128"] == 48, ln
     assert ln["stack"] == 0 and ln["stl"] == 0, ln
     assert 3 * 65536 <= ln["dynamic"] <= 227 * 1024, ln
+    # LayerNorm's rows of one block ask L2 a row ahead (round 47: two bulk prefetches in the
+    # loop, x's and dy's), RMSNorm's not
+    assert ln["l2_ahead"] == 1 and ln["pf2"] == 2 and rms["pf2"] == 0, (ln, rms)
     # at the 16 warps of round 25 the same three stages spill (the registers a thread: 128)
     ln16 = regs("--name", "disjoint_strided", "--d", "16384", "--norm", "layernorm",
-                "--override", '{"num_warps": 16}')
+                "--override", '{"num_warps": 16, "ln_l2_ahead": 0}')
     assert ln16["num_warps"] == 16 and ln16["num_stages"] == 3 and ln16["stack"] <= 16, ln16
-    # fp16 keeps 16 warps: its rows fit them without spilling (99 registers here)
+    # fp16 keeps 16 warps: its rows fit them without spilling (99 registers here), and do not
+    # ask L2 ahead (L2_OFF: untimed with it, and 24 bytes of stack with it under Triton 3.9)
     h = regs("--name", "disjoint_strided", "--d", "16384", "--norm", "layernorm", "--dtype", "fp16")
     assert h["num_warps"] == 16 and h["num_stages"] == 3 and h["stack"] == 0, h
+    assert h["l2_ahead"] == 0 and h["pf2"] == 0, h
     # its own rule's bytes in flight: two stages of 12288 (split_inflight), not disjoint_smem's 3
     assert regs("--name", "disjoint_strided", "--d", "12288")["num_stages"] == 2
     assert regs("--name", "disjoint_smem", "--d", "12288")["num_stages"] == 3

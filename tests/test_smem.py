@@ -596,8 +596,9 @@ def test_l2_ahead_passes_through_at_whole_row_stages_and_changes_nothing_else(mo
 
 def test_ln_l2_ahead_asks_l2_ahead_at_layernorms_rows_of_one_block():
     """`ln_l2_ahead` (round 47; disjoint_strided's rule sets 1): `l2_ahead` at LayerNorm's rows
-    of one block — whatever the weight — where `l2_ahead` itself is 0; RMSNorm, rows in two
-    parts and rows by halves keep 0; an `l2_ahead` given wins; bad values are refused."""
+    of one block — whatever the weight — where `l2_ahead` itself is 0, but at the classes
+    `l2_off` names; RMSNorm, rows in two parts and rows by halves keep 0; an `l2_ahead` given
+    wins; bad values are refused."""
     for d, ln, elem, w_elem in itertools.product((16384, 15000, 12288), (True, False), (2, 4),
                                                  (2, 4)):
         if w_elem < elem:
@@ -612,6 +613,15 @@ def test_ln_l2_ahead_asks_l2_ahead_at_layernorms_rows_of_one_block():
         assert both.l2_ahead == (0 if m0.halves else 2), (d, ln, both)
     assert smem.launch_meta({**smem._rule(16384), "ln_l2_ahead": 1}, 16384, 2, 4, H200,
                             ln=True).l2_ahead == 1                   # two stages beside an fp32 γ
+    # `l2_off` (disjoint_strided's rule: LayerNorm fp16/fp16) keeps ln_l2_ahead off at its
+    # classes; an l2_ahead given still asks there
+    p = {**smem._rule(16384), "ln_l2_ahead": 1, "l2_off": ["ln_fp16"]}
+    for bf16, w_elem, want in ((False, 2, 0), (True, 2, 1), (False, 4, 1)):
+        m = smem.launch_meta(p, 16384, 2, w_elem, H200, ln=True, bf16=bf16)
+        assert m.l2_ahead == want, (bf16, w_elem, m)
+    assert smem.launch_meta({**p, "l2_ahead": 2}, 16384, 2, 2, H200, ln=True).l2_ahead == 2
+    with pytest.raises(ValueError, match="l2_off: no such class"):
+        smem.launch_meta({**p, "l2_off": ["fp16"]}, 16384, 2, 2, H200, ln=True)
     with pytest.raises(ValueError, match="ln_l2_ahead: -1 is not a whole number of rows"):
         smem.launch_meta({**smem._rule(16384), "ln_l2_ahead": -1}, 16384, 2, 2, H200, ln=True)
 

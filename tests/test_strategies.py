@@ -248,7 +248,8 @@ def test_strided_rule_stages_rows_wider_than_8192_where_disjoint_smem_can(monkey
         p = disjoint_strided._rule(d)
         assert p["staged"] and p["interleave"], d
         own = ("interleave", "split_inflight", "ln_inflight", "rms_split_w_regs",
-               "one_stage_halves", "full_sectors", "sectors_off", "pairs_off", "ln_l2_ahead")
+               "one_stage_halves", "full_sectors", "sectors_off", "pairs_off", "ln_l2_ahead",
+               "l2_off")
         assert {k: p[k] for k in disjoint_smem._rule(d) if k not in own} == \
             {k: v for k, v in disjoint_smem._rule(d).items() if k not in own}
         assert p["split_inflight"] == disjoint_strided.SPLIT_INFLIGHT, d
@@ -263,6 +264,8 @@ def test_strided_rule_stages_rows_wider_than_8192_where_disjoint_smem_can(monkey
         assert p["bf16_pairs"] and disjoint_smem._rule(d)["pairs_off"] == (), d
         assert p["ln_l2_ahead"] == disjoint_strided.LN_L2_AHEAD == 1, d        # round 47
         assert p["l2_ahead"] == 0 and disjoint_smem._rule(d)["ln_l2_ahead"] == 0, d
+        assert p["l2_off"] == disjoint_strided.L2_OFF == ("ln_fp16",), d
+        assert disjoint_smem._rule(d)["l2_off"] == (), d
     for d in (1024, 8192, 20000):
         p = disjoint_strided._rule(d)
         assert not p["staged"] and p["interleave"], d
