@@ -8,6 +8,8 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
 
+from .rowgrad import PREFETCH_BULK_ARGS, PREFETCH_BULK_PTX
+
 _async_load = getattr(cp, "async_load", None) or cp.async_copy_global_to_shared
 _barrier = getattr(gl, "thread_barrier", None) or gl.barrier
 
@@ -48,25 +50,10 @@ def _prefetch_row(P, row, ok, nbytes, stride):
     """Ask L2 for row `row` of P (its first `nbytes` bytes, widened to 16-byte bounds) where
     `ok`: one `cp.async.bulk.prefetch.L2`, issued by thread 0, which nothing waits for — the
     copy into shared memory that asks for the row later then finds it in L2 (`l2_ahead`;
-    sm_90 on: disjoint_smem.kernel_args passes L2_AHEAD 0 on older GPUs).  The PTX of
-    rowgrad._prefetch_bulk."""
-    gl.inline_asm_elementwise(
-        """{
-        .reg .pred p, q; .reg .u32 t, n; .reg .b64 a, e;
-        mov.u32 t, %tid.x;
-        setp.eq.u32 p, t, 0;
-        setp.ne.and.s32 q, $2, 0, p;
-        and.b64 a, $1, -16;
-        add.s64 e, $1, $3;
-        add.s64 e, e, 15;
-        and.b64 e, e, -16;
-        sub.s64 e, e, a;
-        cvt.u32.u64 n, e;
-        @q cp.async.bulk.prefetch.L2.global [a], n;
-        mov.u32 $0, 0;
-        }""",
-        "=r,l,r,l", [P + row.to(gl.int64) * stride, ok.to(gl.int32), nbytes],
-        dtype=gl.int32, is_pure=False, pack=1)
+    sm_90 on: disjoint_smem.staged passes 0 on older GPUs).  rowgrad's PTX."""
+    gl.inline_asm_elementwise(PREFETCH_BULK_PTX, PREFETCH_BULK_ARGS,
+                              [P + row.to(gl.int64) * stride, nbytes, ok.to(gl.int32)],
+                              dtype=gl.int32, is_pure=False, pack=1)
 
 
 @gluon.jit

@@ -94,14 +94,12 @@ def xhat_g_tile(x, dy, mean, rstd, w, HAS_MEAN: tl.constexpr):
     return xhat, w * dy, dy
 
 
-@triton.jit
-def _prefetch_bulk(ptr, nbytes, ok):
-    # Thread 0 hands the copy engine (TMA) one `cp.async.bulk.prefetch.L2` of the bytes
-    # [ptr, ptr + nbytes) widened to 16-byte bounds, where `ok` (all [1] tensors): nothing
-    # waits for it.  Not pure (so it is kept although nothing reads its dummy result); compiled
-    # code only — the interpreter has no inline PTX.
-    return tl.inline_asm_elementwise(
-        """{
+# Thread 0 hands the copy engine (TMA) one `cp.async.bulk.prefetch.L2` of the bytes [$1, $1 +
+# $2) widened to 16-byte bounds, where $3 (int32) is not 0: nothing waits for it ($0, a dummy
+# result; constraints PREFETCH_BULK_ARGS).  Not pure where it is used (so it is kept although
+# nothing reads its result); compiled code only — the interpreter has no inline PTX.  Used here
+# (the row loop's `l2_ahead`) and by the staged kernel's (_smem_kernel._prefetch_row).
+PREFETCH_BULK_PTX = tl.constexpr("""{
         .reg .pred p, q; .reg .u32 t, n; .reg .b64 a, e;
         mov.u32 t, %tid.x;
         setp.eq.u32 p, t, 0;
@@ -114,8 +112,16 @@ def _prefetch_bulk(ptr, nbytes, ok):
         cvt.u32.u64 n, e;
         @q cp.async.bulk.prefetch.L2.global [a], n;
         mov.u32 $0, 0;
-        }""",
-        "=r,l,l,r", [ptr, nbytes, ok.to(tl.int32)], dtype=tl.int32, is_pure=False, pack=1)
+        }""")
+PREFETCH_BULK_ARGS = tl.constexpr("=r,l,l,r")
+
+
+@triton.jit
+def _prefetch_bulk(ptr, nbytes, ok):
+    # PREFETCH_BULK_PTX of [ptr, ptr + nbytes) where `ok` (all [1] tensors)
+    return tl.inline_asm_elementwise(PREFETCH_BULK_PTX, PREFETCH_BULK_ARGS,
+                                     [ptr, nbytes, ok.to(tl.int32)], dtype=tl.int32,
+                                     is_pure=False, pack=1)
 
 
 @triton.jit

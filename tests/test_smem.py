@@ -560,18 +560,23 @@ def test_pairs_off_keeps_bf16_pairs_off_at_its_classes_of_one_block_rows():
         smem.launch_meta({**smem._rule(16384), "pairs_off": ["bf16"]}, 16384, 2, 4, H200)
 
 
+def _rule_launches(ds):
+    """(d, ln, elem, w_elem, p, Launch) at disjoint_smem's rule for widths `ds`, both norms,
+    16-bit and fp32 rows with a weight as wide or wider, bf16 where 16-bit."""
+    for d, ln, elem, w_elem in itertools.product(ds, (True, False), (2, 4), (2, 4)):
+        if w_elem >= elem:
+            p = smem._rule(d)
+            yield d, ln, elem, w_elem, p, smem.launch_meta(p, d, elem, w_elem, H200, ln=ln,
+                                                           bf16=True)
+
+
 def test_l2_ahead_passes_through_at_whole_row_stages_and_changes_nothing_else(monkeypatch):
     """`l2_ahead` = K (round 47, a tuning option): the Launch's `l2_ahead` K at rows staged
     whole (one block or two parts), everything else as without it; 0 where rows go by halves
     (the kernel asks L2 only beside whole-row copies) and, through `staged`, on a GPU older
     than sm_90 (no bulk prefetch); the kernel gets it as L2_AHEAD; a value that is not a
     whole number of rows from 0 to MAX_STAGES is refused."""
-    for d, ln, elem, w_elem in itertools.product((16384, 12288, 9000), (True, False), (2, 4),
-                                                 (2, 4)):
-        if w_elem < elem:
-            continue
-        p = smem._rule(d)
-        m0 = smem.launch_meta(p, d, elem, w_elem, H200, ln=ln, bf16=True)
+    for d, ln, elem, w_elem, p, m0 in _rule_launches((16384, 12288, 9000)):
         for k in (1, 3):
             m = smem.launch_meta({**p, "l2_ahead": k}, d, elem, w_elem, H200, ln=ln, bf16=True)
             assert m == m0._replace(l2_ahead=0 if m0.halves else k), (d, ln, elem, w_elem, m)
@@ -599,12 +604,7 @@ def test_ln_l2_ahead_asks_l2_ahead_at_layernorms_rows_of_one_block():
     of one block — whatever the weight — where `l2_ahead` itself is 0, but at the classes
     `l2_off` names; RMSNorm, rows in two parts and rows by halves keep 0; an `l2_ahead` given
     wins; bad values are refused."""
-    for d, ln, elem, w_elem in itertools.product((16384, 15000, 12288), (True, False), (2, 4),
-                                                 (2, 4)):
-        if w_elem < elem:
-            continue
-        p = smem._rule(d)
-        m0 = smem.launch_meta(p, d, elem, w_elem, H200, ln=ln, bf16=True)
+    for d, ln, elem, w_elem, p, m0 in _rule_launches((16384, 15000, 12288)):
         m = smem.launch_meta({**p, "ln_l2_ahead": 1}, d, elem, w_elem, H200, ln=ln, bf16=True)
         on = ln and not m0.block_d2 and not m0.halves
         assert m == m0._replace(l2_ahead=int(on)), (d, ln, elem, w_elem, m0, m)
