@@ -295,13 +295,9 @@ def launch_meta(p, d: int, elem: int, w_elem: int, smem: int, units=(), ln: bool
     elif sectors == 2 and m.stages < 2:
         sectors = 1     # the drained stages hold a partial row's fp32 from two 16-bit stages on
     pairs = bool(p.get("bf16_pairs")) and not _off(p, "pairs_off") & classes
-    l2 = p.get("l2_ahead") or 0
+    l2, ln_l2 = (_rows_ahead(p, key) for key in ("l2_ahead", "ln_l2_ahead"))
     if ln and not m.block_d2 and not _off(p, "l2_off") & classes:
-        l2 = l2 or p.get("ln_l2_ahead") or 0
-    for key in ("l2_ahead", "ln_l2_ahead"):
-        k = p.get(key) or 0
-        if type(k) is not int or not 0 <= k <= MAX_STAGES:
-            raise ValueError(f"{key}: {k!r} is not a whole number of rows from 0 to {MAX_STAGES}")
+        l2 = l2 or ln_l2
     return m._replace(pairs=pairs, fma=bool(ln and p.get("xhat_fma")), sectors=sectors,
                       l2_ahead=0 if m.halves else l2)
 
@@ -322,6 +318,15 @@ def _off(p, key: str) -> set[str]:
         raise ValueError(f"{key}: no such class {sorted(off - set(ROW_CLASSES))} "
                          f"(one of {list(ROW_CLASSES)})")
     return off
+
+
+def _rows_ahead(p, key: str) -> int:
+    """p's `key` (l2_ahead, ln_l2_ahead): a whole number of rows from 0 to MAX_STAGES, else
+    refused."""
+    k = p.get(key) or 0
+    if type(k) is not int or not 0 <= k <= MAX_STAGES:
+        raise ValueError(f"{key}: {k!r} is not a whole number of rows from 0 to {MAX_STAGES}")
+    return k
 
 
 def row_classes(m: Launch, ln: bool, elem: int, w_elem: int, bf16: bool) -> set[str]:
