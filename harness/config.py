@@ -129,6 +129,10 @@ class Shape(_Model):
 ShapeEntry = Annotated[Shape, BeforeValidator(_pair_to_mapping)]
 
 
+# The first line of a config changed on the command line (harness/overrides.apply writes it).
+OVERRIDE_HEADER = re.compile(r'\A# ".*" with \[.*\]\n')
+
+
 class Sweep(_Model):
     """A validated sweep.  Lists are normalized (a scalar becomes a one-element list).
     Exactly one of `rows`, (`batch`, `seq`) or `shapes` is set; `d` is None iff `shapes` is
@@ -156,8 +160,12 @@ class Sweep(_Model):
 
     @property
     def config_hash(self) -> str:
-        """sha256 of the verbatim config text, first 16 hex digits."""
-        return hashlib.sha256(self.source_text.encode("utf-8")).hexdigest()[:16]
+        """sha256 of the verbatim config text, first 16 hex digits; the comment line that
+        harness/overrides.py puts above a config changed on the command line (the path as
+        typed and the overrides in the order given) is left out, so the same sweep reached by
+        another path or another order of overrides hashes alike."""
+        text = OVERRIDE_HEADER.sub("", self.source_text, count=1)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
     @model_validator(mode="after")
     def _check(self) -> "Sweep":

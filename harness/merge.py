@@ -37,6 +37,16 @@ def _version_keys(metas: list[dict]) -> list[str]:
     return sorted(keys)
 
 
+def versions(meta: dict) -> dict:
+    """What a run was measured with: every top-level "*_version" key and each package of
+    "package_versions" (the peers, numpy, ...) as "package_versions.NAME"."""
+    out = {k: meta.get(k) for k in _version_keys([meta])}
+    pkgs = meta.get("package_versions")
+    if isinstance(pkgs, dict):
+        out.update({f"package_versions.{n}": v for n, v in sorted(pkgs.items())})
+    return out
+
+
 # what run --shard writes into meta.json's "shard" (harness/shard.meta_entry), by type
 _ENTRY = {"index": int, "count": int, "spec": str, "plan_digest": str, "plan_size": int,
           "plan_keys": list, "keys": list}
@@ -76,9 +86,12 @@ def check(dirs: list[Path], metas: list[dict]) -> None:
             raise MergeError(f"different plans: {dirs[0]} ({first.get('plan_size')} cases, "
                              f"plan {first.get('plan_digest')}) and {d} ({s.get('plan_size')} "
                              f"cases, plan {s.get('plan_digest')})")
-    checks = list(SAME) + [(k, k.replace("_version", "") + " version") for k in _version_keys(metas)]
+    vs = [versions(m) for m in metas]
+    keys = sorted({k for v in vs for k in v})
+    checks = list(SAME) + [(k, k.split(".")[-1].replace("_version", "") + " version") for k in keys]
     for key, what in checks:
-        values = {repr(m.get(key)): (d, m.get(key)) for d, m in zip(dirs, metas)}
+        got = [v.get(key) if key in keys else m.get(key) for m, v in zip(metas, vs)]
+        values = {repr(g): (d, g) for d, g in zip(dirs, got)}
         if len(values) > 1:
             (d1, v1), (d2, v2) = list(values.values())[:2]
             raise MergeError(f"different {what}: {d1} has {key}={v1!r}, {d2} has {key}={v2!r}")

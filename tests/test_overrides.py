@@ -161,3 +161,18 @@ def test_any_command_line_is_a_sweep_or_one_config_error(overrides, shapes):
 def test_shape_numbers_are_plain_ascii_decimals_in_range(raw, problem):
     with pytest.raises(ConfigError, match=problem):
         apply("rows: [1]\nd: [8]\n", "t.yaml", shapes=[raw])
+
+
+def test_config_hash_ignores_the_command_lines_spelling(tmp_path):
+    """The same sweep reached by another path or another order of overrides hashes alike
+    (merge and --resume compare it); a different value does not."""
+    import shutil
+    from normbench.harness import overrides
+    copy = tmp_path / "other" / "cpu.yaml"
+    copy.parent.mkdir()
+    shutil.copy(overrides.locate("cpu"), copy)
+    a = overrides.load("cpu", ["rows=[5]", "d=[33]"])
+    b = overrides.load(str(copy), ["d=[33]", "rows=[5]"])
+    assert a.source_text != b.source_text and a.config_hash == b.config_hash
+    assert overrides.load("cpu", ["rows=[6]", "d=[33]"]).config_hash != a.config_hash
+    assert overrides.load("cpu").config_hash != a.config_hash

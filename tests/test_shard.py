@@ -159,10 +159,14 @@ def _refusal(r, *needles):
     ("device_name", "NVIDIA B200", "different GPU model"),
     ("torch_version", "9.9.9", "different torch version"),
     ("triton_version", "0.0.1", "different triton version"),
+    # a peer's package lives inside package_versions, not at the top
+    ("package_versions", {"liger-kernel": "0.0.1"}, "different liger-kernel version"),
 ])
 def test_merge_refuses_shards_of_different_runs(runs, tmp_path, field, value, needle):
     tmp, _ = runs
     shutil.copytree(tmp / "s1", tmp_path / "s1")
+    if isinstance(value, dict):                  # one entry of a mapping, the rest kept
+        value = {**json.loads((tmp_path / "s1" / "meta.json").read_text())[field], **value}
     _edit_meta(tmp_path / "s1", **{field: value})
     _refusal(cli("merge", tmp_path / "m", tmp / "s0", tmp_path / "s1", tmp / "s2"), needle)
     assert not (tmp_path / "m" / "records.csv").exists()
