@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
+import typer.core
 from rich.console import Console
 from rich.table import Table
 
@@ -364,8 +365,29 @@ def _compare_help() -> str:
             "regression(s); 2: runs that cannot be compared. " + method_text())
 
 
-@app.command(help="(see below)")
-def compare(dirs: List[Path] = typer.Argument(..., help="BASE_DIR... NEW_DIR: baseline run "
+class _CompareCommand(typer.core.TyperCommand):
+    """compare's usage errors (an unknown option, a bad --format) also go to stdout, in the
+    chosen --format where it can be read (else table): CI keeps stdout as the job summary."""
+
+    def parse_args(self, ctx, args):
+        given = list(args)           # click consumes `args`
+        try:
+            return super().parse_args(ctx, args)
+        except Exception as e:       # click's UsageError; Typer ≥ 0.24 vendors its own click
+            if not any(k.__name__ == "UsageError" for k in type(e).__mro__):
+                raise
+            from normbench.harness.compare import FORMATS, render_error
+            fmt = next((a.split("=", 1)[1] for a in given if a.startswith("--format=")), None)
+            if fmt is None and "--format" in given[:-1]:
+                fmt = given[given.index("--format") + 1]
+            text = render_error(f"bad argument: {e.format_message()}",
+                                fmt if fmt in FORMATS else "table")
+            print(text, end="" if text.endswith("\n") else "\n")
+            raise
+
+
+@app.command(help="(see below)", cls=_CompareCommand)
+def compare(dirs: List[Path] = typer.Argument(None, help="BASE_DIR... NEW_DIR: baseline run "
                                               "directories (or directories of runs), then the "
                                               "candidate"),
             threshold: str = typer.Option("5%", "--threshold", help="slowdown that counts, "
@@ -379,8 +401,10 @@ def compare(dirs: List[Path] = typer.Argument(..., help="BASE_DIR... NEW_DIR: ba
                                                "or kind:baseline for a kind); the rest is reported"),
             exclude: Optional[str] = typer.Option(None, "--exclude", help="do not gate these "
                                                   "(same names as --only)"),
-            common: bool = typer.Option(False, "--common", help="two different configs: compare "
-                                        "the cases they share")):
+            common: bool = typer.Option(False, "--common", help="compare the cases both runs hold "
+                                        "(two different configs, or a partial candidate); "
+                                        "without it a baseline case the candidate lacks is a "
+                                        "regression")):
     from normbench.harness.compare import (FORMATS, CompareError, compare as do_compare,
                                            exit_code, parse_threshold, render, render_error)
     fmt, metric = Format(fmt).value, Metric(metric).value      # the choices, listed in -h
@@ -391,7 +415,7 @@ def compare(dirs: List[Path] = typer.Argument(..., help="BASE_DIR... NEW_DIR: ba
         print(render_error(msg, fmt), end="" if fmt != "json" else "\n")
         fail(f"compare: {msg}")
 
-    if len(dirs) < 2:
+    if len(dirs or ()) < 2:
         refuse("give at least one baseline directory and the candidate directory")
     try:
         thr = parse_threshold(threshold)

@@ -16,12 +16,14 @@ from pathlib import Path
 
 from normbench.harness import schema, stats
 from normbench.harness.compare_rules import (BOTH_NOT_OK, CompareError, Run, check_comparable,
-                                             expand_dirs, host_bound, index, isna, key_label,
+                                             expand_dirs, gpu_unchanged, host_bound, index,
+                                             isna, key_label,
                                              method_text, num, select)
 
 EXIT_OK = 0
 EXIT_REGRESSION = 1
 EXIT_INCOMPARABLE = 2
+MISSING = "missing"          # cand_status of a baseline case the candidate run does not hold
 FORMATS = ("table", "markdown", "json")
 METHOD = method_text("call")
 parse_threshold = stats.parse_threshold
@@ -106,7 +108,14 @@ class CompareResult:
         return [c for c in self.cases if not c.gated]
 
     def count(self, verdict: str) -> int:
-        return sum(c.gated and c.verdict == verdict for c in self.cases)
+        """Gated cases with this time verdict that did not regress otherwise: a case that
+        regressed (its time, status, correctness, or missing) counts as a regression only, so
+        the counts add up to the gated cases."""
+        return sum(c.gated and c.verdict == verdict and not c.is_regression for c in self.cases)
+
+    @property
+    def missing(self) -> list[CaseResult]:
+        return [c for c in self.cases if c.cand_status == MISSING]
 
     def geomean_ratio(self) -> float | None:
         return stats.geomean(c.ratio for c in self.cases if c.gated and c.ratio is not None)
@@ -120,6 +129,8 @@ class CompareResult:
                  f"{self.count(stats.UNCHANGED)} unchanged"]
         if self.count(stats.NOT_COMPARED):
             parts.append(f"{self.count(stats.NOT_COMPARED)} without a time on a side")
+        if self.missing:
+            parts.append(f"{len(self.missing)} missing from the candidate")
         g = self.geomean_ratio()
         runs = len(self.baseline_dirs)
         noise = (f"between-run envelope of {runs} baseline runs" if runs > 1 else
@@ -145,6 +156,10 @@ def compare_runs(base_runs: list[Run], cand: Run, *, threshold: float = 0.05,
     """Compare loaded runs (see method_text).  Raises CompareError when they cannot be."""
     if not base_runs:
         raise CompareError("no baseline run")
+    same = [r.dir for r in base_runs if _same_dir(r.dir, cand.dir)]
+    if same:
+        raise CompareError(f"the candidate {cand.dir} is also a baseline run ({same[0]}): it "
+                           "would widen the baselines' envelope to hold itself")
     metrics = schema.metrics()
     if metric not in metrics:
         raise CompareError(f"--metric must be one of {', '.join(metrics)}, got {metric!r}")
@@ -173,6 +188,10 @@ def compare_runs(base_runs: list[Run], cand: Run, *, threshold: float = 0.05,
     wanted, selection = select(cand_idx, bases, only, exclude)
     cases = [_compare_case(k, [b[k] for b in bases if k in b], cand_idx[k], threshold, alpha,
                            mcol, wanted(k)) for k in common_keys]
+    missing = [k for k in base_keys if k not in cand_idx]
+    if not common:               # a case the candidate lacks is judged; under --common, listed
+        cases += [_missing_case(k, [b[k] for b in bases if k in b], len(bases), wanted(k))
+                  for k in missing]
     cases.sort(key=lambda c: (not c.is_regression, not c.is_improvement, not c.gated,
                               -(c.ratio or 0) if c.is_regression else (c.ratio or 0)))
     if common:
@@ -180,11 +199,18 @@ def compare_runs(base_runs: list[Run], cand: Run, *, threshold: float = 0.05,
     return CompareResult(
         baseline_dirs=[r.dir for r in base_runs], candidate_dir=cand.dir, threshold=threshold,
         alpha=alpha, metric=metric, cases=cases,
-        only_baseline=[key_label(dict(zip(schema.KEY, k))) for k in base_keys if k not in cand_idx],
+        only_baseline=[key_label(dict(zip(schema.KEY, k))) for k in missing] if common else [],
         only_candidate=[key_label(dict(zip(schema.KEY, k))) for k in cand_idx
                         if not any(k in b for b in bases)],
         notes=notes, baseline_metas=[dict(r.meta) for r in base_runs],
         candidate_meta=dict(cand.meta), selection=selection, common_only=common)
+
+
+def _same_dir(a: str, b: str) -> bool:
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except OSError:
+        return a == b
 
 
 def _context(col: schema.Column, rec: dict) -> str:
@@ -237,6 +263,24 @@ def _side(rec: dict, col: schema.Column) -> stats.Side:
                       num(rec.get(col.p80)) if col.p80 else None, tuple(samples))
 
 
+def _missing_case(key: tuple, bs: list[dict], runs: int, gated: bool) -> CaseResult:
+    """A baseline case the candidate run does not hold: a regression where every one of the
+    `runs` baseline runs holds it ok (a strategy that dropped out of the plan, an interrupted
+    run), else a flag."""
+    statuses = sorted({str(b.get("status") or "?") for b in bs})
+    res = CaseResult(case_id="|".join(key), key=dict(zip(schema.KEY, key)),
+                     base_status="/".join(statuses), cand_status=MISSING, gated=gated,
+                     base_runs=len(bs))
+    if statuses == ["ok"] and len(bs) == runs:
+        what = "missing from the candidate run (ok in every baseline run)"
+        (res.regressions if gated else res.flags).append(
+            what if gated else f"not gated (outside --only/--exclude): {what}")
+    else:
+        res.flags.append(f"missing from the candidate run (baseline {res.base_status} in "
+                         f"{len(bs)} of {runs} runs)")
+    return res
+
+
 def _compare_case(key: tuple, bs: list[dict], c: dict, threshold: float, alpha: float,
                   mcol: schema.Column, gated: bool) -> CaseResult:
     statuses = sorted({str(b.get("status") or "?") for b in bs})
@@ -255,13 +299,19 @@ def _compare_case(key: tuple, bs: list[dict], c: dict, threshold: float, alpha: 
         _gate_bool(res, col, ok_bs, c)
     sides = [_side(b, mcol) for b in ok_bs]
     cand = _side(c, mcol)
-    hb = mcol.metric == "call" and host_bound(ok_bs, c)
-    j = stats.judge_case(sides, cand, threshold, host_bound=hb, alpha=alpha)
+    hb = mcol.metric == "call" and host_bound(ok_bs)
+    same_gpu = mcol.metric == "call" and gpu_unchanged(ok_bs, c, threshold)
+    j = stats.judge_case(sides, cand, threshold, host_bound=hb, gpu_unchanged=same_gpu,
+                         alpha=alpha)
     res.base_ms = stats.geomean(s.median for s in sides if stats.finite(s.median))
     res.cand_ms = cand.median
     res.ratio, res.verdict, res.method, res.p_value, res.detail = (
         j.ratio, j.verdict, j.method, j.p_value, j.detail)
     res.rule, res.threshold, res.spread = j.rule, j.threshold, j.spread
+    if (j.verdict == stats.NOT_COMPARED and not stats.finite(cand.median)
+            and any(stats.finite(s.median) and s.median > 0 for s in sides)):
+        res.regressions.append(f"{mcol.name}: none in the candidate's ok record (the baseline "
+                               "has one)")
     if not gated and (res.verdict == stats.REGRESSION or res.regressions):
         what = "; ".join(res.regressions + ([f"{mcol.name} {res.detail}"]
                                             if res.verdict == stats.REGRESSION else []))

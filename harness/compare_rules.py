@@ -96,6 +96,13 @@ def _check_pair(base: Run, cand: Run, common: bool, notes: list[str]) -> None:
     if bt and ct and bt != ct:
         raise CompareError(f"timer mismatch: {base.dir} timed with {bt}, {cand.dir} with {ct} "
                            "(Triton-interpreter CPU wall-clock cannot be compared with GPU time)")
+    from normbench.harness.merge import versions
+    bv, cv = versions(base.meta), versions(cand.meta)
+    changed = [f"{k.split('.')[-1].removesuffix('_version')} {bv[k]} -> {cv[k]}"
+               for k in sorted(set(bv) & set(cv))
+               if bv[k] != cv[k] and bv[k] is not None and cv[k] is not None]
+    if changed:
+        notes.append(f"measured with other versions than {base.dir}: {', '.join(changed)}")
 
 
 def check_comparable(base_runs: list[Run], cand: Run, common: bool = False) -> list[str]:
@@ -175,18 +182,33 @@ def select(cand_idx: dict, bases: list[dict], only, exclude):
     return wanted, " ".join(bits)
 
 
-def host_bound(base_recs: list[dict], cand: dict) -> bool:
-    """Host time dominates the call: by the GPU time where both sides recorded it (host time
-    >= HOST_FRACTION of the call), else by the baseline median (below HOST_BOUND_MS)."""
+def host_bound(base_recs: list[dict]) -> bool:
+    """Host time dominates the call in the baseline: by the GPU time where the baseline
+    recorded it (host time >= HOST_FRACTION of the call), else by the baseline median (below
+    HOST_BOUND_MS).  Never by the candidate: host time it adds must not loosen its own gate."""
     metrics = schema.metrics()
     call, gpu = metrics.get("call"), metrics.get("gpu")
-    recs = base_recs + [cand]
+    recs = base_recs
     if gpu is not None and all(stats.finite(r.get(gpu.name)) and stats.finite(r.get(call.name))
                                for r in recs):
         return any(1 - float(r[gpu.name]) / float(r[call.name]) >= HOST_FRACTION
                    for r in recs if float(r[call.name]) > 0)
     times = [float(r[call.name]) for r in base_recs if stats.finite(r.get(call.name))]
     return bool(times) and min(times) < HOST_BOUND_MS
+
+
+def gpu_unchanged(base_recs: list[dict], cand: dict, threshold: float) -> bool:
+    """The candidate's GPU time is recorded and within the threshold of the baseline's (of its
+    call time where the baseline recorded no GPU time, an upper bound of its GPU time): a call
+    time that moved did so on the host."""
+    metrics = schema.metrics()
+    call, gpu = metrics.get("call"), metrics.get("gpu")
+    if gpu is None or not stats.finite(cand.get(gpu.name)):
+        return False
+    ref = [float(r[gpu.name]) if stats.finite(r.get(gpu.name)) else
+           float(r[call.name]) if stats.finite(r.get(call.name)) else None for r in base_recs]
+    ref = [t for t in ref if t is not None and t > 0]
+    return bool(ref) and float(cand[gpu.name]) <= max(ref) * (1 + threshold)
 
 
 def method_text(metric: str = "call") -> str:
@@ -210,9 +232,13 @@ def method_text(metric: str = "call") -> str:
         "of the p20-p80 intervals; else the threshold alone) finds it slower than the run at hi.  "
         "With one baseline run between-run noise is unknown and a conservative rule applies: "
         f"a case whose p20-p80 spans more than {stats.WIDE:.0%} of its median on either side is "
-        "UNSTEADY and never gated (reported as noise); a HOST-BOUND case (host time at least "
-        f"{HOST_FRACTION:.0%} of the call where GPU time is recorded; otherwise a baseline "
-        f"median under {HOST_BOUND_MS * 1000:.0f} us, where do_bench's L2 flush no longer "
+        "UNSTEADY: its threshold is widened by that span (threshold + the wider side's p20-p80 "
+        "as a fraction of its median), so only a change beyond the unsteadiness is judged, and "
+        "a slowdown whose candidate GPU time stays within the threshold of the baseline's (its "
+        "call time where it recorded none) is host time in a disturbed run: noise; a "
+        "HOST-BOUND case (host time at least "
+        f"{HOST_FRACTION:.0%} of the baseline's call where GPU time is recorded; otherwise a "
+        f"baseline median under {HOST_BOUND_MS * 1000:.0f} us, where do_bench's L2 flush no longer "
         f"hides the host) is judged at {stats.HOST_FACTOR:g} x the threshold (--metric gpu "
         "takes the host out); any other case at the threshold, with the same test.  An "
         "IMPROVEMENT is the mirror image.  A change beyond the threshold but inside the noise "
@@ -220,8 +246,12 @@ def method_text(metric: str = "call") -> str:
         f"on {', '.join(f'{c.name} ok -> not ok' for c in status)}; {bool_text} (True in every "
         "baseline run; the reverse changes and mixed baselines are flags).  Only the "
         "implementations chosen by --only/--exclude (names, or kind:strategy / kind:baseline) "
-        "are gated; the others are reported.  Cases on one side only are listed, not "
-        "regressions; --common compares two different configs on the cases they share.  "
+        "are gated; the others are reported.  A gated case of the baseline (ok in every baseline "
+        "run) that the candidate lacks is a regression (a strategy that dropped out of the "
+        "plan, an interrupted run); an ok candidate record without the gated time where the "
+        "baseline has one is a regression too; cases only in the candidate are listed.  "
+        "--common compares two different configs on the cases they share (one-sided cases "
+        "listed, not judged).  "
         "Exit code 0: no regression; 1: regression(s); 2: the runs cannot be compared "
         "(different device model, different config without --common, interpreter CPU timings "
         "against GPU timings, no common case, no GPU time for --metric gpu, a bad argument); "

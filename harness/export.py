@@ -10,6 +10,8 @@
   one benchmark per case key with the built-in `latency` measure in nanoseconds (the median,
   p20 and p80 as bounds), the built-in `throughput` measure in calls per second (its bounds
   from p80 and p20), and a `bandwidth` measure in GB/s (harness.model's minimal bytes).
+The GB/s and % of copy follow the exported time: under `--metric gpu` they are the records'
+(call-time) figures scaled by call time / GPU time.
 
 Only records with status ok and a time are exported (a tracker has no place for a failure:
 `compare` gates those); `skipped_count` says how many were left out.  Which time is exported
@@ -54,6 +56,20 @@ def _rows(records, metric: str) -> tuple[list[tuple[str, dict, schema.Column]], 
     return out, skipped
 
 
+def _rates(r: dict, col: schema.Column) -> tuple[float | None, float | None]:
+    """(GB/s, % of copy) at the exported time: the records' own (call time) for --metric call,
+    scaled by call time / that time for another metric, so a tracker never sees a bandwidth of
+    one clock beside a latency of the other."""
+    gbps, pct = _num(r.get("gbps")), _num(r.get("pct_copy"))
+    if col.name == "time_ms":
+        return gbps, pct
+    call, t = _num(r.get("time_ms")), _num(r.get(col.name))
+    if call is None or t is None or t <= 0:
+        return None, None
+    scale = call / t
+    return (gbps * scale if gbps is not None else None), (pct * scale if pct is not None else None)
+
+
 def _determinism(r: dict) -> str:
     det, n, rep = r.get("deterministic"), r.get("distinct_results"), r.get("repeats")
     if isna(det):
@@ -75,8 +91,7 @@ def github_action_benchmark(records, metric: str = "call") -> tuple[list[dict], 
             e["range"] = f"± {(p80 - p20) / 2 * 1e3:.3g}"
         extra = [f"{metric} time, median" + (f"; p20-p80 {p20 * 1e3:.4g}-{p80 * 1e3:.4g} us"
                                               if p20 is not None and p80 is not None else "")]
-        for c, text in (("gbps", "GB/s"), ("pct_copy", "% of copy")):
-            v = _num(r.get(c))
+        for c, text, v in zip(("gbps", "pct_copy"), ("GB/s", "% of copy"), _rates(r, col)):
             if v is not None:
                 extra.append(f"{text}: {schema.column_format(c, v)}")
         extra.append(f"determinism: {_determinism(r)}")
@@ -105,7 +120,7 @@ def bencher(records, metric: str = "call") -> tuple[dict, int]:
         measures = {"latency": _metric(med, p20, p80),
                     "throughput": _metric(1e9 / med, 1e9 / p80 if p80 else None,
                                           1e9 / p20 if p20 else None)}
-        gbps = _num(r.get("gbps"))
+        gbps = _rates(r, col)[0]
         if gbps is not None:
             measures["bandwidth"] = {"value": gbps}
         doc[name] = measures

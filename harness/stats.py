@@ -7,9 +7,15 @@ Between-run noise (judge_case): a baseline may hold several runs of the same con
     by more than it, and the two-sample test below must agree against the nearest run.
   * One baseline run: between-run noise is unknown, and a conservative rule stands in for it:
     - UNSTEADY: when either side's p20-p80 spans more than WIDE of its median, the samples
-      show the host or the GPU was not steady; a change is reported as noise, never gated;
+      show the host or the GPU was not steady: the threshold is widened by that span (the
+      widest of the two sides, as a fraction of its median), so a change of the size of the
+      unsteadiness is noise, while one far beyond it still regresses -- unless the caller
+      finds the candidate's GPU time unchanged (`gpu_unchanged`: the slowdown is host time in
+      a disturbed run; the committed same-commit H200 runs hold peers whose call times came
+      1.4-3.2x apart so), which makes it noise;
     - HOST-BOUND (the caller decides: host time dominates the call) the threshold is
-      multiplied by HOST_FACTOR, since host time moves between runs far more than GPU time;
+      multiplied by HOST_FACTOR, since host time moves between runs far more than GPU time
+      (an unsteady host-bound case takes the larger of the two thresholds);
     - otherwise the threshold itself.
 
 Within the runs compared (judge), a time difference counts only when it is larger than the
@@ -173,7 +179,8 @@ def _two(base: Side, cand: Side, threshold: float, alpha: float) -> Judgement:
 
 
 def judge_case(bases: Sequence[Side], cand: Side, threshold: float, *,
-               host_bound: bool = False, alpha: float = ALPHA) -> Judgement:
+               host_bound: bool = False, gpu_unchanged: bool = False,
+               alpha: float = ALPHA) -> Judgement:
     """The time verdict of one case against one or several baseline runs (module docstring)."""
     bases = [b for b in bases if finite(b.median) and b.median > 0]
     if not bases or not finite(cand.median):
@@ -195,19 +202,20 @@ def judge_case(bases: Sequence[Side], cand: Side, threshold: float, *,
         return Judgement(c / center, j.verdict, j.method, j.p_value,
                          f"{env}; against the nearest run: {j.detail}", **extra)
     (base,) = bases
+    thr, rule = (threshold * HOST_FACTOR, SINGLE_HOST) if host_bound else (threshold, SINGLE)
     widths = [w for w in (base.width, cand.width) if w is not None]
     if widths and max(widths) > WIDE:
-        j = _two(base, cand, threshold, alpha)
-        if j.verdict in (REGRESSION, IMPROVEMENT):
-            detail = (f"p20-p80 spans {max(widths):.0%} of the median (> {WIDE:.0%}): "
-                      "unsteady, and between-run noise is unknown with one baseline run; "
-                      "not gated")
-            j = Judgement(j.ratio, NOISE, j.method, j.p_value, detail)
-        return Judgement(j.ratio, j.verdict, j.method, j.p_value, j.detail,
-                         rule=SINGLE_UNSTEADY, threshold=threshold)
-    thr, rule = (threshold * HOST_FACTOR, SINGLE_HOST) if host_bound else (threshold, SINGLE)
+        thr, rule = max(thr, threshold + max(widths)), SINGLE_UNSTEADY
     j = _two(base, cand, thr, alpha)
-    return Judgement(j.ratio, j.verdict, j.method, j.p_value, j.detail, rule=rule, threshold=thr)
+    verdict, detail = j.verdict, j.detail
+    if rule == SINGLE_UNSTEADY:
+        detail = (f"p20-p80 spans {max(widths):.0%} of the median (> {WIDE:.0%}): unsteady, "
+                  f"threshold widened to {thr:.1%}" + (f"; {detail}" if detail else ""))
+        if verdict == REGRESSION and gpu_unchanged:
+            verdict = NOISE
+            detail += ("; the candidate's GPU time is within the threshold of the baseline's: "
+                       "host time in an unsteady run, not gated")
+    return Judgement(j.ratio, verdict, j.method, j.p_value, detail, rule=rule, threshold=thr)
 
 
 def parse_threshold(text) -> float:

@@ -9,6 +9,7 @@ built-in measures are `latency` (nanoseconds) and `throughput` (operations / sec
 from __future__ import annotations
 
 import json
+import shutil
 import math
 from pathlib import Path
 
@@ -102,7 +103,8 @@ def test_schemas_reject_the_compare_document(tmp_path):
     schemas in this file can tell the difference (so the tests above can fail)."""
     from normbench.harness import compare as cmp
     run = _run(tmp_path)
-    doc = json.loads(cmp.render(cmp.compare(run, run), "json"))
+    shutil.copytree(run, tmp_path / "copy")
+    doc = json.loads(cmp.render(cmp.compare(run, tmp_path / "copy"), "json"))
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(doc, GITHUB_ACTION_BENCHMARK)
     with pytest.raises(jsonschema.ValidationError):
@@ -141,3 +143,17 @@ def test_nothing_to_export_and_a_bad_out_are_one_line_errors(tmp_path):
         r = CliRunner().invoke(app, ["export", str(ok), "--format", "bencher", "--out", str(out)])
         assert r.exit_code == 2 and "export: --out" in r.output, r.output
         assert "Traceback" not in r.output
+
+
+def test_gpu_metric_exports_rates_at_gpu_time(tmp_path):
+    """Under --metric gpu, GB/s and % of copy follow the GPU time, not the call time."""
+    rec = synthetic.record(implementation="torch", time_ms=0.2)
+    rec["gpu_time_ms"] = 0.1
+    run = synthetic.write_run(tmp_path / "g", [rec], synthetic.meta())
+    call = json.loads(ex.export(run, "bencher", metric="call")[0])
+    gpu = json.loads(ex.export(run, "bencher", metric="gpu")[0])
+    (c,), (g,) = call.values(), gpu.values()
+    assert g["bandwidth"]["value"] == pytest.approx(2 * c["bandwidth"]["value"])
+    assert g["latency"]["value"] == pytest.approx(c["latency"]["value"] / 2)
+    (e,) = json.loads(ex.export(run, "github-action-benchmark", metric="gpu")[0])
+    assert f"GB/s: {2 * rec['gbps']:.0f}" in e["extra"]
