@@ -44,8 +44,13 @@ def prepare(x, dy, weight, mean, rstd) -> Call:
            x.data_ptr() & 15, dy.data_ptr() & 15, weight.data_ptr() & 15, rstd.data_ptr() & 15,
            mean.data_ptr() & 15 if mean is not None else 0)
     # empty_like: a fresh (rows, d) tensor in x's dtype, row-major (x's last dimension is
-    # contiguous; a row stride past d gives a dense result) — half the host time of torch.empty
-    return Call(x=x, dy=dy, dx=torch.empty_like(x),
+    # contiguous; a row stride past d gives a dense result) — half the host time of torch.empty;
+    # but rows that overlap with a row stride of 1 (x.unfold(0, d, 1)) make it column-major,
+    # which the kernels (dx's last dimension contiguous) would write wrong
+    dx = torch.empty_like(x)
+    if dx.stride(1) != 1:
+        dx = torch.empty_like(x, memory_format=torch.contiguous_format)
+    return Call(x=x, dy=dy, dx=dx,
                 weight=weight, mean=mean if mean is not None else rstd, rstd=rstd,
                 has_mean=mean is not None, rows=rows, d=d, sig=sig)
 

@@ -38,7 +38,7 @@ from ._contention import Contention
 from ._launch import prepare
 from ._registry import register
 from .disjoint_block import launch_partials, row_partials
-from .reduce import outputs, reduce_rows
+from .reduce import outputs, reduce_rows, wide
 
 _COUNTERS: dict[torch.device, torch.Tensor] = {}
 
@@ -51,7 +51,7 @@ def _fused_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, XS, DW, DB, Counter, ROWS, N
                   W_TILE: tl.constexpr, COL_SPLIT: tl.constexpr, EXCHANGE: tl.constexpr,
                   SPIN: tl.constexpr, L2_AHEAD: tl.constexpr, INTERLEAVE: tl.constexpr,
                   GRID_SYNC: tl.constexpr, TAIL: tl.constexpr,
-                  RED_G: tl.constexpr, RED_N: tl.constexpr):
+                  RED_G: tl.constexpr, RED_N: tl.constexpr, WIDE: tl.constexpr = False):
     row_partials(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N, ROWS_PER_PROG,
                  stride_x, stride_dy, stride_dx, HAS_MEAN, BLOCK_R, BLOCK_D, ONE_CHUNK,
                  NUM_STAGES, PREFETCH, RELOAD, W_TILE, COL_SPLIT, EXCHANGE, SPIN, L2_AHEAD,
@@ -65,7 +65,7 @@ def _fused_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, XS, DW, DB, Counter, ROWS, N
         _wait_for_all(Counter, P)
         c0 = tl.program_id(0) * RED_N
         if c0 < N:
-            _reduce_cols(PW, PB, DW, DB, G, N, c0, HAS_MEAN, RED_G, RED_N)
+            _reduce_cols(PW, PB, DW, DB, G, N, c0, HAS_MEAN, RED_G, RED_N, WIDE)
         _depart(Counter, P)
     elif TAIL > 0:
         ticket = tl.atomic_add(Counter, 1, sem="acq_rel")
@@ -74,7 +74,7 @@ def _fused_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, XS, DW, DB, Counter, ROWS, N
             _wait_for_all(Counter, P)
             tl.debug_barrier()      # the acquire above precedes every thread's reads
             for c0 in range((ticket - first) * RED_N, N, TAIL * RED_N):
-                _reduce_cols(PW, PB, DW, DB, G, N, c0, HAS_MEAN, RED_G, RED_N)
+                _reduce_cols(PW, PB, DW, DB, G, N, c0, HAS_MEAN, RED_G, RED_N, WIDE)
             _depart(Counter, TAIL)
     else:
         ticket = tl.atomic_add(Counter, 1, sem="acq_rel")
@@ -82,7 +82,7 @@ def _fused_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, XS, DW, DB, Counter, ROWS, N
             # one program reads all GROUPS·d partials: whole-width tiles of about 8192 elements
             RG: tl.constexpr = 1 if BLOCK_D >= 8192 else 8192 // BLOCK_D
             for c0 in range(0, N, BLOCK_D):
-                _reduce_cols(PW, PB, DW, DB, G, N, c0, HAS_MEAN, RG, BLOCK_D)
+                _reduce_cols(PW, PB, DW, DB, G, N, c0, HAS_MEAN, RG, BLOCK_D, WIDE)
             tl.atomic_xchg(Counter, 0)
 
 
@@ -95,11 +95,11 @@ def _wait_for_all(Counter, P):
 
 @triton.jit
 def _reduce_cols(PW, PB, DW, DB, G, N, c0, HAS_MEAN: tl.constexpr, RED_G: tl.constexpr,
-                 RED_N: tl.constexpr):
+                 RED_N: tl.constexpr, WIDE: tl.constexpr):
     """dγ (and dβ) of columns [c0, c0 + RED_N): the G partial rows summed in fixed order."""
-    reduce_rows(PW, DW, G, N, c0, RED_G, RED_N)
+    reduce_rows(PW, DW, G, N, c0, RED_G, RED_N, WIDE)
     if HAS_MEAN:
-        reduce_rows(PB, DB, G, N, c0, RED_G, RED_N)
+        reduce_rows(PB, DB, G, N, c0, RED_G, RED_N, WIDE)
 
 
 @triton.jit
@@ -150,6 +150,8 @@ def backward(x, dy, weight, mean, rstd, *, groups):
     def meta(compile, programs):
         # the ticket path never reads RED_G/RED_N: fixed values there, no kernel per GROUPS
         ticket = dict(GRID_SYNC=False, TAIL=0, RED_G=1, RED_N=1, launch_cooperative_grid=False)
+        if wide(programs, c.d):          # 64-bit offsets in the reduce (reduce.wide)
+            ticket["WIDE"] = True
         p = backward.params(c.d)        # (meta runs where a launch is planned, not every call)
         if p.get("tail"):
             k = 1 if _device.interpreted() else min(p["tail"], programs)
@@ -163,7 +165,8 @@ def backward(x, dy, weight, mean, rstd, *, groups):
         if _device.interpreted():
             return ticket
         red_g, red_n = reduce_tile(programs, c.d)
-        sync = dict(GRID_SYNC=True, TAIL=0, RED_G=red_g, RED_N=red_n, launch_cooperative_grid=True)
+        sync = dict(ticket, GRID_SYNC=True, RED_G=red_g, RED_N=red_n,
+                    launch_cooperative_grid=True)
         if programs <= _device.sm_count(x.device) * _device.resident_programs(compile(**sync)):
             return sync
         return ticket

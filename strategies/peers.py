@@ -15,7 +15,8 @@ liger (liger-kernel 0.8.5) — its own backward host functions, with the saved s
                    casting_mode=llama, *calculate_settings(d), in_place=False, row_mode=None)
   * Statistics: liger's forwards save Mean and RSTD exactly as ours, fp32 (rows,), RSTD =
     1/sqrt(var + eps) (LayerNorm) and 1/sqrt(mean(x²) + eps) (RMSNorm, "llama" and "gemma"
-    casting modes): passed as they are.
+    casting modes): passed as they are (its kernels take their row strides).  A strided
+    weight is made dense first (its kernels read it as dense columns).
   * Strided rows: the kernels take each row stride (x, dy, mean, rstd), so no copy is made
     here.  (liger's autograd Functions wrap forward and backward in `ensure_contiguous`, so in
     a training step a strided dy would be copied first; the host functions called here don't.)
@@ -39,7 +40,8 @@ quack (quack-kernels 0.6.5; CUDA only, CUTLASS DSL, JIT-compiled on the first ca
     RMSNorm:   quack.rmsnorm.rmsnorm_bwd(x, w, dy, rstd) -> (dx, dw, None, None)
     LayerNorm: quack.rmsnorm.layernorm_bwd(x, w, dy, rstd, mean, has_bias=True) -> (dx, dw, db)
   * One persistent kernel for both norms (is_layernorm); dβ with has_bias.  Weight may have
-    its own dtype (fp32 weight with bf16 x).  mean/rstd fp32 (rows,): ours as they are.
+    its own dtype (fp32 weight with bf16 x).  mean/rstd fp32 (rows,): ours as they are (a
+    strided weight, mean or rstd is made dense first).
   * dγ/dβ: fp32 partial rows, one per CTA (get_sm_count(d): a multiple of the SM count that
     depends on d), summed by `.sum(0)` inside quack's host function; CTAs walk a fixed row
     stride, no atomics: deterministic by design.
@@ -171,6 +173,7 @@ def _liger_partial_rows() -> int:
 def liger_backward(x, dy, weight, mean, rstd, *, groups=None):
     """liger-kernel's Triton layer-norm / RMS-norm ("llama") backward, from the saved statistics."""
     e = get("liger")
+    weight = weight.contiguous()        # liger's kernels read the weight as dense columns
     if mean is not None:
         ln = e.mod("liger_kernel.ops.layer_norm")
         # B only gives dβ its dtype: the weight's.
@@ -257,6 +260,10 @@ def quack_backward(x, dy, weight, mean, rstd, *, groups=None):
                                   "copies fail to compile (cp.async needs 32 bits or more)")
     q = get("quack").mod("quack.rmsnorm")
     x, dy = _quack_rows(x), _quack_rows(dy)
+    # the weight and statistics as dense vectors (a no-op for ours; a strided view, e.g. the
+    # saved statistics in one (rows, 2) buffer, is copied: quack's layout is not checked here)
+    weight, rstd = weight.contiguous(), rstd.contiguous()
+    mean = mean.contiguous() if mean is not None else None
     if mean is None:
         dx, dw, _db, _dres = q.rmsnorm_bwd(x, weight, dy, rstd)
         return dx, dw, None

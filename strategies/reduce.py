@@ -50,8 +50,11 @@ def reduce_params(g: int, n: int, has_b: bool) -> dict:
 
 
 @triton.jit
-def reduce_rows(P, OUT, G, N, c0, BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr):
-    """Sum rows [0, G) of P[:, c0:c0+BLOCK_N] in fixed order; store into OUT (fp32 result cast)."""
+def reduce_rows(P, OUT, G, N, c0, BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr,
+                WIDE: tl.constexpr = False):
+    """Sum rows [0, G) of P[:, c0:c0+BLOCK_N] in fixed order; store into OUT (fp32 result cast).
+    WIDE: G·N reaches 2^31, so the row offsets are 64-bit (`wide`); otherwise 32-bit, as
+    every measured configuration compiled."""
     cols = c0 + tl.arange(0, BLOCK_N)
     col_mask = cols < N
     acc = tl.zeros([BLOCK_G, BLOCK_N], dtype=tl.float32)
@@ -59,12 +62,15 @@ def reduce_rows(P, OUT, G, N, c0, BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr):
         g = g0 + tl.arange(0, BLOCK_G)
         m = (g < G)[:, None] & col_mask[None, :]
         # .cg: partials were written by other programs; read them from L2, never a stale L1 line.
-        acc += tl.load(P + g[:, None] * N + cols[None, :], mask=m, other=0.0, cache_modifier=".cg")
+        row = g.to(tl.int64) if WIDE else g
+        acc += tl.load(P + row[:, None] * N + cols[None, :], mask=m, other=0.0,
+                       cache_modifier=".cg")
     tl.store(OUT + cols, tl.sum(acc, axis=0).to(OUT.dtype.element_ty), mask=col_mask)
 
 
 @triton.jit
-def reduce_pair(PW, PB, DW, DB, G, N, c0, BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr):
+def reduce_pair(PW, PB, DW, DB, G, N, c0, BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr,
+                WIDE: tl.constexpr = False):
     """reduce_rows of PW into DW and of PB into DB in one loop: the same sums in the same
     order (so the same bits), with both partials' loads in flight at once."""
     cols = c0 + tl.arange(0, BLOCK_N)
@@ -74,7 +80,7 @@ def reduce_pair(PW, PB, DW, DB, G, N, c0, BLOCK_G: tl.constexpr, BLOCK_N: tl.con
     for g0 in range(0, G, BLOCK_G):
         g = g0 + tl.arange(0, BLOCK_G)
         m = (g < G)[:, None] & col_mask[None, :]
-        at = g[:, None] * N + cols[None, :]
+        at = (g.to(tl.int64) if WIDE else g)[:, None] * N + cols[None, :]
         acc_w += tl.load(PW + at, mask=m, other=0.0, cache_modifier=".cg")
         acc_b += tl.load(PB + at, mask=m, other=0.0, cache_modifier=".cg")
     tl.store(DW + cols, tl.sum(acc_w, axis=0).to(DW.dtype.element_ty), mask=col_mask)
@@ -84,7 +90,7 @@ def reduce_pair(PW, PB, DW, DB, G, N, c0, BLOCK_G: tl.constexpr, BLOCK_N: tl.con
 @triton.jit
 def _reduce_kernel(PW, PB, DW, DB, G, N, HAS_B: tl.constexpr,
                    BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, PAIRED: tl.constexpr,
-                   PDL: tl.constexpr):
+                   PDL: tl.constexpr, WIDE: tl.constexpr = False):
     if PDL:
         # launched as a programmatic dependent of the kernel that wrote the partials: it may
         # be resident before that kernel ends, and waits here until it has completed and its
@@ -92,11 +98,17 @@ def _reduce_kernel(PW, PB, DW, DB, G, N, HAS_B: tl.constexpr,
         gdc_wait()
     c0 = tl.program_id(0) * BLOCK_N
     if HAS_B and PAIRED:
-        reduce_pair(PW, PB, DW, DB, G, N, c0, BLOCK_G, BLOCK_N)
+        reduce_pair(PW, PB, DW, DB, G, N, c0, BLOCK_G, BLOCK_N, WIDE)
     else:
-        reduce_rows(PW, DW, G, N, c0, BLOCK_G, BLOCK_N)
+        reduce_rows(PW, DW, G, N, c0, BLOCK_G, BLOCK_N, WIDE)
         if HAS_B:
-            reduce_rows(PB, DB, G, N, c0, BLOCK_G, BLOCK_N)
+            reduce_rows(PB, DB, G, N, c0, BLOCK_G, BLOCK_N, WIDE)
+
+
+def wide(g: int, n: int) -> bool:
+    """G partial rows of n reach 2^31 elements: the reduce's offsets must be 64-bit (an explicit
+    GROUPS of 32768 at d = 65536; no rule's GROUPS comes near)."""
+    return g * n >= 2 ** 31
 
 
 def outputs(weight: torch.Tensor, has_bias: bool):
@@ -118,6 +130,8 @@ def reduce_partials(pw: torch.Tensor, pb: torch.Tensor | None, weight: torch.Ten
     def setup():
         p = reduce_params(g, n, pb is not None)
         meta = dict(HAS_B=pb is not None, PDL=pdl, **p)
+        if wide(g, n):
+            meta["WIDE"] = True
         if pdl:
             meta["launch_pdl"] = True
         return ((_tuning.cdiv(n, p["BLOCK_N"]),), (g, n), meta)

@@ -38,6 +38,10 @@ def _name(dt: torch.dtype) -> str:
 
 def _native(dy, x, weight, mean, rstd):
     rows, d = x.shape
+    # the ops read mean and rstd as dense (rows, 1): a strided view (the saved statistics in
+    # one (rows, 2) buffer) must be made dense first, as the Triton strategies' prepare does
+    rstd = rstd.contiguous()
+    mean = mean.contiguous() if mean is not None else None
     if mean is None:
         op = getattr(torch.ops.aten, "_fused_rms_norm_backward", None)
         if op is None:

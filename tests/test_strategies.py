@@ -533,3 +533,60 @@ def test_fused_tail_reduce(poisoned, monkeypatch, norm):
         assert int(f._counter(x.device).abs().sum()) == 0
     tails = [m["TAIL"] for _, m, _ in plans]
     assert tails and set(tails) == {1}, tails
+
+
+def _ln_inputs(rows, d, seed=1):
+    return make_inputs("layernorm", rows, d, "fp32", "fp32", seed=seed, device="cpu")
+
+
+@pytest.mark.parametrize("name", IMPLS)
+def test_rows_that_overlap_with_a_row_stride_of_one(poisoned, name):
+    """x.unfold(0, d, 1): rows overlapping, strides (1, 1).  empty_like(x) would be
+    column-major there; dx must come back row-major and right."""
+    _x, dy, w, _m, _r = _ln_inputs(6, 8)
+    x = torch.randn(13, generator=torch.Generator().manual_seed(3)).unfold(0, 8, 1)
+    xd = x.double()
+    mean = xd.mean(1).float()
+    rstd = torch.rsqrt(xd.var(1, unbiased=False) + 1e-5).float()
+    try:
+        dx, dw, db = strategies.get(name).backward(x, dy, w, mean, rstd, groups=2)
+    except NotImplementedError as e:
+        pytest.skip(f"{name}: {e}")
+    assert dx.stride(1) == 1
+    ref = reference(x, dy, w, mean, rstd)
+    for got, want in zip((dx, dw, db), ref):
+        assert rel_error(got, want) < 1e-4, name
+
+
+@pytest.mark.parametrize("name", IMPLS)
+def test_statistics_in_one_strided_buffer(poisoned, name):
+    """mean and rstd as columns of one (rows, 2) buffer, the weight a strided view: every
+    implementation reads them by their strides or makes them dense first."""
+    x, dy, w, mean, rstd = _ln_inputs(6, 37)
+    stats_buf = torch.stack([mean, rstd], 1)
+    w2 = torch.stack([w, w], 1)[:, 0]
+    assert not w2.is_contiguous() and not stats_buf[:, 1].is_contiguous()
+    try:
+        got = strategies.get(name).backward(x, dy, w2, stats_buf[:, 0], stats_buf[:, 1])
+    except NotImplementedError as e:
+        pytest.skip(f"{name}: {e}")
+    for g, want in zip(got, reference(x, dy, w, mean, rstd)):
+        assert rel_error(g, want) < 1e-4, name
+
+
+def test_the_reduce_takes_64_bit_offsets_where_groups_times_d_reach_2_31(monkeypatch):
+    """An explicit GROUPS of 32768 at d = 65536 holds 2^31 partial elements: the reduce's
+    offsets go 64-bit there (`reduce.wide`).  Too big to run here, so the 64-bit kernels are
+    forced at a small shape: the same bits as the 32-bit ones."""
+    from normbench.strategies import reduce as red
+    assert red.wide(32768, 65536) and not red.wide(32767, 65536) and not red.wide(528, 16384)
+    x, dy, w, mean, rstd = _ln_inputs(9, 40)
+    for name in ("disjoint_block", "disjoint_fused", "grouped_atomic"):
+        narrow = strategies.get(name).backward(x, dy, w, mean, rstd, groups=3)
+        with monkeypatch.context() as m:
+            m.setattr(red, "wide", lambda g, n: True)
+            if name == "disjoint_fused":
+                import normbench.strategies.disjoint_fused as f
+                m.setattr(f, "wide", lambda g, n: True)
+            wide = strategies.get(name).backward(x, dy, w, mean, rstd, groups=3)
+        same_bits(narrow, wide, name)
