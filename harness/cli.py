@@ -29,8 +29,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def fail(message: str, code: int = 2):
-    """One line on stderr, no traceback, and the exit code."""
-    err.print(message, markup=False, highlight=False, soft_wrap=True)
+    """One line on stderr, no traceback, and the exit code (a path or message holding a
+    newline is folded onto the line)."""
+    from normbench.harness.text import one_line
+    err.print(one_line(message), markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -173,6 +175,10 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
         except shards.ShardError as e:
             fail(f"run: {e}")
         mine = shards.select(cases, sweep, index, count)
+        if cases and not mine:       # valid, e.g. more shards than cases: not an error
+            out.print(f"shard {index}/{count}: none of the plan's {len(cases)} case(s) falls "
+                      "to it; nothing to run (merge the other shards without it)")
+            raise typer.Exit(0)
         shard_meta = shards.meta_entry(cases, mine, index, count)
         cases = mine
     executor = None
@@ -302,6 +308,9 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory"),
     """Write RUN_DIR/report.html (self-contained), report.md and plots/ from a run."""
     from normbench.harness.report import ReportError, write_table
     from normbench.harness.store import StoreError, check_run_dir, load_meta, load_records
+    if markdown_table and baseline is not None:
+        fail("report: --baseline chooses the reference of report.html's speedup plot, and "
+             "--markdown-table writes no plot: give one or the other")
     try:
         check_run_dir(run_dir)
         load_records(run_dir)   # a report of records that cannot be read would only say so
@@ -412,6 +421,8 @@ def compare(dirs: List[Path] = typer.Argument(None, help="BASE_DIR... NEW_DIR: b
         fail(f"compare: --format must be table, markdown or json, got {fmt!r}")
 
     def refuse(msg: str):            # exit 2, explained on stdout (job summary) and stderr
+        from normbench.harness.text import one_line
+        msg = one_line(msg)
         print(render_error(msg, fmt), end="" if fmt != "json" else "\n")
         fail(f"compare: {msg}")
 

@@ -32,7 +32,7 @@ timing          ``{warmup_ms: 25, rep_ms: 100}``: the warm-up and measurement bu
                 milliseconds, numbers > 0.
 determinism     ``{repeats: 10}``: how many times each case is rerun and compared bitwise;
                 an integer >= 2.
-peak_tbps       datasheet peak bandwidth in TB/s, > 0, overriding the device table
+peak_tbps       datasheet peak bandwidth in TB/s (0.001-1000), overriding the device table
                 (``harness/model.py``).  Default: null (use the table).
 seed            integer 0 .. 2**63-1 for the random inputs.  Default: 0.
 timeout_s       per-case timeout, seconds (> 0), used by ``run --isolate``.  Default: 120.
@@ -79,7 +79,7 @@ from pydantic import (
 
 from normbench.harness.config_fields import (  # noqa: F401  (re-exported)
     _DTYPE_ALIASES, DTYPES, MAX_D, MAX_GROUPS, MAX_ROWS, MAX_SEED, NORMS, WEIGHT_DTYPES, DType,
-    Dim, Group, Implementation, Norm, Positive, Size, WeightDType, _choice, _did_you_mean,
+    Dim, Group, Implementation, Norm, Positive, Size, TBps, WeightDType, _choice, _did_you_mean,
     _fail, _group, _implementation, _int, _name, _pair_to_mapping, _positive, _show, _text)
 from normbench.harness.config_yaml import (  # noqa: F401  (re-exported)
     MAX_FILE_BYTES, ConfigError, _first_line, _load_yaml, _Loader, _R, read_config_file)
@@ -152,7 +152,7 @@ class Sweep(_Model):
     implementations: list[Implementation] | None = _list()
     timing: Timing = Timing()
     determinism: Determinism = Determinism()
-    peak_tbps: Positive | None = None
+    peak_tbps: TBps | None = None
     seed: Annotated[int, PlainValidator(lambda v: _int(v, 0, MAX_SEED))] = 0
     timeout_s: Positive = 120.0
     source_text: str = ""
@@ -265,6 +265,11 @@ def _default_name(file: str) -> str:
     return stem or "sweep"
 
 
+# Keys whose model field is Optional (only one way of giving the shapes is set), but which,
+# given, must hold a value: null there is an error (the module docstring), not "not given".
+_NOT_NULL = ("rows", "batch", "seq", "shapes", "d")
+
+
 def parse_config(text: str, file: str = "<string>",
                  known_implementations: Iterable[str] | None = None) -> Sweep:
     """Validate the config `text`; `file` names it in errors and in `Sweep.source_path`.
@@ -292,6 +297,9 @@ def parse_config(text: str, file: str = "<string>",
             field = _field_path((key,)) if isinstance(key, str) else _R.repr(key)
             raise ConfigError(file, field, _unknown_key(key, KEYS))
     data = dict(data)
+    for key in _NOT_NULL:              # Optional in the model (one way of the shapes is set)
+        if key in data and data[key] is None:
+            raise ConfigError(file, key, "must be a list, got null (leave the key out instead)")
     wrapped = set()
     for key in _LIST_KEYS:
         v = data.get(key)

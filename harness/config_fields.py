@@ -166,3 +166,15 @@ WeightDType = Annotated[str, PlainValidator(
 Group = Annotated[Union[int, Literal["auto"]], PlainValidator(_group)]
 Implementation = Annotated[str, PlainValidator(_implementation)]
 Positive = Annotated[float, PlainValidator(_positive)]
+
+
+def _bandwidth(v: Any) -> float:
+    """A peak bandwidth in TB/s: positive, and within what a memory system has (1 GB/s to
+    1000 TB/s), so that the percentages derived from it stay finite numbers."""
+    v = _positive(v)
+    if not 1e-3 <= v <= 1e3:
+        _fail(f"must be a bandwidth in TB/s between 0.001 and 1000, got {v!r}")
+    return v
+
+
+TBps = Annotated[float, PlainValidator(_bandwidth)]

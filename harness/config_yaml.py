@@ -76,6 +76,20 @@ _Loader.add_implicit_resolver("tag:yaml.org,2002:int", _INT, list("-+0123456789"
 _Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+.0123456789"))
 
 
+class _Dumper(yaml.SafeDumper):
+    """SafeDumper that quotes a string exactly where _Loader would read it as something else
+    (it resolves plain scalars with _Loader's resolvers): "1e3" stays a string through a
+    dump and a load (harness/overrides.py writes a config back out that way)."""
+
+
+_Dumper.yaml_implicit_resolvers = _Loader.yaml_implicit_resolvers
+
+
+def dump_yaml(data) -> str:
+    """`data` as YAML text that _load_yaml reads back as the same values (keys in order)."""
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True)
+
+
 def _construct_int(loader: _Loader, node: yaml.ScalarNode):
     text = loader.construct_scalar(node)
     if not _INT.match(text):        # an explicit !!int 0100 or 0x10: no octal, hex, base 60

@@ -168,6 +168,10 @@ class Executor:
             if self.gpus == "all":
                 raise ClusterError("--gpus all: no GPU here (under the interpreter, --gpus N "
                                    "runs N stand-in workers)")
+            most = max(os.cpu_count() or 1, 2)     # two: the fewest that show a scale-out
+            if self.gpus > most:
+                raise ClusterError(f"--gpus {self.gpus}: no GPU here, and each stand-in worker "
+                                   f"is a process of its own: at most {most} (the CPU cores)")
             self.standin, self.devices = True, [str(i) for i in range(self.gpus)]
             return
         import torch
@@ -228,7 +232,11 @@ class Executor:
         except TimeoutError:
             raise ClusterError(f"no Dask worker joined within {START_TIMEOUT_S:g} s") from None
         if self.devices is not None:
-            self.client.wait_for_workers(len(self.devices), timeout=START_TIMEOUT_S)
+            try:
+                self.client.wait_for_workers(len(self.devices), timeout=START_TIMEOUT_S)
+            except TimeoutError:
+                raise ClusterError(f"{len(self.devices)} Dask workers were asked for; not all "
+                                   f"joined within {START_TIMEOUT_S:g} s") from None
         console.print("measuring every worker's GPU (facts, copy ceiling) …")
         from normbench.harness import gpuworker
         try:

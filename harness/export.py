@@ -135,6 +135,7 @@ def export(run_dir, fmt: str, metric: str = "call") -> tuple[str, int]:
     if not store.is_run_dir(run_dir):
         raise ExportError(f"not a run directory: {run_dir}")
     try:
+        store.load_meta(run_dir)         # refuses a format newer than this one reads
         records = store.load_records(run_dir)
     except (OSError, ValueError, getattr(store, "StoreError", OSError)) as e:
         raise ExportError(" ".join(f"cannot read {run_dir}: {e}".split())) from e

@@ -26,10 +26,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Iterable, TextIO
 
-import yaml
 
 from normbench.harness.config import (KEYS, MAX_FILE_BYTES, ConfigError, Sweep, _load_yaml,
                                       _unknown_key, load_config, parse_config)
+from normbench.harness.config_yaml import dump_yaml
 
 STDIN = "-"
 _SHAPE_KEYS = ("rows", "batch", "seq", "d", "shapes")
@@ -126,8 +126,7 @@ def apply(text: str, file: str, overrides: Iterable[str] = (), shapes: Iterable[
             data.pop(key, None)
         data["shapes"] = [_parse_shape(s) for s in shapes]
     said = json.dumps(overrides + [f"--shape {s}" for s in shapes], ensure_ascii=False)
-    merged = f"# {json.dumps(file, ensure_ascii=False)} with {said}\n" + yaml.safe_dump(
-        data, sort_keys=False, allow_unicode=True)
+    merged = f"# {json.dumps(file, ensure_ascii=False)} with {said}\n" + dump_yaml(data)
     try:
         return parse_config(merged, file, known)
     except ConfigError as e:
@@ -151,7 +150,10 @@ def load(config: str, overrides: Iterable[str] = (), shapes: Iterable[str] = (),
     """The sweep the command line names: `config` a path, a shipped name or '-' (stdin)."""
     if config == STDIN:
         stream = stdin if stdin is not None else sys.stdin
-        if stream is None or stream.isatty():
+        if stream is None or getattr(stream, "closed", False):
+            raise ConfigError("<stdin>", "(file)", "is closed; pipe a config into it "
+                                                   "(normbench run - < sweep.yaml)")
+        if stream.isatty():
             raise ConfigError("<stdin>", "(file)", "is a terminal; pipe a config into it "
                                                    "(normbench run - < sweep.yaml)")
         try:

@@ -28,7 +28,7 @@ from normbench.harness.isolate import Worker, WorkerCrashed, WorkerStartError, W
 from normbench.harness.measure import Settings, failed_record, measure
 from normbench.harness.plan import Case
 from normbench.harness.store import (RunStore, StoreError, check_not_in_use, check_out_dir,
-                                     load_meta)
+                                     load_meta, load_records)
 from normbench.harness.text import one_line
 
 
@@ -57,13 +57,16 @@ def default_out_dir(sweep: Sweep, parent: Path = Path("runs")) -> Path:
 
 
 def resume_mismatch(meta: dict, sweep: Sweep, facts: dict | None = None,
-                    device: bool = True) -> list[str]:
+                    device: bool = True, held: int = 0) -> list[str]:
     """Why a run with `meta` should not be resumed with `sweep` here (empty: it may): another
     config (its hash), another device, or GPU against interpreter timings.  `facts`: a
     cluster's (device_name, interpreted) when the cases run there; device=False: compare
-    the configs only (the device is not known yet)."""
-    if not meta.get("device_name"):      # stopped before its meta was complete: nothing to keep
-        return []
+    the configs only (the device is not known yet).  `held`: the records the run holds."""
+    if not meta.get("device_name") or not meta.get("config_hash"):
+        if not held:                     # stopped before its meta was complete: nothing to keep
+            return []
+        return [f"its meta.json does not say which config and device its {held} record(s) "
+                "were measured with"]
     why = []
     if meta.get("config_hash") != sweep.config_hash:
         why.append(f"it was started from another config (hash {meta.get('config_hash')}, "
@@ -87,11 +90,26 @@ def preflight(sweep: Sweep, out_dir: Path, *, resume: bool, force_resume: bool =
     device=False: the cases run elsewhere (a cluster), whose device execute() checks."""
     check_out_dir(out_dir)
     check_not_in_use(out_dir)
+    if not resume and Path(out_dir).is_dir():
+        held = _held(out_dir)           # RunStore refuses it too, after the status line
+        if held:
+            raise StoreError(f"{out_dir} already holds {held} records; use --resume to finish "
+                             "it or choose another --out")
     if resume and not force_resume and Path(out_dir).is_dir():
-        why = resume_mismatch(load_meta(out_dir), sweep, device=device)
+        why = resume_mismatch(load_meta(out_dir), sweep, device=device,
+                              held=_held(out_dir))
         if why:
             raise StoreError(f"cannot resume {out_dir}: {'; '.join(why)} "
                              "(--force-resume resumes anyway and records both in meta.json)")
+
+
+def _held(out_dir) -> int:
+    """The records a run directory holds (0 when it holds none or they cannot be read: the
+    store refuses unreadable records itself)."""
+    try:
+        return len(load_records(out_dir))
+    except (OSError, ValueError, StoreError):
+        return 0
 
 
 def _settings(sweep: Sweep, meta: dict) -> Settings:
@@ -125,7 +143,7 @@ def _resumed(store: RunStore, sweep: Sweep, meta: dict, force: bool, console: Co
              facts: dict | None = None) -> dict:
     """Check a resume (StoreError unless compatible or forced) and record it in meta.json's
     `resumes` list; the meta the new records take their device facts from."""
-    why = resume_mismatch(meta, sweep, facts)
+    why = resume_mismatch(meta, sweep, facts, held=len(store))
     if why and not force:
         raise StoreError(f"cannot resume {store.run_dir}: {'; '.join(why)} "
                          "(--force-resume resumes anyway and records both in meta.json)")

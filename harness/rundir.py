@@ -101,7 +101,7 @@ def check_out_dir(path: str | os.PathLike) -> None:
         raise StoreError(f"cannot use {p} as output directory: {_reason(e)}") from e
     if names and run_dir_version(p) is None:
         raise StoreError(f"{p} is not empty and is not a normbench run directory; choose a new "
-                         "or empty --out")
+                         "or empty output directory")
 
 
 def _ours(name: str) -> bool:

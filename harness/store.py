@@ -73,6 +73,9 @@ def load_meta(run_dir: str | os.PathLike) -> dict:
         raise StoreError(f"cannot read {path}: nested too deeply") from None
     if not isinstance(meta, dict):
         raise StoreError(f"cannot read {path}: expected a JSON object, found {type(meta).__name__}")
+    if meta_format_version(meta) > FORMAT_VERSION:
+        raise StoreError(f"cannot read {path}: format_version {meta_format_version(meta)} is "
+                         f"newer than this normbench reads ({FORMAT_VERSION}); upgrade it")
     return meta
 
 

@@ -223,3 +223,29 @@ def test_a_shape_no_record_passes_the_printed_paths_and_an_unreadable_report(tmp
     (tmp_path / "rel" / "records.csv").write_text('case_id,status\n"torn,ok\n')
     (tmp_path / "rel" / "records.parquet").unlink(missing_ok=True)
     one_line(cli("report", str(tmp_path / "rel")), "report: cannot read", "records.csv")
+
+
+def test_a_finished_run_without_its_provenance_is_not_resumed_or_overwritten(tmp_path):
+    cfg = config(tmp_path)
+    run = tmp_path / "r"
+    assert cli("run", cfg, "--out", run, "--no-report").returncode == 0
+    # --out of a run that holds records, without --resume: refused before anything is said
+    r = cli("run", cfg, "--out", run, "--no-report")
+    one_line(r, "already holds 1 records", "--resume")
+    assert b"writing" not in r.stderr
+    # its meta.json cut to the marker: records whose config and device nobody can tell
+    meta = load_meta(run)
+    (run / "meta.json").write_text(json.dumps({k: meta[k] for k in ("format", "format_version")}))
+    one_line(cli("run", cfg, "--out", run, "--resume", "--no-report"),
+             "does not say which config and device its 1 record(s)")
+    # a newer format than this normbench reads: refused wherever it is read
+    (run / "meta.json").write_text(json.dumps({**meta, "format_version": 99}))
+    for args in (("report", run), ("run", cfg, "--out", run, "--resume"), ("export", run,
+                                                                         "--format", "bencher")):
+        one_line(cli(*args), "format_version 99 is newer")
+
+
+def test_python_dash_m_normbench_is_the_command():
+    r = subprocess.run([sys.executable, "-m", "normbench", "--version"], cwd=ROOT, env=ENV,
+                       capture_output=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.decode().startswith("normbench ")

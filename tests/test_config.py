@@ -436,3 +436,16 @@ def test_split_modules_reexported_from_config():
     assert config.NORMS == config_fields.NORMS and config.Size is config_fields.Size
     e = pickle.loads(pickle.dumps(config.ConfigError("f.yaml", "d", "bad")))
     assert str(e) == "config error: f.yaml: d: bad"
+
+
+@pytest.mark.parametrize("text", ["rows: [5]\nd: [33]\nshapes:\n", "batch:\nseq: [4]\nd: [8]\n",
+                                  "shapes: [[5, 33]]\nd:\n", "rows:\nd: [8]\n"])
+def test_a_shape_key_given_empty_is_an_error_not_left_out(text):
+    with pytest.raises(ConfigError, match="must be a list, got null"):
+        parse_config(text)
+
+
+def test_peak_tbps_must_be_a_bandwidth():
+    for bad in ("1e-320", "2000"):
+        with pytest.raises(ConfigError, match="between 0.001 and 1000"):
+            parse_config(f"rows: 1\nd: 1\npeak_tbps: {bad}\n")

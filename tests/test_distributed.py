@@ -219,6 +219,7 @@ def test_an_interrupted_distributed_run_resumes(serial, tmp_path):
 def test_bad_cluster_options_are_one_line_and_exit_2(tmp_path):
     cfg = write_config(tmp_path / "c.yaml")
     for args, needle in ((["--gpus", "0"], "at least 1"), (["--gpus", "all"], "no GPU"),
+                         (["--gpus", "99999"], "each stand-in worker is a process"),
                          (["--gpus", "2", "--scheduler", "tcp://x:1"], "exclude each other"),
                          (["--exclusive-below-us", "5"], "needs --gpus"),
                          (["--shard", "3/3"], "0 <= I < N"),

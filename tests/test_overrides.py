@@ -69,7 +69,7 @@ def test_shape_overrides_replace_the_other_ways_of_giving_shapes():
     (["d"], [], "override 'd'", "(override)", "expected KEY=VALUE"),
     (["implementations=[nosuch]"], [], "override 'implementations=[nosuch]'",
      "implementations[0]", "unknown implementation 'nosuch'"),
-    (["rows="], [], "override 'rows='", "rows", "required"),
+    (["rows="], [], "override 'rows='", "rows", "got null"),
     ([], ["16384"], "--shape '16384'", "shapes", "expected ROWSxD"),
     ([], ["4x8", "4x70000"], "--shape '4x70000'", "shapes[1].d", "at most 65536"),
     ([], ["4x8", "4x8"], "--shape '4x8'", "shapes[1]", "duplicate"),
@@ -176,3 +176,12 @@ def test_config_hash_ignores_the_command_lines_spelling(tmp_path):
     assert a.source_text != b.source_text and a.config_hash == b.config_hash
     assert overrides.load("cpu", ["rows=[6]", "d=[33]"]).config_hash != a.config_hash
     assert overrides.load("cpu").config_hash != a.config_hash
+
+
+def test_text_that_looks_like_a_number_stays_text_through_an_override(tmp_path):
+    """The config is written back out for the overrides: "1e3" must be quoted there."""
+    from normbench.harness import overrides
+    cfg = tmp_path / "sci.yaml"
+    cfg.write_text('name: "1e3"\ndescription: "1.0e3"\nrows: [5]\nd: [33]\n')
+    s = overrides.load(str(cfg), ["seed=1"], ["5x33"])
+    assert s.name == "1e3" and s.description == "1.0e3" and s.seed == 1

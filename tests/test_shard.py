@@ -183,7 +183,7 @@ def test_merge_refuses_duplicates_missing_cases_and_non_shards(runs, tmp_path):
     _refusal(cli("merge", tmp_path / "m", tmp / "s0", tmp_path / "nothing"),
              "not a run directory")
     _refusal(cli("merge", tmp / "serial", tmp / "s0", tmp / "s1", tmp / "s2"),
-             "already holds", "merge into a new or empty --out")   # no --resume to offer
+             "already holds", "merge into a new or empty directory")   # no --resume to offer
     r = cli("merge", tmp_path / "p", tmp / "s0", tmp / "s2", "--allow-partial", "--no-report")
     assert r.returncode == 0 and "partial" in r.stderr, r.stderr
     m = json.loads((tmp_path / "p" / "meta.json").read_text())
@@ -205,3 +205,13 @@ def test_resume_works_per_shard(runs, tmp_path):
     r = cli("run", cfg, "--shard", "0/3", "--out", tmp_path / "s0", "--resume", "--no-report")
     assert r.returncode == 0, r.stderr
     same_records(load_records(tmp_path / "s0"), load_records(tmp / "s0"))
+
+
+def test_a_shard_that_gets_no_case_is_not_an_error(runs, tmp_path):
+    """More shards than cases is valid input: the empty shard exits 0, writes nothing, and the
+    others merge without it."""
+    _tmp, cfg = runs
+    n = len(load_records(_tmp / "serial"))
+    r = cli("run", cfg, "--shard", f"{n + 1}/{n + 2}", "--out", tmp_path / "empty", "--no-report")
+    assert r.returncode == 0, r.stderr
+    assert "nothing to run" in r.stdout and not (tmp_path / "empty").exists()
