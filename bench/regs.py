@@ -17,6 +17,7 @@ PTX and SASS too, to compare a refactor's code before and after.  --table prints
 from __future__ import annotations
 
 import argparse
+import inspect
 import itertools
 import json
 import os
@@ -185,6 +186,9 @@ def compile_kernel(name: str, d: int, norm: str, dtype: str, weight_dtype: str =
                         else (1, 1))
         consts.update(GRID_SYNC=sync, TAIL=tail, RED_G=red_g, RED_N=red_n)
     consts = {k: v for k, v in consts.items() if k in names}
+    for prm in kernel.params:      # a constexpr left at its default (reduce's WIDE): as launched
+        if prm.is_constexpr and prm.name not in consts and prm.default is not inspect.Parameter.empty:
+            consts[prm.name] = prm.default
     sig = {}
     for n in names:
         sig[n] = ("constexpr" if n in consts else act if n in ACT else wt if n in WEIGHT
