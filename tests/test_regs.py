@@ -86,7 +86,7 @@ def test_the_reduce_waits_for_the_kernel_before_it_only_with_pdl():
         "from normbench.strategies.reduce import _reduce_kernel as k\n"
         "tools = os.path.join(os.path.dirname(triton.__file__), 'backends', 'nvidia', 'bin')\n"
         "for pdl in (False, True):\n"
-        "    c = dict(HAS_B=True, BLOCK_G=256, BLOCK_N=32, PAIRED=True, PDL=pdl)\n"
+        "    c = dict(HAS_B=True, BLOCK_G=256, BLOCK_N=32, PAIRED=True, PDL=pdl, WIDE=False)\n"
         "    sig = {n: 'constexpr' if n in c else '*fp32' if n in ('PW', 'PB') else '*bf16'\n"
         "           if n in ('DW', 'DB') else 'i32' for n in k.arg_names}\n"
         "    src = ASTSource(k, sig, constexprs={(k.arg_names.index(n),): v for n, v in c.items()})\n"
