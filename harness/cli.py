@@ -475,8 +475,9 @@ def export(run_dir: Path = typer.Argument(..., help="a run directory"),
 
 def main():
     from normbench.harness.interrupt import (Interrupted, exit_quietly, install,
-                                             reraise_if_interrupted)
+                                             quiet_after_exit_hooks, reraise_if_interrupted)
     install()      # from the first moment: Ctrl-C or SIGTERM never leaves a traceback
+    quiet_after_exit_hooks()   # ... nor, after the exit hooks, kills the finished process
     try:
         try:
             compare.__doc__ = _compare_help()

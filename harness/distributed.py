@@ -261,7 +261,9 @@ class Executor:
         queue = Queue(todo, case_costs(todo, self.sweep), call_us, self.x)
         s = asdict(settings)
         in_flight: dict = {}
-        held: dict = {}                # concurrent records waiting for their exclusive re-run
+        # concurrent records waiting for their exclusive re-run, case key -> (case, record); on
+        # the executor, so that what a stop leaves here is saved by the caller (unsaved())
+        self._held = held = {}
         hosts, refreshed, lonely = self._hosts(), time.monotonic(), None
         try:
             while queue or in_flight:
@@ -288,20 +290,38 @@ class Executor:
                     case, host, alone, _ = in_flight.pop(fut)
                     rec = _record(fut, case, settings, failed_record)
                     if not queue.finished(host, case, alone, rec):
-                        held[case.key] = rec
+                        held[case.key] = (case, rec)
                         continue
-                    held.pop(case.key, None)
+                    prior = held.pop(case.key, None)
+                    if prior is not None and rec.get("status") != "ok":
+                        # a failed re-run does not replace a good measurement: kept, said so
+                        rec = _noted(prior[1], f"its exclusive re-run failed ({rec.get('status')}: "
+                                               f"{rec.get('error')}); measured beside other cases")
                     yield case, rec
-        except GeneratorExit:
+        except GeneratorExit:            # the caller stopped: it saves unsaved()
             for fut in in_flight:
                 fut.cancel()
             raise
         except BaseException:
             for fut in in_flight:
                 fut.cancel()
-            for key, rec in held.items():        # measured: never lost
-                yield next(c for c in todo if c.key == key), rec
+            while held:                  # measured: never lost
+                yield self._unheld(held.popitem()[1])
             raise
+
+    def unsaved(self) -> list:
+        """(case, record) of the concurrent measurements still waiting for their exclusive
+        re-run when records() stopped: the caller stores them (measured: never lost)."""
+        held, out = getattr(self, "_held", {}), []
+        while held:
+            out.append(self._unheld(held.popitem()[1]))
+        return out
+
+    @staticmethod
+    def _unheld(item):
+        case, rec = item
+        return case, _noted(rec, "measured beside other cases: the run stopped before its "
+                                 "exclusive re-run")
 
     def _reclaim(self, in_flight, hosts, queue) -> None:
         """Tasks pinned to a host with no worker left for a minute: start them elsewhere."""
@@ -338,6 +358,11 @@ def _per_gpu_cluster(devices: list[str], common: dict):
         for i, dev in enumerate(devices)}
     return SpecCluster(workers=workers, scheduler={"cls": Scheduler, "options": {
         "dashboard_address": common["dashboard_address"]}}, silence_logs=common["silence_logs"])
+
+
+def _noted(rec: dict, note: str) -> dict:
+    old = rec.get("notes")
+    return {**rec, "notes": f"{old}; {note}" if isinstance(old, str) and old else note}
 
 
 def _record(fut, case, settings, failed_record) -> dict:

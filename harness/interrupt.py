@@ -1,6 +1,7 @@
 """SIGINT/SIGTERM as an exception, so that a sweep stops between two stores, never mid-write."""
 from __future__ import annotations
 
+import atexit
 import enum
 import os
 import signal
@@ -97,3 +98,17 @@ def exit_quietly() -> None:
     is done: what it measured is stored by then."""
     for s in (signal.SIGINT, signal.SIGTERM):
         signal.signal(s, _exit_now)
+
+
+def _ignore_signals() -> None:
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, signal.SIG_IGN)
+
+
+def quiet_after_exit_hooks() -> None:
+    """Once every exit hook registered after this call has run (torch's, multiprocessing's
+    joins of its children, Dask's), SIGINT and SIGTERM are ignored: Python's finalization
+    then restores the default action of a signal it had a handler for, and a signal in that
+    last stretch would kill the process (exit -2 / -15) after its command has finished.
+    Call it first thing (the CLI's main): exit hooks run last registered, first run."""
+    atexit.register(_ignore_signals)

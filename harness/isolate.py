@@ -227,6 +227,12 @@ def _shutdown(proc, conn, grace_s: float, kill: bool) -> int | None:
         if proc.is_alive():
             proc.kill()
             proc.join(max(grace_s, 5.0))
+    except BaseException:
+        # a signal in a wait above (Ctrl-C in the grace after SIGTERM): the worker is no one's
+        # any more, and a live non-daemon child would hold the exit (multiprocessing joins it)
+        if proc.is_alive():
+            proc.kill()
+        raise
     finally:
         if conn is not None:
             conn.close()

@@ -252,11 +252,24 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
         if worker is not None:
             worker.close()
         if executor is not None:
+            _save_unsaved(executor, store, outcome)
             executor.close()
         store.close()
         for s, h in previous.items():
             signal.signal(s, h)
     return outcome
+
+
+def _save_unsaved(executor, store: RunStore, outcome) -> None:
+    """The measurements an executor still held when the sweep stopped (a signal while a record
+    was being kept): stored, so nothing measured is lost; a store that fails here leaves the
+    error that stopped the sweep to be reported."""
+    try:
+        for _case, rec in getattr(executor, "unsaved", list)():
+            store.append(rec)
+            outcome.measured += 1
+    except Exception:
+        pass
 
 
 def _check_shard(meta: dict, shard: dict | None, out_dir: Path) -> None:
