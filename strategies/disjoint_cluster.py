@@ -153,7 +153,10 @@ else:
             if not _tuning.OVERRIDE:
                 _PLANS[key] = m
         if not m.half:
-            return disjoint_strided.backward(x, dy, weight, mean, rstd, groups=2 * groups)
+            # twice the programs, capped as the registry caps GROUPS: each a row or more
+            per = _tuning.cdiv(c.rows, 2 * groups)
+            return disjoint_strided.backward(x, dy, weight, mean, rstd,
+                                             groups=_tuning.cdiv(c.rows, per))
         pw, pb = scratch(groups, c.d, c.has_mean, c.x.device)
         words = _words(groups, c.x.device)
         pdl = _device.pdl_on(p, c.x.device)
