@@ -199,7 +199,7 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
         return
     from normbench.harness.isolate import WorkerStartError
     from normbench.harness.run import default_out_dir, execute, preflight
-    from normbench.harness.store import StoreError
+    from normbench.harness.store import StoreError, StoreWriteError
     if resume and out_dir is not None and not out_dir.exists():
         err.print(f"run --resume: {out_dir} does not exist yet: a new run starts there")
     try:
@@ -214,6 +214,8 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
     try:
         outcome = execute(sweep, cases, out_dir, resume=resume, isolate=isolate, console=err,
                           shard=shard_meta, executor=executor, force_resume=force_resume)
+    except StoreWriteError as e:    # the machine's fault mid-run, not the input's
+        fail(f"run: {e}", 1)
     except StoreError as e:
         fail(f"run: {e}")
     except WorkerStartError as e:

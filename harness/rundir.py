@@ -32,6 +32,11 @@ class StoreError(Exception):
         super().__init__(one_line(message))
 
 
+class StoreWriteError(StoreError):
+    """Writing a run's file failed (a full disk, a directory gone read-only): a fault of the
+    machine, not of the input (the CLI exits 1, not 2)."""
+
+
 def run_dir_version(path: str | os.PathLike) -> int | None:
     """The format version of the run directory at `path`, or None when it is not one.
 

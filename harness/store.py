@@ -46,7 +46,7 @@ from normbench.harness.records_io import (  # noqa: F401  (re-exported: the stor
     _read_parquet, _row_values, _samples_as_lists, _samples_text, _short, load_records)
 from normbench.harness.rundir import (  # noqa: F401  (re-exported: the store's public names)
     FORMAT, FORMAT_VERSION, LOCK_FILE, LOCK_INFO, META_JSON, RECORDS_CSV, RECORDS_PARQUET,
-    StoreError, _DATA_FILES, _atomic_write, _read_json, _reason, check_out_dir, check_run_dir,
+    StoreError, StoreWriteError, _DATA_FILES, _atomic_write, _read_json, _reason, check_out_dir, check_run_dir,
     is_run_dir, meta_format_version, run_dir_version, write_file_atomic)
 from normbench.harness.schema import COLUMNS, STATUSES
 
@@ -333,7 +333,7 @@ class RunStore:
         try:
             _atomic_write(path, write)
         except OSError as e:
-            raise StoreError(f"cannot write {path}: {_reason(e)}") from e
+            raise StoreWriteError(f"cannot write {path}: {_reason(e)}") from e
 
 
 # --------------------------------------------------------------------------- helpers

@@ -521,3 +521,22 @@ def test_resume_refuses_a_row_of_an_unknown_status(tmp_path):
     with pytest.raises(StoreError, match=f"case {re.escape(cid)} has status 'weird'"):
         RunStore(tmp_path, resume=True)
     assert csv.read_text() == "".join(lines)          # left as it was
+
+
+def test_a_failed_write_is_a_write_error_not_bad_input(tmp_path, monkeypatch):
+    """A disk that fills or goes read-only mid-run: StoreWriteError (the CLI exits 1 for it,
+    2 for bad input), one line."""
+    import errno
+    from normbench.harness import store as store_mod
+    from normbench.harness.store import StoreWriteError
+    run = tmp_path / "run"
+    with RunStore(run) as s:
+        s.append(full_record(0))
+
+        def full(path, write):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        monkeypatch.setattr(store_mod, "_atomic_write", full)
+        with pytest.raises(StoreWriteError, match="cannot write .*records") as e:
+            s.append(full_record(1))
+        monkeypatch.undo()          # the disk back: the store closes as usual
+    assert isinstance(e.value, StoreError) and "\n" not in str(e.value)
