@@ -35,7 +35,8 @@ a peer's call time inflated by a burst of host time cannot meet it for us.  The 
   fraction from its own line's run (so two runs, two days, where the lines came from two).
 
 Prints a markdown table (one line per norm × shape × dtype mix, the run it came from) and
-the count met, then target 3's lines and their count.  Exit status 0 whatever the outcome: this reads, it gates nothing.
+the count met, then target 3's lines and their count.  Exit status 0 whatever the outcome: this reads, it gates nothing
+(2, one line, where a run cannot be read or holds no line of the table).
 """
 from __future__ import annotations
 
@@ -83,21 +84,26 @@ def split_run(arg: str) -> tuple[str, dict]:
 
 def status(run_dirs: list[str]) -> pd.DataFrame:
     rows = {}
+    loaded = []
     for arg in run_dirs:
         run, filt = split_run(arg)
         recs = plain(store.load_records(run))
         for key, value in filt.items():
             recs = recs[recs[key].astype(str) == value]
+        loaded.append((run, recs))
+    # every peer any of the runs knew of (measured, or recorded as skipped): a line of a run
+    # that lacks one of them cannot replace a line that has it
+    tried = [_peers(recs, skipped=True) for _, recs in loaded]
+    all_peers = set().union(*(p for t in tried for p in t.values()))
+    for run, recs in loaded:
         ans = summary.answer(recs)
         peer_gpu = _peer_gpu_us(recs)
         peers = _peers(recs)
-        tried = _peers(recs, skipped=True)
-        run_peers = set().union(*tried.values()) if tried else set()
         for _, r in ans.iterrows():
             if (int(r["rows"]), int(r["d"])) not in SHAPES:
                 continue
             key = tuple(r[k] for k in summary.SHAPE)
-            missing = sorted(run_peers - peers.get(key, set()))
+            missing = sorted(all_peers - peers.get(key, set()))
             if missing and key in rows and not rows[key]["peers_missing"]:
                 continue        # an earlier run holds this line with every peer
             speed, copy = targets(r["norm"], r["dtype"])
@@ -262,7 +268,15 @@ def main(argv: list[str]) -> int:
     if missing:
         print(f"targets_status.py: {missing[0]}: not a run directory", file=sys.stderr)
         return 2
-    df = status(argv)
+    try:
+        df = status(argv)
+    except (OSError, ValueError, store.StoreError) as e:
+        print(f"targets_status.py: {' '.join(str(e).split())}", file=sys.stderr)
+        return 2
+    if df.empty:
+        print(f"targets_status.py: no line of the issue's table in {', '.join(argv)}",
+              file=sys.stderr)
+        return 2
     print(markdown(df))
     print()
     print(markdown_pow2(pow2_gaps(df)))

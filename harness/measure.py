@@ -133,13 +133,27 @@ def base_record(case: Case, s: Settings) -> dict:
 _OUTPUTS = ("dx", "dw", "db")
 
 
-def _wrong_dtypes(out, x, w) -> str:
-    """Why the outputs' dtypes are not the contract's (dx as x, dγ and dβ as the weight):
-    an output in a narrower dtype would be judged, and credited bytes, as one it is not."""
+def _wrong_dtypes(out, x, w, has_bias: bool = True) -> str:
+    """Why the outputs are not the contract's: the tuple (dx, dγ, dβ) — dβ a tensor for
+    LayerNorm, None for RMSNorm — with dx in x's dtype and dγ, dβ in the weight's (an output
+    in a narrower dtype would be judged, and credited bytes, as one it is not)."""
+    if not isinstance(out, (tuple, list)):
+        return f"returned {type(out).__name__}, not the tuple (dx, dγ, dβ)"
+    if len(out) != 3:
+        return f"returned {len(out)} outputs, not 3 (dx, dγ, dβ)"
+    for k, o, need in zip(_OUTPUTS, out, (True, True, has_bias)):
+        if need and not isinstance(o, torch.Tensor):
+            return f"returned {SHOWN['err_' + k]} as {type(o).__name__}, not a tensor"
+        if not need and o is not None:
+            return f"returned {SHOWN['err_' + k]} for RMSNorm, which has none (expected None)"
     want = (x.dtype, w.dtype, w.dtype)
     bad = [f"{SHOWN['err_' + k]} as {o.dtype} (expected {t})"
            for k, o, t in zip(_OUTPUTS, out, want) if isinstance(o, torch.Tensor) and o.dtype != t]
     return "returned " + ", ".join(bad) if bad else ""
+
+
+def _copy(out) -> tuple:
+    return tuple(o.clone() if isinstance(o, torch.Tensor) else o for o in out)
 
 
 def _judge(rec: dict, out, ref) -> None:
@@ -230,7 +244,7 @@ def _measure(case, s, entry, groups, rec, device, nbytes, done):
     notes = getattr(entry.fn, "notes", None)
     if notes is not None:
         rec["notes"] = notes(x, dy, w, mean, rstd)
-    if wrong := _wrong_dtypes(first, x, w):
+    if wrong := _wrong_dtypes(first, x, w, mean is not None):
         return done("error", wrong)
     _judge(rec, first, ref)
     nonfinite = [f"{k} of the first call" for k in _nonfinite(first)]
@@ -240,14 +254,16 @@ def _measure(case, s, entry, groups, rec, device, nbytes, done):
     # 2. determinism: bitwise, against every distinct result seen so far; each new result is
     #    judged against the reference too (the worst error is kept): a call that drifts from
     #    the first one's answer (a stale workspace, a lost update) is not correct
-    distinct = [first]
+    # copies: an implementation that returns the same buffers every call would otherwise be
+    # compared with itself
+    distinct = [_copy(first)]
     for i in range(s.repeats - 1):
         out = call()
+        if wrong := _wrong_dtypes(out, x, w, mean is not None):
+            return done("error", f"repeat {i + 2}: {wrong}")
         nonfinite += [f"{k} of repeat {i + 2}" for k in _nonfinite(out)]
         if not any(all(same_bits(a, b) for a, b in zip(out, seen)) for seen in distinct):
-            distinct.append(out)
-            if wrong := _wrong_dtypes(out, x, w):
-                return done("error", f"repeat {i + 2}: {wrong}")
+            distinct.append(_copy(out))
             _judge(rec, out, ref)
         del out
     rec["distinct_results"] = len(distinct)

@@ -17,6 +17,7 @@ import importlib
 import inspect
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Callable
@@ -134,6 +135,7 @@ def register(name: str, *, kind: str, deterministic_by_design: bool, uses_groups
     (rows, d, sms, launch params) -> GROUPS for groups=None.  contention: the contention model
     as data (`Contention`); `workspace` / `writers` callables instead, for a model that is not
     of that form (they win over it)."""
+    _check_name(name)
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     if contention is not None:
@@ -155,8 +157,20 @@ def register(name: str, *, kind: str, deterministic_by_design: bool, uses_groups
     return deco
 
 
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
+
+
+def _check_name(name) -> None:
+    """A name the command line can select: `--only a,b` splits on commas, compare's
+    `kind:strategy` on the colon, and a run's records and file names hold it."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValueError(f"implementation name {name!r}: use letters, digits and _ . + - "
+                         "(not first: . + -)")
+
+
 def add(entry: Entry) -> Entry:
     """Register a ready-made Entry (a subclass may, for example, settle `available` lazily)."""
+    _check_name(entry.name)
     if entry.name in _REGISTRY:
         raise ValueError(f"implementation {entry.name!r} registered twice")
     _REGISTRY[entry.name] = entry
@@ -165,10 +179,17 @@ def add(entry: Entry) -> Entry:
 
 def register_unavailable(name: str, *, kind: str, reason: str, deterministic_by_design: bool = False,
                          uses_groups: bool = False, doc: str = "") -> None:
-    """Record an optional implementation that cannot run here, and why."""
-    _REGISTRY.setdefault(name, Entry(name=name, kind=kind, deterministic_by_design=deterministic_by_design,
-                                     uses_groups=uses_groups, fn=None, available=False,
-                                     reason=reason, doc=doc))
+    """Record an optional implementation that cannot run here, and why (the same record again,
+    a module imported twice, is no change; any other entry of the name is a clash)."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    entry = Entry(name=name, kind=kind, deterministic_by_design=deterministic_by_design,
+                  uses_groups=uses_groups, fn=None, available=False, reason=reason, doc=doc)
+    old = _REGISTRY.get(name)
+    if old is not None and not (not old.available and old.kind == kind and old.reason == reason):
+        raise ValueError(f"implementation {name!r} registered twice")
+    if old is None:
+        add(entry)
 
 
 class PluginError(Exception):
@@ -217,6 +238,11 @@ def _load_plugins() -> None:
             _plugin_error = PluginError(f"plugin {plugin} ({where}) cannot be loaded: "
                                         f"{type(e).__name__}: {text}"[:500])
             raise _plugin_error from None
+        except BaseException as e:      # SystemExit from the plugin, or Ctrl-C while it loads
+            # the plugin and those after it did not load: say so on every later call
+            _plugin_error = PluginError(f"plugin {plugin} ({where}) did not finish loading: "
+                                        f"{type(e).__name__} while importing it")
+            raise
 
 
 def known() -> list[str]:

@@ -96,6 +96,11 @@ def backward(x, dy, weight, mean, rstd, *, groups=None):
     fn = _compiled.get(key)
     if fn is None:
         fn = _compiled[key] = _compile(rms, len(_compiled))
+    if x.requires_grad or dy.requires_grad or weight.requires_grad:
+        # a backward's inputs, not a graph to differentiate: Inductor has no derivative for
+        # the RMSNorm backward op (it would fail to compile), and the strategies' outputs
+        # hold no graph either
+        x, dy, weight = x.detach(), dy.detach(), weight.detach()
     if rms:
         dx, dw = fn(dy, x, rstd, weight)
         return dx, dw, None

@@ -62,8 +62,10 @@ def _upcast(dy, x, weight, mean, rstd):
 
 def _composite(dy, x, weight, mean, rstd):
     """dx, dγ (RMSNorm) by autograd through F.rms_norm's composite ops, from the saved rstd."""
-    with warnings.catch_warnings():
+    # autograd also under no_grad / inference_mode (whose tensors it cannot record: copied)
+    with warnings.catch_warnings(), torch.inference_mode(False), torch.enable_grad():
         warnings.simplefilter("ignore")
+        x, dy, weight, rstd = (t.clone() if t.is_inference() else t for t in (x, dy, weight, rstd))
         xf = x.detach().to(_F32).requires_grad_(True)
         w = weight.detach().requires_grad_(True)
         r = rstd.to(_F32)[:, None]

@@ -434,3 +434,40 @@ def test_within_tolerances_judges_each_output_by_its_own_dtype():
     assert not within_tolerances((ref[0].float(), off(ref[1], 1e-3), None), ref, "bf16", "fp32")
     assert within_tolerances((ref[0].float(), off(ref[1], 1e-3), None), ref, "bf16", "bf16")
     assert not within_tolerances((off(ref[0], 0.1), ref[1].float(), None), ref, "bf16", "bf16")
+
+
+@pytest.mark.parametrize("name,norm,ret,why", [
+    ("short", "layernorm", lambda o: o[:2], "returned 2 outputs, not 3"),
+    ("long", "layernorm", lambda o: (*o, None), "returned 4 outputs, not 3"),
+    ("gen", "layernorm", lambda o: (t for t in o), "returned generator, not the tuple"),
+    ("no_db", "layernorm", lambda o: (o[0], o[1], None), "returned dβ as NoneType"),
+    ("rms_db", "rmsnorm", lambda o: (o[0], o[1], o[1].clone()), "for RMSNorm, which has none"),
+])
+def test_outputs_not_the_contracts_tuple_are_an_error(monkeypatch, name, norm, ret, why):
+    """(dx, dγ, dβ): a result missing dβ, one too many, or not a tuple at all is an error
+    record naming it — never ok and correct on the outputs it did return."""
+    from normbench import strategies
+    torch_fn = strategies.get("torch").fn
+    _fake(monkeypatch, f"test_{name}", lambda *a, **k: ret(torch_fn(*a[:5])))
+    rec = _measure_impl(f"test_{name}", norm=norm)
+    assert rec["status"] == "error" and why in rec["error"], rec["error"]
+
+
+def test_outputs_reused_across_calls_are_still_compared(monkeypatch):
+    """An implementation writing every call's result into the same buffers, different each
+    call: the repeats are compared with copies, so the change is seen."""
+    import torch
+    from normbench import strategies
+    torch_fn = strategies.get("torch").fn
+    buf, calls = {}, []
+
+    def aliasing(x, dy, w, mean, rstd, *, groups=None):
+        calls.append(1)
+        dx, dw, db = torch_fn(x, dy, w, mean, rstd)
+        for k, t in (("dx", dx), ("dw", dw), ("db", db)):
+            buf.setdefault(k, torch.empty_like(t)).copy_(t)
+        buf["dw"] *= 1 + 1e-3 * (len(calls) % 7)
+        return buf["dx"], buf["dw"], buf["db"]
+    _fake(monkeypatch, "test_aliasing", aliasing)
+    rec = _measure_impl("test_aliasing", repeats=4)
+    assert rec["deterministic"] is False and rec["distinct_results"] > 1

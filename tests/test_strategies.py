@@ -590,3 +590,29 @@ def test_the_reduce_takes_64_bit_offsets_where_groups_times_d_reach_2_31(monkeyp
                 m.setattr(f, "wide", lambda g, n: True)
             wide = strategies.get(name).backward(x, dy, w, mean, rstd, groups=3)
         same_bits(narrow, wide, name)
+
+
+def test_names_the_command_line_cannot_select_are_refused():
+    from normbench.strategies import _registry
+    for bad in ("", "a,b", "a/b", "kind:x", " x", ".x"):
+        with pytest.raises(ValueError, match="implementation name"):
+            _registry.register(bad, kind="strategy", deterministic_by_design=True,
+                               uses_groups=False)(lambda *a, **k: None)
+    with pytest.raises(ValueError, match="kind must be one of"):
+        _registry.register_unavailable("x_weird", kind="weird", reason="r")
+    with pytest.raises(ValueError, match="registered twice"):
+        _registry.register_unavailable("atomic", kind="strategy", reason="r")
+
+
+def test_a_plugin_that_exits_while_loading_is_never_silently_missing(monkeypatch):
+    from normbench.strategies import _registry
+
+    def exits():
+        raise SystemExit(3)
+    monkeypatch.setattr(_registry, "_plugins_loaded", False)
+    monkeypatch.setattr(_registry, "_plugin_error", None)
+    monkeypatch.setattr(_registry, "_plugin_sources", lambda: [("p_exit", "test", exits)])
+    with pytest.raises(SystemExit):
+        _registry.names()
+    with pytest.raises(_registry.PluginError, match="p_exit .* did not finish loading"):
+        _registry.names()

@@ -196,3 +196,33 @@ def test_readme_without_the_paragraph_is_one_line_and_exit_2(tmp_path, capsys):
     assert targets_status.main(["--readme", str(bad)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Issue 16's targets" in err
+
+
+@pytest.mark.skipif(not os.path.isdir(WIDE), reason="runs not here")
+def test_a_run_that_never_knew_a_peer_does_not_replace_a_line_that_has_it(tmp_path):
+    """A copy of h200-targets-wide without quack's records at all (its package neither
+    installed nor recorded): named last, its lines would be judged without quack; they list
+    quack as missing and the complete run's lines stand."""
+    from normbench.harness.store import RunStore, load_meta, load_records
+    df = load_records(WIDE)
+    out = tmp_path / "noquack"
+    with RunStore(out) as s:
+        s.write_meta(load_meta(WIDE))
+        for r in df[df["implementation"] != "quack"].to_dict("records"):
+            s.append(r)
+    both = targets_status.status([WIDE, str(out)])
+    assert set(both.run) == {"h200-targets-wide"} and (both.peers_missing == "").all()
+    alone = targets_status.status([str(out)])
+    assert (alone.peers_missing == "").all()        # alone, it knows of no quack
+
+
+def test_an_empty_run_or_no_line_is_one_line_and_exit_2(tmp_path):
+    script = os.path.join(ROOT, "bench", "targets_status.py")
+    (tmp_path / "empty").mkdir()
+    r = subprocess.run([sys.executable, script, str(tmp_path / "empty")], capture_output=True,
+                       text=True)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    if os.path.isdir(PEERS):
+        r = subprocess.run([sys.executable, script, PEERS + ":norm=foo"], capture_output=True,
+                           text=True)
+        assert r.returncode == 2 and "no line of the issue's table" in r.stderr
