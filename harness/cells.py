@@ -46,8 +46,11 @@ def sig(v, digits: int = 3) -> str:
 
 
 def md_cell(v) -> str:
-    """A markdown table cell: missing -> '', '|' escaped, on one line."""
-    return ("" if is_missing(v) else str(v)).replace("|", "\\|").replace("\n", " ")
+    """A markdown table cell: missing -> '', '|' escaped, '<' and '>' as entities (an error
+    text or a plugin's name is shown, never rendered as HTML by a viewer), on one line."""
+    text = "" if is_missing(v) else str(v)
+    return (text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+            .replace("\n", " "))
 
 
 def md_table(header, rows) -> list[str]:

@@ -228,7 +228,8 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
     from normbench.harness.store import load_meta, load_records
     df = load_records(out_dir)
     from normbench.harness.report.terminal import print_tables
-    print_tables(df, load_meta(out_dir), out)
+    from normbench.harness.report.fmt import plain
+    print_tables(plain(df), load_meta(out_dir), out)
     if outcome.interrupted:
         again = _again(config, overrides, shape, only=only, isolate=isolate, shard=shard,
                        gpus=gpus, scheduler=scheduler, exclusive_below_us=exclusive_below_us,

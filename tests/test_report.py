@@ -305,3 +305,39 @@ def test_an_incorrect_record_names_the_outputs_past_their_own_tolerance():
     old = pd.Series(dict(tolerance=3e-2, tolerance_dw=pd.NA, err_dx=0.5, err_dw=1e-3,
                          err_db=None, max_rel_err=0.5))      # a run from before tolerance_dw
     assert _over_tolerance(old) == "past its tolerance: dx 0.5 > 0.03 (dγ 0.001 within)"
+
+
+def test_the_markdown_table_of_a_run_where_nothing_passed(tmp_path):
+    from normbench.harness.report import write_table
+    run = synthetic.write_run(tmp_path / "r", [
+        synthetic.record(implementation="torch", status="error", error="x"),
+        synthetic.record(implementation="disjoint_block", groups=4, status="timeout",
+                         error="t")], synthetic.meta())
+    text = write_table(run)
+    assert "| RMS | 1024 × 1024 |" in text
+
+
+def test_records_measured_against_different_copy_ceilings_draw_no_single_one(tmp_path):
+    """Merged shards from GPUs of different ceilings: meta holds their median, each record
+    its own % of copy — the report draws and predicts from no single ceiling then."""
+    from normbench.harness.report.fmt import one_copy_ceiling, plain
+    from normbench.harness.store import load_records
+    a = synthetic.record(implementation="torch", time_ms=0.2)
+    b = synthetic.record(implementation="atomic", time_ms=0.2)
+    a["pct_copy"] = a["gbps"] / 2000 * 100           # measured on a 2000 GB/s GPU
+    b["pct_copy"] = b["gbps"] / 4000 * 100           # and on a 4000 GB/s one
+    meta = synthetic.meta(copy_ceiling_gbps=3000.0)
+    run = synthetic.write_run(tmp_path / "m", [a, b], meta)
+    df = plain(load_records(run))
+    assert one_copy_ceiling(df, meta) is None
+    same = synthetic.write_run(tmp_path / "s", [synthetic.record(implementation="torch")],
+                               synthetic.meta())
+    assert one_copy_ceiling(plain(load_records(same)), synthetic.meta()) == \
+        synthetic.COPY_CEILING_GBPS
+    rep = build_report(load_records(run), meta)
+    assert "different copy ceilings" in rep.markdown()
+
+
+def test_markdown_cells_show_html_never_render_it():
+    from normbench.harness.cells import md_cell
+    assert md_cell("<script>x</script> | y") == "&lt;script&gt;x&lt;/script&gt; \\| y"

@@ -153,7 +153,10 @@ def markdown_table(df: pd.DataFrame) -> str:
     rows = []
     for _, r in a.iterrows():
         key = tuple(r[k] for k in summary.SHAPE)
-        mine = best[[tuple(x) == key for x in best[list(summary.SHAPE)].itertuples(index=False)]]
+        # (a boolean list as long as the rows: `best[[]]` of an empty frame would pick columns)
+        mine = best[np.array([tuple(x) == key for x in
+                              best[list(summary.SHAPE)].itertuples(index=False)], dtype=bool)] \
+            if len(best) else best
         peer_t = {}
         for p in peers:
             hit = mine[mine["implementation"] == p]

@@ -157,3 +157,22 @@ def interpreted(meta: dict, df: pd.DataFrame) -> bool:
     return bool(len(df)) and (df["timer"] == "cpu_wall").any()
 
 
+
+
+def one_copy_ceiling(df: pd.DataFrame, meta: dict) -> float | None:
+    """The run's copy ceiling (GB/s) where every record's % of copy was measured against it;
+    None where the run has none, or where the records' own ceilings (GB/s over % of copy)
+    differ by more than 1 % — shards merged from, or workers on, GPUs of different ceilings,
+    whose meta holds their median — so that no figure drawn against one ceiling contradicts a
+    record's own % of copy."""
+    copy = meta.get("copy_ceiling_gbps")
+    if not (finite(copy) and float(copy) > 0):
+        return None
+    if len(df) and {"gbps", "pct_copy"} <= set(df.columns):
+        g = pd.to_numeric(df["gbps"], errors="coerce").to_numpy(dtype=float)
+        p = pd.to_numeric(df["pct_copy"], errors="coerce").to_numpy(dtype=float)
+        ok = np.isfinite(g) & np.isfinite(p) & (p > 0)
+        own = g[ok] / p[ok] * 100
+        if len(own) and own.max() > own.min() * 1.01:
+            return None
+    return float(copy)

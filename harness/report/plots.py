@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from .document import PlotFigure, Report
-from .fmt import (SHAPE, best_per_impl, competing, finite, fmt_int, impl_label, impl_order,
+from .fmt import (SHAPE, best_per_impl, one_copy_ceiling, competing, finite, fmt_int, impl_label, impl_order,
                   implementation_order,
                   shape_label, short, uses_groups)
 
@@ -92,8 +92,7 @@ def _plot_bandwidth(rep, df, comp, meta, palette, baseline, interp):
     from matplotlib.lines import Line2D
     import seaborn as sns
     rep.h(3, "Achieved bandwidth against rows")
-    copy = meta.get("copy_ceiling_gbps")
-    copy = float(copy) if finite(copy) and float(copy) > 0 else None
+    copy = one_copy_ceiling(df, meta)
     best = best_per_impl(comp)
     if not best.empty:
         best = best.copy()

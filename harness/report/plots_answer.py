@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from .document import PlotFigure
-from .fmt import SHAPE, best_per_impl, finite, impl_order, na, shape_label
+from .fmt import SHAPE, best_per_impl, finite, impl_order, na, one_copy_ceiling, shape_label
 from .plots import _new_figure, _png
 
 
@@ -29,6 +29,9 @@ def samples_us(v) -> list[float]:
     return [x for x in xs if math.isfinite(x)]
 
 
+MAX_SAMPLE_PANELS = 24
+
+
 def plot_samples(rep, df, comp, meta, palette, baseline, interp):
     rep.h(3, "Every sample, per shape")
     best = best_per_impl(comp)
@@ -42,6 +45,11 @@ def plot_samples(rep, df, comp, meta, palette, baseline, interp):
         return
     many_w = df["weight_dtype"].nunique() > 1
     shapes = best.sort_values(list(SHAPE)).drop_duplicates(list(SHAPE))
+    if len(shapes) > MAX_SAMPLE_PANELS:     # a panel a shape: past a few dozen, unreadable and slow
+        rep.p(f"{MAX_SAMPLE_PANELS} of the {len(shapes)} shapes, spread over their order (every "
+              "shape's samples are in records.csv, time_samples_ms).")
+        pick = np.linspace(0, len(shapes) - 1, MAX_SAMPLE_PANELS).round().astype(int)
+        shapes = shapes.iloc[sorted(set(pick))]
     n = len(shapes)
     ncols = min(3, n)
     nrows = math.ceil(n / ncols)
@@ -87,8 +95,7 @@ def plot_roofline(rep, df, comp, meta, palette, baseline, interp):
     if best.empty:
         rep.p("Skipped: no record passed with a bytes-moved model.")
         return
-    copy = meta.get("copy_ceiling_gbps")
-    copy = float(copy) if finite(copy) and float(copy) > 0 else None
+    copy = one_copy_ceiling(df, meta)
     fig = _new_figure(8.0, 5.2)
     ax = fig.subplots()
     for impl in impl_order(best["implementation"].unique(), palette):

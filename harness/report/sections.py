@@ -10,7 +10,8 @@ import pandas as pd
 from normbench.harness import hostload, model, schema, summary
 
 from .document import Report
-from .fmt import SHAPE, finite, fmt_bytes, fmt_int, impl_label, ms_to_us, na
+from .fmt import (SHAPE, finite, fmt_bytes, fmt_int, impl_label, ms_to_us, na,
+                  one_copy_ceiling)
 
 META_ORDER = ("config_name", "config_path", "config_hash", "device_name", "sm_count",
               "peak_tbps", "copy_ceiling_gbps", "timer", "interpreted", "driver_version",
@@ -104,14 +105,18 @@ def environment_section(rep: Report, meta: dict, interp: bool) -> None:
 # bandwidth-bound prediction
 
 def prediction_section(rep: Report, df: pd.DataFrame, meta: dict, interp: bool) -> None:
-    copy = meta.get("copy_ceiling_gbps")
-    copy = float(copy) if finite(copy) and float(copy) > 0 else None
+    copy = one_copy_ceiling(df, meta)
+    mixed = copy is None and finite(meta.get("copy_ceiling_gbps"))
     peak = model.peak_tbps(str(meta.get("device_name") or ""),
                            float(meta["peak_tbps"]) if finite(meta.get("peak_tbps")) else None)
     seed = meta.get("config_name") == SEED_CONFIG
-    if not (seed or copy or finite(meta.get("peak_tbps"))):
+    if not (seed or copy or mixed or finite(meta.get("peak_tbps"))):
         return
     rep.h(2, "Measured time against the bandwidth bound", "prediction")
+    if mixed:
+        rep.p("The records were measured on GPUs of different copy ceilings (merged shards, or "
+              "workers): each record's % of copy is against its own GPU's, and no single "
+              "ceiling is drawn or predicted from here.")
     if not (copy or peak):
         rep.p("meta.json holds no copy ceiling and the device has no datasheet peak: "
               "no prediction can be made.")
