@@ -616,3 +616,15 @@ def test_a_plugin_that_exits_while_loading_is_never_silently_missing(monkeypatch
         _registry.names()
     with pytest.raises(_registry.PluginError, match="p_exit .* did not finish loading"):
         _registry.names()
+
+
+@pytest.mark.parametrize("ctx", [torch.no_grad, torch.inference_mode])
+def test_torch_rmsnorm_under_no_grad_and_inference_mode(ctx):
+    """torch's CPU RMSNorm path differentiates F.rms_norm's composite ops: it must do so
+    whatever grad mode the caller is in."""
+    x, dy, w, _m, rstd = make_inputs("rmsnorm", 6, 16, "fp32", "fp32", seed=2, device="cpu")
+    ref = reference(x, dy, w, None, rstd)
+    with ctx():
+        xi, dyi, wi, ri = (t.clone() for t in (x, dy, w, rstd))
+        dx, dw, db = strategies.get("torch").backward(xi, dyi, wi, None, ri)
+    assert db is None and rel_error(dx, ref[0]) < 1e-5 and rel_error(dw, ref[1]) < 1e-5
