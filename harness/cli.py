@@ -206,6 +206,7 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
         if out_dir is not None:
             preflight(sweep, out_dir, resume=resume, force_resume=force_resume,
                       device=executor is None)
+        chosen = out_dir is not None       # a directory made here is removed if left empty
         out_dir = out_dir or default_out_dir(sweep)
     except StoreError as e:
         fail(f"run: {e}")
@@ -223,6 +224,9 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
     except Exception as e:
         from normbench.harness.distributed import ClusterError
         if isinstance(e, ClusterError):
+            if not chosen:
+                from normbench.harness.run import discard_if_empty
+                discard_if_empty(out_dir)
             fail(f"run: {e}", 1)
         raise
     from normbench.harness.store import load_meta, load_records

@@ -12,6 +12,7 @@ import signal
 import socket
 import sys
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -103,6 +104,22 @@ def preflight(sweep: Sweep, out_dir: Path, *, resume: bool, force_resume: bool =
                              "(--force-resume resumes anyway and records both in meta.json)")
 
 
+def discard_if_empty(out_dir) -> None:
+    """Remove a run directory this command made (default_out_dir) when it holds no record —
+    a cluster that could not start — and nothing but the run's own files; else leave it."""
+    from normbench.harness.rundir import _DATA_FILES, LOCK_FILE
+    p = Path(out_dir)
+    try:
+        names = os.listdir(p)
+        if _held(p) or any(n not in (*_DATA_FILES, LOCK_FILE) for n in names):
+            return
+        for n in names:
+            os.unlink(p / n)
+        p.rmdir()
+    except OSError:
+        pass
+
+
 def _held(out_dir) -> int:
     """The records a run directory holds (0 when it holds none or they cannot be read: the
     store refuses unreadable records itself)."""
@@ -191,8 +208,8 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
         else:
             meta = _resumed(store, sweep, meta, force_resume, console, facts)
             if facts:                        # resumed on a cluster: add its GPUs
-                known = meta.get("gpus") or []
-                store.update_meta(gpus=known + [g for g in facts.get("gpus", []) if g not in known])
+                store.update_meta(gpus=_joined_gpus(meta.get("gpus") or [],
+                                                    facts.get("gpus", [])))
         if not fresh:                        # a resume: its command line joins the history
             store.update_meta(invocations=env.invocations(meta))
         settings = _settings(sweep, meta)
@@ -258,6 +275,24 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
         for s, h in previous.items():
             signal.signal(s, h)
     return outcome
+
+
+def _gpu_id(g: dict) -> tuple:
+    return (g.get("hostname"), g.get("gpu_uuid"), g.get("gpu_index"))
+
+
+def _joined_gpus(known: list, new: list) -> list:
+    """meta.gpus after a resume on a cluster: the GPUs it had, and those of the new workers
+    that are not among them (by host, UUID and index — a copy ceiling measured again is the
+    same GPU; stand-ins, which share one identity, counted as many as there are)."""
+    left = Counter(_gpu_id(g) for g in known)
+    out = list(known)
+    for g in new:
+        if left[_gpu_id(g)]:
+            left[_gpu_id(g)] -= 1
+        else:
+            out.append(g)
+    return out
 
 
 def _save_unsaved(executor, store: RunStore, outcome) -> None:

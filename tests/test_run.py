@@ -356,3 +356,15 @@ def test_a_signal_in_an_exit_hook_is_an_exit_code_not_a_traceback(sig):
                        text=True, timeout=60)
     assert p.returncode == 128 + sig, (p.returncode, p.stderr)
     assert "Traceback" not in p.stderr
+
+
+def test_a_resume_on_a_cluster_lists_each_gpu_once():
+    from normbench.harness.run import _joined_gpus
+    gpu = lambda i, c: {"hostname": "h", "gpu_uuid": f"GPU-{i}", "gpu_index": i,
+                        "copy_ceiling_gbps": c}
+    known = [gpu(0, 4000.0), gpu(1, 4010.0)]
+    assert _joined_gpus(known, [gpu(0, 4005.0), gpu(1, 3999.0)]) == known   # measured again
+    assert _joined_gpus(known, [gpu(1, 1.0), gpu(2, 2.0)]) == known + [gpu(2, 2.0)]
+    standin = {"hostname": "h", "gpu_uuid": None, "gpu_index": None, "copy_ceiling_gbps": None}
+    assert len(_joined_gpus([standin] * 2, [standin] * 2)) == 2
+    assert len(_joined_gpus([standin] * 2, [standin] * 3)) == 3
