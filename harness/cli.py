@@ -153,8 +153,10 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
     if out_dir is not None and not out_dir.strip():
         fail("run: --out: an empty path; give the run directory")
     out_dir = Path(out_dir) if out_dir is not None else None
+    # a config naming no implementation runs those available here; a shard plans every one
+    # known (the unavailable recorded as skipped), so that I/N is the same part on any machine
     cases = expand(sweep, uses_groups=lambda n: s.get(n).uses_groups, available=s.known()
-                   if sweep.implementations else s.names())
+                   if sweep.implementations or shard is not None else s.names())
     if only is not None:
         wanted = [n.strip() for n in only.split(",") if n.strip()]
         if not wanted:

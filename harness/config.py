@@ -61,6 +61,7 @@ YAML loader and `ConfigError`.  Every public name is importable from here.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Iterable
 from datetime import date
@@ -160,12 +161,25 @@ class Sweep(_Model):
 
     @property
     def config_hash(self) -> str:
-        """sha256 of the verbatim config text, first 16 hex digits; the comment line that
-        harness/overrides.py puts above a config changed on the command line (the path as
-        typed and the overrides in the order given) is left out, so the same sweep reached by
-        another path or another order of overrides hashes alike."""
-        text = OVERRIDE_HEADER.sub("", self.source_text, count=1)
+        """sha256 of the verbatim config text, first 16 hex digits.  A config changed on the
+        command line (harness/overrides.py writes it out below a comment naming the path as
+        typed and the overrides in the order given) is hashed by its settings instead, keys
+        sorted: the same sweep reached by another path or another order of overrides hashes
+        alike."""
+        m = OVERRIDE_HEADER.match(self.source_text)
+        if m is None:
+            text = self.source_text
+        else:
+            data = _load_yaml(self.source_text[m.end():], self.source_path or "<config>")
+            text = json.dumps(data, sort_keys=True, default=str, ensure_ascii=False)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+    @property
+    def text_hash(self) -> str:
+        """sha256 of the whole text, first 16 hex digits: what config_hash was for a config
+        changed on the command line before it was hashed by its settings (a run started
+        then is still resumed)."""
+        return hashlib.sha256(self.source_text.encode("utf-8")).hexdigest()[:16]
 
     @model_validator(mode="after")
     def _check(self) -> "Sweep":

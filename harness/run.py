@@ -69,7 +69,7 @@ def resume_mismatch(meta: dict, sweep: Sweep, facts: dict | None = None,
         return [f"its meta.json does not say which config and device its {held} record(s) "
                 "were measured with"]
     why = []
-    if meta.get("config_hash") != sweep.config_hash:
+    if meta.get("config_hash") not in (sweep.config_hash, sweep.text_hash):
         why.append(f"it was started from another config (hash {meta.get('config_hash')}, "
                    f"this one {sweep.config_hash})")
     here, interp = _here(facts)

@@ -3,8 +3,10 @@
 The parts are balanced by the plan's estimated cost (harness.plan's GPU model: timing budgets,
 bytes, and each compile shared by the cases that reuse it) with the longest-first greedy rule:
 cases in order of falling cost (plan order breaks ties) each go to the part with the least
-cost so far (the lowest index breaks ties).  The estimate is the GPU's on every machine, so
-the same config and I/N pick the same cases everywhere — a login node, a CPU, any GPU.  A
+cost so far (the lowest index breaks ties).  The estimate is the GPU's on every machine, and a
+sharded run plans every known implementation (where a config names none, those unavailable
+on a machine are recorded there as skipped), so the same config and I/N pick the same cases
+everywhere — a login node, a CPU, any GPU.  A
 shard's `meta.json` holds `shard`: its I/N, the whole plan's keys (so that `merge` can name
 any case that no shard holds) and its own.
 """

@@ -215,3 +215,17 @@ def test_a_shard_that_gets_no_case_is_not_an_error(runs, tmp_path):
     r = cli("run", cfg, "--shard", f"{n + 1}/{n + 2}", "--out", tmp_path / "empty", "--no-report")
     assert r.returncode == 0, r.stderr
     assert "nothing to run" in r.stdout and not (tmp_path / "empty").exists()
+
+
+def test_a_shard_plans_every_known_implementation_where_the_config_names_none(tmp_path):
+    """The same I/N must pick the same cases on a login node and on a GPU node: a config that
+    names no implementations plans every known one under --shard (those unavailable here
+    recorded as skipped), not whatever this machine has."""
+    from normbench import strategies
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("norm: [rmsnorm]\nrows: [4]\nd: [16]\ntiming: {warmup_ms: 1, rep_ms: 1}\n"
+                   "determinism: {repeats: 2}\n")
+    r = cli("run", cfg, "--shard", "0/1", "--dry-run")
+    assert r.returncode == 0, r.stderr
+    unavailable = [n for n in strategies.known() if n not in strategies.names()]
+    assert unavailable and all(n in r.stdout for n in unavailable)
