@@ -11,9 +11,12 @@ separately as workspace_bytes, so that a strategy is never credited for its own 
 """
 from __future__ import annotations
 
+import re
+
 ITEMSIZE = {"fp32": 4, "bf16": 2, "fp16": 2}
 
-# Datasheet peak memory bandwidth, TB/s, keyed by a substring of torch.cuda.get_device_name().
+# Datasheet peak memory bandwidth, TB/s, keyed by a whole-word part of
+# torch.cuda.get_device_name().
 # Longest matching key wins.  Overridable per sweep with `peak_tbps`.
 PEAK_TBPS = {
     "H200": 4.8,
@@ -28,6 +31,7 @@ PEAK_TBPS = {
     "A100 80GB PCIe": 1.935,
     "A100": 1.555,
     "L40S": 0.864,
+    "L40": 0.864,
     "L4": 0.3,
     "A10G": 0.6,
     "RTX 4090": 1.008,
@@ -51,7 +55,10 @@ def peak_tbps(device_name: str, override: float | None = None) -> float | None:
     """Datasheet peak TB/s for a device name, or the override; None if unknown."""
     if override is not None:
         return float(override)
-    hits = [k for k in PEAK_TBPS if k.lower() in (device_name or "").lower()]
+    # whole names only: "L4" is not the L40's, nor "H200" the GH200's
+    name = device_name or ""
+    hits = [k for k in PEAK_TBPS
+            if re.search(rf"(?<![A-Za-z0-9]){re.escape(k)}(?![A-Za-z0-9])", name, re.I)]
     return PEAK_TBPS[max(hits, key=len)] if hits else None
 
 

@@ -471,3 +471,17 @@ def test_outputs_reused_across_calls_are_still_compared(monkeypatch):
     _fake(monkeypatch, "test_aliasing", aliasing)
     rec = _measure_impl("test_aliasing", repeats=4)
     assert rec["deterministic"] is False and rec["distinct_results"] > 1
+
+
+def test_a_peak_is_found_by_whole_names_only():
+    assert model.peak_tbps("NVIDIA L40") == 0.864 and model.peak_tbps("NVIDIA L4") == 0.3
+    assert model.peak_tbps("NVIDIA GH200 480GB") == 4.0 and model.peak_tbps("NVIDIA H200") == 4.8
+    assert model.peak_tbps("NVIDIA H100 80GB HBM3") == 3.35
+
+
+def test_the_memory_check_counts_the_fp64_references_peak():
+    """The reference's temporaries peak at seven fp64 arrays of the case (measured): a case that
+    fits the steady state but not that peak is refused before launch."""
+    c = Case(norm="layernorm", implementation="torch", rows=1 << 20, d=2688, dtype="bf16",
+             weight_dtype="bf16", groups="-")
+    assert memory_shortfall(c, 0, 140 << 30) is not None
