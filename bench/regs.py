@@ -187,7 +187,8 @@ def compile_kernel(name: str, d: int, norm: str, dtype: str, weight_dtype: str =
         consts.update(GRID_SYNC=sync, TAIL=tail, RED_G=red_g, RED_N=red_n)
     consts = {k: v for k, v in consts.items() if k in names}
     for prm in kernel.params:      # a constexpr left at its default (reduce's WIDE): as launched
-        if prm.is_constexpr and prm.name not in consts and prm.default is not inspect.Parameter.empty:
+        unset = prm.default is inspect.Parameter.empty
+        if prm.is_constexpr and prm.name not in consts and not unset:
             consts[prm.name] = prm.default
     sig = {}
     for n in names:

@@ -35,8 +35,9 @@ a peer's call time inflated by a burst of host time cannot meet it for us.  The 
   fraction from its own line's run (so two runs, two days, where the lines came from two).
 
 Prints a markdown table (one line per norm × shape × dtype mix, the run it came from) and
-the count met, then target 3's lines and their count.  Exit status 0 whatever the outcome: this reads, it gates nothing
-(2, one line, where a run cannot be read or holds no line of the table).
+the count met, then target 3's lines and their count.  Exit status 0 whatever the outcome:
+this reads, it gates nothing (2, one line, where a run cannot be read or holds no line of the
+table).
 """
 from __future__ import annotations
 

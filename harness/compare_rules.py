@@ -188,11 +188,10 @@ def host_bound(base_recs: list[dict]) -> bool:
     HOST_BOUND_MS).  Never by the candidate: host time it adds must not loosen its own gate."""
     metrics = schema.metrics()
     call, gpu = metrics.get("call"), metrics.get("gpu")
-    recs = base_recs
     if gpu is not None and all(stats.finite(r.get(gpu.name)) and stats.finite(r.get(call.name))
-                               for r in recs):
+                               for r in base_recs):
         return any(1 - float(r[gpu.name]) / float(r[call.name]) >= HOST_FRACTION
-                   for r in recs if float(r[call.name]) > 0)
+                   for r in base_recs if float(r[call.name]) > 0)
     times = [float(r[call.name]) for r in base_recs if stats.finite(r.get(call.name))]
     return bool(times) and min(times) < HOST_BOUND_MS
 

@@ -135,7 +135,7 @@ def base_record(case: Case, s: Settings) -> dict:
 _OUTPUTS = ("dx", "dw", "db")
 
 
-def _wrong_dtypes(out, x, w, has_bias: bool = True) -> str:
+def _malformed(out, x, w, has_bias: bool = True) -> str:
     """Why the outputs are not the contract's: the tuple (dx, dγ, dβ) — dβ a tensor for
     LayerNorm, None for RMSNorm — with dx in x's dtype and dγ, dβ in the weight's (an output
     in a narrower dtype would be judged, and credited bytes, as one it is not)."""
@@ -246,7 +246,7 @@ def _measure(case, s, entry, groups, rec, device, nbytes, done):
     notes = getattr(entry.fn, "notes", None)
     if notes is not None:
         rec["notes"] = notes(x, dy, w, mean, rstd)
-    if wrong := _wrong_dtypes(first, x, w, mean is not None):
+    if wrong := _malformed(first, x, w, mean is not None):
         return done("error", wrong)
     _judge(rec, first, ref)
     nonfinite = [f"{k} of the first call" for k in _nonfinite(first)]
@@ -261,7 +261,7 @@ def _measure(case, s, entry, groups, rec, device, nbytes, done):
     distinct = [_copy(first)]
     for i in range(s.repeats - 1):
         out = call()
-        if wrong := _wrong_dtypes(out, x, w, mean is not None):
+        if wrong := _malformed(out, x, w, mean is not None):
             return done("error", f"repeat {i + 2}: {wrong}")
         nonfinite += [f"{k} of repeat {i + 2}" for k in _nonfinite(out)]
         if not any(all(same_bits(a, b) for a, b in zip(out, seen)) for seen in distinct):

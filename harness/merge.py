@@ -134,7 +134,8 @@ def merge(out: str | os.PathLike, dirs: list[str | os.PathLike], *,
                          f"{', '.join(have)}): {_names(missing)}; --allow-partial merges "
                          "what exists")
     meta = _merged_meta(dirs, metas, plan, missing)
-    with RunStore(out, occupied_hint="merge into a new or empty directory (merge's first argument)") as store:
+    hint = "merge into a new or empty directory (merge's first argument)"
+    with RunStore(out, occupied_hint=hint) as store:
         store.write_meta(meta)
         for k in plan:
             if k in rows:

@@ -63,7 +63,7 @@ def resume_mismatch(meta: dict, sweep: Sweep, facts: dict | None = None,
     config (its hash), another device, or GPU against interpreter timings.  `facts`: a
     cluster's (device_name, interpreted) when the cases run there; device=False: compare
     the configs only (the device is not known yet).  `held`: the records the run holds."""
-    if not meta.get("device_name") or not meta.get("config_hash"):
+    if not _complete(meta):
         if not held:                     # stopped before its meta was complete: nothing to keep
             return []
         return [f"its meta.json does not say which config and device its {held} record(s) "
@@ -97,8 +97,9 @@ def preflight(sweep: Sweep, out_dir: Path, *, resume: bool, force_resume: bool =
             raise StoreError(f"{out_dir} already holds {held} records; use --resume to finish "
                              "it or choose another --out")
     if resume and not force_resume and Path(out_dir).is_dir():
-        why = resume_mismatch(load_meta(out_dir), sweep, device=device,
-                              held=_held(out_dir))
+        meta = load_meta(out_dir)     # the records are counted only where meta cannot say
+        why = resume_mismatch(meta, sweep, device=device,
+                              held=0 if _complete(meta) else _held(out_dir))
         if why:
             raise StoreError(f"cannot resume {out_dir}: {'; '.join(why)} "
                              "(--force-resume resumes anyway and records both in meta.json)")
@@ -118,6 +119,11 @@ def discard_if_empty(out_dir) -> None:
         p.rmdir()
     except OSError:
         pass
+
+
+def _complete(meta: dict) -> bool:
+    """meta.json says which config and device its records were measured with."""
+    return bool(meta.get("device_name") and meta.get("config_hash"))
 
 
 def _held(out_dir) -> int:

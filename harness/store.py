@@ -46,8 +46,8 @@ from normbench.harness.records_io import (  # noqa: F401  (re-exported: the stor
     _read_parquet, _row_values, _samples_as_lists, _samples_text, _short, load_records)
 from normbench.harness.rundir import (  # noqa: F401  (re-exported: the store's public names)
     FORMAT, FORMAT_VERSION, LOCK_FILE, LOCK_INFO, META_JSON, RECORDS_CSV, RECORDS_PARQUET,
-    StoreError, StoreWriteError, _DATA_FILES, _atomic_write, _read_json, _reason, check_out_dir, check_run_dir,
-    is_run_dir, meta_format_version, run_dir_version, write_file_atomic)
+    StoreError, StoreWriteError, _DATA_FILES, _atomic_write, _read_json, _reason, check_out_dir,
+    check_run_dir, is_run_dir, meta_format_version, run_dir_version, write_file_atomic)
 from normbench.harness.schema import COLUMNS, STATUSES
 
 

@@ -40,7 +40,8 @@ def prepare(x, dy, weight, mean, rstd) -> Call:
     rstd = rstd.contiguous()
     weight = weight.contiguous()
     mean = mean.contiguous() if mean is not None else None
-    sig = (x.dtype, weight.dtype, rows, d, x.stride(0), dy.stride(0), mean is not None,
+    stride_x = x.stride(0)
+    sig = (x.dtype, weight.dtype, rows, d, stride_x, dy.stride(0), mean is not None,
            x.data_ptr() & 15, dy.data_ptr() & 15, weight.data_ptr() & 15, rstd.data_ptr() & 15,
            mean.data_ptr() & 15 if mean is not None else 0)
     # empty_like: a fresh (rows, d) tensor in x's dtype, row-major (x's last dimension is
@@ -48,7 +49,7 @@ def prepare(x, dy, weight, mean, rstd) -> Call:
     # but rows that overlap with a row stride of 1 (x.unfold(0, d, 1)) make it column-major,
     # which the kernels (dx's last dimension contiguous) would write wrong
     dx = torch.empty_like(x)
-    if sig[4] < d and dx.stride(1) != 1:      # checked only where x's rows overlap
+    if stride_x < d and dx.stride(1) != 1:    # checked only where x's rows overlap
         dx = torch.empty_like(x, memory_format=torch.contiguous_format)
     return Call(x=x, dy=dy, dx=dx,
                 weight=weight, mean=mean if mean is not None else rstd, rstd=rstd,

@@ -135,9 +135,7 @@ def register(name: str, *, kind: str, deterministic_by_design: bool, uses_groups
     (rows, d, sms, launch params) -> GROUPS for groups=None.  contention: the contention model
     as data (`Contention`); `workspace` / `writers` callables instead, for a model that is not
     of that form (they win over it)."""
-    _check_name(name)
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    _check_kind(kind)
     if contention is not None:
         workspace = workspace or contention.workspace
         writers = writers or contention.writers_per_slot
@@ -158,6 +156,11 @@ def register(name: str, *, kind: str, deterministic_by_design: bool, uses_groups
 
 
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
+
+
+def _check_kind(kind) -> None:
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
 
 
 def _check_name(name) -> None:
@@ -181,8 +184,7 @@ def register_unavailable(name: str, *, kind: str, reason: str, deterministic_by_
                          uses_groups: bool = False, doc: str = "") -> None:
     """Record an optional implementation that cannot run here, and why (the same record again,
     a module imported twice, is no change; any other entry of the name is a clash)."""
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    _check_kind(kind)
     entry = Entry(name=name, kind=kind, deterministic_by_design=deterministic_by_design,
                   uses_groups=uses_groups, fn=None, available=False, reason=reason, doc=doc)
     old = _REGISTRY.get(name)

@@ -175,7 +175,8 @@ def test_config_hash_ignores_the_command_lines_spelling(tmp_path):
     b = overrides.load(str(copy), ["d=[33]", "rows=[5]"])
     assert a.source_text != b.source_text and a.config_hash == b.config_hash
     # keys the config lacks, set in either order (their order in the text differs)
-    c, e = (overrides.load("cpu", o) for o in (["seed=1", "timeout_s=5"], ["timeout_s=5", "seed=1"]))
+    c, e = (overrides.load("cpu", o)
+            for o in (["seed=1", "timeout_s=5"], ["timeout_s=5", "seed=1"]))
     assert c.config_hash == e.config_hash
     assert overrides.load("cpu", ["rows=[6]", "d=[33]"]).config_hash != a.config_hash
     assert overrides.load("cpu").config_hash != a.config_hash

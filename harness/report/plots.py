@@ -8,9 +8,8 @@ import numpy as np
 import pandas as pd
 
 from .document import PlotFigure, Report
-from .fmt import (SHAPE, best_per_impl, one_copy_ceiling, competing, finite, fmt_int, impl_label, impl_order,
-                  implementation_order,
-                  shape_label, short, uses_groups)
+from .fmt import (SHAPE, best_per_impl, competing, finite, fmt_int, impl_label, impl_order,
+                  implementation_order, one_copy_ceiling, shape_label, short, uses_groups)
 
 
 # ---------------------------------------------------------------------------------------------
