@@ -8,8 +8,9 @@ Order of work, and why:
      implementation gets its own copies, compared bit for bit with the originals after its
      first call, after the repeats and after timing — an implementation that writes into its
      inputs is recorded as an error, and cannot poison the others;
-  3. determinism: `repeats` more calls on the same inputs, every output compared bit for bit
-     with the distinct results seen so far (no hashes: an exact comparison);
+  3. determinism: `repeats` calls in all on the same inputs (the first and `repeats` − 1
+     more), every output compared bit for bit with the distinct results seen so far (no
+     hashes: an exact comparison);
   4. time: every call is timed whole — argument checks, output and workspace allocation, the
      zeroing of workspaces and locks, every kernel including the reduce — because a user pays
      all of it on every call (`time_ms`, do_bench);
@@ -39,6 +40,7 @@ from normbench.harness import model, timing
 from normbench.harness.inputs import errors, make_inputs, output_tolerances, reference
 from normbench.harness.interrupt import reraise_if_interrupted
 from normbench.harness.plan import Case
+from normbench.harness.records_io import fit
 from normbench.harness.schema import SHOWN, case_id, tolerance_of
 from normbench.harness.text import describe_exception
 
@@ -154,8 +156,31 @@ def _malformed(out, x, w, has_bias: bool = True) -> str:
     return "returned " + ", ".join(bad) if bad else ""
 
 
-def _copy(out) -> tuple:
-    return tuple(o.clone() if isinstance(o, torch.Tensor) else o for o in out)
+class _Distinct:
+    """The distinct results of repeated calls, each output kept once per distinct value (an
+    atomic sum's dγ differs from call to call, its dx does not: one copy of dx, not one a
+    result — the memory check counts one).  Copies: an implementation that returns the same
+    buffers every call would otherwise be compared with itself."""
+
+    def __init__(self):
+        self.kept: list[list] = []      # per output: its distinct values
+        self.results: set[tuple] = set()    # a result: which kept value each output is
+
+    def add(self, out) -> bool:
+        """Whether out is a result not seen before."""
+        key = []
+        for k, o in enumerate(out):
+            if k == len(self.kept):
+                self.kept.append([])
+            kept = self.kept[k]
+            j = next((j for j, seen in enumerate(kept) if same_bits(o, seen)), None)
+            if j is None:
+                kept.append(o.clone() if isinstance(o, torch.Tensor) else o)
+                j = len(kept) - 1
+            key.append(j)
+        new = tuple(key) not in self.results
+        self.results.add(tuple(key))
+        return new
 
 
 def _judge(rec: dict, out, ref) -> None:
@@ -180,6 +205,14 @@ def failed_record(case: Case, s: Settings, status: str, error: str, duration_s: 
     return rec
 
 
+def _model_value(col: str, source: str, value):
+    """value, as the record's column col holds it; ValueError naming the function that gave it."""
+    try:
+        return fit(col, value)
+    except ValueError as e:
+        raise ValueError(f"its {source}(): {e}") from None
+
+
 def measure(case: Case, s: Settings) -> dict:
     """The record for one (case, implementation); never raises for a failure of the case."""
     t_start = time.perf_counter()
@@ -197,10 +230,15 @@ def measure(case: Case, s: Settings) -> dict:
     if not entry.available:
         return done("skipped", entry.reason)
     try:
-        geff = entry.effective_groups(case.rows, case.d, groups, device)
+        # a value its column cannot hold (writers as rows / groups, a float) is this case's
+        # error here, not the store's when the record is kept (that would stop the sweep)
+        geff = _model_value("groups_effective", "effective_groups",
+                            entry.effective_groups(case.rows, case.d, groups, device))
         rec["groups_effective"] = geff
-        rec["workspace_bytes"] = entry.workspace(case.rows, case.d, geff, has_bias)
-        rec["writers_per_slot"] = entry.writers(case.rows, geff) if entry.writers else None
+        rec["workspace_bytes"] = _model_value(
+            "workspace_bytes", "workspace", entry.workspace(case.rows, case.d, geff, has_bias))
+        rec["writers_per_slot"] = _model_value(
+            "writers_per_slot", "writers", entry.writers(case.rows, geff) if entry.writers else None)
     except BaseException as e:  # a plugin's model function may fail too
         reraise_if_interrupted(e)
         return done("error", describe_exception(e))
@@ -245,7 +283,7 @@ def _measure(case, s, entry, groups, rec, device, nbytes, done):
     rec["compile_s"] = time.perf_counter() - t0
     notes = getattr(entry.fn, "notes", None)
     if notes is not None:
-        rec["notes"] = notes(x, dy, w, mean, rstd)
+        rec["notes"] = _model_value("notes", "notes", notes(x, dy, w, mean, rstd))
     if wrong := _malformed(first, x, w, mean is not None):
         return done("error", wrong)
     _judge(rec, first, ref)
@@ -256,20 +294,18 @@ def _measure(case, s, entry, groups, rec, device, nbytes, done):
     # 2. determinism: bitwise, against every distinct result seen so far; each new result is
     #    judged against the reference too (the worst error is kept): a call that drifts from
     #    the first one's answer (a stale workspace, a lost update) is not correct
-    # copies: an implementation that returns the same buffers every call would otherwise be
-    # compared with itself
-    distinct = [_copy(first)]
+    distinct = _Distinct()
+    distinct.add(first)
     for i in range(s.repeats - 1):
         out = call()
         if wrong := _malformed(out, x, w, mean is not None):
             return done("error", f"repeat {i + 2}: {wrong}")
         nonfinite += [f"{k} of repeat {i + 2}" for k in _nonfinite(out)]
-        if not any(all(same_bits(a, b) for a, b in zip(out, seen)) for seen in distinct):
-            distinct.append(_copy(out))
+        if distinct.add(out):
             _judge(rec, out, ref)
         del out
-    rec["distinct_results"] = len(distinct)
-    rec["deterministic"] = len(distinct) == 1
+    rec["distinct_results"] = len(distinct.results)
+    rec["deterministic"] = len(distinct.results) == 1
     del distinct
     if bad := inputs_changed("in its repeated calls"):
         return bad

@@ -112,6 +112,12 @@ def _csv_line(values: list) -> bytes:
 _INT64 = (-(2**63), 2**63 - 1)
 
 
+def fit(col: str, value: Any) -> Any:
+    """value as column col of a record holds it (ValueError if it cannot): for values an
+    implementation supplies (its model functions, its notes), checked where they are made."""
+    return _coerce(col, COLUMNS[col], value)
+
+
 def _coerce(col: str, dtype: str, value: Any) -> Any:
     # numpy scalars, 0-d arrays and 0-d tensors become Python scalars.
     if isinstance(value, np.generic) or (getattr(value, "shape", None) == () and hasattr(value, "item")):

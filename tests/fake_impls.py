@@ -161,3 +161,19 @@ def base_exception(x, dy, weight, mean, rstd, *, groups=None):
 @register("test_bad_str", kind="strategy", deterministic_by_design=True, uses_groups=False)
 def bad_str(x, dy, weight, mean, rstd, *, groups=None):
     raise _BadStr()
+
+
+@register("test_float_writers", kind="strategy", deterministic_by_design=False, uses_groups=True,
+          writers=lambda rows, groups: (rows + groups - 1) / groups)   # / for //: a float
+def float_writers(x, dy, weight, mean, rstd, *, groups=None):
+    """Right, but its writers model gives a float count, which the record cannot hold."""
+    return _torch.fn(x, dy, weight, mean, rstd)
+
+
+@register("test_list_notes", kind="strategy", deterministic_by_design=True, uses_groups=False)
+def list_notes(x, dy, weight, mean, rstd, *, groups=None):
+    """Right, but its notes() gives a list, not a text."""
+    return _torch.fn(x, dy, weight, mean, rstd)
+
+
+list_notes.notes = lambda *args: ["path A", "weight fp32"]

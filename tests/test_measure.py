@@ -473,6 +473,22 @@ def test_outputs_reused_across_calls_are_still_compared(monkeypatch):
     assert rec["deterministic"] is False and rec["distinct_results"] > 1
 
 
+def test_distinct_results_keep_each_output_once_per_distinct_value():
+    """An atomic sum's dγ differs from call to call, its dx does not: the repeats keep one dx
+    (the memory check counts one), yet every mix of outputs is a distinct result."""
+    import torch
+    from normbench.harness.measure import _Distinct
+    dx, dw1, dw2 = torch.zeros(4, 8), torch.zeros(8), torch.ones(8)
+    d = _Distinct()
+    assert d.add((dx, dw1, None)) and d.add((dx.clone(), dw2, None))
+    assert not d.add((dx.clone(), dw1.clone(), None))          # seen: same bits
+    assert d.add((dx + 1, dw1, None))                          # a new dx, an old dγ: new
+    assert len(d.results) == 3 and [len(k) for k in d.kept] == [2, 2, 1]
+    assert not d.add((dx + 1, dw1, None))
+    dw1 += 5                                                   # kept values are copies
+    assert d.add((dx, dw1, None))
+
+
 def test_a_peak_is_found_by_whole_names_only():
     assert model.peak_tbps("NVIDIA L40") == 0.864 and model.peak_tbps("NVIDIA L4") == 0.3
     assert model.peak_tbps("NVIDIA GH200 480GB") == 4.0 and model.peak_tbps("NVIDIA H200") == 4.8

@@ -69,10 +69,17 @@ def test_records_schema_and_verdicts(tmp_path):
 
 def test_faults_are_records_and_the_sweep_goes_on(tmp_path):
     cfg = config(tmp_path, implementations=["test_raises", "test_nan", "test_compile_error",
-                                            "disjoint_block"])
+                                            "test_float_writers", "test_list_notes",
+                                            "disjoint_block"], groups=[2])
     r = cli("run", cfg, "--out", tmp_path / "run", "--no-report")
     assert r.returncode == 0, r.stderr
     df = load_records(tmp_path / "run").set_index("implementation")
+    # values a plugin supplies that a record cannot hold: its error, not the store's
+    assert df.loc["test_float_writers", "status"] == "error"
+    assert df.loc["test_float_writers", "error"].startswith("ValueError: its writers(): ")
+    assert df.loc["test_list_notes", "status"] == "error"
+    assert "its notes(): column 'notes'" in df.loc["test_list_notes", "error"]
+    assert "6 × 16" in r.stdout and "6.0" not in r.stdout     # the terminal table's shapes
     assert df.loc["test_raises", "status"] == "error"
     assert "deliberate failure with a second line" in df.loc["test_raises", "error"]
     assert df.loc["test_nan", "status"] == "error" and "NaN" in df.loc["test_nan", "error"]

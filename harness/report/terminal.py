@@ -10,7 +10,7 @@ from rich.table import Table
 from normbench.harness import hostload, summary
 from normbench.harness.cells import is_missing
 
-from .fmt import finite, fmt_ratio, fmt_us
+from .fmt import finite, fmt_int, fmt_ratio, fmt_us
 
 
 def _why_not(rec) -> str:
@@ -81,5 +81,5 @@ def print_tables(df, meta: dict, console) -> None:
             ratios = ["" if a is None else fmt_ratio(a[c])
                       for c in ("det_over_nondet", "peer_over_det")]
             extra = [escape(str(a["decided_on"])) if a is not None else ""] if gpu else []
-            t.add_row(f"{rows} × {d}", *cells, *ratios, *extra)
+            t.add_row(f"{fmt_int(rows)} × {fmt_int(d)}", *cells, *ratios, *extra)
         console.print(t)
