@@ -123,14 +123,16 @@ class CompareResult:
     def summary(self) -> str:
         n_reg, n_imp = len(self.regressions), len(self.improvements)
         gated = [c for c in self.cases if c.gated]
-        parts = [f"{n_reg} regression{'s' if n_reg != 1 else ''}",
+        # a gated case missing from the candidate is one of the regressions; an ungated one
+        # is among the cases reported, not gated
+        gone = sum(c.gated for c in self.missing)
+        parts = [f"{n_reg} regression{'s' if n_reg != 1 else ''}"
+                 + (f" ({gone} missing from the candidate)" if gone else ""),
                  f"{n_imp} improvement{'s' if n_imp != 1 else ''}",
                  f"{self.count(stats.NOISE)} within noise",
                  f"{self.count(stats.UNCHANGED)} unchanged"]
         if self.count(stats.NOT_COMPARED):
             parts.append(f"{self.count(stats.NOT_COMPARED)} without a time on a side")
-        if self.missing:
-            parts.append(f"{len(self.missing)} missing from the candidate")
         g = self.geomean_ratio()
         runs = len(self.baseline_dirs)
         noise = (f"between-run envelope of {runs} baseline runs" if runs > 1 else
@@ -163,14 +165,23 @@ def compare_runs(base_runs: list[Run], cand: Run, *, threshold: float = 0.05,
     metrics = schema.metrics()
     if metric not in metrics:
         raise CompareError(f"--metric must be one of {', '.join(metrics)}, got {metric!r}")
+    given, base_runs = len(base_runs), _distinct_runs(base_runs)
     notes = check_comparable(base_runs, cand, common=common)
+    if len(base_runs) < given:       # one run twice would be an envelope of no spread
+        notes.append(f"{given - len(base_runs)} baseline run(s) given more than once: each "
+                     "counted once")
     mcol = metrics[metric]
     for run in base_runs + [cand]:
         recs = run.records
-        if mcol.name not in recs.columns or not any(stats.finite(v) for v in recs[mcol.name]):
+        # a run without one ok record (every case failed) has nothing to say about the
+        # metric: the case loop judges its statuses (regressions), it is not refused
+        ok = recs[recs["status"] == "ok"] if "status" in recs.columns else recs
+        if len(ok) and (mcol.name not in ok.columns
+                        or not any(stats.finite(v) for v in ok[mcol.name])):
+            hint = "compare with --metric call, or " if metric != "call" else ""
             raise CompareError(f"--metric {metric}: {run.dir} has no {mcol.name} "
-                               f"({mcol.doc or mcol.label}) in any record; compare with "
-                               "--metric call, or re-run on a harness that records it")
+                               f"({mcol.doc or mcol.label}) in any ok record; {hint}"
+                               "re-run on a harness that records it")
     bases = []
     for run in base_runs:
         idx, dups = index(run.records)
@@ -204,6 +215,15 @@ def compare_runs(base_runs: list[Run], cand: Run, *, threshold: float = 0.05,
                         if not any(k in b for b in bases)],
         notes=notes, baseline_metas=[dict(r.meta) for r in base_runs],
         candidate_meta=dict(cand.meta), selection=selection, common_only=common)
+
+
+def _distinct_runs(runs: list[Run]) -> list[Run]:
+    """runs with each directory once (the first), in order."""
+    kept: list[Run] = []
+    for r in runs:
+        if not any(_same_dir(r.dir, k.dir) for k in kept):
+            kept.append(r)
+    return kept
 
 
 def _same_dir(a: str, b: str) -> bool:

@@ -375,3 +375,44 @@ def test_a_candidate_that_is_a_baseline_is_refused_and_versions_are_noted(tmp_pa
     a = _one(tmp_path, "a3", meta=dict(package_versions={"quack-kernels": "0.1.0"}))
     (note,) = [n for n in cmp.compare(a, b).notes if "other versions" in n]
     assert "triton 3.2.0 -> 3.6.0" in note and "quack-kernels 0.1.0 -> 0.2.0" in note
+
+
+def test_a_candidate_whose_every_case_failed_is_regressions_not_refused(tmp_path):
+    """A CUDA fault that fails every case: its records have no time at all, and each is a
+    status regression (exit 1), not a run that 'cannot be compared' (exit 2)."""
+    failed = dict(status="error", error="RuntimeError: CUDA error", time_ms=None,
+                  time_p20_ms=None, time_p80_ms=None, time_samples_ms=None, gpu_time_ms=None)
+    a = _one(tmp_path, "a")
+    b = _one(tmp_path, "b", **{i: failed for i in ("torch", "disjoint_block", "atomic")})
+    res = cmp.compare(a, b)
+    assert cmp.exit_code(res) == 1 and len(res.regressions) == 3
+    assert all(c.regressions[0].startswith("status ok -> error") for c in res.regressions)
+    # a run with ok records and no GPU time is still refused for --metric gpu, with the hint
+    with pytest.raises(cmp.CompareError, match="no gpu_time_ms .* compare with --metric call"):
+        cmp.compare(_one(tmp_path, "c", **{i: dict(gpu_time_ms=None)
+                                         for i in ("torch", "disjoint_block", "atomic")}),
+                    a, metric="gpu")
+
+
+def test_a_baseline_given_twice_counts_once(tmp_path):
+    """The same run twice would be an envelope of no spread, switching the single-run
+    widening off: it is counted once, noted."""
+    b1 = _one(tmp_path, "b1", disjoint_block=dict(time_ms=0.200))
+    cand = _one(tmp_path, "cand", disjoint_block=dict(time_ms=0.209))
+    once, twice = cmp.compare(b1, cand), cmp.compare([b1, tmp_path / "b1" / "." , b1], cand)
+    assert [c.verdict for c in once.cases] == [c.verdict for c in twice.cases]
+    assert [c.base_runs for c in twice.cases] == [1, 1, 1]
+    assert any("given more than once" in n for n in twice.notes)
+
+
+def test_the_summary_counts_only_gated_cases_missing(tmp_path):
+    """A case outside --only missing from the candidate is not one of the gated cases: the
+    summary's counts stay those of the gated ones (as the CI gate reads them)."""
+    a = _one(tmp_path, "a")
+    b = synthetic.write_run(tmp_path / "b", [r for r in _cases()
+                                            if r["implementation"] != "torch"], synthetic.meta())
+    res = cmp.compare(a, b, only="kind:strategy")
+    assert cmp.exit_code(res) == 0 and "missing" not in res.summary().split(" of ")[0]
+    assert "2 unchanged of 2 gated cases" in res.summary()
+    res = cmp.compare(a, b)                                   # gated: a regression
+    assert res.summary().startswith("REGRESSION: 1 regression (1 missing from the candidate)")
