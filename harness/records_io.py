@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from normbench.harness.rundir import RECORDS_CSV, RECORDS_PARQUET, StoreError
+from normbench.harness import schema
 from normbench.harness.schema import COLUMNS, STATUSES, case_id as _case_id
 
 # QUOTE_NONNUMERIC quotes every text field, so a bare "\r" inside an error message cannot be
@@ -47,20 +48,51 @@ def load_records(run_dir: str | os.PathLike, source: str = "auto") -> pd.DataFra
         raise StoreError(f"{run_dir} holds no records ({path.name} not found)")
     try:
         if source == "csv":
-            frame = pd.read_csv(
-                path,
-                dtype=dict(COLUMNS),
-                keep_default_na=False,  # "NA", "nan", "None" are text; only an empty field is missing
-                na_values=[""],
-                encoding="utf-8",
-            )
+            frame = pd.read_csv(path, dtype=dict(COLUMNS), **_READ_CSV)
         else:
             frame = _read_parquet(path)
-        return _conform(frame)
-    except StoreError:
-        raise
     except Exception as e:  # parser errors, bad values, a file that is not parquet ...
+        where = _bad_cell(path) if source == "csv" else None
+        raise StoreError(f"cannot read {path}: {where or f'{type(e).__name__}: {e}'}") from e
+    missing = [c for c in ("case_id", "status", *schema.KEY) if c not in frame.columns]
+    if missing:
+        raise StoreError(f"cannot read {path}: no {', '.join(map(repr, missing))} column "
+                         "(every record has its case's key and status)")
+    try:
+        return _conform(frame)
+    except Exception as e:
         raise StoreError(f"cannot read {path}: {type(e).__name__}: {e}") from e
+
+
+# "NA", "nan", "None" are text; only an empty field is missing
+_READ_CSV = dict(keep_default_na=False, na_values=[""], encoding="utf-8")
+
+
+def _bad_cell(path: Path) -> str | None:
+    """Where records.csv holds a value its column's dtype cannot: "column 'time_ms', record 3:
+    'fast' is not a Float64", or None (the fault is elsewhere).  Only on the error
+    path: one column read at a time, the record found by halving."""
+    try:
+        header = pd.read_csv(path, nrows=0, **_READ_CSV).columns
+        for col in (c for c in header if c in COLUMNS):
+            def reads(n=None, col=col):
+                try:
+                    pd.read_csv(path, usecols=[col], dtype={col: COLUMNS[col]}, nrows=n,
+                                **_READ_CSV)
+                    return True
+                except Exception:
+                    return False
+            if reads():
+                continue
+            text = pd.read_csv(path, usecols=[col], dtype=str, **_READ_CSV)[col]
+            lo, hi = 1, len(text)               # the first n records that do not read
+            while lo < hi:
+                mid = (lo + hi) // 2
+                lo, hi = (mid + 1, hi) if reads(mid) else (lo, mid)
+            return f"column {col!r}, record {lo}: {_short(text.iloc[lo - 1])} is not a {COLUMNS[col]}"
+    except Exception:
+        return None
+    return None
 
 
 

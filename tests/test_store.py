@@ -249,6 +249,29 @@ def test_unreadable_records_message(tmp_path):
         load_records(tmp_path / "nothing")
 
 
+def test_a_bad_cell_or_a_missing_key_column_is_named(tmp_path):
+    """A hand-edited records.csv: the error names the column, the record and the value; a
+    file without a key column or status (a gate would read every case as missing) is refused."""
+    with RunStore(tmp_path / "run") as store:
+        for i in range(5):
+            store.append(full_record(i))
+    path = tmp_path / "run" / "records.csv"
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    for col, bad in (("time_ms", "NaN"), ("correct", "yes"), ("rows", "7.5")):
+        edited = frame.copy()
+        edited.loc[3, col] = bad
+        edited.to_csv(path, index=False)
+        with pytest.raises(StoreError, match=rf"column '{col}', record 4: '{re.escape(bad)}' "
+                                             r"is not a \w+$"):
+            load_records(tmp_path / "run")
+    for col in ("status", "case_id", "weight_dtype"):
+        frame.drop(columns=[col]).to_csv(path, index=False)
+        with pytest.raises(StoreError, match=f"no '{col}' column"):
+            load_records(tmp_path / "run")
+    frame.to_csv(path, index=False)
+    assert len(load_records(tmp_path / "run")) == 5
+
+
 def test_unwritable_out_dir(tmp_path):
     blocker = tmp_path / "a_file"
     blocker.write_text("x")
