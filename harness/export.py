@@ -40,7 +40,9 @@ def _rows(records, metric: str) -> tuple[list[tuple[str, dict, schema.Column]], 
     col = metrics[metric]
     out, skipped = [], 0
     for r in records.to_dict("records"):
-        if r.get("status") != "ok" or not stats.finite(r.get(col.name)):
+        # a time that is no time (0 or negative: a hand-edited or broken record) is left
+        # out as one without a time is: a tracker would take it as infinitely fast
+        if r.get("status") != "ok" or not stats.finite(r.get(col.name)) or r[col.name] <= 0:
             skipped += 1
             continue
         key = {k: ("" if isna(r.get(k)) else str(r[k])) for k in schema.KEY}
@@ -48,7 +50,7 @@ def _rows(records, metric: str) -> tuple[list[tuple[str, dict, schema.Column]], 
     if not out:     # an empty document would pass a tracker's upload and gate nothing
         ok = int((records["status"] == "ok").sum()) if len(records) else 0
         raise ExportError(f"--metric {metric}: nothing to export — of {len(records)} record(s), "
-                          f"{ok} ok, none with a {col.name}"
+                          f"{ok} ok, none with a {col.name} > 0"
                           + (" (GPU time is measured on a GPU only)" if metric == "gpu" else ""))
     names = [n for n, _, _ in out]
     if len(set(names)) != len(names):
@@ -118,8 +120,8 @@ def bencher(records, metric: str = "call") -> tuple[dict, int]:
         p20 = p20 * 1e6 if p20 is not None else None
         p80 = p80 * 1e6 if p80 is not None else None
         measures = {"latency": _metric(med, p20, p80),
-                    "throughput": _metric(1e9 / med, 1e9 / p80 if p80 else None,
-                                          1e9 / p20 if p20 else None)}
+                    "throughput": _metric(1e9 / med, 1e9 / p80 if p80 and p80 > 0 else None,
+                                          1e9 / p20 if p20 and p20 > 0 else None)}
         gbps = _rates(r, col)[0]
         if gbps is not None:
             measures["bandwidth"] = {"value": gbps}

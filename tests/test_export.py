@@ -145,6 +145,18 @@ def test_nothing_to_export_and_a_bad_out_are_one_line_errors(tmp_path):
         assert "Traceback" not in r.output
 
 
+def test_a_time_of_zero_or_less_is_left_out(tmp_path):
+    """A broken or hand-edited record's 0 or negative time: left out as one without a time
+    (a tracker would take it as infinitely fast; bencher's throughput divided by it)."""
+    recs = [synthetic.record(implementation=n, time_ms=0.1)
+            for n in ("torch", "atomic", "disjoint_block")]
+    recs[1]["time_ms"], recs[2]["time_ms"] = 0.0, -1.0
+    run = synthetic.write_run(tmp_path / "run", recs, synthetic.meta())
+    for fmt in ex.FORMATS:
+        text, skipped = ex.export(run, fmt)
+        assert skipped == 2 and "atomic" not in text and "disjoint_block" not in text
+
+
 def test_gpu_metric_exports_rates_at_gpu_time(tmp_path):
     """Under --metric gpu, GB/s and % of copy follow the GPU time, not the call time."""
     rec = synthetic.record(implementation="torch", time_ms=0.2)
