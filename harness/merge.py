@@ -103,11 +103,15 @@ def merge(out: str | os.PathLike, dirs: list[str | os.PathLike], *,
     out, dirs = Path(out), [Path(d) for d in dirs]
     if not dirs:
         raise MergeError("no shard directories given")
+    seen: dict[Path, Path] = {}
     for d in dirs:
         if not is_run_dir(d):
             raise MergeError(f"{d} is not a run directory (no records.csv / meta.json)")
         if d.resolve() == out.resolve():
             raise MergeError(f"the output {out} is one of the shards")
+        if d.resolve() in seen:
+            raise MergeError(f"shard {d} is given twice (also as {seen[d.resolve()]})")
+        seen[d.resolve()] = d
     metas = [load_meta(d) for d in dirs]
     check(dirs, metas)
     frames = [load_records(d) for d in dirs]
@@ -122,7 +126,8 @@ def merge(out: str | os.PathLike, dirs: list[str | os.PathLike], *,
         for rec in f.to_dict("records"):
             cid = rec["case_id"]
             if cid in owner:
-                raise MergeError(f"case {cid} is in two shards: {owner[cid]} and {d}")
+                raise MergeError(f"{d} holds case {cid} twice" if owner[cid] == d else
+                                 f"case {cid} is in two shards: {owner[cid]} and {d}")
             if cid not in in_plan:
                 raise MergeError(f"{d} holds case {cid}, which is not in the plan")
             owner[cid] = d

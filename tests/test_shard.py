@@ -175,7 +175,17 @@ def test_merge_refuses_shards_of_different_runs(runs, tmp_path, field, value, ne
 def test_merge_refuses_duplicates_missing_cases_and_non_shards(runs, tmp_path):
     tmp, _ = runs
     _refusal(cli("merge", tmp_path / "m", tmp / "s0", tmp / "s1", tmp / "s1", tmp / "s2"),
-             "in two shards")
+             "is given twice")
+    dup = tmp_path / "s1dup"                       # one shard holding a record twice
+    shutil.copytree(tmp / "s1", dup)
+    (dup / "records.parquet").unlink()
+    lines = (dup / "records.csv").read_text().splitlines()
+    (dup / "records.csv").write_text("\n".join(lines + lines[-1:]) + "\n")
+    _refusal(cli("merge", tmp_path / "m", tmp / "s0", dup, tmp / "s2"), f"{dup} holds case",
+             "twice")
+    shutil.copytree(tmp / "s1", tmp_path / "s1copy")   # the same records in two directories
+    _refusal(cli("merge", tmp_path / "m", tmp / "s0", tmp / "s1", tmp_path / "s1copy",
+                 tmp / "s2"), "in two shards")
     r = cli("merge", tmp_path / "m", tmp / "s0", tmp / "s2")
     first = load_records(tmp / "s1")["case_id"].iloc[0]
     _refusal(r, "in no shard", "0/3, 2/3", first, "--allow-partial")
