@@ -125,7 +125,8 @@ def answer(df: pd.DataFrame, order: str = "sorted") -> pd.DataFrame:
     measured next to other cases), and with GPU time r_gpu_us, r_host_us.  Then
     det_over_nondet (t_det / t_nondet: what determinism costs, > 1 slower), peer_over_det
     (t_peer / t_det, > 1: ours is faster), fastest (the role of the fastest of the three),
-    passing / recorded (implementations), and with GPU time gpu_fastest (the role fastest by GPU
+    passing / recorded (implementations), r_recorded (implementations of role r recorded at
+    the shape, whatever their status: 0 where the run has none), and with GPU time gpu_fastest (the role fastest by GPU
     time) and decided_on ("GPU" or "host", with why)."""
     out = []
     gpu = has_gpu_time(df)
@@ -133,6 +134,7 @@ def answer(df: pd.DataFrame, order: str = "sorted") -> pd.DataFrame:
         return pd.DataFrame(columns=list(SHAPE))
     comp = competing(df)
     roles = comp.apply(lambda r: role(r), axis=1) if len(comp) else pd.Series(dtype=object)
+    all_roles = df.apply(lambda r: role(r), axis=1)
     keys = [df[k] for k in SHAPE]
     for shape, idx in df.groupby(keys, sort=(order == "sorted"), dropna=False).groups.items():
         row = dict(zip(SHAPE, shape))
@@ -142,6 +144,7 @@ def answer(df: pd.DataFrame, order: str = "sorted") -> pd.DataFrame:
         for r in ROLES:
             best = _fastest(g[roles.loc[g.index] == r]) if len(g) else None
             _fill(row, r, best, gpu)
+            row[f"{r}_recorded"] = df.loc[idx][all_roles.loc[idx] == r]["implementation"].nunique()
         row["det_over_nondet"] = _ratio(row["det_us"], row["nondet_us"])
         row["peer_over_det"] = _ratio(row["peer_us"], row["det_us"])
         row["fastest"] = _argmin({r: row[f"{r}_us"] for r in ROLES})

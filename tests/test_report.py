@@ -307,6 +307,23 @@ def test_an_incorrect_record_names_the_outputs_past_their_own_tolerance():
     assert _over_tolerance(old) == "past its tolerance: dx 0.5 > 0.03 (dγ 0.001 within)"
 
 
+def test_the_answer_says_none_passed_only_where_the_run_has_such_a_strategy():
+    """A run of deterministic strategies and peers only: its nondeterministic column says
+    "not in run", not "none passed" (which reads as a failure)."""
+    import pandas as pd
+    from normbench.harness.report.answer import answer_table
+    recs = [synthetic.record(implementation="torch", kind="baseline"),
+            synthetic.record(implementation="disjoint_block", groups=4, deterministic=True,
+                             deterministic_by_design=True),
+            synthetic.record(implementation="disjoint_block", rows=64, groups=4,
+                             deterministic=True, deterministic_by_design=True),
+            synthetic.record(implementation="atomic", rows=64, status="error", error="x",
+                             deterministic=None, deterministic_by_design=False)]
+    t, _ = answer_table(pd.DataFrame(recs))
+    assert t["best nondeterministic"].tolist() == ["none passed", "not in run"]   # 64, 1024 rows
+    assert t["best peer"].tolist() == ["not in run", "torch"]
+
+
 def test_the_markdown_table_of_a_run_where_nothing_passed(tmp_path):
     from normbench.harness.report import write_table
     run = synthetic.write_run(tmp_path / "r", [

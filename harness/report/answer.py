@@ -36,9 +36,12 @@ def answer_table(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     t = _shape_cols(a, df["weight_dtype"].nunique() > 1)
     gpu = "decided_on" in a.columns
     for r in ROLES:
-        t[ROLE_TEXT[r]] = [impl_label(i, g, ge) if isinstance(i, str) else "none passed"
-                           for i, g, ge in zip(a[f"{r}_impl"], a[f"{r}_groups"],
-                                               a[f"{r}_groups_effective"])]
+        # "none passed": the run has such implementations at the shape, none competed;
+        # "not in run": it has none
+        t[ROLE_TEXT[r]] = [impl_label(i, g, ge) if isinstance(i, str)
+                           else "none passed" if n else "not in run"
+                           for i, g, ge, n in zip(a[f"{r}_impl"], a[f"{r}_groups"],
+                                                  a[f"{r}_groups_effective"], a[f"{r}_recorded"])]
         t[f"{r} µs"] = [fmt_us(v) + (" †" if finite(s) and s > SPREAD_MARK else "")
                         + (f" {CONTENDED_MARK}" if c else "")
                         for v, s, c in zip(a[f"{r}_us"], a[f"{r}_spread"], a[f"{r}_contended"])]

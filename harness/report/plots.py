@@ -295,13 +295,14 @@ def _plot_speedup(rep, df, comp, meta, palette, baseline, interp):
     lg = np.log2(sp)
     lim = max(0.25, float(np.nanmax(np.abs(lg.to_numpy()))))
     annot = sp.map(lambda v: f"{v:.2f}×" if finite(v) else "")
-    fig = _new_figure(1.0 * len(cols) + 3.5, 0.45 * len(rows_order) + 1.8)
+    # at least the title's width: a run of one or two shapes cut it off at both sides
+    fig = _new_figure(max(1.0 * len(cols) + 3.5, 6.5), 0.45 * len(rows_order) + 2.0)
     ax = fig.subplots()
     _heatmap(fig, ax, lg, annot.to_numpy(), "RdYlGn", mcolors.Normalize(vmin=-lim, vmax=lim),
              f"log2 speedup vs {baseline}")
     ax.set_xlabel("shape")
     _slant_xticks(ax)
-    fig.suptitle(f"Speedup = t({baseline}) / t(implementation), best GROUPS each; >1 is faster")
+    fig.suptitle(f"Speedup = t({baseline}) / t(implementation)\nbest GROUPS each; > 1 is faster")
     rep.figure(PlotFigure(f"speedup_vs_{baseline}",
                           f"Speedup against {baseline}", _png(fig),
                           "Grey: no passing result for that implementation or for the baseline."))
