@@ -23,8 +23,9 @@ def check_args(x, dy, weight, mean, rstd, groups) -> None:
             and (mean is None or isinstance(mean, T))):
         xs, dt, dev = x.shape, x.dtype, x.device
         if (len(xs) == 2 and xs[0] >= 1 and 1 <= xs[1] <= MAX_D and dt in DTYPES
-                and x.stride()[1] == 1 and dy.shape == xs and dy.dtype is dt
-                and dy.stride()[1] == 1 and weight.shape == (xs[1],) and weight.dtype in DTYPES
+                and (x.stride()[1] == 1 or xs[1] == 1) and dy.shape == xs and dy.dtype is dt
+                and (dy.stride()[1] == 1 or xs[1] == 1)
+                and weight.shape == (xs[1],) and weight.dtype in DTYPES
                 and rstd.shape == (xs[0],) and rstd.dtype is _F32
                 and (mean is None or (mean.shape == (xs[0],) and mean.dtype is _F32
                                       and mean.device == dev))
@@ -53,13 +54,15 @@ def _explain(x, dy, weight, mean, rstd, groups) -> None:
         bad("x", f"d = {d} is over the supported maximum {MAX_D}")
     if x.dtype not in DTYPES:
         bad("x", f"unsupported dtype {x.dtype}; use float32, float16 or bfloat16")
-    if x.stride(1) != 1:
+    # a column of one element has any stride torch likes (a transposed row: (1, rows)); the
+    # kernels step rows by stride(0) only, and torch calls such a tensor contiguous
+    if x.stride(1) != 1 and d != 1:
         bad("x", f"last dimension must be contiguous (stride 1), got strides {x.stride()}")
     if tuple(dy.shape) != tuple(x.shape):
         bad("dy", f"shape {tuple(dy.shape)} does not match x {tuple(x.shape)}")
     if dy.dtype != x.dtype:
         bad("dy", f"dtype {dy.dtype} does not match x ({x.dtype})")
-    if dy.stride(1) != 1:
+    if dy.stride(1) != 1 and d != 1:
         bad("dy", f"last dimension must be contiguous (stride 1), got strides {dy.stride()}")
     if tuple(weight.shape) != (d,):
         bad("weight", f"shape {tuple(weight.shape)} must be ({d},)")

@@ -574,6 +574,24 @@ def test_statistics_in_one_strided_buffer(poisoned, name):
         assert rel_error(g, want) < 1e-4, name
 
 
+@pytest.mark.parametrize("name", IMPLS)
+def test_a_column_of_one_element_takes_any_stride(poisoned, name):
+    """d = 1 as a transposed row: strides (1, rows), which torch calls contiguous and
+    .contiguous() leaves as it is — accepted, and right."""
+    g = torch.Generator().manual_seed(5)
+    x, dy = torch.randn(1, 7, generator=g).t(), torch.randn(1, 7, generator=g).t()
+    w = torch.randn(1, generator=g)
+    assert x.is_contiguous() and x.stride() == (1, 7)
+    mean = x.double().mean(1).float()
+    rstd = torch.rsqrt(x.double().var(1, unbiased=False) + 1e-5).float()
+    try:
+        got = strategies.get(name).backward(x, dy, w, mean, rstd, groups=2)
+    except NotImplementedError as e:
+        pytest.skip(f"{name}: {e}")
+    for g_, want in zip(got, reference(x, dy, w, mean, rstd)):
+        assert rel_error(g_, want) < 1e-4, name
+
+
 def test_the_reduce_takes_64_bit_offsets_where_groups_times_d_reach_2_31(monkeypatch):
     """An explicit GROUPS of 32768 at d = 65536 holds 2^31 partial elements: the reduce's
     offsets go 64-bit there (`reduce.wide`).  Too big to run here, so the 64-bit kernels are
