@@ -36,6 +36,12 @@ def fail(message: str, code: int = 2):
     raise typer.Exit(code)
 
 
+def say(console, text: str) -> None:
+    """A line of plain text: paths and messages are never read as rich markup ("[red]" in a
+    directory name is text) nor wrapped (a path stays copyable)."""
+    console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
 def _strategies():
     from normbench import strategies  # imported lazily: it decides CPU/GPU and compiles nothing until used
     from normbench.harness.failures import plugin_failure
@@ -66,8 +72,8 @@ def default(ctx: typer.Context,
         return
     s = _strategies()
     config = "cpu" if s.interpreted() else "default"
-    err.print(f"no command given: running the shipped config {config} (configs/{config}.yaml; "
-              f"{'no GPU: Triton interpreter on CPU' if s.interpreted() else 'on the GPU'})")
+    say(err, f"no command given: running the shipped config {config} (configs/{config}.yaml; "
+             f"{'no GPU: Triton interpreter on CPU' if s.interpreted() else 'on the GPU'})")
     run(config=config, overrides=None, shape=None, out_dir=None, resume=False, dry_run=False,
         only=None, isolate=False, no_report=False, shard=None, gpus=None, scheduler=None,
         exclusive_below_us=None, strict=False, force_resume=False)
@@ -93,8 +99,9 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
                                     "records it already holds"),
         dry_run: bool = typer.Option(False, "--dry-run", help="print the plan and an estimated "
                                      "time; run nothing"),
-        only: Optional[str] = typer.Option(None, "--only", help="comma-separated implementation "
-                                           "names: run only these"),
+        only: Optional[List[str]] = typer.Option(None, "--only", help="comma-separated "
+                                                 "implementation names: run only these "
+                                                 "(repeatable: the names add up)"),
         isolate: bool = typer.Option(False, "--isolate", help="measure each case in a worker "
                                      "process killed after the config's timeout_s (a hung "
                                      "kernel becomes a 'timeout' record)"),
@@ -117,7 +124,9 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
             "whose estimated or measured call time is below X µs, or whose measured call is "
             "host-bound, are measured with nothing else running on their host"),
         strict: bool = typer.Option(False, "--strict", help="exit 1 when any record is not ok "
-                                    "(error, skipped, timeout)"),
+                                    "(error, skipped, timeout), is incorrect against the fp64 "
+                                    "reference, or is not bitwise repeatable although its "
+                                    "implementation is deterministic by design"),
         force_resume: bool = typer.Option(False, "--force-resume", help="--resume even a run of "
                                           "another config or device; both are recorded in "
                                           "meta.json")):
@@ -157,6 +166,7 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
     # known (the unavailable recorded as skipped), so that I/N is the same part on any machine
     cases = expand(sweep, uses_groups=lambda n: s.get(n).uses_groups, available=s.known()
                    if sweep.implementations or shard is not None else s.names())
+    only = ",".join(only) if only else None        # --only a --only b: both
     if only is not None:
         wanted = [n.strip() for n in only.split(",") if n.strip()]
         if not wanted:
@@ -167,6 +177,9 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
         planned = list(dict.fromkeys(c.implementation for c in cases))
         absent = [n for n in wanted if n not in planned]
         if absent:
+            e = s.get(absent[0])
+            if not e.available:    # not planned because this machine lacks it: say why
+                fail(f"run: --only: {absent[0]!r} is unavailable here: {e.reason}")
             fail(f"run: --only: {absent[0]!r} is not in this sweep; it runs: {', '.join(planned)}")
         cases = [c for c in cases if c.implementation in wanted]
     shard_meta = None
@@ -178,8 +191,8 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
             fail(f"run: {e}")
         mine = shards.select(cases, sweep, index, count)
         if cases and not mine:       # valid, e.g. more shards than cases: not an error
-            out.print(f"shard {index}/{count}: none of the plan's {len(cases)} case(s) falls "
-                      "to it; nothing to run (merge the other shards without it)")
+            say(out, f"shard {index}/{count}: none of the plan's {len(cases)} case(s) falls "
+                     "to it; nothing to run (merge the other shards without it)")
             raise typer.Exit(0)
         shard_meta = shards.meta_entry(cases, mine, index, count)
         cases = mine
@@ -193,27 +206,34 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
             fail(f"run: {e}")
     if not cases:
         fail("run: nothing to run")
-    est = estimate_seconds(cases, sweep, s.interpreted())
-    if executor is not None:
-        est = executor.estimate(est)
-    if dry_run:
-        _print_plan(cases, est, sweep)
-        return
     from normbench.harness.isolate import WorkerStartError
-    from normbench.harness.run import default_out_dir, execute, preflight
+    from normbench.harness.run import default_out_dir, execute, held_keys, preflight
     from normbench.harness.store import StoreError, StoreWriteError
     if resume and out_dir is not None and not out_dir.exists():
-        err.print(f"run --resume: {out_dir} does not exist yet: a new run starts there")
-    try:
+        say(err, f"run --resume: {out_dir} does not exist yet: a new run starts there")
+    try:        # refused before anything runs, --dry-run included: it shows what run does
         if out_dir is not None:
             preflight(sweep, out_dir, resume=resume, force_resume=force_resume,
                       device=executor is None)
+    except StoreError as e:
+        fail(f"run: {e}")
+    held = held_keys(out_dir) if resume and out_dir is not None else set()
+    left = [c for c in cases if c.key not in held]
+    est = estimate_seconds(left, sweep, s.interpreted())
+    if executor is not None:
+        est = executor.estimate(est)
+    count = (f"{len(left)} of {len(cases)} records left" if len(left) < len(cases)
+             else f"{len(cases)} records")
+    if dry_run:
+        _print_plan(left, count, est, sweep)
+        return
+    try:
         chosen = out_dir is not None       # a directory made here is removed if left empty
         out_dir = out_dir or default_out_dir(sweep)
     except StoreError as e:
         fail(f"run: {e}")
-    err.print(f"{sweep.name}: {len(cases)} records, about {_fmt_s(est)}; writing {out_dir}"
-              + ("  [CPU wall-clock times: Triton interpreter]" if s.interpreted() else ""))
+    say(err, f"{sweep.name}: {count}, about {_fmt_s(est)}; writing {out_dir}"
+             + ("  [CPU wall-clock times: Triton interpreter]" if s.interpreted() else ""))
     try:
         outcome = execute(sweep, cases, out_dir, resume=resume, isolate=isolate, console=err,
                           shard=shard_meta, executor=executor, force_resume=force_resume)
@@ -239,30 +259,56 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
     if outcome.interrupted:
         again = _again(config, overrides, shape, only=only, isolate=isolate, shard=shard,
                        gpus=gpus, scheduler=scheduler, exclusive_below_us=exclusive_below_us,
-                       no_report=no_report, strict=strict, out_dir=out_dir)
+                       no_report=no_report, strict=strict, force_resume=force_resume,
+                       out_dir=out_dir)
         fail(f"interrupted by {signal.Signals(outcome.interrupted).name}: {len(df)} records kept in "
              f"{out_dir}; finish with: {again}", 128 + outcome.interrupted)
     if not no_report:
         paths = _write_report(out_dir, None)
-        err.print(f"report: {paths['report.html']}")
-    err.print(f"records: {out_dir / 'records.csv'}")
-    bad = df[df["status"] != "ok"] if len(df) else df
-    if strict and len(bad):
-        fail(f"run --strict: {len(bad)} of {len(df)} records are not ok "
-             f"({', '.join(f'{n} {k}' for k, n in bad['status'].value_counts().items())})", 1)
+        say(err, f"report: {paths['report.html']}")
+    say(err, f"records: {out_dir / 'records.csv'}")
+    if strict and (failing := _strict_failures(df)):
+        n = sum(failing.values())
+        fail(f"run --strict: {n} of {len(df)} records fail "
+             f"({', '.join(f'{k} {why}' for why, k in failing.items())})", 1)
+
+
+def _strict_failures(df) -> dict:
+    """{why: how many records}: not ok (by status), ok but incorrect against the fp64
+    reference, ok and correct but not bitwise repeatable although deterministic by design."""
+    from collections import Counter
+    from normbench.harness.summary import is_false, is_true
+    why: Counter = Counter()
+    for r in df.to_dict("records"):
+        if r["status"] != "ok":
+            why[str(r["status"])] += 1
+        elif is_false(r.get("correct")):
+            why["incorrect"] += 1
+        elif is_true(r.get("deterministic_by_design")) and is_false(r.get("deterministic")):
+            why["not deterministic, though by design"] += 1
+    return dict(why)
 
 
 def _fmt_s(sec: float) -> str:
     return f"{sec:.0f} s" if sec < 120 else f"{sec / 60:.1f} min"
 
 
-def _print_plan(cases, est, sweep):
-    t = Table(title=f"plan: {sweep.name} — {len(cases)} records, about {_fmt_s(est)}")
+PLAN_ROWS = 200      # a plan of more records lists its first ones (a table of 160000 rows
+                     # took minutes to draw before its count was printed)
+
+
+def _print_plan(cases, count: str, est, sweep):
+    say(out, f"plan: {sweep.name} — {count}, about {_fmt_s(est)}")
+    if not cases:
+        return
+    t = Table()
     for col in ("norm", "rows", "d", "dtype", "weight", "implementation", "groups"):
         t.add_column(col)
-    for c in cases:
+    for c in cases[:PLAN_ROWS]:
         t.add_row(c.norm, str(c.rows), str(c.d), c.dtype, c.weight_dtype, c.implementation, c.groups)
     out.print(t)
+    if len(cases) > PLAN_ROWS:
+        say(out, f"… and {len(cases) - PLAN_ROWS} more records (the first {PLAN_ROWS} shown)")
 
 
 @app.command()
@@ -283,12 +329,13 @@ def merge(out_dir: Path = typer.Argument(..., help="the run directory to write (
     except (MergeError, StoreError) as e:
         fail(f"merge: {e}")
     info = meta["merge"]
-    err.print(f"merged {info['shards']} shard(s) of {info['count']}: "
-              f"{info['plan_size'] - info['missing']} of {info['plan_size']} cases into {out_dir}"
-              + (f" (partial: {info['missing']} missing, listed in meta.json)" if info["partial"] else ""))
+    say(err, f"merged {info['shards']} shard(s) of {info['count']}: "
+             f"{info['plan_size'] - info['missing']} of {info['plan_size']} cases into {out_dir}"
+             + (f" (partial: {info['missing']} missing, listed in meta.json)" if info["partial"]
+                else ""))
     if not no_report:
         paths = _write_report(out_dir, None)
-        err.print(f"report: {paths['report.html']}")
+        say(err, f"report: {paths['report.html']}")
 
 
 @app.command("list")
@@ -343,7 +390,7 @@ def _again(config, overrides, shape, *, out_dir, **options) -> str:
         flag = "--" + name.replace("_", "-")
         if value is True:
             words.append(flag)
-        elif value not in (None, False):
+        elif value is not None and value is not False:     # 0 is a value (0.0 == False)
             words += [flag, str(value)]
     words += ["--out", str(out_dir), "--resume"]
     return shlex.join(words)
@@ -472,9 +519,9 @@ def export(run_dir: Path = typer.Argument(..., help="a run directory"),
         print(text)
     else:
         from normbench.harness.store import write_file_atomic
-        if out_file.is_dir():           # '' arrives as Path('.'): a directory too
-            fail(f"export: --out {str(out_file)!r}: give a file path, not a directory")
         try:
+            if out_file.is_dir():           # '' arrives as Path('.'): a directory too
+                fail(f"export: --out {str(out_file)!r}: give a file path, not a directory")
             write_file_atomic(out_file, text + "\n")
         except OSError as e:
             fail(f"export: --out {out_file}: cannot write it: {e.strerror or e}")

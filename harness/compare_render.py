@@ -125,7 +125,7 @@ def _render_table(result) -> str:
 
     buf = io.StringIO()
     console = Console(file=buf, width=160, color_system=None, force_terminal=False,
-                      highlight=False, soft_wrap=False)
+                      highlight=False, soft_wrap=False, markup=False)   # paths, errors: text
     console.print(result.summary())
     for d, m in zip(result.baseline_dirs, result.baseline_metas):
         console.print(f"baseline:  {d} ({_meta_line(m)})")

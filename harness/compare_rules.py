@@ -42,11 +42,14 @@ def expand_dirs(path) -> list[Run]:
     """A run directory -> [it]; a directory of run directories -> each of them, by name."""
     from normbench.harness.store import is_run_dir
     path = Path(path)
-    if not path.is_dir():
-        raise CompareError(f"not a run directory: {path}")
-    if is_run_dir(path):
-        return [_load(path)]
-    runs = sorted(p for p in path.iterdir() if p.is_dir() and is_run_dir(p))
+    try:
+        if not path.is_dir():
+            raise CompareError(f"not a run directory: {path}")
+        if is_run_dir(path):
+            return [_load(path)]
+        runs = sorted(p for p in path.iterdir() if p.is_dir() and is_run_dir(p))
+    except OSError as e:                # a name too long, a directory that cannot be listed
+        raise CompareError(f"cannot read {path}: {e.strerror or e}") from None
     if not runs:
         raise CompareError(f"not a run directory, and holds none: {path}")
     return [_load(p) for p in runs]

@@ -52,7 +52,11 @@ def locate(config: str) -> Path:
     without .yaml).  A name that is neither is returned as a path (load_config then says it
     does not exist)."""
     p = Path(config)
-    if p.exists() or "/" in config or "\\" in config:
+    try:
+        exists = p.exists()
+    except OSError:            # a name too long: load_config says what is wrong with it
+        exists = False
+    if exists or "/" in config or "\\" in config:
         return p
     found = shipped().get(config.removesuffix(".yaml"))
     return found if found is not None else p
@@ -95,7 +99,9 @@ def apply(text: str, file: str, overrides: Iterable[str] = (), shapes: Iterable[
     for raw in overrides:
         key, value_text = _split(raw)
         where = f"override {raw!r}"
-        top, _, sub = key.partition(".")
+        top, dot, sub = key.partition(".")
+        if dot and not (top and sub):        # "timing.=5", ".rep_ms=5"
+            raise ConfigError(where, key, "a key path has no empty part; e.g. timing.rep_ms=50")
         if top not in KEYS:
             raise ConfigError(where, top, _unknown_key(top, KEYS))
         if sub and (top not in _NESTED or "." in sub):

@@ -177,3 +177,19 @@ def list_notes(x, dy, weight, mean, rstd, *, groups=None):
 
 
 list_notes.notes = lambda *args: ["path A", "weight fp32"]
+
+
+_flips = [0]
+
+
+@register("test_det_flips", kind="strategy", deterministic_by_design=True,
+          uses_groups=False)
+def claims_determinism(x, dy, weight, mean, rstd, *, groups=None):
+    """Deterministic by design, it says; every other call dγ[0] is one ulp off (right to
+    rounding, not repeatable)."""
+    dx, dw, db = _torch.fn(x, dy, weight, mean, rstd)
+    _flips[0] += 1
+    if _flips[0] % 2:
+        dw = dw.clone()
+        dw[0] = torch.nextafter(dw[0], torch.tensor(float("inf"), dtype=dw.dtype))
+    return dx, dw, db

@@ -1,6 +1,7 @@
 """The runner end to end, through the CLI, on CPU under the interpreter: records, determinism
 verdicts, faults as records, hangs under --isolate, interruption and --resume, locks."""
 import json
+import re
 import os
 import random
 import shutil
@@ -226,6 +227,37 @@ def test_unwritable_output_directory(tmp_path):
 def test_dry_run_and_list():
     r = cli("run", "configs/cpu.yaml", "--dry-run")
     assert r.returncode == 0 and "plan: cpu" in r.stdout and "disjoint_block" in r.stdout
+    # a plan of more records than PLAN_ROWS: its count first, then the first rows only
+    r = cli("run", "configs/cpu.yaml", "rows=[1, 2, 3, 4, 5, 6, 7, 8]", "--dry-run")
+    n = int(re.match(r"plan: cpu — (\d+) records, about ", r.stdout).group(1))
+    assert r.returncode == 0 and n > 200
+    assert f"… and {n - 200} more records (the first 200 shown)" in r.stdout
+
+
+def test_paths_and_errors_are_printed_as_text_not_markup(tmp_path):
+    """A directory named like rich markup ("[red]", "[/x]") is printed as it is, and an error
+    text with markup in it neither vanishes nor stops the sweep."""
+    cfg = config(tmp_path, implementations=["test_raises", "disjoint_block"])
+    out = tmp_path / "q[red]w[/x]"
+    r = cli("run", cfg, "--out", out, "--no-report")
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert f"records: {out / 'records.csv'}" in r.stderr and f"writing {out}" in r.stderr
+    assert len(load_records(out)) == 2
+
+
+def test_dry_run_of_a_resume_shows_what_is_left_and_is_refused_as_the_run_is(tmp_path):
+    cfg = config(tmp_path, implementations=["torch", "disjoint_block", "atomic"])
+    out = tmp_path / "run"
+    assert cli("run", cfg, "--only", "torch,atomic", "--out", out, "--no-report").returncode == 0
+    r = cli("run", cfg, "--out", out, "--resume", "--dry-run")
+    assert r.returncode == 0 and "1 of 3 records left" in r.stdout, r.stderr
+    assert "disjoint_block" in r.stdout and "atomic" not in r.stdout
+    r = cli("run", cfg, "--out", out, "--dry-run")              # without --resume: refused
+    assert r.returncode == 2 and "already holds 2 records" in r.stderr
+    r = cli("run", cfg, "rows=[7]", "--out", out, "--resume", "--dry-run")   # another config
+    assert r.returncode == 2 and "cannot resume" in r.stderr
+    r = cli("run", cfg, "--out", out, "--resume", "--no-report")
+    assert r.returncode == 0 and "1 of 3 records left" in r.stderr
     r = cli("list")
     assert r.returncode == 0
     for n in ("atomic", "grouped_atomic", "spin_lock", "disjoint_block", "torch", "liger", "quack"):
@@ -258,7 +290,7 @@ def test_overrides_shape_stdin_strict_progress_lines_and_history(tmp_path):
     assert r.returncode == 1, r.stderr                       # test_raises errs: --strict
     assert "[1/2] ok disjoint_block G=4 layernorm 6x16 fp32/fp32: " in r.stderr
     assert "[2/2] error test_raises layernorm 6x16 fp32/fp32: RuntimeError" in r.stderr
-    assert r.stderr.strip().splitlines()[-1].startswith("run --strict: 1 of 2 records are not ok")
+    assert r.stderr.strip().splitlines()[-1] == "run --strict: 1 of 2 records fail (1 error)"
     df = load_records(out)
     assert sorted(df["implementation"]) == ["disjoint_block", "test_raises"]
     assert list(zip(df["rows"], df["d"])) == [(6, 16)] * 2
@@ -320,6 +352,30 @@ def test_a_broken_plugin_is_one_line_naming_it_and_exit_2(tmp_path, plugin, text
     (line,) = [ln for ln in r.stderr.splitlines() if not ln.startswith("normbench:")]
     assert line.startswith(f"plugin {plugin} (NORMBENCH_PLUGINS) cannot be loaded: ")
     assert fault in line
+
+
+def test_strict_fails_on_wrong_and_unrepeatable_records_too(tmp_path):
+    """--strict gates what a record says, not only its status: an ok record that is incorrect,
+    or not bitwise repeatable although deterministic by design, fails it; a nondeterministic
+    strategy that never claimed otherwise does not."""
+    cfg = config(tmp_path, implementations=["test_coarse_dw", "test_det_flips",
+                                  "test_nondeterministic", "disjoint_block"])
+    r = cli("run", cfg, "--out", tmp_path / "run", "--no-report", "--strict")
+    df = load_records(tmp_path / "run").set_index("implementation")
+    assert (df["status"] == "ok").all()
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.strip().splitlines()[-1] == (
+        "run --strict: 2 of 4 records fail (1 incorrect, 1 not deterministic, though by design)")
+    ok = config(tmp_path, name="ok", implementations=["test_nondeterministic", "disjoint_block"])
+    assert cli("run", ok, "--out", tmp_path / "ok", "--no-report", "--strict").returncode == 0
+
+
+def test_the_resume_hint_keeps_every_option_that_changes_the_run():
+    from normbench.harness.cli import _again
+    cmd = _again("cpu", ["d=[8]"], ["4x8"], out_dir="r", gpus="2", exclusive_below_us=0.0,
+                 force_resume=True, strict=False, only=None)
+    assert cmd == ("normbench run cpu 'd=[8]' --shape 4x8 --gpus 2 --exclusive-below-us 0.0 "
+                   "--force-resume --out r --resume")
 
 
 def test_help_version_and_list_markup():
