@@ -34,6 +34,8 @@ from collections import Counter, deque
 from dataclasses import asdict
 from pathlib import Path
 
+from rich.markup import escape
+
 from normbench.harness import hostload, placement
 from normbench.harness import plan as _plan
 from normbench.harness.shard import case_costs
@@ -42,6 +44,10 @@ START_TIMEOUT_S = 300.0        # for the first worker (and its facts) to appear
 NO_WORKER_TIMEOUT_S = 300.0    # with work left and no worker at all: give up
 POLL_S = 0.02
 REFRESH_S = 1.0
+
+
+_LOST = ("lost the Dask scheduler: the cases being measured were not recorded; the records "
+         "kept are on disk, finish with --resume once the cluster is back")
 
 
 class ClusterError(Exception):
@@ -208,9 +214,9 @@ class Executor:
                 try:
                     from dask_cuda import LocalCUDACluster
                 except Exception as e:      # dask-cuda, or the cuda.core it imports, missing
-                    console.print(f"[yellow]note:[/] dask-cuda does not import ({type(e).__name__}: "
-                                  f"{e}); one worker per GPU with CUDA_VISIBLE_DEVICES set, "
-                                  "without dask-cuda's CPU affinity")
+                    console.print("[yellow]note:[/] " + escape(
+                        f"dask-cuda does not import ({type(e).__name__}: {e}); one worker per "
+                        "GPU with CUDA_VISIBLE_DEVICES set, without dask-cuda's CPU affinity"))
                     self.cluster = _per_gpu_cluster(self.devices, common)
                 else:
                     self.cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=",".join(self.devices),
@@ -226,7 +232,8 @@ class Executor:
             except OSError as e:
                 raise ClusterError(f"--scheduler {target}: cannot connect: {e}") from None
             where = f"the cluster at {target}"
-        console.print(f"Dask: {where}; dashboard {self.client.dashboard_link}")
+        console.print(f"Dask: {where}; dashboard {self.client.dashboard_link}", markup=False,
+                      highlight=False, soft_wrap=True)
         try:
             self.client.wait_for_workers(1, timeout=START_TIMEOUT_S)
         except TimeoutError:
@@ -242,14 +249,19 @@ class Executor:
         try:
             got = self.client.run(gpuworker.facts_async)
         except Exception as e:
-            raise ClusterError(f"a worker could not measure its GPU: {type(e).__name__}: "
+            raise ClusterError(f"a worker could not get ready (its implementations, its GPU): "
+                               f"{type(e).__name__}: "
                                f"{' '.join(str(e).split())}"[:400]) from None
         return summarize_facts(list(got.values()))
 
     # -- run
 
     def _hosts(self) -> dict[str, int]:
-        workers = self.client.scheduler_info(n_workers=-1)["workers"].values()
+        info = self.client.scheduler_info(n_workers=-1) if self.client.status == "running" \
+            else {}
+        if "workers" not in info:      # {} once the client has lost the scheduler
+            raise ClusterError(_LOST)
+        workers = info["workers"].values()
         gpu = [w for w in workers if (w.get("resources") or {}).get("GPU")]
         self.resources = {"GPU": 1} if gpu else None
         return Counter(w["host"] for w in (gpu or workers))
@@ -287,6 +299,8 @@ class Executor:
                     lonely = None
                 time.sleep(POLL_S)
                 for fut in [f for f in in_flight if f.done()]:
+                    if fut.cancelled():  # not by this run (_reclaim's are no longer in flight):
+                        raise ClusterError(_LOST)   # the scheduler was lost, not the case
                     case, host, alone, _ = in_flight.pop(fut)
                     rec = _record(fut, case, settings, failed_record)
                     if not queue.finished(host, case, alone, rec):
@@ -299,15 +313,20 @@ class Executor:
                                                f"{rec.get('error')}); measured beside other cases")
                     yield case, rec
         except GeneratorExit:            # the caller stopped: it saves unsaved()
-            for fut in in_flight:
-                fut.cancel()
+            self._cancel(in_flight)
             raise
         except BaseException:
-            for fut in in_flight:
-                fut.cancel()
+            self._cancel(in_flight)
             while held:                  # measured: never lost
                 yield self._unheld(held.popitem()[1])
             raise
+
+    def _cancel(self, in_flight) -> None:
+        """Cancel the tasks in flight, where the scheduler can still be told (a lost one would
+        hold each cancel for the connect timeout)."""
+        if self.client is not None and self.client.status == "running":
+            for fut in in_flight:
+                fut.cancel()
 
     def unsaved(self) -> list:
         """(case, record) of the concurrent measurements still waiting for their exclusive

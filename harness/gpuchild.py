@@ -21,6 +21,9 @@ def child(payload):
 
 
 def _describe() -> dict:
+    # the implementations first: a plugin this worker cannot load (NORMBENCH_PLUGINS naming a
+    # module not installed on its node) stops the run here, not as an error record a case
+    strategies.known()
     info = env.describe()
     on_gpu = not info["interpreted"]
     info["where"] = placement.local_gpu_fields()

@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                            TimeElapsedColumn, TimeRemainingColumn)
 
@@ -121,6 +122,15 @@ def discard_if_empty(out_dir) -> None:
         pass
 
 
+def held_keys(out_dir) -> set:
+    """The case keys a run directory holds records of (none where it holds none, or where
+    they cannot be read: the store refuses those itself)."""
+    try:
+        return set(load_records(out_dir)["case_id"].dropna())
+    except (OSError, ValueError, StoreError):
+        return set()
+
+
 def _complete(meta: dict) -> bool:
     """meta.json says which config and device its records were measured with."""
     return bool(meta.get("device_name") and meta.get("config_hash"))
@@ -177,7 +187,7 @@ def _resumed(store: RunStore, sweep: Sweep, meta: dict, force: bool, console: Co
              "hostname": socket.gethostname()}
     used = dict(meta, device_name=here)      # new records name the device they ran on
     if why:
-        console.print(f"[yellow]note:[/] resuming {store.run_dir} although {'; '.join(why)}")
+        console.print(f"[yellow]note:[/] {escape(f'resuming {store.run_dir} although ' + '; '.join(why))}")
         entry["config_text"] = sweep.source_text
         if here != meta.get("device_name"):
             fresh = _new_meta(sweep, console, facts)
@@ -198,6 +208,7 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
     timeout_s) -> an iterator of records, close()); None measures here, one case at a time."""
     console = console or Console(stderr=True)
     outcome = Outcome(out_dir=Path(out_dir))
+    propagating = None
     store = RunStore(out_dir, resume=resume)
     worker = None
     previous = install()
@@ -223,7 +234,8 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
         todo = [c for c in cases if c.key not in done]
         outcome.skipped_done = len(cases) - len(todo)
         if outcome.skipped_done:
-            console.print(f"resuming: {outcome.skipped_done} records already in {out_dir}")
+            console.print(f"resuming: {outcome.skipped_done} records already in {out_dir}",
+                          markup=False, highlight=False)
         if isolate:
             worker = Worker("normbench.harness.measure:measure_payload",
                             env={"TRITON_INTERPRET": os.environ.get("TRITON_INTERPRET", "0"),
@@ -247,7 +259,8 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
                     console.print(_done_line(rec, label, outcome.measured, len(todo)),
                                   markup=False, highlight=False, soft_wrap=True)
                 elif rec["status"] != "ok":
-                    progress.console.print(f"[red]{rec['status']}[/] {label}: {rec['error']}")
+                    text = escape(f"{label}: {rec['error']}")
+                    progress.console.print(f"[red]{escape(str(rec['status']))}[/] {text}")
                 progress.advance(task)
                 progress.refresh()
 
@@ -266,7 +279,13 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
                           completed=True)
     except BaseException as e:       # Interrupted, KeyboardInterrupt, or one wrapping them
         i = interruption(e)
-        if i is None:
+        if i is None:                # a fault (the cluster lost, a write failed): re-raised
+            propagating = e
+            try:                     # meta says when it stopped, if it still can be written
+                store.update_meta(ended_at=datetime.now(timezone.utc).isoformat(
+                    timespec="seconds"), completed=False)
+            except StoreError:
+                pass
             raise
         outcome.interrupted = getattr(i, "signum", signal.SIGINT)
         store.update_meta(ended_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -277,7 +296,11 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
         if executor is not None:
             _save_unsaved(executor, store, outcome)
             executor.close()
-        store.close()
+        try:
+            store.close()
+        except StoreError:
+            if propagating is None:  # else the first failure (records.csv) is the one told
+                raise
         for s, h in previous.items():
             signal.signal(s, h)
     return outcome

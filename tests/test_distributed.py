@@ -216,6 +216,25 @@ def test_an_interrupted_distributed_run_resumes(serial, tmp_path):
     assert (df["concurrent_cases"] == 1).all()          # every case measured alone
 
 
+@needs_dask
+def test_workers_that_cannot_load_a_plugin_stop_the_run_not_each_case(tmp_path):
+    """NORMBENCH_PLUGINS naming a module a node lacks: the run stops at the start, one line,
+    exit 1; before, every case (built-ins too) was an error record and the run exited 0."""
+    (tmp_path / "nb_driver_only.py").write_text(
+        "import os\n"
+        "os.environ.setdefault('NB_DRIVER_PID', str(os.getpid()))\n"
+        "if os.environ['NB_DRIVER_PID'] != str(os.getpid()):\n"
+        "    raise ImportError('not installed on this node')\n")
+    cfg = write_config(tmp_path / "c.yaml")
+    env = {**ENV, "NORMBENCH_PLUGINS": ENV["NORMBENCH_PLUGINS"] + ",nb_driver_only",
+           "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
+    r = cli("run", cfg, "--gpus", "2", "--out", tmp_path / "r", "--no-report", env=env)
+    assert r.returncode == 1, r.stderr
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("run: a worker could not get ready") and "not installed" in last
+    assert len(load_records(tmp_path / "r")) == 0
+
+
 def test_bad_cluster_options_are_one_line_and_exit_2(tmp_path):
     cfg = write_config(tmp_path / "c.yaml")
     for args, needle in ((["--gpus", "0"], "at least 1"), (["--gpus", "all"], "no GPU"),
