@@ -320,12 +320,16 @@ def merge(out_dir: Path = typer.Argument(..., help="the run directory to write (
     """Join the shards of one plan (run --shard I/N) into one complete run directory.
 
     Refused (exit 2, one line) when they come from different configs, GPU models, package
-    versions or commits, when two hold the same case, or when a case is missing.
+    versions or commits, when two hold the same case, or when a case is missing.  A write
+    that fails midway (a full disk) exits 1; until every record is in, meta.json says
+    completed: false and merge.finished: false.
     """
     from normbench.harness.merge import MergeError, merge as do_merge
-    from normbench.harness.store import StoreError
+    from normbench.harness.store import StoreError, StoreWriteError
     try:
         meta = do_merge(out_dir, shard_dirs, allow_partial=allow_partial)
+    except StoreWriteError as e:     # the machine's fault (a full disk), not the input's
+        fail(f"merge: {e} (meta.json says the merge did not finish)", 1)
     except (MergeError, StoreError) as e:
         fail(f"merge: {e}")
     info = meta["merge"]

@@ -141,10 +141,14 @@ def merge(out: str | os.PathLike, dirs: list[str | os.PathLike], *,
     meta = _merged_meta(dirs, metas, plan, missing)
     hint = "merge into a new or empty directory (merge's first argument)"
     with RunStore(out, occupied_hint=hint) as store:
-        store.write_meta(meta)
+        # not complete until every record is in: a merge stopped by a full disk or a signal
+        # leaves a directory that says so, not one a report reads as the whole run
+        store.write_meta({**meta, "completed": False,
+                          "merge": {**meta["merge"], "finished": False}})
         for k in plan:
             if k in rows:
                 store.append(rows[k])
+        store.write_meta(meta)
         return store.meta
 
 
@@ -167,7 +171,7 @@ def _merged_meta(dirs, metas, plan, missing) -> dict:
         merged_from=sources,
         merge={"shards": len(dirs), "count": metas[0]["shard"]["count"],
                "plan_size": len(plan), "partial": bool(missing), "missing": len(missing),
-               "missing_keys": missing},
+               "missing_keys": missing, "finished": True},
         copy_ceiling_gbps=statistics.median(ceilings) if ceilings else None,
         started_at=min(started) if started else None, ended_at=max(ended) if ended else None,
         completed=not missing and all(m.get("completed") for m in metas),

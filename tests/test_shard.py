@@ -202,6 +202,25 @@ def test_merge_refuses_duplicates_missing_cases_and_non_shards(runs, tmp_path):
     assert len(load_records(tmp_path / "p")) == 12 - len(load_records(tmp / "s1"))
 
 
+def test_a_merge_stopped_midway_does_not_say_it_is_complete(runs, tmp_path, monkeypatch):
+    from normbench.harness import merge as merging
+    from normbench.harness.store import RunStore, StoreWriteError
+    tmp, _ = runs
+    real, n = RunStore.append, [0]
+
+    def full_disk(self, rec):
+        n[0] += 1
+        if n[0] > 3:
+            raise StoreWriteError("cannot write records.csv: No space left on device")
+        real(self, rec)
+    monkeypatch.setattr(RunStore, "append", full_disk)
+    with pytest.raises(StoreWriteError):
+        merging.merge(tmp_path / "m", [tmp / "s0", tmp / "s1", tmp / "s2"])
+    m = json.loads((tmp_path / "m" / "meta.json").read_text())
+    assert m["completed"] is False and m["merge"]["finished"] is False
+    assert len(load_records(tmp_path / "m")) == 3
+
+
 def test_resume_works_per_shard(runs, tmp_path):
     tmp, cfg = runs
     shutil.copytree(tmp / "s0", tmp_path / "s0")
