@@ -166,6 +166,8 @@ class Executor:
         self.client = self.cluster = None
         self.devices: list[str] | None = None
         self.standin = False
+        self._facts: dict = {}
+        self._joined: list[dict] = []
 
     def choose(self) -> None:
         """The GPUs of --gpus (stand-ins under the interpreter)."""
@@ -252,7 +254,25 @@ class Executor:
             raise ClusterError(f"a worker could not get ready (its implementations, its GPU): "
                                f"{type(e).__name__}: "
                                f"{' '.join(str(e).split())}"[:400]) from None
+        self._facts = dict(got)          # worker address -> its facts
+        self._joined: list[dict] = []
         return summarize_facts(list(got.values()))
+
+    def joined(self) -> list[dict]:
+        """meta.gpus entries of the workers that joined since the start and have measured a
+        case (a SLURM job's workers arrive over minutes), each given once."""
+        out, self._joined = self._joined, []
+        return out
+
+    def _note_worker(self, fut) -> None:
+        try:
+            out = fut.result()
+        except Exception:
+            return
+        w, f = out.get("worker"), out.get("facts")
+        if w and f and w not in self._facts:
+            self._facts[w] = f
+            self._joined.append(gpu_entry(f))
 
     # -- run
 
@@ -302,6 +322,7 @@ class Executor:
                     if fut.cancelled():  # not by this run (_reclaim's are no longer in flight):
                         raise ClusterError(_LOST)   # the scheduler was lost, not the case
                     case, host, alone, _ = in_flight.pop(fut)
+                    self._note_worker(fut)
                     rec = _record(fut, case, settings, failed_record)
                     if not queue.finished(host, case, alone, rec):
                         held[case.key] = (case, rec)
@@ -403,6 +424,11 @@ def _record(fut, case, settings, failed_record) -> dict:
     return hostload.annotate(rec, out["where"], out["concurrent_cases"])
 
 
+def gpu_entry(f: dict) -> dict:
+    """One worker's line of meta.gpus: where it is, its model, its copy ceiling."""
+    return dict(f["where"], device_name=f["device_name"], copy_ceiling_gbps=f["copy_ceiling_gbps"])
+
+
 def summarize_facts(facts: list[dict]) -> dict:
     """meta.json facts from every worker's: one describe(), the GPUs, the median ceiling."""
     if not facts:
@@ -411,8 +437,7 @@ def summarize_facts(facts: list[dict]) -> dict:
     meta = {k: v for k, v in facts[0].items() if k not in ("where", "peak_tbps")}
     models = list(dict.fromkeys(f["device_name"] for f in facts))
     meta["device_name"] = models[0] if len(models) == 1 else "mixed: " + ", ".join(models)
-    meta["gpus"] = [dict(f["where"], device_name=f["device_name"],
-                         copy_ceiling_gbps=f["copy_ceiling_gbps"]) for f in facts]
+    meta["gpus"] = [gpu_entry(f) for f in facts]
     ceilings = [f["copy_ceiling_gbps"] for f in facts if f["copy_ceiling_gbps"]]
     meta["copy_ceiling_gbps"] = statistics.median(ceilings) if ceilings else None
     meta["hostname"] = ", ".join(dict.fromkeys(f["where"]["hostname"] for f in facts))

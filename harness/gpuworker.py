@@ -78,8 +78,17 @@ def measure_task(case: dict, settings: dict, timeout_s: float) -> dict:
             except RuntimeError as e:       # measure() itself raised: a bug, still a record
                 out = {"failed": ("error", " ".join(str(e).split())[:500])}
         out.update(duration_s=time.perf_counter() - t0, where=f["where"],
-                   concurrent_cases=load.count, settings=s)
+                   concurrent_cases=load.count, settings=s, facts=f, worker=_address())
     return out
+
+
+def _address() -> str | None:
+    """This Dask worker's address (a worker that joined after the start is known by it)."""
+    try:
+        from distributed import get_worker
+        return get_worker().address
+    except Exception:           # not in a Dask worker (a test calling measure_task)
+        return None
 
 
 def close() -> None:

@@ -267,6 +267,8 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
             if executor is not None:
                 for case, rec in executor.records(todo, settings, sweep.timeout_s):
                     keep(rec, _label(case))
+                    if new := executor.joined():   # a worker that joined after the start
+                        _add_gpus(store, new)
                     progress.update(task, description=_label(case), refresh=True)
             else:
                 where = placement.local_gpu_fields()
@@ -304,6 +306,18 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
         for s, h in previous.items():
             signal.signal(s, h)
     return outcome
+
+
+def _add_gpus(store: RunStore, new: list) -> None:
+    """meta.json with the GPUs of workers that joined mid-run (their records say which GPU
+    measured them; meta lists every one)."""
+    meta = store.meta
+    gpus = (meta.get("gpus") or []) + new        # new workers, by address: never counted yet
+    models = list(dict.fromkeys(g.get("device_name") for g in gpus))
+    store.update_meta(gpus=gpus, workers=len(gpus),
+                      hostname=", ".join(dict.fromkeys(str(g.get("hostname")) for g in gpus)),
+                      device_name=models[0] if len(models) == 1 else
+                      "mixed: " + ", ".join(map(str, models)))
 
 
 def _gpu_id(g: dict) -> tuple:

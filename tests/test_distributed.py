@@ -216,6 +216,40 @@ def test_an_interrupted_distributed_run_resumes(serial, tmp_path):
     assert (df["concurrent_cases"] == 1).all()          # every case measured alone
 
 
+def test_a_worker_that_joins_mid_run_is_added_to_meta(tmp_path):
+    """A SLURM job's workers arrive over minutes: one first seen with a record is added to
+    meta.gpus once (its records already say which GPU measured them)."""
+    from normbench.harness.distributed import Executor
+    from normbench.harness.run import _add_gpus
+    from normbench.harness.store import RunStore
+
+    def facts(host, ceiling):
+        return {"where": {"hostname": host, "gpu_index": 0, "gpu_uuid": f"GPU-{host}"},
+                "device_name": "NVIDIA H200", "copy_ceiling_gbps": ceiling}
+
+    class Done:
+        def __init__(self, out):
+            self.out = out
+
+        def result(self):
+            return self.out
+    ex = Executor(gpus=None, scheduler="tcp://x:1", sweep=None, exclusive_below_us=None)
+    ex._facts = {"tcp://a": facts("a", 4000.0)}
+    for w, f in (("tcp://a", facts("a", 4000.0)), ("tcp://b", facts("b", 4100.0)),
+                 ("tcp://b", facts("b", 4100.0))):
+        ex._note_worker(Done({"worker": w, "facts": f}))
+    (new,) = ex.joined()
+    assert new["hostname"] == "b" and ex.joined() == []
+    with RunStore(tmp_path / "r") as store:
+        store.update_meta(gpus=[{"hostname": "a", "gpu_index": 0, "gpu_uuid": "GPU-a",
+                                 "device_name": "NVIDIA H200", "copy_ceiling_gbps": 4000.0}],
+                          workers=1, hostname="a", device_name="NVIDIA H200")
+        _add_gpus(store, [new])
+        m = store.meta
+    assert m["workers"] == 2 and [g["hostname"] for g in m["gpus"]] == ["a", "b"]
+    assert m["hostname"] == "a, b" and m["device_name"] == "NVIDIA H200"
+
+
 @needs_dask
 def test_workers_that_cannot_load_a_plugin_stop_the_run_not_each_case(tmp_path):
     """NORMBENCH_PLUGINS naming a module a node lacks: the run stops at the start, one line,
