@@ -18,6 +18,8 @@ import typer.core
 from rich.console import Console
 from rich.table import Table
 
+from normbench.harness import schema
+
 app = typer.Typer(add_completion=False, no_args_is_help=False, rich_markup_mode=None,
                   context_settings={"help_option_names": ["-h", "--help"]},
                   help="normbench: benchmark the dγ/dβ reduction strategies of LayerNorm/RMSNorm "
@@ -422,9 +424,9 @@ class Format(str, Enum):
     json = "json"
 
 
-class Metric(str, Enum):
-    call = "call"
-    gpu = "gpu"
+# the metrics are harness.schema's declarations: a column declared with metric= is one here
+Metric = Enum("Metric", {m: m for m in schema.metrics()}, type=str)
+_METRICS_HELP = " or ".join(f"{m} ({c.name})" for m, c in schema.metrics().items())
 
 
 def _compare_help() -> str:
@@ -463,8 +465,8 @@ def compare(dirs: List[Path] = typer.Argument(None, help="BASE_DIR... NEW_DIR: b
                                           "e.g. 5% or 0.05 (a bare number of 1 or more is "
                                           "percent: 5 = 5%)"),
             fmt: Format = typer.Option("table", "--format", help="output format"),
-            metric: Metric = typer.Option("call", "--metric", help="call (time_ms, host "
-                                          "included) or gpu (gpu_time_ms)"),
+            metric: Metric = typer.Option("call", "--metric", help=_METRICS_HELP + "; call "
+                                          "includes host time, gpu is the kernels' alone"),
             only: Optional[str] = typer.Option(None, "--only", help="gate only these "
                                                "implementations (comma-separated; kind:strategy "
                                                "or kind:baseline for a kind); the rest is reported"),
@@ -506,8 +508,7 @@ def compare(dirs: List[Path] = typer.Argument(None, help="BASE_DIR... NEW_DIR: b
 def export(run_dir: Path = typer.Argument(..., help="a run directory"),
            fmt: str = typer.Option(..., "--format", help="github-action-benchmark "
                                    "(customSmallerIsBetter) or bencher (BMF)"),
-           metric: str = typer.Option("call", "--metric", help="call (time_ms) or gpu "
-                                      "(gpu_time_ms)"),
+           metric: str = typer.Option("call", "--metric", help=_METRICS_HELP),
            out_file: Optional[Path] = typer.Option(None, "--out", help="write here instead of "
                                                    "stdout")):
     """A run's records as JSON for a benchmark tracker: github-action-benchmark's

@@ -65,11 +65,15 @@ def interruption(e: BaseException) -> BaseException | None:
     raised while a class body runs its descriptors' __set_name__ into a RuntimeError — as
     when SIGINT lands while a module (torch's FakeTensor, say) is first imported.  A broad
     `except Exception` would then record the interruption as a case's failure, or the CLI
-    print a traceback.  Follows __cause__ and __context__."""
+    print a traceback.  Follows __cause__ and __context__.
+
+    A KeyboardInterrupt while install()'s handler is in place came from no signal (that
+    arrives as Interrupted): code raised it, a plugin say — its failure, not a stop."""
     seen = set()
+    keyboard = stopping() is not None or signal.getsignal(signal.SIGINT) is not raise_interrupted
     while e is not None and id(e) not in seen:
         seen.add(id(e))
-        if isinstance(e, (Interrupted, KeyboardInterrupt)):
+        if isinstance(e, Interrupted) or (keyboard and isinstance(e, KeyboardInterrupt)):
             return e
         e = e.__cause__ or e.__context__
     return None

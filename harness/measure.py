@@ -40,6 +40,7 @@ from normbench.harness import model, timing
 from normbench.harness.inputs import errors, make_inputs, output_tolerances, reference
 from normbench.harness.interrupt import reraise_if_interrupted
 from normbench.harness.plan import Case
+from normbench.harness.cells import is_missing
 from normbench.harness.records_io import fit
 from normbench.harness.schema import SHOWN, case_id, tolerance_of
 from normbench.harness.text import describe_exception
@@ -139,7 +140,7 @@ _OUTPUTS = ("dx", "dw", "db")
 
 def _malformed(out, x, w, has_bias: bool = True) -> str:
     """Why the outputs are not the contract's: the tuple (dx, dγ, dβ) — dβ a tensor for
-    LayerNorm, None for RMSNorm — with dx in x's dtype and dγ, dβ in the weight's (an output
+    LayerNorm, None for RMSNorm — dx of x's shape and dtype, dγ, dβ of the weight's (an output
     in a narrower dtype would be judged, and credited bytes, as one it is not)."""
     if not isinstance(out, (tuple, list)):
         return f"returned {type(out).__name__}, not the tuple (dx, dγ, dβ)"
@@ -150,6 +151,12 @@ def _malformed(out, x, w, has_bias: bool = True) -> str:
             return f"returned {SHOWN['err_' + k]} as {type(o).__name__}, not a tensor"
         if not need and o is not None:
             return f"returned {SHOWN['err_' + k]} for RMSNorm, which has none (expected None)"
+    shapes = (tuple(x.shape), tuple(w.shape), tuple(w.shape))
+    bad = [f"{SHOWN['err_' + k]} of shape {tuple(o.shape)} (expected {t})"
+           for k, o, t in zip(_OUTPUTS, out, shapes) if isinstance(o, torch.Tensor)
+           and tuple(o.shape) != t]
+    if bad:
+        return "returned " + ", ".join(bad)
     want = (x.dtype, w.dtype, w.dtype)
     bad = [f"{SHOWN['err_' + k]} as {o.dtype} (expected {t})"
            for k, o, t in zip(_OUTPUTS, out, want) if isinstance(o, torch.Tensor) and o.dtype != t]
@@ -206,11 +213,13 @@ def failed_record(case: Case, s: Settings, status: str, error: str, duration_s: 
 
 
 def _model_value(col: str, source: str, value):
-    """value, as the record's column col holds it; ValueError naming the function that gave it."""
+    """value, as the record's column col holds it (None for a missing one, as the rest of a
+    record in the making has it); ValueError naming the function that gave it."""
     try:
-        return fit(col, value)
+        v = fit(col, value)
     except ValueError as e:
         raise ValueError(f"its {source}(): {e}") from None
+    return None if is_missing(v) else v
 
 
 def measure(case: Case, s: Settings) -> dict:
@@ -232,9 +241,10 @@ def measure(case: Case, s: Settings) -> dict:
     try:
         # a value its column cannot hold (writers as rows / groups, a float) is this case's
         # error here, not the store's when the record is kept (that would stop the sweep)
-        geff = _model_value("groups_effective", "effective_groups",
-                            entry.effective_groups(case.rows, case.d, groups, device))
-        rec["groups_effective"] = geff
+        geff = entry.effective_groups(case.rows, case.d, groups, device)
+        rec["groups_effective"] = _model_value("groups_effective", "effective_groups", geff)
+        # the models get geff as the API gives it (None where GROUPS is unused), not as a record
+        # holds it (pd.NA)
         rec["workspace_bytes"] = _model_value(
             "workspace_bytes", "workspace", entry.workspace(case.rows, case.d, geff, has_bias))
         rec["writers_per_slot"] = _model_value(
@@ -244,7 +254,8 @@ def measure(case: Case, s: Settings) -> dict:
         return done("error", describe_exception(e))
 
     if device.type == "cuda":
-        short = memory_shortfall(case, rec["workspace_bytes"] or 0, torch.cuda.mem_get_info()[0])
+        ws = rec["workspace_bytes"]
+        short = memory_shortfall(case, 0 if is_missing(ws) else ws, torch.cuda.mem_get_info()[0])
         if short:
             return done("skipped", short)
     try:

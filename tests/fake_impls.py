@@ -193,3 +193,21 @@ def claims_determinism(x, dy, weight, mean, rstd, *, groups=None):
         dw = dw.clone()
         dw[0] = torch.nextafter(dw[0], torch.tensor(float("inf"), dtype=dw.dtype))
     return dx, dw, db
+
+
+def _one_buffer(rows, d, groups, has_bias):        # groups: None where GROUPS is unused
+    return (d if groups is None else groups * d) * 4 * (2 if has_bias else 1)
+
+
+@register("test_one_buffer", kind="strategy", deterministic_by_design=True, uses_groups=False,
+          workspace=_one_buffer, writers=lambda rows, g: rows if g is None else -(-rows // g))
+def one_buffer(x, dy, weight, mean, rstd, *, groups=None):
+    """Models of its own that read GROUPS as the API gives it: None, as it uses none."""
+    return _torch.fn(x, dy, weight, mean, rstd)
+
+
+@register("test_keyboard_interrupt", kind="strategy", deterministic_by_design=True,
+          uses_groups=False)
+def keyboard_interrupt(x, dy, weight, mean, rstd, *, groups=None):
+    """Raises KeyboardInterrupt itself: no signal was sent, so it is its own failure."""
+    raise KeyboardInterrupt("from a plugin")

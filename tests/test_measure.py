@@ -473,6 +473,27 @@ def test_outputs_reused_across_calls_are_still_compared(monkeypatch):
     assert rec["deterministic"] is False and rec["distinct_results"] > 1
 
 
+def test_an_output_of_another_shape_is_named(monkeypatch):
+    """dγ as (1, d): an error saying so, not a record judged incorrect with an infinite error."""
+    from normbench import strategies
+    torch_fn = strategies.get("torch").fn
+
+    def row_shaped(x, dy, w, mean, rstd, *, groups=None):
+        dx, dw, db = torch_fn(x, dy, w, mean, rstd)
+        return dx, dw.unsqueeze(0), db
+    _fake(monkeypatch, "test_row_shaped", row_shaped)
+    rec = _measure_impl("test_row_shaped", rows=4, d=8)
+    assert rec["status"] == "error" and rec["error"] == "returned dγ of shape (1, 8) (expected (8,))"
+
+
+def test_a_plugin_model_gets_groups_as_the_api_gives_it(fakes):
+    """None where GROUPS is unused (not the record's missing value): 7 rows of 8 → 8·4·2 B."""
+    rec = _measure_impl(_fake_name("test_one_buffer"), rows=7, d=8)
+    assert rec["status"] == "ok", rec["error"]
+    assert rec["workspace_bytes"] == 64 and rec["writers_per_slot"] == 7
+    assert rec["groups_effective"] is None
+
+
 def test_distinct_results_keep_each_output_once_per_distinct_value():
     """An atomic sum's dγ differs from call to call, its dx does not: the repeats keep one dx
     (the memory check counts one), yet every mix of outputs is a distinct result."""
