@@ -200,9 +200,12 @@ def compare_runs(base_runs: list[Run], cand: Run, *, threshold: float = 0.05,
     cases = [_compare_case(k, [b[k] for b in bases if k in b], cand_idx[k], threshold, alpha,
                            mcol, wanted(k)) for k in common_keys]
     missing = [k for k in base_keys if k not in cand_idx]
+    new = [k for k in cand_idx if not any(k in b for b in bases)]
     if not common:               # a case the candidate lacks is judged; under --common, listed
         cases += [_missing_case(k, [b[k] for b in bases if k in b], len(bases), wanted(k))
                   for k in missing]
+        # a case new in the candidate has no time to judge, but a failure of its own
+        cases += [r for k in new if (r := _failed_new_case(k, cand_idx[k], wanted(k)))]
     cases.sort(key=lambda c: (not c.is_regression, not c.is_improvement, not c.gated,
                               -(c.ratio or 0) if c.is_regression else (c.ratio or 0)))
     if common:
@@ -211,8 +214,7 @@ def compare_runs(base_runs: list[Run], cand: Run, *, threshold: float = 0.05,
         baseline_dirs=[r.dir for r in base_runs], candidate_dir=cand.dir, threshold=threshold,
         alpha=alpha, metric=metric, cases=cases,
         only_baseline=[key_label(dict(zip(schema.KEY, k))) for k in missing] if common else [],
-        only_candidate=[key_label(dict(zip(schema.KEY, k))) for k in cand_idx
-                        if not any(k in b for b in bases)],
+        only_candidate=[key_label(dict(zip(schema.KEY, k))) for k in new],
         notes=notes, baseline_metas=[dict(r.meta) for r in base_runs],
         candidate_meta=dict(cand.meta), selection=selection, common_only=common)
 
@@ -298,6 +300,31 @@ def _missing_case(key: tuple, bs: list[dict], runs: int, gated: bool) -> CaseRes
     else:
         res.flags.append(f"missing from the candidate run (baseline {res.base_status} in "
                          f"{len(bs)} of {runs} runs)")
+    return res
+
+
+def _failed_new_case(key: tuple, c: dict, gated: bool) -> CaseResult | None:
+    """A case only the candidate holds (a strategy new since the baseline): a regression
+    where it failed by itself — an error or timeout, an incorrect result, bits that do not
+    repeat although deterministic by design — else None (listed only)."""
+    from normbench.harness.summary import is_false, is_true
+    status = str(c.get("status") or "?")
+    why = []
+    if status in ("error", "timeout"):
+        err = " ".join(str(c.get("error") or "").split())[:200]
+        why.append(f"status {status}" + (f" ({err})" if err else ""))
+    elif status == "ok" and is_false(c.get("correct")):
+        why.append("incorrect against the fp64 reference")
+    elif status == "ok" and is_true(c.get("deterministic_by_design")) \
+            and is_false(c.get("deterministic")):
+        why.append("not bitwise repeatable, though deterministic by design")
+    if not why:
+        return None
+    res = CaseResult(case_id="|".join(key), key=dict(zip(schema.KEY, key)), base_status=MISSING,
+                     cand_status=status, gated=gated, base_runs=0)
+    what = f"new in the candidate (in no baseline run) and {why[0]}"
+    (res.regressions if gated else res.flags).append(
+        what if gated else f"not gated (outside --only/--exclude): {what}")
     return res
 
 
