@@ -164,10 +164,12 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
     if out_dir is not None and not out_dir.strip():
         fail("run: --out: an empty path; give the run directory")
     out_dir = Path(out_dir) if out_dir is not None else None
-    # a config naming no implementation runs those available here; a shard plans every one
-    # known (the unavailable recorded as skipped), so that I/N is the same part on any machine
+    # a config naming no implementation runs those available here; a shard, or a run on a
+    # cluster (--scheduler: its workers measure, not this login node), plans every one known,
+    # the unavailable recorded as skipped where they are — so I/N is the same part anywhere
+    everywhere = shard is not None or scheduler is not None
     cases = expand(sweep, uses_groups=lambda n: s.get(n).uses_groups, available=s.known()
-                   if sweep.implementations or shard is not None else s.names())
+                   if sweep.implementations or everywhere else s.names())
     only = ",".join(only) if only else None        # --only a --only b: both
     if only is not None:
         wanted = [n.strip() for n in only.split(",") if n.strip()]
@@ -181,6 +183,7 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
         if absent:
             e = s.get(absent[0])
             if not e.available:    # not planned because this machine lacks it: say why
+                # (never with --scheduler or --shard: every known one is planned there)
                 fail(f"run: --only: {absent[0]!r} is unavailable here: {e.reason}")
             fail(f"run: --only: {absent[0]!r} is not in this sweep; it runs: {', '.join(planned)}")
         cases = [c for c in cases if c.implementation in wanted]
@@ -216,12 +219,13 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
     try:        # refused before anything runs, --dry-run included: it shows what run does
         if out_dir is not None:
             preflight(sweep, out_dir, resume=resume, force_resume=force_resume,
-                      device=executor is None)
+                      device=executor is None, shard=shard_meta)
     except StoreError as e:
         fail(f"run: {e}")
     held = held_keys(out_dir) if resume and out_dir is not None else set()
     left = [c for c in cases if c.key not in held]
-    est = estimate_seconds(left, sweep, s.interpreted())
+    # a cluster's workers are the GPUs it is for, whatever this login node has
+    est = estimate_seconds(left, sweep, s.interpreted() and scheduler is None)
     if executor is not None:
         est = executor.estimate(est)
     count = (f"{len(left)} of {len(cases)} records left" if len(left) < len(cases)

@@ -26,7 +26,8 @@ weight_dtype    dtype of the weight and of dγ/dβ: ``same`` (as ``dtype``), ``f
 groups          GROUPS, the number of partial dγ/dβ rows (for implementations that use it):
                 integers 1..1048576 or ``auto`` (the implementation's default).  Default: auto.
 implementations names of implementations to run, in this order.  Default (omitted or null):
-                every implementation available on the machine.  Names are checked against the
+                every implementation available on the machine (every one known with --shard
+                or --scheduler: skipped where unavailable).  Names are checked against the
                 registry's list when the caller gives one.
 timing          ``{warmup_ms: 25, rep_ms: 100}``: the warm-up and measurement budgets per case,
                 milliseconds, numbers > 0.

@@ -86,10 +86,11 @@ def _here(facts: dict | None) -> tuple[str, bool]:
 
 
 def preflight(sweep: Sweep, out_dir: Path, *, resume: bool, force_resume: bool = False,
-              device: bool = True) -> None:
+              device: bool = True, shard: dict | None = None) -> None:
     """Refuse, before anything is measured, what execute() would refuse: a directory that is
-    not ours, or a resume across configs or devices (unless forced).  StoreError, one line.
-    device=False: the cases run elsewhere (a cluster), whose device execute() checks."""
+    not ours, a resume across configs or devices (unless forced), or as another shard.
+    StoreError, one line.  device=False: the cases run elsewhere (a cluster), whose device
+    execute() checks.  shard: the shard entry of this run (shard.meta_entry), or None."""
     check_out_dir(out_dir)
     check_not_in_use(out_dir)
     if not resume and Path(out_dir).is_dir():
@@ -97,6 +98,8 @@ def preflight(sweep: Sweep, out_dir: Path, *, resume: bool, force_resume: bool =
         if held:
             raise StoreError(f"{out_dir} already holds {held} records; use --resume to finish "
                              "it or choose another --out")
+    if resume and Path(out_dir).is_dir():
+        _check_shard(load_meta(out_dir) or {}, shard, out_dir)
     if resume and not force_resume and Path(out_dir).is_dir():
         meta = load_meta(out_dir)     # the records are counted only where meta cannot say
         why = resume_mismatch(meta, sweep, device=device,

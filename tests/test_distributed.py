@@ -269,6 +269,17 @@ def test_workers_that_cannot_load_a_plugin_stop_the_run_not_each_case(tmp_path):
     assert len(load_records(tmp_path / "r")) == 0
 
 
+def test_a_cluster_run_plans_what_its_workers_can_run_not_the_login_node(tmp_path):
+    """--scheduler from a node without a GPU: the config naming no implementation plans every
+    one known (the GPU-only ones included, skipped where unavailable), as a shard does."""
+    r = cli("run", "quick", "--scheduler", "tcp://127.0.0.1:1", "--dry-run")
+    assert r.returncode == 0 and "disjoint_smem" in r.stdout, r.stderr
+    r = cli("run", "quick", "--scheduler", "tcp://127.0.0.1:1", "--only", "disjoint_smem",
+            "--dry-run")
+    assert r.returncode == 0 and "disjoint_smem" in r.stdout, r.stderr
+    assert "disjoint_smem" not in cli("run", "quick", "--dry-run").stdout   # here: the CPU's
+
+
 def test_bad_cluster_options_are_one_line_and_exit_2(tmp_path):
     cfg = write_config(tmp_path / "c.yaml")
     for args, needle in ((["--gpus", "0"], "at least 1"), (["--gpus", "all"], "no GPU"),

@@ -227,10 +227,15 @@ def test_resume_works_per_shard(runs, tmp_path):
     rec = (tmp_path / "s0" / "records.csv").read_text().splitlines()
     (tmp_path / "s0" / "records.csv").write_text("\n".join(rec[:-1]) + "\n")   # lost its last
     (tmp_path / "s0" / "records.parquet").unlink()
-    r = cli("run", cfg, "--shard", "1/3", "--out", tmp_path / "s0", "--resume", "--no-report")
-    assert r.returncode == 2 and "holds shard 0/3" in r.stderr, r.stderr
-    r = cli("run", cfg, "--out", tmp_path / "s0", "--resume", "--no-report")
-    assert r.returncode == 2 and "--shard 0/3" in r.stderr, r.stderr
+    for dry in ([], ["--dry-run"]):            # refused before anything, the dry run too
+        r = cli("run", cfg, "--shard", "1/3", "--out", tmp_path / "s0", "--resume",
+                "--no-report", *dry)
+        assert r.returncode == 2 and "holds shard 0/3" in r.stderr, r.stderr
+        assert "writing" not in r.stderr
+        r = cli("run", cfg, "--out", tmp_path / "s0", "--resume", "--no-report", *dry)
+        assert r.returncode == 2 and "--shard 0/3" in r.stderr, r.stderr
+    r = cli("run", cfg, "--shard", "0/3", "--out", tmp_path / "s0", "--resume", "--dry-run")
+    assert r.returncode == 0 and "1 of " in r.stdout and " records left" in r.stdout, r.stderr
     r = cli("run", cfg, "--shard", "0/3", "--out", tmp_path / "s0", "--resume", "--no-report")
     assert r.returncode == 0, r.stderr
     same_records(load_records(tmp_path / "s0"), load_records(tmp / "s0"))
