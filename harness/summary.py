@@ -186,14 +186,28 @@ def _argmin(values: dict) -> str | None:
     return min(finite, key=finite.get) if finite else None
 
 
+TIE = 0.015      # two medians closer than this are a tie: the spread of same-commit reruns
+
+
 def _decided_on(row: dict) -> str:
-    """Where the ranking of this shape is decided: "GPU", or "host" and why; "" when unknown."""
+    """Where the ranking of this shape is decided: "GPU"; "host", and why — the call-time
+    winner is not the GPU-time winner, by more than a tie (TIE) on one clock or the other; or
+    "" when unknown (a role with a call time but no GPU time).  The same winner on both clocks
+    is "GPU", whose host overhead is noted where it exceeds its GPU time."""
     call, gpu = row["fastest"], row["gpu_fastest"]
     if call is None or gpu is None:
         return ""
+    if any(np.isfinite(row[f"{r}_us"]) and not np.isfinite(row[f"{r}_gpu_us"]) for r in ROLES):
+        return ""
     if call != gpu:
-        return (f"host: {ROLE_TEXT[call]} is fastest per call, {ROLE_TEXT[gpu]} on the GPU")
+        gaps = (row[f"{gpu}_us"] / row[f"{call}_us"] - 1,          # per call: call's lead
+                row[f"{call}_gpu_us"] / row[f"{gpu}_gpu_us"] - 1)  # on the GPU: gpu's lead
+        if max(gaps) <= TIE:
+            return (f"tie: {ROLE_TEXT[call]} and {ROLE_TEXT[gpu]} within {TIE:.1%} on both "
+                    "clocks")
+        return f"host: {ROLE_TEXT[call]} is fastest per call, {ROLE_TEXT[gpu]} on the GPU"
     host, g = row[f"{call}_host_us"], row[f"{call}_gpu_us"]
     if np.isfinite(host) and np.isfinite(g) and host > g:
-        return f"host: the winner's host overhead ({host:.1f} µs) exceeds its GPU time ({g:.1f} µs)"
+        return (f"GPU (the same winner on both clocks; its host overhead, {host:.1f} µs, "
+                f"exceeds its GPU time, {g:.1f} µs)")
     return "GPU"

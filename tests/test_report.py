@@ -205,7 +205,8 @@ def test_one_shape_one_groups_and_samples_as_lists(tmp_path):
     assert not any(n.startswith("groups_") for n in names)          # no one-cell heatmaps
     md = rep.markdown()
     assert "only one GROUPS value per shape" in md
-    assert "| rmsnorm | 2048 × 768 | bf16 | s_det (G=auto→66) | 20.0 | 19.9–20.1 | s_nd" in md
+    # bf16 activations with an fp32 weight: the weight named, though the only one of the run
+    assert "| rmsnorm | 2048 × 768 | bf16/fp32 | s_det (G=auto→66) | 20.0 | 19.9–20.1 | s_nd" in md
 
 
 def test_baseline_not_in_run_is_one_line(tmp_path):

@@ -66,12 +66,22 @@ def test_answer_both_clocks():
         r["host_overhead_ms"] = r["time_ms"] - r["gpu_time_ms"] if r["time_ms"] else None
     a = summary.answer(pd.DataFrame(recs)).iloc[0]
     assert a.det_gpu_us == pytest.approx(35.0) and a.gpu_fastest == "nondet"
-    # nondet wins on both clocks, but its host overhead (20 µs) exceeds its GPU time (10 µs)
-    assert a.decided_on.startswith("host: the winner's host overhead (20.0 µs)")
+    # nondet wins on both clocks (the ranking is the GPU's), its host overhead (20 µs) noted
+    assert a.decided_on.startswith("GPU (the same winner on both clocks; its host overhead, "
+                                   "20.0 µs")
     recs[2]["gpu_time_ms"] = 0.045                 # now the det strategy is fastest on the GPU
     a = summary.answer(pd.DataFrame(recs)).iloc[0]
     assert a.decided_on == ("host: best nondeterministic is fastest per call, "
                             "best deterministic on the GPU")
+    # a flip within 1.5 % on both clocks is a tie, not the host deciding
+    tie = [dict(r) for r in recs]
+    tie[1]["gpu_time_ms"] = 0.0349                # det 40 µs a call, 34.9 on the GPU
+    tie[2]["time_ms"], tie[2]["gpu_time_ms"] = 0.0399, 0.0352   # nondet 39.9 / 35.2
+    a = summary.answer(pd.DataFrame(tie)).iloc[0]
+    assert a.fastest == "nondet" and a.gpu_fastest == "det" and a.decided_on.startswith("tie:")
+    # a role with a call time but no GPU time: unknown, not a verdict without it
+    recs[2]["gpu_time_ms"] = None
+    assert summary.answer(pd.DataFrame(recs)).iloc[0].decided_on == ""
 
 
 def _readme_tables() -> list[list[str]]:

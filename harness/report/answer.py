@@ -11,7 +11,7 @@ from normbench.harness import summary
 from normbench.harness.summary import CONTENDED_MARK, ROLE_TEXT, ROLES, SPREAD_MARK
 
 from .document import Report, md_table
-from .fmt import finite, fmt_int, fmt_ratio, fmt_us, impl_label
+from .fmt import finite, fmt_int, fmt_ratio, fmt_us, impl_label, show_weight
 
 NORM_SHORT = {"layernorm": "LN", "rmsnorm": "RMS"}
 
@@ -33,7 +33,7 @@ def answer_table(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     a = summary.answer(df)
     if a.empty:
         return pd.DataFrame(), a
-    t = _shape_cols(a, df["weight_dtype"].nunique() > 1)
+    t = _shape_cols(a, show_weight(df))
     gpu = "decided_on" in a.columns
     for r in ROLES:
         # "none passed": the run has such implementations at the shape, none competed;

@@ -136,6 +136,15 @@ def impl_label(impl, groups, geff) -> str:
     return f"{impl} (G={g})"
 
 
+def show_weight(df) -> bool:
+    """Whether shape labels name the weight's dtype: where the run has several, or one that
+    is not the activations' (bf16 with an fp32 weight is not "bf16")."""
+    if df.empty or "weight_dtype" not in df.columns:
+        return False
+    return bool(df["weight_dtype"].nunique() > 1
+                or (df["weight_dtype"].astype(str) != df["dtype"].astype(str)).any())
+
+
 def shape_label(row, many_wdtypes: bool) -> str:
     norm = {"layernorm": "LN", "rmsnorm": "RMS"}.get(str(row["norm"]), str(row["norm"]))
     s = f"{norm} {fmt_int(row['rows'])}×{fmt_int(row['d'])} {row['dtype']}"
@@ -157,6 +166,13 @@ def interpreted(meta: dict, df: pd.DataFrame) -> bool:
     return bool(len(df)) and (df["timer"] == "cpu_wall").any()
 
 
+
+
+def no_ceiling(meta: dict) -> str:
+    """Why no single copy ceiling is drawn (one_copy_ceiling gave None), as a sentence start."""
+    if finite(meta.get("copy_ceiling_gbps")):
+        return "The records were measured against different copy ceilings (GPUs of merged shards or workers)"
+    return "meta.json has no copy ceiling"
 
 
 def one_copy_ceiling(df: pd.DataFrame, meta: dict) -> float | None:

@@ -8,8 +8,9 @@ import numpy as np
 import pandas as pd
 
 from .document import PlotFigure, Report
-from .fmt import (SHAPE, best_per_impl, competing, finite, fmt_int, impl_label, impl_order,
-                  implementation_order, one_copy_ceiling, shape_label, short, uses_groups)
+from .fmt import (SHAPE, best_per_impl, competing, finite, fmt_int, fmt_ratio, impl_label,
+                  impl_order, implementation_order, no_ceiling, one_copy_ceiling, shape_label,
+                  short, show_weight, uses_groups)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -104,7 +105,7 @@ def _plot_bandwidth(rep, df, comp, meta, palette, baseline, interp):
     rep.p("GB/s = bytes_moved / median time, best GROUPS per implementation; one line per "
           "implementation, one panel per d (columns) and dtype/weight dtype (rows)."
           + (f" Right axis: % of this run's copy ceiling ({copy:.0f} GB/s, dashed)." if copy
-             else " No copy ceiling in meta.json: the % axis is left out."))
+             else f" {no_ceiling(meta)}: the % axis is left out."))
     for norm in sorted(best["norm"].dropna().unique()):
         sub = best[best["norm"] == norm].assign(
             dtypes=lambda x: x["dtype"].astype(str) + "/" + x["weight_dtype"].astype(str))
@@ -159,7 +160,7 @@ def _plot_group_heatmaps(rep, df, comp, meta, palette, baseline, interp):
     if not impls:
         rep.p("Skipped: no implementation in this run uses GROUPS.")
         return
-    many_w = df["weight_dtype"].nunique() > 1
+    many_w = show_weight(df)
     notes = []
     for impl in impls:
         sub = grouped[grouped["implementation"] == impl]
@@ -213,7 +214,7 @@ def _plot_determinism(rep, df, comp, meta, palette, baseline, interp):
     if df.empty:
         rep.p("Skipped: no records.")
         return
-    many_w = df["weight_dtype"].nunique() > 1
+    many_w = show_weight(df)
     multi_g = df.groupby("implementation")["groups"].nunique()
     d2 = df.assign(
         row=[(impl_label(r.implementation, r.groups, r.groups_effective)
@@ -241,7 +242,8 @@ def _plot_determinism(rep, df, comp, meta, palette, baseline, interp):
         return
     vmax = max(2.0, float(np.nanmax(val.to_numpy())))
     cmap = mcolors.LinearSegmentedColormap.from_list("det", ["#1a9850", "#fee08b", "#d73027"])
-    fig = _new_figure(1.0 * len(shape_order) + 3.5, 0.42 * len(rows_order) + 1.8)
+    # at least the colour bar's label's height (one or two rows cut it off)
+    fig = _new_figure(1.0 * len(shape_order) + 3.5, max(3.4, 0.42 * len(rows_order) + 1.8))
     ax = fig.subplots()
     _heatmap(fig, ax, val, txt.to_numpy(), cmap, mcolors.Normalize(vmin=1, vmax=vmax),
              "distinct results (1 = bitwise deterministic)")
@@ -279,7 +281,7 @@ def _plot_speedup(rep, df, comp, meta, palette, baseline, interp):
     if others.empty:
         rep.p(f"Skipped: no other implementation passed to compare with `{baseline}`.")
         return
-    many_w = df["weight_dtype"].nunique() > 1
+    many_w = show_weight(df)
     bt = {tuple(r[k] for k in SHAPE): float(r["time_ms"]) for _, r in base.iterrows()}
     cols = (best.sort_values(list(SHAPE)).apply(lambda r: shape_label(r, many_w), axis=1)
             .drop_duplicates().tolist())
@@ -294,9 +296,9 @@ def _plot_speedup(rep, df, comp, meta, palette, baseline, interp):
         return
     lg = np.log2(sp)
     lim = max(0.25, float(np.nanmax(np.abs(lg.to_numpy()))))
-    annot = sp.map(lambda v: f"{v:.2f}×" if finite(v) else "")
+    annot = sp.map(lambda v: f"{fmt_ratio(v)}×" if finite(v) else "")     # 0.00123×, not 0.00×
     # at least the title's width: a run of one or two shapes cut it off at both sides
-    fig = _new_figure(max(1.0 * len(cols) + 3.5, 6.5), 0.45 * len(rows_order) + 2.0)
+    fig = _new_figure(max(1.0 * len(cols) + 3.5, 6.5), max(3.4, 0.45 * len(rows_order) + 2.0))
     ax = fig.subplots()
     _heatmap(fig, ax, lg, annot.to_numpy(), "RdYlGn", mcolors.Normalize(vmin=-lim, vmax=lim),
              f"log2 speedup vs {baseline}")

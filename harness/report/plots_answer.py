@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 
 from .document import PlotFigure
-from .fmt import SHAPE, best_per_impl, finite, impl_order, na, one_copy_ceiling, shape_label
+from .fmt import (SHAPE, best_per_impl, finite, impl_order, na, no_ceiling, one_copy_ceiling,
+                  shape_label, show_weight)
 from .plots import _new_figure, _png
 
 
@@ -43,7 +44,7 @@ def plot_samples(rep, df, comp, meta, palette, baseline, interp):
     if best.empty:
         rep.p("Skipped: no passing record kept its samples (time_samples_ms).")
         return
-    many_w = df["weight_dtype"].nunique() > 1
+    many_w = show_weight(df)
     shapes = best.sort_values(list(SHAPE)).drop_duplicates(list(SHAPE))
     if len(shapes) > MAX_SAMPLE_PANELS:     # a panel a shape: past a few dozen, unreadable and slow
         rep.p(f"{MAX_SAMPLE_PANELS} of the {len(shapes)} shapes, spread over their order (every "
@@ -75,8 +76,12 @@ def plot_samples(rep, df, comp, meta, palette, baseline, interp):
         if hi / lo > 4:
             import matplotlib.ticker as mticker
             ax.set_xscale("log")
+            # ticks at 1, 2 and 5 a decade, labelled: a span of 100–956 µs had no tick label
+            # at all with the decades' alone
+            ax.xaxis.set_major_locator(mticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
             ax.xaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:g}"))
             ax.xaxis.set_minor_formatter(mticker.NullFormatter())
+            ax.tick_params(axis="x", labelsize=8)
         ax.set_title(shape_label(sh, many_w), fontsize=10)
         ax.set_xlabel("µs per call")
     for k in range(n, nrows * ncols):
@@ -122,4 +127,4 @@ def plot_roofline(rep, df, comp, meta, palette, baseline, interp):
                           + ("The dashed line is the time a pass would take at this run's "
                              "measured device-to-device copy ceiling: points near it are "
                              "bandwidth-bound, points far above it are not."
-                             if copy else "meta.json has no copy ceiling: no line is drawn.")))
+                             if copy else f"{no_ceiling(meta)}: no line is drawn.")))

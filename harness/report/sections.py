@@ -11,7 +11,7 @@ from normbench.harness import hostload, model, schema, summary
 
 from .document import Report
 from .fmt import (SHAPE, finite, fmt_bytes, fmt_int, impl_label, ms_to_us, na,
-                  one_copy_ceiling)
+                  no_ceiling, one_copy_ceiling, show_weight)
 
 META_ORDER = ("config_name", "config_path", "config_hash", "device_name", "sm_count",
               "peak_tbps", "copy_ceiling_gbps", "timer", "interpreted", "driver_version",
@@ -118,8 +118,8 @@ def prediction_section(rep: Report, df: pd.DataFrame, meta: dict, interp: bool) 
               "workers): each record's % of copy is against its own GPU's, and no single "
               "ceiling is drawn or predicted from here.")
     if not (copy or peak):
-        rep.p("meta.json holds no copy ceiling and the device has no datasheet peak: "
-              "no prediction can be made.")
+        rep.p(f"{no_ceiling(meta)} and the device has no datasheet peak: no prediction can "
+              "be made.")
         return
     rep.p("The floor a pass cannot beat by much: bytes_moved (every input read once, every "
           "output written once; workspace traffic excluded) divided by the bandwidth — "
@@ -136,6 +136,7 @@ def prediction_section(rep: Report, df: pd.DataFrame, meta: dict, interp: bool) 
         rep.p("No record has a measured time.")
         return
     rows = []
+    show_w = show_weight(timed)        # dtype/weight: two rows must not read as one
     timed = timed.sort_values(list(SHAPE) + ["time_ms"])
     for _, r in timed.iterrows():
         nb = float(r["bytes_moved"])
@@ -143,7 +144,8 @@ def prediction_section(rep: Report, df: pd.DataFrame, meta: dict, interp: bool) 
         fp = model.bandwidth_bound_ms(nb, peak) if peak else None
         rows.append({"implementation": impl_label(r["implementation"], r["groups"], r["groups_effective"]),
                      "norm": r["norm"], "rows": fmt_int(r["rows"]), "d": fmt_int(r["d"]),
-                     "dtype": r["dtype"], "bytes moved": fmt_bytes(nb),
+                     "dtype": f"{r['dtype']}/{r['weight_dtype']}" if show_w else r["dtype"],
+                     "bytes moved": fmt_bytes(nb),
                      "measured µs": ms_to_us(r["time_ms"]),
                      "floor @ copy ceiling µs": ms_to_us(fc),
                      "floor @ datasheet peak µs": ms_to_us(fp),
