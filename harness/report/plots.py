@@ -104,7 +104,8 @@ def _plot_bandwidth(rep, df, comp, meta, palette, baseline, interp):
         return
     rep.p("GB/s = bytes_moved / median time, best GROUPS per implementation; one line per "
           "implementation, one panel per d (columns) and dtype/weight dtype (rows)."
-          + (f" Right axis: % of this run's copy ceiling ({copy:.0f} GB/s, dashed)." if copy
+          + (f" Right axis: % of this run's copy ceiling ({copy:.0f} GB/s"
+             + (", dashed)." if not interp else "; its line not drawn under the interpreter).") if copy
              else f" {no_ceiling(meta)}: the % axis is left out."))
     for norm in sorted(best["norm"].dropna().unique()):
         sub = best[best["norm"] == norm].assign(
