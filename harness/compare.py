@@ -125,7 +125,7 @@ class CompareResult:
         gated = [c for c in self.cases if c.gated]
         # a gated case missing from the candidate is one of the regressions; an ungated one
         # is among the cases reported, not gated
-        gone = sum(c.gated for c in self.missing)
+        gone = sum(c.is_regression for c in self.missing)
         parts = [f"{n_reg} regression{'s' if n_reg != 1 else ''}"
                  + (f" ({gone} missing from the candidate)" if gone else ""),
                  f"{n_imp} improvement{'s' if n_imp != 1 else ''}",

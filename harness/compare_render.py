@@ -205,7 +205,8 @@ def _render_json(result) -> str:
                    "not_compared": result.count(stats.NOT_COMPARED),
                    "gated": sum(c.gated for c in result.cases),
                    "not_gated": len(result.ungated),
-                   "common": sum(c.cand_status != "missing" for c in result.cases),
+                   "common": sum(c.base_runs > 0 and c.cand_status != "missing"
+                                 for c in result.cases),
                    "missing": len(result.missing),
                    "only_baseline": len(result.only_baseline),
                    "only_candidate": len(result.only_candidate)},

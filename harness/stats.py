@@ -222,8 +222,9 @@ def judge_case(bases: Sequence[Side], cand: Side, threshold: float, *,
             and abs(j.ratio - 1) > threshold:
         # beyond the threshold asked for, inside the widened one: noise, and shown as such
         verdict = NOISE
-        detail += (f"; {j.ratio - 1:+.1%} is beyond the {threshold:.1%} threshold but inside "
-                   f"the widened {thr:.1%}: noise")
+        detail = "; ".join(filter(None, (detail, f"{j.ratio - 1:+.1%} is beyond the "
+                                          f"{threshold:.1%} threshold but inside the widened "
+                                          f"{thr:.1%}: noise")))
     return Judgement(j.ratio, verdict, j.method, j.p_value, detail, rule=rule, threshold=thr)
 
 

@@ -135,6 +135,8 @@ def answer(df: pd.DataFrame, order: str = "sorted") -> pd.DataFrame:
     comp = competing(df)
     roles = comp.apply(lambda r: role(r), axis=1) if len(comp) else pd.Series(dtype=object)
     all_roles = df.apply(lambda r: role(r), axis=1)
+    by_design = df.apply(lambda r: r.get("kind") != "baseline"
+                         and is_true(r.get("deterministic_by_design")), axis=1)
     keys = [df[k] for k in SHAPE]
     for shape, idx in df.groupby(keys, sort=(order == "sorted"), dropna=False).groups.items():
         row = dict(zip(SHAPE, shape))
@@ -144,7 +146,10 @@ def answer(df: pd.DataFrame, order: str = "sorted") -> pd.DataFrame:
         for r in ROLES:
             best = _fastest(g[roles.loc[g.index] == r]) if len(g) else None
             _fill(row, r, best, gpu)
-            row[f"{r}_recorded"] = df.loc[idx][all_roles.loc[idx] == r]["implementation"].nunique()
+            # a strategy deterministic by design is the det role's though its repeats
+            # differed (it then competes as nondet): "none passed", never "not in run"
+            mine = (all_roles.loc[idx] == r) | (by_design.loc[idx] if r == "det" else False)
+            row[f"{r}_recorded"] = df.loc[idx][mine]["implementation"].nunique()
         row["det_over_nondet"] = _ratio(row["det_us"], row["nondet_us"])
         row["peer_over_det"] = _ratio(row["peer_us"], row["det_us"])
         row["fastest"] = _argmin({r: row[f"{r}_us"] for r in ROLES})
@@ -197,8 +202,9 @@ def _decided_on(row: dict) -> str:
     call, gpu = row["fastest"], row["gpu_fastest"]
     if call is None or gpu is None:
         return ""
-    if any(np.isfinite(row[f"{r}_us"]) and not np.isfinite(row[f"{r}_gpu_us"]) for r in ROLES):
-        return ""
+    if any(np.isfinite(row[f"{r}_us"]) and not (np.isfinite(row[f"{r}_gpu_us"])
+                                                 and row[f"{r}_gpu_us"] > 0) for r in ROLES):
+        return ""                  # a role without a (usable) GPU time: unknown
     if call != gpu:
         gaps = (row[f"{gpu}_us"] / row[f"{call}_us"] - 1,          # per call: call's lead
                 row[f"{call}_gpu_us"] / row[f"{gpu}_gpu_us"] - 1)  # on the GPU: gpu's lead

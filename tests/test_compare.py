@@ -419,6 +419,10 @@ def test_the_summary_counts_only_gated_cases_missing(tmp_path):
     assert "2 unchanged of 2 gated cases" in res.summary()
     res = cmp.compare(a, b)                                   # gated: a regression
     assert res.summary().startswith("REGRESSION: 1 regression (1 missing from the candidate)")
+    # a missing case the baseline had failed is a flag, not counted among the regressions
+    a2 = _one(tmp_path, "a2", torch=dict(status="error", error="x", time_ms=None))
+    res = cmp.compare(a2, b)
+    assert cmp.exit_code(res) == 0 and res.summary().startswith("OK: 0 regressions, ")
 
 
 def test_a_case_new_in_the_candidate_that_fails_by_itself_regresses(tmp_path):
@@ -438,6 +442,7 @@ def test_a_case_new_in_the_candidate_that_fails_by_itself_regresses(tmp_path):
         (reg,) = res.regressions
         assert reg.key["implementation"] == "disjoint_strided" and text in reg.regressions[0]
         assert cmp.exit_code(res) == 1 and "disjoint_strided" in cmp.render(res, "markdown")
+        assert json.loads(cmp.render(res, "json"))["counts"]["common"] == 3   # not the new one
         assert cmp.exit_code(cmp.compare(a, b, only="kind:baseline")) == 0   # not gated
         assert cmp.exit_code(cmp.compare(a, b, common=True)) == 0            # listed only
     b = synthetic.write_run(tmp_path / "ok", _cases() + [synthetic.record(**new)],

@@ -323,6 +323,13 @@ def test_the_answer_says_none_passed_only_where_the_run_has_such_a_strategy():
     t, _ = answer_table(pd.DataFrame(recs))
     assert t["best nondeterministic"].tolist() == ["none passed", "not in run"]   # 64, 1024 rows
     assert t["best peer"].tolist() == ["not in run", "torch"]
+    # deterministic by design, its repeats differing: it competes as nondeterministic, and
+    # the deterministic column says none passed (it is in the run)
+    flip = [synthetic.record(implementation="disjoint_block", groups=4, deterministic=False,
+                             distinct_results=2, deterministic_by_design=True),
+            synthetic.record(implementation="torch", kind="baseline")]
+    t, _ = answer_table(pd.DataFrame(flip))
+    assert t["best deterministic"].tolist() == ["none passed"]
 
 
 def test_the_markdown_table_of_a_run_where_nothing_passed(tmp_path):

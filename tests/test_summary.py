@@ -82,6 +82,8 @@ def test_answer_both_clocks():
     # a role with a call time but no GPU time: unknown, not a verdict without it
     recs[2]["gpu_time_ms"] = None
     assert summary.answer(pd.DataFrame(recs)).iloc[0].decided_on == ""
+    recs[2]["gpu_time_ms"] = 0.0                  # a broken GPU time: unknown, no division
+    assert summary.answer(pd.DataFrame(recs)).iloc[0].decided_on == ""
 
 
 def _readme_tables() -> list[list[str]]:
