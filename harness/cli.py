@@ -182,8 +182,9 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
         absent = [n for n in wanted if n not in planned]
         if absent:
             e = s.get(absent[0])
-            if not e.available:    # not planned because this machine lacks it: say why
-                # (never with --scheduler or --shard: every known one is planned there)
+            # not planned because this machine lacks it (the config names none, and neither
+            # --scheduler nor --shard planned every known one): say why
+            if not e.available and not sweep.implementations and not everywhere:
                 fail(f"run: --only: {absent[0]!r} is unavailable here: {e.reason}")
             fail(f"run: --only: {absent[0]!r} is not in this sweep; it runs: {', '.join(planned)}")
         cases = [c for c in cases if c.implementation in wanted]
@@ -214,7 +215,11 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
     from normbench.harness.isolate import WorkerStartError
     from normbench.harness.run import default_out_dir, execute, held_keys, preflight
     from normbench.harness.store import StoreError, StoreWriteError
-    if resume and out_dir is not None and not out_dir.exists():
+    try:
+        fresh_dir = resume and out_dir is not None and not out_dir.exists()
+    except OSError:                  # a name too long: preflight says so, one line
+        fresh_dir = False
+    if fresh_dir:
         say(err, f"run --resume: {out_dir} does not exist yet: a new run starts there")
     try:        # refused before anything runs, --dry-run included: it shows what run does
         if out_dir is not None:
@@ -335,7 +340,13 @@ def merge(out_dir: Path = typer.Argument(..., help="the run directory to write (
     try:
         meta = do_merge(out_dir, shard_dirs, allow_partial=allow_partial)
     except StoreWriteError as e:     # the machine's fault (a full disk), not the input's
-        fail(f"merge: {e} (meta.json says the merge did not finish)", 1)
+        from normbench.harness.store import load_meta
+        try:
+            said = (load_meta(out_dir).get("merge") or {}).get("finished") is False
+        except (StoreError, OSError, ValueError):
+            said = False
+        fail(f"merge: {e}" + (" (meta.json says the merge did not finish)" if said else
+                              " (the merge did not finish)"), 1)
     except (MergeError, StoreError) as e:
         fail(f"merge: {e}")
     info = meta["merge"]

@@ -148,6 +148,7 @@ def merge(out: str | os.PathLike, dirs: list[str | os.PathLike], *,
         for k in plan:
             if k in rows:
                 store.append(rows[k])
+        store.flush()                  # records.parquet too, before meta says it is finished
         store.write_meta(meta)
         return store.meta
 

@@ -315,7 +315,12 @@ def _add_gpus(store: RunStore, new: list) -> None:
     """meta.json with the GPUs of workers that joined mid-run (their records say which GPU
     measured them; meta lists every one)."""
     meta = store.meta
-    gpus = (meta.get("gpus") or []) + new        # new workers, by address: never counted yet
+    known = meta.get("gpus") or []
+    # new by Dask address; a GPU the meta already lists (a resumed run's worker rejoining
+    # under another address) is not listed again — stand-ins, which share one identity and
+    # no UUID, are each a worker of their own
+    seen = {_gpu_id(g) for g in known if g.get("gpu_uuid")}
+    gpus = known + [g for g in new if not (g.get("gpu_uuid") and _gpu_id(g) in seen)]
     models = list(dict.fromkeys(g.get("device_name") for g in gpus))
     store.update_meta(gpus=gpus, workers=len(gpus),
                       hostname=", ".join(dict.fromkeys(str(g.get("hostname")) for g in gpus)),

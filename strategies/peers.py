@@ -240,6 +240,11 @@ def _quack_rows(t: torch.Tensor) -> torch.Tensor:
     quack compiles x/dy/dx with dynamic strides divisible by gcd(d, 16 B / itemsize) elements
     and a base pointer aligned to as many elements."""
     d = t.shape[1]
+    if d == 1 and t.stride(1) != 1:
+        # a column of one element (a transposed row, strides (1, rows)): the same memory viewed
+        # with a unit column stride, the layout quack compiles for (.contiguous() returns it
+        # unchanged: torch calls it contiguous)
+        t = t.as_strided(t.shape, (t.stride(0), 1))
     div = math.gcd(d, 16 // t.element_size())
     if t.stride(0) % div or t.data_ptr() % (div * t.element_size()):
         return t.contiguous()
@@ -276,7 +281,7 @@ def _quack_notes(x, dy, weight, mean, rstd) -> str:
     text = "quack.rmsnorm." + ("rmsnorm_bwd" if mean is None else "layernorm_bwd (has_bias=True)")
     if weight.dtype != x.dtype:
         text += f"; {_short(weight.dtype)} weight with {_short(x.dtype)} x"
-    copied = [n for n, t in (("x", x), ("dy", dy)) if _quack_rows(t) is not t]
+    copied = [n for n, t in (("x", x), ("dy", dy)) if _quack_rows(t).data_ptr() != t.data_ptr()]
     if copied:
         text += f"; {', '.join(copied)} copied contiguous first (row stride off quack's alignment)"
     return text

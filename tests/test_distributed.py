@@ -248,6 +248,11 @@ def test_a_worker_that_joins_mid_run_is_added_to_meta(tmp_path):
         m = store.meta
     assert m["workers"] == 2 and [g["hostname"] for g in m["gpus"]] == ["a", "b"]
     assert m["hostname"] == "a, b" and m["device_name"] == "NVIDIA H200"
+    # a resumed run: b's GPU, listed already, rejoins under a new address — not listed twice
+    ex._note_worker(Done({"worker": "tcp://b2", "facts": facts("b", 4100.0)}))
+    with RunStore(tmp_path / "r", resume=True) as store:
+        _add_gpus(store, ex.joined())
+        assert store.meta["workers"] == 2
 
 
 @needs_dask

@@ -249,6 +249,18 @@ def test_paths_and_errors_are_printed_as_text_not_markup(tmp_path):
     assert len(load_records(out)) == 2
 
 
+def test_odd_out_and_only_arguments_are_one_line(tmp_path):
+    long = tmp_path / ("a" * 300)              # a name longer than the OS takes
+    for extra in ([], ["--resume"]):
+        r = cli("run", "configs/cpu.yaml", "--out", long, "--dry-run", *extra)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+    # a name the config does not list: 'not in this sweep', whatever this machine has
+    cfg = config(tmp_path, implementations=["torch", "atomic"])
+    r = cli("run", cfg, "--only", "quack", "--dry-run")
+    assert r.returncode == 2 and "'quack' is not in this sweep; it runs: torch, atomic" in r.stderr
+
+
 def test_dry_run_of_a_resume_shows_what_is_left_and_is_refused_as_the_run_is(tmp_path):
     cfg = config(tmp_path, implementations=["torch", "disjoint_block", "atomic"])
     out = tmp_path / "run"

@@ -219,6 +219,16 @@ def test_a_merge_stopped_midway_does_not_say_it_is_complete(runs, tmp_path, monk
     m = json.loads((tmp_path / "m" / "meta.json").read_text())
     assert m["completed"] is False and m["merge"]["finished"] is False
     assert len(load_records(tmp_path / "m")) == 3
+    # every record appended, records.parquet the one that cannot be written: not finished
+    monkeypatch.setattr(RunStore, "append", real)
+
+    def no_parquet(self):
+        raise StoreWriteError("cannot write records.parquet: No space left on device")
+    monkeypatch.setattr(RunStore, "flush", no_parquet)
+    with pytest.raises(StoreWriteError):
+        merging.merge(tmp_path / "m2", [tmp / "s0", tmp / "s1", tmp / "s2"])
+    m = json.loads((tmp_path / "m2" / "meta.json").read_text())
+    assert m["completed"] is False and m["merge"]["finished"] is False
 
 
 def test_resume_works_per_shard(runs, tmp_path):
