@@ -11,6 +11,9 @@ quote.
 """
 from __future__ import annotations
 
+import math
+import numbers
+
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -165,6 +168,13 @@ def compare_runs(base_runs: list[Run], cand: Run, *, threshold: float = 0.05,
     metrics = schema.metrics()
     if metric not in metrics:
         raise CompareError(f"--metric must be one of {', '.join(metrics)}, got {metric!r}")
+    # the API takes fractions (the CLI parses "5%"): a NaN threshold would pass every case
+    if not (isinstance(threshold, numbers.Real) and not isinstance(threshold, bool)
+            and math.isfinite(threshold) and threshold >= 0):
+        raise CompareError(f"threshold must be a finite fraction >= 0 (0.05 for 5 %), got "
+                           f"{threshold!r}")
+    if not (isinstance(alpha, numbers.Real) and 0 < alpha < 1):
+        raise CompareError(f"alpha must be in (0, 1), got {alpha!r}")
     given, base_runs = len(base_runs), _distinct_runs(base_runs)
     notes = check_comparable(base_runs, cand, common=common)
     if len(base_runs) < given:       # one run twice would be an envelope of no spread

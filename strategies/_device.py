@@ -14,6 +14,14 @@ import torch
 
 _AUTO = False
 if not torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1":
+    if "triton" in sys.modules:
+        # triton.language's own @jit helpers (tl.sum, ...) were made compiled at its import:
+        # every kernel would fail inside the interpreter with "Cannot call @triton.jit'd
+        # outside of the scope of a kernel"
+        raise ImportError("normbench: triton was imported before normbench on a machine "
+                          "without a CUDA GPU, so its kernels cannot run under the Triton "
+                          "interpreter; set TRITON_INTERPRET=1 before importing triton, or "
+                          "import normbench.strategies first")
     os.environ["TRITON_INTERPRET"] = "1"
     _AUTO = True
     if os.environ.get("NORMBENCH_QUIET") != "1":

@@ -16,6 +16,7 @@ import functools
 import importlib
 import inspect
 import math
+import numbers
 import os
 import re
 from dataclasses import dataclass, field
@@ -71,6 +72,14 @@ class Entry:
         partial row receives at least one row."""
         if not self.uses_groups:
             return None
+        if rows < 1 or d < 1:
+            raise ValueError(f"rows and d must be >= 1, got rows={rows}, d={d}")
+        if groups is not None:
+            groups = _as_groups(groups)
+            if isinstance(groups, bool) or not isinstance(groups, int):
+                raise ValueError(f"groups: must be a positive int or None, got {groups!r}")
+            if groups < 1:
+                raise ValueError(f"groups: must be >= 1, got {groups}")
         if groups is None:
             groups = (self.auto_groups(rows, d, _device.sm_count(device), self.params(d))
                       if self.auto_groups else 1)
@@ -89,6 +98,8 @@ class Entry:
         """dx, dγ, dβ (dβ None for RMSNorm, i.e. mean=None).  Raises ValueError on bad arguments."""
         if not self.available:
             raise RuntimeError(f"implementation {self.name!r} is not available: {self.reason}")
+        if groups is not None and type(groups) is not int:    # a numpy integer from records
+            groups = _as_groups(groups)
         check_args(x, dy, weight, mean, rstd, groups)
         if not self.uses_groups:
             return self.fn(x, dy, weight, mean, rstd, groups=None)
@@ -101,6 +112,14 @@ class Entry:
             if not _tuning.OVERRIDE:
                 self._groups[key] = g
         return self.fn(x, dy, weight, mean, rstd, groups=g)
+
+
+def _as_groups(groups):
+    """An integral GROUPS of another type (numpy's, read from records) as an int; anything else
+    as it is, for the argument check to name."""
+    if isinstance(groups, numbers.Integral) and not isinstance(groups, bool):
+        return int(groups)
+    return groups
 
 
 def _four_args(auto_groups):

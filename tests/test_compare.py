@@ -449,3 +449,13 @@ def test_a_case_new_in_the_candidate_that_fails_by_itself_regresses(tmp_path):
                             synthetic.meta())
     res = cmp.compare(a, b)
     assert cmp.exit_code(res) == 0 and len(res.only_candidate) == 1
+
+
+def test_the_api_refuses_a_threshold_or_alpha_that_would_gate_nothing(tmp_path):
+    a, b = _runs(tmp_path, cand_over={"torch": dict(time_ms=0.300)})
+    for bad in (float("nan"), -0.1, float("inf")):
+        with pytest.raises(cmp.CompareError, match="threshold must be a finite fraction"):
+            cmp.compare(a, b, threshold=bad)
+    with pytest.raises(cmp.CompareError, match="alpha must be in"):
+        cmp.compare(a, b, alpha=2)
+    assert cmp.exit_code(cmp.compare(a, b, threshold=0.05)) == 1

@@ -366,3 +366,15 @@ def test_records_measured_against_different_copy_ceilings_draw_no_single_one(tmp
 def test_markdown_cells_show_html_never_render_it():
     from normbench.harness.cells import md_cell
     assert md_cell("<script>x</script> | y") == "&lt;script&gt;x&lt;/script&gt; \\| y"
+
+
+def test_a_directory_that_is_not_a_run_is_never_written(tmp_path):
+    """write_report replaces a run's plots/*.png: a directory of the user's own is refused."""
+    from normbench.harness.report import ReportError, write_report
+    (tmp_path / "plots").mkdir()
+    (tmp_path / "plots" / "mine.png").write_bytes(b"png")
+    (tmp_path / "report.md").write_text("my notes")
+    with pytest.raises(ReportError, match="not a run directory"):
+        write_report(tmp_path)
+    assert (tmp_path / "plots" / "mine.png").exists()
+    assert (tmp_path / "report.md").read_text() == "my notes"

@@ -1,4 +1,6 @@
 """Every implementation × norm × dtype against the fp64 reference, on CPU under the interpreter."""
+import os
+
 import pytest
 import torch
 from hypothesis import given, settings
@@ -646,3 +648,29 @@ def test_torch_rmsnorm_under_no_grad_and_inference_mode(ctx):
         xi, dyi, wi, ri = (t.clone() for t in (x, dy, w, rstd))
         dx, dw, db = strategies.get("torch").backward(xi, dyi, wi, None, ri)
     assert db is None and rel_error(dx, ref[0]) < 1e-5 and rel_error(dw, ref[1]) < 1e-5
+
+
+def test_groups_from_records_and_bad_groups_in_the_models():
+    """A GROUPS read back from records is a numpy integer: taken; the model functions refuse
+    what backward refuses, naming the argument."""
+    import numpy as np
+    e = strategies.get("disjoint_block")
+    x, dy, w, mean, rstd = _ln_inputs(8, 32)
+    same_bits(e.backward(x, dy, w, mean, rstd, groups=np.int64(2)),
+              e.backward(x, dy, w, mean, rstd, groups=2))
+    assert e.effective_groups(np.int64(8), 32, np.int64(3)) == 3
+    for rows, g, text in ((8, 0, "groups: must be >= 1"), (8, -2, "groups: must be >= 1"),
+                          (0, 2, "rows and d must be >= 1"), (8, 2.5, "positive int")):
+        with pytest.raises(ValueError, match=text):
+            e.workspace_bytes(rows, 32, g)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter's case: no CUDA GPU")
+def test_triton_imported_first_without_a_gpu_is_one_clear_error():
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    r = subprocess.run([sys.executable, "-c", "import triton; import normbench.strategies"],
+                       env=env, capture_output=True, text=True, timeout=120,
+                       cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert r.returncode != 0 and "triton was imported before normbench" in r.stderr

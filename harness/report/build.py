@@ -35,6 +35,7 @@ def write_table(run_dir) -> str:
     """RUN_DIR/report-table.md: the README's results table from this run; returns its text."""
     from normbench.harness import store
     run_dir = Path(run_dir)
+    store.check_run_dir(run_dir)     # StoreError, one line: a run's own directory only
     text = markdown_table(plain(store.load_records(run_dir)))
     store.write_file_atomic(run_dir / "report-table.md", text)
     return text
@@ -49,6 +50,10 @@ def write_report(run_dir, baseline: str | None = None) -> dict[str, Path]:
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise FileNotFoundError(f"not a run directory: {run_dir}")
+    try:        # a run's own directory only: its plots/*.png are replaced below
+        store.check_run_dir(run_dir)
+    except store.StoreError as e:
+        raise ReportError(str(e)) from None
     try:
         records = store.load_records(run_dir)
     except Exception as e:                       # no records yet, unreadable file: say so
