@@ -6,6 +6,7 @@ after saving every measured record.
 """
 from __future__ import annotations
 
+import os
 import shlex
 import signal
 import sys
@@ -25,8 +26,59 @@ app = typer.Typer(add_completion=False, no_args_is_help=False, rich_markup_mode=
                   help="normbench: benchmark the dγ/dβ reduction strategies of LayerNorm/RMSNorm "
                        "backward. With no command, runs configs/default.yaml on a GPU, or "
                        "configs/cpu.yaml under the Triton interpreter when there is none.")
-out = Console(width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True)
+class _Lossless:
+    """sys.stdout or sys.stderr (looked up at each write) whose write failures — a reader that
+    closed its pipe, a full disk, a closed stream — are swallowed: a line that cannot be
+    printed never stops a sweep or changes an exit code (the records are on disk)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def _f(self):
+        return getattr(sys, self.name)
+
+    def write(self, text: str) -> int:
+        try:
+            f = self._f()
+            return f.write(text) if f is not None else len(text)
+        except (OSError, ValueError):
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            f = self._f()
+            if f is not None:
+                f.flush()
+        except (OSError, ValueError):
+            pass
+
+    def isatty(self) -> bool:
+        try:
+            f = self._f()
+            return bool(f is not None and f.isatty())
+        except (OSError, ValueError):
+            return False
+
+    @property
+    def encoding(self) -> str:
+        return getattr(self._f(), "encoding", None) or "utf-8"
+
+
+def _emit(text: str, end: str = "\n") -> None:
+    """print() to stdout that a closed pipe or a full disk cannot turn into a traceback or an
+    exit code of its own (compare's exit code is its verdict)."""
+    try:
+        print(text, end=end)
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        try:                      # what Python would flush at exit fails no more
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+
+
+out = Console(file=_Lossless("stdout"), width=None if _Lossless("stdout").isatty() else 160)
+err = Console(file=_Lossless("stderr"))
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -62,7 +114,7 @@ def _strategies():
 def _version(value: bool):
     if value:
         from normbench import __version__
-        print(f"normbench {__version__}")
+        _emit(f"normbench {__version__}")
         raise typer.Exit()
 
 
@@ -393,7 +445,7 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory"),
         load_records(run_dir)   # a report of records that cannot be read would only say so
         load_meta(run_dir)
         if markdown_table:
-            print(write_table(run_dir), end="")
+            _emit(write_table(run_dir), end="")
             return
     except (StoreError, ReportError) as e:
         fail(f"report: {e}")
@@ -418,8 +470,8 @@ def _again(config, overrides, shape, *, out_dir, **options) -> str:
 
 
 def _write_report(run_dir: Path, baseline: Optional[str]) -> dict:
-    """write_report, with any failure (a corrupted store, a file in the way, a full disk)
-    as one line and exit 2."""
+    """write_report, with any failure as one line: exit 2 for the input's (a corrupted store,
+    a file in the way), 1 for the machine's (a full disk, an I/O error: OSError)."""
     from normbench.harness.interrupt import reraise_if_interrupted
     from normbench.harness.report import ReportError, write_report
     from normbench.harness.store import StoreError
@@ -430,7 +482,8 @@ def _write_report(run_dir: Path, baseline: Optional[str]) -> dict:
         fail(f"report: {e}")
     except Exception as e:
         reraise_if_interrupted(e)
-        fail(f"report: cannot write the report of {run_dir}: {describe_exception(e)}")
+        fail(f"report: cannot write the report of {run_dir}: {describe_exception(e)}",
+             1 if isinstance(e, OSError) else 2)
 
 
 class Format(str, Enum):
@@ -468,7 +521,7 @@ class _CompareCommand(typer.core.TyperCommand):
                 fmt = given[given.index("--format") + 1]
             text = render_error(f"bad argument: {e.format_message()}",
                                 fmt if fmt in FORMATS else "table")
-            print(text, end="" if text.endswith("\n") else "\n")
+            _emit(text, end="" if text.endswith("\n") else "\n")
             raise
 
 
@@ -500,7 +553,7 @@ def compare(dirs: List[Path] = typer.Argument(None, help="BASE_DIR... NEW_DIR: b
     def refuse(msg: str):            # exit 2, explained on stdout (job summary) and stderr
         from normbench.harness.text import one_line
         msg = one_line(msg)
-        print(render_error(msg, fmt), end="" if fmt != "json" else "\n")
+        _emit(render_error(msg, fmt), end="" if fmt != "json" else "\n")
         fail(f"compare: {msg}")
 
     if len(dirs or ()) < 2:
@@ -515,7 +568,7 @@ def compare(dirs: List[Path] = typer.Argument(None, help="BASE_DIR... NEW_DIR: b
     except CompareError as e:
         refuse(f"cannot compare: {e}")
     text = render(result, fmt)
-    print(text, end="" if text.endswith("\n") else "\n")
+    _emit(text, end="" if text.endswith("\n") else "\n")
     raise typer.Exit(exit_code(result))
 
 
@@ -536,7 +589,7 @@ def export(run_dir: Path = typer.Argument(..., help="a run directory"),
     except ExportError as e:
         fail(f"export: {e}")
     if out_file is None:
-        print(text)
+        _emit(text)
     else:
         from normbench.harness.store import write_file_atomic
         try:
@@ -553,6 +606,11 @@ def main():
     from normbench.harness.interrupt import (Interrupted, exit_quietly, install,
                                              quiet_after_exit_hooks, reraise_if_interrupted)
     install()      # from the first moment: Ctrl-C or SIGTERM never leaves a traceback
+    for stream in (sys.stdout, sys.stderr):   # µ, ×, γ on a stream of another encoding
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError, OSError):
+            pass
     quiet_after_exit_hooks()   # ... nor, after the exit hooks, kills the finished process
     try:
         try:

@@ -162,8 +162,10 @@ def load(config: str, overrides: Iterable[str] = (), shapes: Iterable[str] = (),
         if stream.isatty():
             raise ConfigError("<stdin>", "(file)", "is a terminal; pipe a config into it "
                                                    "(normbench run - < sweep.yaml)")
-        try:
-            text = stream.read(MAX_FILE_BYTES + 1)
+        try:        # UTF-8 as a file is read, whatever the locale's encoding of stdin
+            buf = getattr(stream, "buffer", None)
+            text = (buf.read(4 * MAX_FILE_BYTES + 4).decode("utf-8") if buf is not None
+                    else stream.read(MAX_FILE_BYTES + 1))
         except UnicodeDecodeError as e:
             raise ConfigError("<stdin>", "(file)", f"is not UTF-8 text (bad byte at offset "
                                                    f"{e.start})") from None

@@ -250,7 +250,8 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
         # taking the GIL from the measuring thread.  In a terminal that stalled a loop of
         # host-bound calls for 1–4 ms about ten times a second (11 calls over 1 ms in 60000,
         # against 1–2 without; not seen with output to a file, as on the device)
-        lines = not console.is_terminal     # a log (CI): one line per finished case, no bar
+        # a log (CI), or a terminal that cannot redraw (TERM=dumb): one line per finished case
+        lines = not console.is_terminal or console.is_dumb_terminal
         with Progress(*columns, console=console, transient=False,
                       auto_refresh=False, disable=lines) as progress:
             task = progress.add_task("sweep", total=len(todo))

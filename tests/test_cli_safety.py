@@ -249,3 +249,35 @@ def test_python_dash_m_normbench_is_the_command():
     r = subprocess.run([sys.executable, "-m", "normbench", "--version"], cwd=ROOT, env=ENV,
                        capture_output=True, timeout=60)
     assert r.returncode == 0 and r.stdout.decode().startswith("normbench ")
+
+
+def _sh(cmd: str, env=None, timeout=300):
+    return subprocess.run(["bash", "-c", cmd], cwd=ROOT, env=env or ENV, capture_output=True,
+                          timeout=timeout, text=True)
+
+
+def test_a_stream_that_cannot_be_written_never_stops_a_sweep_or_changes_a_verdict(tmp_path):
+    """stderr read by a pipe that closes after one line (a `| tee` whose reader died): every
+    record is still measured; compare piped into `head` keeps its exit code (its verdict);
+    an ASCII or closed stdout is no traceback; a UTF-8 config on stdin reads as a file does."""
+    cfg = config(tmp_path, rows=[4, 5, 6, 7])
+    py, rb = sys.executable, ROOT / "run_bench.py"
+    r = _sh(f"'{py}' '{rb}' run '{cfg}' --out '{tmp_path}/r' --no-report 2>&1 >/dev/null "
+            "| head -1; exit ${PIPESTATUS[0]}")
+    assert r.returncode == 0, r.stderr
+    assert len(load_records(tmp_path / "r")) == 4
+    base = ROOT / "results" / "h200-quick-runs"
+    r = _sh(f"set -o pipefail; '{py}' '{rb}' compare '{base}' '{ROOT}/results/h200-quick' "
+            "--only kind:strategy --format json | head -1")
+    ok = _sh(f"'{py}' '{rb}' compare '{base}' '{ROOT}/results/h200-quick' --only kind:strategy "
+             "--format json >/dev/null")
+    assert r.returncode == ok.returncode and "Traceback" not in r.stderr
+    for cmd in ("list", f"export '{base}/run-1' --format github-action-benchmark"):
+        r = _sh(f"PYTHONIOENCODING=ascii '{py}' '{rb}' {cmd}")
+        assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    r = _sh(f"'{py}' '{rb}' list >&-")
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    (tmp_path / "u.yaml").write_text(cfg.read_text()[:-1] + ', "description": "dγ, 8×32"}',
+                                     encoding="utf-8")
+    r = _sh(f"PYTHONIOENCODING=ascii '{py}' '{rb}' run - --dry-run < '{tmp_path}/u.yaml'")
+    assert r.returncode == 0, r.stderr
