@@ -77,7 +77,8 @@ def _emit(text: str, end: str = "\n") -> None:
             pass
 
 
-out = Console(file=_Lossless("stdout"), width=None if _Lossless("stdout").isatty() else 160)
+_stdout = _Lossless("stdout")
+out = Console(file=_stdout, width=None if _stdout.isatty() else 160)
 err = Console(file=_Lossless("stderr"))
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -86,7 +87,7 @@ def fail(message: str, code: int = 2):
     """One line on stderr, no traceback, and the exit code (a path or message holding a
     newline is folded onto the line)."""
     from normbench.harness.text import one_line
-    err.print(one_line(message), markup=False, highlight=False, soft_wrap=True)
+    say(err, one_line(message))
     raise typer.Exit(code)
 
 

@@ -255,7 +255,6 @@ class Executor:
                                f"{type(e).__name__}: "
                                f"{' '.join(str(e).split())}"[:400]) from None
         self._facts = dict(got)          # worker address -> its facts
-        self._joined: list[dict] = []
         return summarize_facts(list(got.values()))
 
     def joined(self) -> list[dict]:

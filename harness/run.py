@@ -98,10 +98,11 @@ def preflight(sweep: Sweep, out_dir: Path, *, resume: bool, force_resume: bool =
         if held:
             raise StoreError(f"{out_dir} already holds {held} records; use --resume to finish "
                              "it or choose another --out")
-    if resume and Path(out_dir).is_dir():
-        _check_shard(load_meta(out_dir) or {}, shard, out_dir)
-    if resume and not force_resume and Path(out_dir).is_dir():
-        meta = load_meta(out_dir)     # the records are counted only where meta cannot say
+    meta = load_meta(out_dir) if resume and Path(out_dir).is_dir() else None
+    if meta is not None:
+        _check_shard(meta, shard, out_dir)
+    if meta is not None and not force_resume:
+        # the records are counted only where meta cannot say
         why = resume_mismatch(meta, sweep, device=device,
                               held=0 if _complete(meta) else _held(out_dir))
         if why:

@@ -114,12 +114,11 @@ def prediction_section(rep: Report, df: pd.DataFrame, meta: dict, interp: bool) 
         return
     rep.h(2, "Measured time against the bandwidth bound", "prediction")
     if mixed:
-        rep.p("The records were measured on GPUs of different copy ceilings (merged shards, or "
-              "workers): each record's % of copy is against its own GPU's, and no single "
-              "ceiling is drawn or predicted from here.")
+        rep.p(f"{no_ceiling(meta)}: each record's % of copy is against its own GPU's, and no "
+              "single ceiling is drawn or predicted from here.")
     if not (copy or peak):
-        rep.p(f"{no_ceiling(meta)} and the device has no datasheet peak: no prediction can "
-              "be made.")
+        rep.p(("The device" if mixed else f"{no_ceiling(meta)} and the device")
+              + " has no datasheet peak: no prediction can be made.")
         return
     rep.p("The floor a pass cannot beat by much: bytes_moved (every input read once, every "
           "output written once; workspace traffic excluded) divided by the bandwidth — "
