@@ -1,6 +1,7 @@
 """Host-side preparation shared by the Triton strategies (outputs, strides, placeholders)."""
 from __future__ import annotations
 
+import inspect
 import os
 from dataclasses import dataclass
 
@@ -148,13 +149,21 @@ def launch(kernel, key, tensors: tuple, setup) -> None:
     if plan is None:
         grid, scalars, meta = setup()
         compiled = kernel[grid](*tensors, *scalars, **meta)     # compiles if needed, launches
-        consts = tuple(meta[n] for n in kernel.arg_names[len(tensors) + len(scalars):])
+        consts = _consts(kernel, meta, len(tensors) + len(scalars))
         g = (*grid, 1, 1)
         _PLANS[(kernel, dev, key)] = (compiled.run, g[0], g[1], g[2], compiled.function,
                                       compiled.packed_metadata, (*scalars, *consts))
         return
     run, g0, g1, g2, function, metadata, tail = plan
     run(g0, g1, g2, _stream(dev), function, metadata, None, None, None, *tensors, *tail)
+
+
+def _consts(kernel, meta: dict, first: int) -> tuple:
+    """The kernel's arguments from position `first` on, by name: from `meta`, or the
+    parameter's default where the caller left it out (`WIDE` in the reduce: given only when
+    true) — the value Triton compiled the kept kernel with."""
+    params = inspect.signature(kernel.fn).parameters     # the Python function's own
+    return tuple(meta[n] if n in meta else params[n].default for n in kernel.arg_names[first:])
 
 
 def _stream(dev: int):

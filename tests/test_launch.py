@@ -19,9 +19,15 @@ class FakeCompiled:
         self.log.append(("run", a))
 
 
+def _signature(X, N, BLOCK, FLAG=False):
+    """FakeKernel's parameters: FLAG has a default, as `WIDE` has in the reduce kernels."""
+
+
 class FakeKernel:
-    """Looks like a JITFunction: arg_names, and kernel[grid](...) returns a compiled kernel."""
+    """Looks like a JITFunction: arg_names, fn (the Python function), and kernel[grid](...)
+    returns a compiled kernel."""
     arg_names = ["X", "N", "BLOCK", "FLAG"]
+    fn = staticmethod(_signature)
 
     def __init__(self):
         self.log = []
@@ -61,6 +67,29 @@ def test_second_call_goes_straight_to_the_compiled_kernel(fast):
     # grid padded to 3-D, the stream, no hooks, this call's tensors, then the kept scalars
     # and constexprs in order
     assert k.log[1][1] == (3, 1, 1, 1234, "fn", "meta", None, None, None, y, 64, 16, True)
+
+
+def test_a_constexpr_left_to_its_default_is_kept_at_the_default(fast):
+    """A caller that names a constexpr only when it differs from its default (the reduce's
+    WIDE) still gets the default handed to the kept kernel from the second call on (at
+    2792e69 it raised KeyError: 'WIDE' there, in every strategy with a reduce, on a GPU)."""
+    k = FakeKernel()
+    x = torch.zeros(64)
+    s = setup_of((2,), 64, BLOCK=16, num_warps=4)
+    _launch.launch(k, ("sig", 2), (x,), s)
+    _launch.launch(k, ("sig", 2), (x,), s)
+    assert [e[0] for e in k.log] == ["compile+launch", "run"]
+    assert k.log[1][1][-3:] == (64, 16, False)
+
+
+def test_the_real_kernels_defaults_are_read():
+    """Every kernel launched through `launch` that leaves a constexpr out has a default for
+    it: the reduce's WIDE, read from the JITFunction's own signature."""
+    from normbench.strategies import reduce
+    k = reduce._reduce_kernel
+    first = k.arg_names.index("WIDE")
+    assert _launch._consts(k, {}, first) == (False,)
+    assert _launch._consts(k, {"WIDE": True}, first) == (True,)
 
 
 def test_a_new_key_or_kernel_or_device_compiles_again(fast, monkeypatch):
