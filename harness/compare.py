@@ -110,11 +110,15 @@ class CompareResult:
     def ungated(self) -> list[CaseResult]:
         return [c for c in self.cases if not c.gated]
 
-    def count(self, verdict: str) -> int:
+    def counted(self, verdict: str) -> list[CaseResult]:
         """Gated cases with this time verdict that did not regress otherwise: a case that
         regressed (its time, status, correctness, or missing) counts as a regression only, so
-        the counts add up to the gated cases."""
-        return sum(c.gated and c.verdict == verdict and not c.is_regression for c in self.cases)
+        the counts add up to the gated cases.  Every count and list of a verdict reads this."""
+        return [c for c in self.cases
+                if c.gated and c.verdict == verdict and not c.is_regression]
+
+    def count(self, verdict: str) -> int:
+        return len(self.counted(verdict))
 
     @property
     def missing(self) -> list[CaseResult]:
@@ -146,9 +150,13 @@ class CompareResult:
             text += f"; geomean time ratio {g:.3f}"
         if self.ungated:
             text += f"; {len(self.ungated)} more case(s) reported, not gated ({self.selection})"
-        if self.only_baseline or self.only_candidate:
-            text += (f"; {len(self.only_baseline)} case(s) only in baseline, "
-                     f"{len(self.only_candidate)} only in candidate")
+        # under --common a one-sided case is listed, not judged (only_baseline); without it,
+        # a baseline case the candidate lacks is judged (missing), and only_baseline is empty
+        gone, where = ((len(self.only_baseline), "case(s) only in baseline") if self.common_only
+                       else (len(self.missing), "case(s) missing from the candidate"))
+        if gone or self.only_candidate:
+            text += (f"; {gone} {where}, {len(self.only_candidate)} only in candidate"
+                     + (" (listed, not judged)" if self.common_only else ""))
         return text + "."
 
 

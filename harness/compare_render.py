@@ -14,6 +14,8 @@ from normbench.harness.compare_rules import BOTH_NOT_OK, isna, method_text
 
 TIME_HEADER = ["case", "baseline ms", "candidate ms", "change", "noise test", "detail"]
 FLAG_HEADER = ["case", "kind", "what"]
+SIDED_HEADER = ["case", "only in"]
+SIDED_NOTE = "--common: listed, not judged"
 
 
 def _fmt(v, spec: str = ".4g") -> str:
@@ -36,10 +38,19 @@ def _flag_rows(result) -> list[list[str]]:
     for c in result.cases:
         rows += [[c.label, "regression" if c.gated else "not gated", t] for t in c.regressions]
         rows += [[c.label, "flag", t] for t in c.flags]
-    if not result.common_only:
-        rows += [[cid, "flag", "only in baseline"] for cid in result.only_baseline]
+    if not result.common_only:      # (only_baseline is empty here: those are cases, missing)
         rows += [[cid, "flag", "only in candidate"] for cid in result.only_candidate]
     return rows
+
+
+def _one_sided(result) -> list[list[str]]:
+    """Under --common, the cases one side holds: not flags (nothing is judged of them) but
+    listed, so the summary's counts name their cases.  [] without --common, where the flags
+    and the missing cases say it."""
+    if not result.common_only:
+        return []
+    return ([[cid, "baseline"] for cid in result.only_baseline]
+            + [[cid, "candidate"] for cid in result.only_candidate])
 
 
 def render(result, fmt: str = "table") -> str:
@@ -105,7 +116,7 @@ def _render_markdown(result) -> str:
     if still_bad:
         lines += _details(f"{len(still_bad)} case(s) not ok on both sides (unchanged failures, "
                           "skips)", _md_table(FLAG_HEADER, still_bad))
-    noise = [c for c in result.cases if c.gated and c.verdict == stats.NOISE]
+    noise = result.counted(stats.NOISE)           # the summary's "within noise", case by case
     if noise:
         lines += _details(f"{len(noise)} change(s) beyond the threshold but inside the noise",
                           _md_table(TIME_HEADER, _time_rows(noise)))
@@ -114,6 +125,11 @@ def _render_markdown(result) -> str:
         lines += _details(f"{len(ungated)} time change(s) of cases not gated "
                           f"({result.selection})", _md_table(["verdict"] + TIME_HEADER, [
                               [c.verdict] + r for c, r in zip(ungated, _time_rows(ungated))]))
+    sided = _one_sided(result)
+    if sided:
+        lines += _details(f"{len(result.only_baseline)} case(s) only in baseline, "
+                          f"{len(result.only_candidate)} only in candidate ({SIDED_NOTE})",
+                          _md_table(SIDED_HEADER, sided))
     lines += [f"> note: {n}" for n in result.notes] + ([""] if result.notes else [])
     lines.append(f"<details><summary>Method</summary>\n\n{result.method}\n\n</details>")
     return "\n".join(lines) + "\n"
@@ -144,6 +160,14 @@ def _render_table(result) -> str:
         for h in FLAG_HEADER:
             t.add_column(h, overflow="fold")
         for r in flags:
+            t.add_row(*r)
+        console.print(t)
+    sided = _one_sided(result)
+    if sided:
+        t = Table(title=f"One-sided cases ({SIDED_NOTE})")
+        for h in SIDED_HEADER:
+            t.add_column(h, overflow="fold")
+        for r in sided:
             t.add_row(*r)
         console.print(t)
     console.print(f"{result.count(stats.UNCHANGED)} gated case(s) unchanged (not listed; use "

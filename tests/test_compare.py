@@ -459,3 +459,50 @@ def test_the_api_refuses_a_threshold_or_alpha_that_would_gate_nothing(tmp_path):
     with pytest.raises(cmp.CompareError, match="alpha must be in"):
         cmp.compare(a, b, alpha=2)
     assert cmp.exit_code(cmp.compare(a, b, threshold=0.05)) == 1
+
+
+def _one_sided_runs(tmp_path):
+    """A baseline with a rows=64 case the candidate lacks; a candidate with a new spin_lock."""
+    a = synthetic.write_run(tmp_path / "a", _cases() + [synthetic.record(rows=64)],
+                            synthetic.meta())
+    b = synthetic.write_run(tmp_path / "b", _cases() + [synthetic.record(
+        implementation="spin_lock", groups=64, groups_effective=64)], synthetic.meta())
+    return a, b
+
+
+def test_summary_counts_one_sided_cases_in_both_modes(tmp_path):
+    a, b = _one_sided_runs(tmp_path)
+    # without --common the baseline's extra case is judged (missing), not "only in baseline"
+    text = cmp.compare(a, b).summary()
+    assert "1 case(s) missing from the candidate, 1 only in candidate." in text
+    assert "only in baseline" not in text
+    text = cmp.compare(a, b, common=True).summary()
+    assert "1 case(s) only in baseline, 1 only in candidate (listed, not judged)." in text
+
+
+def test_common_lists_one_sided_cases(tmp_path):
+    a, b = _one_sided_runs(tmp_path)
+    res = cmp.compare(a, b, common=True)
+    gone, new = "torch rmsnorm 64x1024 bf16/fp32", "spin_lock G=64 rmsnorm 1024x1024 bf16/fp32"
+    assert res.only_baseline == [gone] and res.only_candidate == [new]
+    table = cmp.render(res, "table")
+    assert "One-sided cases" in table and gone in table and new in table
+    md = cmp.render(res, "markdown")
+    assert ("<details><summary>1 case(s) only in baseline, 1 only in candidate (--common: "
+            "listed, not judged)</summary>") in md
+    assert f"| {gone} | baseline |" in md and f"| {new} | candidate |" in md
+    assert "| flag | only in" not in md            # listed, not flagged: nothing judged
+
+
+def test_markdown_noise_count_matches_summary(tmp_path):
+    # both inside the noise (p20-p80 36 % wide: threshold widened to 41 %), torch also
+    # incorrect: a regression, so not "within noise" in the summary nor the details block
+    wide = dict(spread=0.30)
+    base_over = {k: wide for k in ("torch", "disjoint_block", "atomic")}
+    a, b = _runs(tmp_path, base_over=base_over, cand_over={
+        "torch": dict(time_ms=0.108, spread=0.30, correct=False),
+        "atomic": dict(time_ms=0.090 * 1.08, spread=0.30), "disjoint_block": wide})
+    res = cmp.compare(a, b)
+    assert sum(c.verdict == stats.NOISE for c in res.cases) == 2 and res.count(stats.NOISE) == 1
+    md = cmp.render(res, "markdown")
+    assert "1 within noise" in md and "1 change(s) beyond the threshold but inside" in md
