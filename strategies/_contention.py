@@ -26,6 +26,8 @@ class Contention:
     partial_rows: str | int = 0
     # int32 counters per partial row and column chunk (spin_lock: a lock and a first-writer count)
     counters_per_chunk: int = 0
+    # bytes a partial row beyond its d columns (disjoint_cluster: a cluster's exchange words)
+    bytes_per_group: int = 0
     # bytes beyond those (disjoint_fused: two int32 grid counters)
     fixed_bytes: int = 0
 
@@ -50,6 +52,8 @@ class Contention:
         nbytes = partial * d * 4 * (2 if has_bias else 1)
         if self.counters_per_chunk:
             nbytes += self.counters_per_chunk * groups * _tuning.cdiv(d, _tuning.block_d(d)[0]) * 4
+        if self.bytes_per_group:
+            nbytes += self.bytes_per_group * groups
         return nbytes + self.fixed_bytes
 
     def describe(self) -> dict:
@@ -62,6 +66,8 @@ class Contention:
             parts.append(f"{n}d·4 B (×2 with dβ)")
         if self.counters_per_chunk:
             parts.append(f"{self.counters_per_chunk}·GROUPS·chunks·4 B")
+        if self.bytes_per_group:
+            parts.append(f"{self.bytes_per_group}·GROUPS B")
         if self.fixed_bytes:
             parts.append(f"{self.fixed_bytes} B")
         return {**asdict(self), "writers_formula": w, "workspace_formula": " + ".join(parts) or "0"}

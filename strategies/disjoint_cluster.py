@@ -141,7 +141,9 @@ else:
 
     @register(NAME, kind="strategy", deterministic_by_design=True, uses_groups=True,
               launch=_tuning.Rule(_rule), auto_groups=_groups_rule,
-              contention=Contention(writers=1, partial_rows="groups"))
+              # the partial rows and each cluster's exchange words (`_words`: 8 fp32); where a
+              # row is not split, disjoint_strided's partial rows at twice the programs
+              contention=Contention(writers=1, partial_rows="groups", bytes_per_group=32))
     def backward(x, dy, weight, mean, rstd, *, groups):
         """Each row split between the two CTAs of a cluster, their row sums swapped through L2."""
         c = prepare(x, dy, weight, mean, rstd)

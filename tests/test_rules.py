@@ -171,6 +171,16 @@ def test_a_registration_carries_its_rules(monkeypatch):
         "GROUPS·d·4 B (×2 with dβ) + 2·GROUPS·chunks·4 B + 8 B")
 
 
+def test_bytes_a_partial_row_count_once_per_group():
+    """disjoint_cluster's exchange words, 32 B a cluster (a partial row), are in its model."""
+    c = strategies.Contention(writers=1, partial_rows="groups", bytes_per_group=32)
+    assert c.workspace(100, 64, 10, has_bias=False) == 10 * 64 * 4 + 10 * 32
+    assert c.describe()["workspace_formula"] == "GROUPS·d·4 B (×2 with dβ) + 32·GROUPS B"
+    import importlib.util
+    src = importlib.util.find_spec("normbench.strategies.disjoint_cluster").origin
+    assert "bytes_per_group=32" in open(src).read()
+
+
 def test_an_older_three_argument_auto_rule_still_works(monkeypatch):
     from normbench.strategies import _registry
     monkeypatch.setattr(_registry, "_REGISTRY", dict(_registry._REGISTRY))
