@@ -379,11 +379,26 @@ def _label(case: Case) -> str:
 
 
 def _done_line(rec: dict, label: str, i: int, n: int) -> str:
-    """`[3/12] ok disjoint_block G=2 layernorm 6x16 fp32/fp32: 0.0123 ms (1.4 s)`."""
+    """`[3/12] ok disjoint_block G=2 layernorm 6x16 fp32/fp32: 0.0123 ms (1.4 s)`; a wrong
+    result says so: `[3/12] ok, incorrect (dγ 0.0065 > 0.0001) torch ...`."""
     what = (f"{rec['time_ms']:.4g} ms" if rec["status"] == "ok" and rec.get("time_ms")
             else " ".join(str(rec.get("error") or "").split())[:300])
     took = f" ({rec['duration_s']:.1f} s)" if rec.get("duration_s") is not None else ""
-    return f"[{i}/{n}] {rec['status']} {label}: {what}{took}"
+    status = str(rec["status"])
+    if status == "ok" and rec.get("correct") is False:    # timed, but not a result to use
+        status += ", " + _incorrect(rec)
+    return f"[{i}/{n}] {status} {label}: {what}{took}"
+
+
+def _incorrect(rec: dict) -> str:
+    """`incorrect (dγ 0.0065 > 0.0001)`: the outputs the record holds past their tolerance."""
+    over = []
+    for err, shown in schema.SHOWN.items():
+        e, t = rec.get(err), schema.tolerance_of(rec, err)
+        if not (schema.is_missing(e) or schema.is_missing(t)) and e > t:
+            over.append(f"{shown} {schema.column_format(err, e)} > "
+                        f"{schema.column_format(schema.ERRORS[err], t)}")
+    return "incorrect" + (f" ({', '.join(over)})" if over else "")
 
 
 def _measure_one(case: Case, settings: Settings, worker: Worker | None, timeout_s: float) -> dict:

@@ -449,3 +449,19 @@ def test_a_resume_on_a_cluster_lists_each_gpu_once():
     standin = {"hostname": "h", "gpu_uuid": None, "gpu_index": None, "copy_ceiling_gbps": None}
     assert len(_joined_gpus([standin] * 2, [standin] * 2)) == 2
     assert len(_joined_gpus([standin] * 2, [standin] * 3)) == 3
+
+
+def test_done_line_says_an_incorrect_result():
+    """A timed but wrong result is not printed as a plain "ok": the outputs past their
+    tolerance, as the record holds them (dγ/dβ by tolerance_dw, dx by tolerance)."""
+    from normbench.harness.run import _done_line
+    rec = dict(status="ok", time_ms=27.73, duration_s=0.1, correct=False, err_dx=0.004,
+               err_dw=0.0056, err_db=None, tolerance=0.03, tolerance_dw=1e-4)
+    line = _done_line(rec, "torch layernorm 19x33 bf16/fp32", 2, 2)
+    assert line == ("[2/2] ok, incorrect (dγ 0.0056 > 0.0001) torch layernorm 19x33 "
+                    "bf16/fp32: 27.73 ms (0.1 s)")
+    assert "\n" not in line
+    # no error columns: still said; a correct one is plain "ok"
+    assert _done_line(dict(rec, err_dw=None, err_dx=None), "x", 1, 1).startswith(
+        "[1/1] ok, incorrect x: ")
+    assert _done_line(dict(rec, correct=True), "x", 1, 1) == "[1/1] ok x: 27.73 ms (0.1 s)"
