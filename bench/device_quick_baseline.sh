@@ -5,13 +5,14 @@
 # header's refresh recipe says (`results/h200-quick-runs/run-1`, `run-2`).  Then, if parts are
 # named (bench/device_gpu_suite.sh's 1 2 1a 1b 2a 2b), those parts of the GPU suite side by
 # side, after the timed runs so that nothing else shares the GPU while they time.
-# NORMBENCH_GIT_COMMIT from the environment.  Runs and logs in $OUT/quick.tgz, the suite's
+# NORMBENCH_GIT_COMMIT from the environment; Q_ARGS (e.g. --no-report: the reports are made
+# here afterwards by `run_bench.py report`) added to both runs.  Runs and logs in $OUT/quick.tgz, the suite's
 # logs in $OUT/gpu-suite.tgz.
 . bench/peers_env.sh
 . bench/device_start.sh
 mkdir -p $OUT/quick
 for k in 1 2; do
-  timeout ${Q_S:-150} python3 run_bench.py run configs/quick.yaml --out $OUT/quick/run-$k \
+  timeout ${Q_S:-150} python3 run_bench.py run configs/quick.yaml ${Q_ARGS:-} --out $OUT/quick/run-$k \
     > $OUT/quick/run-$k.log 2>&1
   echo "== run-$k (rc $?)"; tail -n 2 $OUT/quick/run-$k.log
 done
