@@ -126,8 +126,10 @@ def answer(df: pd.DataFrame, order: str = "sorted") -> pd.DataFrame:
     det_over_nondet (t_det / t_nondet: what determinism costs, > 1 slower), peer_over_det
     (t_peer / t_det, > 1: ours is faster), fastest (the role of the fastest of the three),
     passing / recorded (implementations), r_recorded (implementations of role r recorded at
-    the shape, whatever their status: 0 where the run has none), and with GPU time gpu_fastest (the role fastest by GPU
-    time) and decided_on ("GPU" or "host", with why)."""
+    the shape, whatever their status: 0 where the run has none), and with GPU time
+    r_gpu_best_impl and r_gpu_best_us (the role's least GPU time over its competing records,
+    which need not be its fastest per call), gpu_fastest (the role with the least of those)
+    and decided_on ("GPU" or "host", with why)."""
     out = []
     gpu = has_gpu_time(df)
     if df.empty:
@@ -144,8 +146,10 @@ def answer(df: pd.DataFrame, order: str = "sorted") -> pd.DataFrame:
         row["recorded"] = df.loc[idx, "implementation"].nunique()
         row["passing"] = g["implementation"].nunique()
         for r in ROLES:
-            best = _fastest(g[roles.loc[g.index] == r]) if len(g) else None
-            _fill(row, r, best, gpu)
+            of_r = g[roles.loc[g.index] == r] if len(g) else g
+            _fill(row, r, _fastest(of_r), gpu)
+            if gpu:
+                row[f"{r}_gpu_best_impl"], row[f"{r}_gpu_best_us"] = _gpu_best(of_r)
             # a strategy deterministic by design is the det role's though its repeats
             # differed (it then competes as nondet): "none passed", never "not in run"
             mine = (all_roles.loc[idx] == r) | (by_design.loc[idx] if r == "det" else False)
@@ -154,7 +158,7 @@ def answer(df: pd.DataFrame, order: str = "sorted") -> pd.DataFrame:
         row["peer_over_det"] = _ratio(row["peer_us"], row["det_us"])
         row["fastest"] = _argmin({r: row[f"{r}_us"] for r in ROLES})
         if gpu:
-            row["gpu_fastest"] = _argmin({r: row[f"{r}_gpu_us"] for r in ROLES})
+            row["gpu_fastest"] = _argmin({r: row[f"{r}_gpu_best_us"] for r in ROLES})
             row["decided_on"] = _decided_on(row)
         out.append(row)
     return pd.DataFrame(out)
@@ -182,6 +186,19 @@ def _fill(row: dict, r: str, best, gpu: bool) -> None:
             row[f"{r}_us"] - row[f"{r}_gpu_us"])
 
 
+def _gpu_best(frame: pd.DataFrame) -> tuple[str | None, float]:
+    """(implementation, µs) of the least GPU time among a role's competing records — not
+    the GPU time of its fastest record per call: a record slower per call can be the
+    faster on the GPU.  (None, NaN) where the role has none, or where one of its records
+    has no usable GPU time (it might have been the GPU's fastest: unknown)."""
+    if frame.empty:
+        return None, np.nan
+    t = times(frame, "gpu_time_ms")
+    if not (np.isfinite(t) & (t > 0)).all():
+        return None, np.nan
+    return frame.loc[t.idxmin(), "implementation"], float(t.min()) * 1000
+
+
 def _ratio(a, b) -> float:
     return float(a) / float(b) if np.isfinite(a) and np.isfinite(b) and b > 0 else np.nan
 
@@ -195,23 +212,27 @@ TIE = 0.015      # two medians closer than this are a tie: the spread of same-co
 
 
 def _decided_on(row: dict) -> str:
-    """Where the ranking of this shape is decided: "GPU"; "host", and why — the call-time
-    winner is not the GPU-time winner, by more than a tie (TIE) on one clock or the other; or
-    "" when unknown (a role with a call time but no GPU time).  The same winner on both clocks
-    is "GPU", whose host overhead is noted where it exceeds its GPU time."""
+    """Where the ranking of this shape is decided: "GPU"; "host", and why — the role fastest
+    per call (its fastest record per call) is not the role fastest on the GPU (each role's
+    least GPU time over its records, _gpu_best), by more than a tie (TIE) on one clock or the
+    other; or "" when unknown (a role with a call time but no usable GPU-best).  The same
+    winner on both clocks is "GPU", whose host overhead is noted where it exceeds its GPU
+    time."""
     call, gpu = row["fastest"], row["gpu_fastest"]
     if call is None or gpu is None:
         return ""
-    if any(np.isfinite(row[f"{r}_us"]) and not (np.isfinite(row[f"{r}_gpu_us"])
-                                                 and row[f"{r}_gpu_us"] > 0) for r in ROLES):
+    if any(np.isfinite(row[f"{r}_us"]) and not np.isfinite(row[f"{r}_gpu_best_us"])
+           for r in ROLES):
         return ""                  # a role without a (usable) GPU time: unknown
     if call != gpu:
         gaps = (row[f"{gpu}_us"] / row[f"{call}_us"] - 1,          # per call: call's lead
-                row[f"{call}_gpu_us"] / row[f"{gpu}_gpu_us"] - 1)  # on the GPU: gpu's lead
+                row[f"{call}_gpu_best_us"] / row[f"{gpu}_gpu_best_us"] - 1)  # GPU: gpu's lead
         if max(gaps) <= TIE:
             return (f"tie: {ROLE_TEXT[call]} and {ROLE_TEXT[gpu]} within {TIE:.1%} on both "
                     "clocks")
-        return f"host: {ROLE_TEXT[call]} is fastest per call, {ROLE_TEXT[gpu]} on the GPU"
+        other = row[f"{gpu}_gpu_best_impl"]      # named where not the record shown per call
+        named = f" ({other})" if other != row[f"{gpu}_impl"] else ""
+        return f"host: {ROLE_TEXT[call]} is fastest per call, {ROLE_TEXT[gpu]}{named} on the GPU"
     host, g = row[f"{call}_host_us"], row[f"{call}_gpu_us"]
     if np.isfinite(host) and np.isfinite(g) and host > g:
         return (f"GPU (the same winner on both clocks; its host overhead, {host:.1f} µs, "

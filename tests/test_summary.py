@@ -86,6 +86,25 @@ def test_answer_both_clocks():
     assert summary.answer(pd.DataFrame(recs)).iloc[0].decided_on == ""
 
 
+def test_the_gpu_winner_is_each_roles_least_gpu_time_not_its_call_time_best():
+    """peer_d is slower per call than peer_c (the peer shown) but the fastest of all on the
+    GPU: the ranking is the host's, though every record shown is slower on the GPU than
+    ours.  Comparing the GPU times of each role's call-time best said "GPU"."""
+    recs = _shape()
+    gpu = {"det_a": 0.035, "nondet_b": 0.030, "peer_c": 0.050, "peer_d": 0.020, "peer_e": 0.001}
+    for r in recs:
+        r["gpu_time_ms"] = gpu[r["implementation"]]
+    a = summary.answer(pd.DataFrame(recs)).iloc[0]
+    assert (a.fastest, a.peer_impl, a.peer_gpu_us) == ("nondet", "peer_c", pytest.approx(50.0))
+    assert (a.gpu_fastest, a.peer_gpu_best_impl) == ("peer", "peer_d")
+    assert a.peer_gpu_best_us == pytest.approx(20.0)
+    assert a.decided_on == ("host: best nondeterministic is fastest per call, best peer "
+                            "(peer_d) on the GPU")
+    # a passing record of a role without a GPU time might be its GPU best: unknown
+    recs[4]["gpu_time_ms"] = None
+    assert summary.answer(pd.DataFrame(recs)).iloc[0].decided_on == ""
+
+
 def _readme_tables() -> list[list[str]]:
     """The tables of README's results section, in order, each as its lines."""
     text = (ROOT / "README.md").read_text()
