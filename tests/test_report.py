@@ -290,6 +290,26 @@ def test_host_bound_records_measured_next_to_others_are_flagged():
     assert "Measured next to other cases" not in md
 
 
+def test_shapes_where_the_deciding_clock_is_unknown_are_counted_apart():
+    """A shape whose peer has no GPU time is unknown ("decided on" blank), not "GPU": the
+    bullet counts it apart instead of "host at 0 of 2 shapes"."""
+    recs = []
+    for rows in (64, 1024):
+        for impl, kind, t, g in (("disjoint_block", "strategy", 0.05, 0.04),
+                                 ("torch", "baseline", 0.08, 0.07)):
+            recs.append(synthetic.record(implementation=impl, kind=kind, rows=rows, time_ms=t,
+                                         groups="4" if kind == "strategy" else "-",
+                                         gpu_time_ms=None if rows == 64 and impl == "torch"
+                                         else g))
+    md = build_report(pd.DataFrame(recs), synthetic.meta()).markdown()
+    assert ("the ranking is decided on the host at 0 of 1 shapes where it is known; unknown "
+            "at 1") in md
+    for r in recs:
+        r["gpu_time_ms"] = None if r["implementation"] == "torch" else r["gpu_time_ms"]
+    md = build_report(pd.DataFrame(recs), synthetic.meta()).markdown()
+    assert "where the ranking is decided is unknown at all 2 shapes" in md
+
+
 def test_tiny_ratios_keep_significant_digits():
     from normbench.harness.report.fmt import fmt_ratio
     assert [fmt_ratio(v) for v in (0.0012345, 0.853, 1.0, 1.2949, 12.34, 1234.5)] == \

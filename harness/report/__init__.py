@@ -10,6 +10,8 @@ RUN_DIR/plots/*.png  seaborn / matplotlib (Agg) figures
 
 The package, one module per part:
     build.py     write_report / build_report: load (through harness.store), assemble, write
+    coverage.py  the records it reads (the last of each case key) and how much of the plan
+                 they are (interrupted, one shard, a partial merge): the top warning
     document.py  the document model (blocks) and its markdown and HTML renderers
     sections.py  the text sections: answer, failures, environment, prediction, all records
     plots.py     the figures

@@ -10,6 +10,7 @@ import pandas as pd
 from normbench.harness import summary
 from normbench.harness.summary import CONTENDED_MARK, ROLE_TEXT, ROLES, SPREAD_MARK
 
+from .coverage import Coverage
 from .document import Report, md_table
 from .fmt import finite, fmt_int, fmt_ratio, fmt_us, impl_label, show_weight
 
@@ -28,7 +29,21 @@ def _spread(lo, hi) -> str:
     return f"{fmt_us(lo)}–{fmt_us(hi)}" if finite(lo) and finite(hi) else ""
 
 
-def answer_table(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _none(n: int, unmeasured: bool) -> str:
+    """A role without a competing record at a shape: "none passed" where the run recorded
+    such implementations there; "not measured here" where the plan may have one this
+    directory lacks (an incomplete run: coverage.py); else "not in run"."""
+    return "none passed" if n else "not measured here" if unmeasured else "not in run"
+
+
+def unmeasured(a: pd.DataFrame, cov: Coverage | None, r: str) -> list[bool]:
+    """Per answer row: may the plan have an implementation of role r there, unrecorded?"""
+    return [cov is not None and cov.unmeasured(shape, r)
+            for shape in a[list(summary.SHAPE)].itertuples(index=False, name=None)]
+
+
+def answer_table(df: pd.DataFrame, cov: Coverage | None = None
+                 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(the table as shown, summary.answer's figures behind it)."""
     a = summary.answer(df)
     if a.empty:
@@ -36,12 +51,10 @@ def answer_table(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     t = _shape_cols(a, show_weight(df))
     gpu = "decided_on" in a.columns
     for r in ROLES:
-        # "none passed": the run has such implementations at the shape, none competed;
-        # "not in run": it has none
-        t[ROLE_TEXT[r]] = [impl_label(i, g, ge) if isinstance(i, str)
-                           else "none passed" if n else "not in run"
-                           for i, g, ge, n in zip(a[f"{r}_impl"], a[f"{r}_groups"],
-                                                  a[f"{r}_groups_effective"], a[f"{r}_recorded"])]
+        t[ROLE_TEXT[r]] = [impl_label(i, g, ge) if isinstance(i, str) else _none(n, u)
+                           for i, g, ge, n, u in zip(a[f"{r}_impl"], a[f"{r}_groups"],
+                                                     a[f"{r}_groups_effective"],
+                                                     a[f"{r}_recorded"], unmeasured(a, cov, r))]
         t[f"{r} µs"] = [fmt_us(v) + (" †" if finite(s) and s > SPREAD_MARK else "")
                         + (f" {CONTENDED_MARK}" if c else "")
                         for v, s, c in zip(a[f"{r}_us"], a[f"{r}_spread"], a[f"{r}_contended"])]
@@ -64,13 +77,13 @@ def _range(values) -> str:
             f"{fmt_ratio(v.max())}, {len(v)} shapes)")
 
 
-def answer_section(rep: Report, df: pd.DataFrame) -> None:
+def answer_section(rep: Report, df: pd.DataFrame, cov: Coverage | None = None) -> None:
     rep.h(2, "The answer: best deterministic, best nondeterministic and best peer, per shape",
           "answer")
     if df.empty:
         rep.p("This run holds no records.")
         return
-    table, a = answer_table(df)
+    table, a = answer_table(df, cov)
     n = len(a)
     lines = []
     if not a["passing"].any():
@@ -91,6 +104,12 @@ def answer_section(rep: Report, df: pd.DataFrame) -> None:
         else:
             lines.append("No peer (baseline) passed on a shape where a deterministic strategy "
                          "passed.")
+        away = sum(u and not isinstance(i, str)
+                   for u, i in zip(unmeasured(a, cov, "peer"), a["peer_impl"]))
+        if away:
+            lines[-1] += (f" At {away} of {n} shapes no peer passed here, and a peer of the "
+                          "plan may be among the cases not measured here (see the warning "
+                          "above).")
         contended = sum(int(a[f"{r}_contended"].sum()) for r in ROLES)
         if contended:
             lines.append(f"{contended} of the times in this table are marked {CONTENDED_MARK}: "
@@ -98,9 +117,7 @@ def answer_section(rep: Report, df: pd.DataFrame) -> None:
                          "they may be inflated by host contention (see \"Measured next to "
                          "other cases\").")
         if "decided_on" in a.columns:
-            host = a["decided_on"].astype(str).str.startswith("host")
-            lines.append(f"Both clocks: the ranking is decided on the host at {int(host.sum())} "
-                         f"of {n} shapes (column \"decided on\").")
+            lines.append(_decided_line(a["decided_on"]))
         else:
             lines.append("GPU time not measured: every time here is the whole call as the host "
                          "sees it.")
@@ -113,7 +130,32 @@ def answer_section(rep: Report, df: pd.DataFrame) -> None:
           f"the samples; † marks p80/p20 > {SPREAD_MARK}; {CONTENDED_MARK} a host-bound time "
           "measured next to other cases. det ÷ nondet = t_det / t_nondet; "
           "peer ÷ det = t_peer / t_det (> 1: the deterministic strategy is faster). "
-          "\"passing\" counts implementations that passed out of those recorded for the shape.")
+          "\"passing\" counts implementations that passed out of those recorded for the shape. "
+          "A role without a time: \"none passed\" (recorded there, none competed), \"not "
+          "measured here\" (the plan may have one this directory has no record of: an "
+          "incomplete run), \"not in run\"."
+          + (" GPU µs is the GPU time of the role's record shown. \"decided on\" compares the "
+             "role fastest per call with the role fastest on the GPU — each role's least GPU "
+             "time over all its passing records, which may be another record than the one "
+             f"shown: \"GPU\" where they are the same role, \"host\" where they differ by more "
+             f"than {summary.TIE:.1%} on one clock, a tie within it on both, blank where a "
+             "passing record has no usable GPU time (or none passed)."
+             if "decided_on" in a.columns else ""))
+
+
+def _decided_line(decided: pd.Series) -> str:
+    """The bullet counting where the ranking is decided; unknown shapes (blank) apart."""
+    v = decided.fillna("").astype(str)
+    known = int((v != "").sum())
+    why = "a record passing there has no usable GPU time, or none passed"
+    if not known:
+        return (f"Both clocks: where the ranking is decided is unknown at all {len(v)} shapes: "
+                f"{why} (column \"decided on\").")
+    text = (f"Both clocks: the ranking is decided on the host at "
+            f"{int(v.str.startswith('host').sum())} of {known} shapes")
+    if known < len(v):
+        text += f" where it is known; unknown at {len(v) - known} ({why})"
+    return text + " (column \"decided on\")."
 
 
 # ---------------------------------------------------------------------------------------------

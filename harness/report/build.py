@@ -12,6 +12,7 @@ from .document import PlotFigure, Report  # noqa: F401  (PlotFigure re-exported 
 from .fmt import PLOTS_DIR, interpreted, plain, safe_name
 from .plots import plots_section
 from .answer import answer_section, markdown_table
+from .coverage import coverage, duplicates_warning, last_of_each_key
 from .fmt import SHAPE
 from .sections import (contention_section, environment_section, failures_section,
                        prediction_section, records_section)
@@ -36,7 +37,11 @@ def write_table(run_dir) -> str:
     from normbench.harness import store
     run_dir = Path(run_dir)
     store.check_run_dir(run_dir)     # StoreError, one line: a run's own directory only
-    text = markdown_table(plain(store.load_records(run_dir)))
+    df, dups = last_of_each_key(plain(store.load_records(run_dir)))
+    cov = coverage(df, store.load_meta(run_dir) or {})
+    notes = ([f"Incomplete run: {cov.warning}."] if cov.incomplete else []) + \
+        ([duplicates_warning(dups)] if dups else [])
+    text = "".join(f"> **Warning:** {n}\n\n" for n in notes) + markdown_table(df)
     store.write_file_atomic(run_dir / "report-table.md", text)
     return text
 
@@ -96,7 +101,8 @@ def build_report(records: pd.DataFrame, meta: dict, baseline: str | None = None,
 
     baseline: the implementation the speedup plot compares against; None: `torch` where the
     run has it.  A baseline named explicitly must be one of the run's implementations."""
-    df = plain(records)
+    every = plain(records)
+    df, dups = last_of_each_key(every)
     impls = set(df["implementation"].dropna())
     if baseline is not None and len(df) and baseline not in impls:
         raise ReportError(f"--baseline: {baseline!r} is not an implementation of this run "
@@ -104,11 +110,13 @@ def build_report(records: pd.DataFrame, meta: dict, baseline: str | None = None,
     baseline = baseline or "torch"
     meta = dict(meta or {})
     interp = interpreted(meta, df)
+    cov = coverage(df, meta)
     title = f"normbench report — {meta.get('config_name') or run_name or 'run'}"
     rep = Report(title=title)
 
     bits = [f"device **{meta.get('device_name') or 'unknown'}**",
-            f"{len(df)} records, {df['implementation'].nunique()} implementations, "
+            f"{len(df)} records{f' of {cov.planned} planned' if cov.planned is not None else ''}, "
+            f"{df['implementation'].nunique()} implementations, "
             f"{df.groupby(list(SHAPE), dropna=False).ngroups if len(df) else 0} shapes",
             f"timer `{meta.get('timer') or ('cpu_wall' if interp else 'unknown')}`"]
     if meta.get("git_commit"):
@@ -116,6 +124,11 @@ def build_report(records: pd.DataFrame, meta: dict, baseline: str | None = None,
     if meta.get("started_at"):
         bits.append(f"started {meta['started_at']}")
     rep.p(" · ".join(bits))
+    if cov.incomplete:
+        rep.warn(f"**Incomplete run** — {cov.warning}. Every figure below is of the records "
+                 "here only.")
+    if dups:
+        rep.warn(duplicates_warning(dups))
     if load_error:
         rep.warn(load_error)
     if interp:
@@ -123,12 +136,12 @@ def build_report(records: pd.DataFrame, meta: dict, baseline: str | None = None,
                  "(TRITON_INTERPRET=1), not GPU time: they check that the pipeline runs and say "
                  "nothing about which implementation is faster on a GPU.")
 
-    answer_section(rep, df)
-    failures_section(rep, df)
+    answer_section(rep, df, cov)
+    failures_section(rep, df, cov.incomplete)
     contention_section(rep, df)
     environment_section(rep, meta, interp)
     prediction_section(rep, df, meta, interp)
     plots_section(rep, df, meta, baseline, interp)
     widget_section(rep, df)
-    records_section(rep, df)
+    records_section(rep, every)          # every record, a set-aside duplicate too
     return rep

@@ -23,12 +23,16 @@ SEED_CONFIG = "seed-worked-example"
 # ---------------------------------------------------------------------------------------------
 # failures
 
-def failures_section(rep: Report, df: pd.DataFrame) -> None:
+def failures_section(rep: Report, df: pd.DataFrame, incomplete: bool = False) -> None:
+    """incomplete: the run holds part of its plan (coverage.py); a case it never recorded
+    has neither failed nor passed, and "none" must not read as "none in the run"."""
     bad = df[(df["status"] != "ok") | df["correct"].map(lambda v: v is not True)]
     rep.h(2, f"Failures, incorrect results, timeouts and skips ({len(bad)})", "failures")
     if bad.empty:
-        rep.p("None: every record has status ok and a correct result." if len(df)
-              else "No records.")
+        rep.p(("No records." if not len(df) else
+               "None: every record has status ok and a correct result.")
+              + (" The run is incomplete: the cases it did not record were not checked (see "
+                 "the warning at the top)." if incomplete else ""))
         return
     counts = bad.assign(what=bad.apply(_failure_kind, axis=1))["what"].value_counts()
     rep.p(", ".join(f"{v} {k}" for k, v in counts.items()) + ".")

@@ -1,0 +1,95 @@
+"""harness/report/coverage.py: a report of part of a run (interrupted, one shard, a partial
+merge) says so at its top and calls a planned implementation without a record "not measured
+here"; a case key recorded twice is read as `compare` reads it, the last one (CPU only)."""
+from __future__ import annotations
+
+import pandas as pd
+
+import synthetic
+from normbench.harness.compare_rules import index
+from normbench.harness.report import build_report, write_table
+from normbench.harness.report.answer import answer_table
+from normbench.harness.report.coverage import coverage
+from normbench.harness.report.fmt import plain
+
+
+def _recs():
+    """Two shapes: ours at both, a nondeterministic strategy at one, no peer recorded."""
+    return [synthetic.record(implementation="disjoint_block", groups=4, time_ms=0.05),
+            synthetic.record(implementation="disjoint_block", groups=4, rows=64, time_ms=0.02),
+            synthetic.record(implementation="atomic", rows=64, time_ms=0.03,
+                             deterministic=False, distinct_results=2)]
+
+
+def _top(md: str) -> str:
+    return md.split("## The answer")[0]
+
+
+def test_a_complete_run_has_no_warning_and_an_absent_peer_is_not_in_run():
+    rep = build_report(pd.DataFrame(_recs()), synthetic.meta(completed=True))
+    assert "Incomplete run" not in rep.markdown()
+    t, _ = answer_table(pd.DataFrame(_recs()), coverage(plain(pd.DataFrame(_recs())),
+                                                        synthetic.meta(completed=True)))
+    assert t["best peer"].tolist() == ["not in run", "not in run"]
+
+
+def test_an_interrupted_run_says_so_at_the_top_of_every_format():
+    rep = build_report(pd.DataFrame(_recs()), synthetic.meta(completed=False))
+    md = rep.markdown()
+    assert "**Incomplete run**" in _top(md) and "3 records are here" in _top(md)
+    assert "does not record how many cases were planned" in md
+    assert "Incomplete run" in rep.html().split('id="answer"')[0]
+    # the plan is unknown: a role without a record may just not have been reached
+    table = md.split("| norm |")[1].split("\n\n")[0]
+    assert "not measured here" in table and "not in run" not in table
+    assert "The run is incomplete: the cases it did not record were not checked" in md
+
+
+def test_a_shard_names_what_the_plan_has_elsewhere():
+    recs = _recs()
+    torch = synthetic.record(implementation="torch", kind="baseline")     # shard 2's
+    plan = [r["case_id"] for r in recs] + [torch["case_id"]]
+    meta = synthetic.meta(completed=True, shard={
+        "index": 1, "count": 2, "spec": "1/2", "plan_size": len(plan), "plan_keys": plan,
+        "keys": plan[:3]})
+    md = build_report(pd.DataFrame(recs), meta).markdown()
+    top = _top(md)
+    assert "shard 1/2" in top and "3 of the plan's 4 cases are recorded here" in top
+    assert "torch (1)" in top and "3 records of 4 planned" in top
+    t, _ = answer_table(pd.DataFrame(recs), coverage(plain(pd.DataFrame(recs)), meta))
+    # rows 64, then 1024: torch is planned at 1024 only; at 64 no peer is in the plan
+    assert t["best peer"].tolist() == ["not in run", "not measured here"]
+    # atomic is recorded (a nondeterministic strategy): no planned case of it is missing
+    assert t["best nondeterministic"].tolist() == ["atomic", "not in run"]
+    assert "a peer of the plan may be among the cases not measured here" in md
+
+
+def test_a_partial_merge_says_which_cases_are_in_no_shard(tmp_path):
+    recs = _recs()
+    gone = synthetic.record(implementation="torch", kind="baseline", rows=64)["case_id"]
+    meta = synthetic.meta(completed=False, merge={
+        "shards": 1, "count": 2, "plan_size": 4, "partial": True, "missing": 1,
+        "missing_keys": [gone], "finished": True})
+    md = build_report(pd.DataFrame(recs), meta).markdown()
+    assert "merged with missing shards" in _top(md) and "1 of the plan's 4 cases" in _top(md)
+    run = synthetic.write_run(tmp_path / "r", recs, meta)
+    text = write_table(run)                  # the README table of it carries the warning too
+    assert text.startswith("> **Warning:** Incomplete run: merged with missing shards")
+
+
+def test_a_duplicate_case_key_is_read_as_compare_reads_it():
+    first = synthetic.record(implementation="disjoint_block", groups=4, time_ms=0.02)
+    again = synthetic.record(implementation="disjoint_block", groups=4, time_ms=0.08, seed=1)
+    recs = pd.DataFrame([first, synthetic.record(implementation="torch", kind="baseline",
+                                                 time_ms=0.05), again])
+    used = index(recs)[0][tuple(str(again[k]) for k in ("norm", "implementation", "rows", "d",
+                                                        "dtype", "weight_dtype", "groups"))]
+    assert used["time_ms"] == again["time_ms"]
+    rep = build_report(recs, synthetic.meta())
+    md = rep.markdown()
+    assert "the report uses the last record of each key, as `compare` does" in _top(md)
+    row = next(x for x in md.splitlines() if x.startswith("| rmsnorm | 1024 × 1024"))
+    assert f"| {again['time_ms'] * 1000:.1f}" in row
+    assert f"{first['time_ms'] * 1000:.1f}" not in row
+    assert "2 records" in _top(md)
+    assert "Show all 3 records" in rep.html()       # the earlier one is still listed
