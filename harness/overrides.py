@@ -37,7 +37,12 @@ _SHAPE_KEYS = ("rows", "batch", "seq", "d", "shapes")
 _DROPS = {"rows": ("batch", "seq", "shapes"), "batch": ("rows", "shapes"),
           "seq": ("rows", "shapes"), "shapes": ("rows", "batch", "seq", "d")}
 _NESTED = {"timing", "determinism"}
-_SHAPE_RE = re.compile(r"\s*([0-9]{1,19})\s*[xX×]\s*([0-9]{1,19})\s*")   # ASCII digits
+# ASCII digits and blanks: \s would also take U+2028, U+0085 ... (YAML line breaks)
+_SHAPE_RE = re.compile(r"[ \t]*([0-9]{1,19})[ \t]*[xX×][ \t]*([0-9]{1,19})[ \t]*")
+# what a YAML comment cannot hold as it is: PyYAML's line breaks (U+0085, U+2028, U+2029; JSON
+# escapes \n and \r) and the characters it refuses (C1 controls, lone surrogates, U+FFFE/F)
+_NOT_IN_COMMENT = re.compile("[^\t\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufffd"
+                             "\U00010000-\U0010ffff]")
 
 
 def shipped() -> dict[str, Path]:
@@ -65,7 +70,7 @@ def locate(config: str) -> Path:
 def _split(raw: str) -> tuple[str, str]:
     where = f"override {raw!r}"
     key, sep, value = raw.partition("=")
-    key = key.strip()
+    key = ".".join(part.strip() for part in key.split("."))    # "timing . rep_ms=5" too
     if not sep or not key:
         raise ConfigError(where, "(override)", "expected KEY=VALUE, e.g. d=[5120] or "
                                                "timing.rep_ms=50")
@@ -80,6 +85,13 @@ def _parse_shape(raw: str) -> list[int]:
         raise ConfigError(f"--shape {raw!r}", "shapes", "a number with a leading zero; "
                                                         "expected ROWSxD, e.g. 16384x5120")
     return [int(m.group(1)), int(m.group(2))]
+
+
+def _comment_text(value) -> str:
+    """`value` as JSON for the header comment of the merged config: readable (non-ASCII kept),
+    but one line YAML reads back, whatever the path or the overrides hold."""
+    return _NOT_IN_COMMENT.sub(lambda m: json.dumps(m.group())[1:-1],
+                               json.dumps(value, ensure_ascii=False))
 
 
 def apply(text: str, file: str, overrides: Iterable[str] = (), shapes: Iterable[str] = (),
@@ -131,8 +143,8 @@ def apply(text: str, file: str, overrides: Iterable[str] = (), shapes: Iterable[
                                   f"not allowed together with {origin[key]}")
             data.pop(key, None)
         data["shapes"] = [_parse_shape(s) for s in shapes]
-    said = json.dumps(overrides + [f"--shape {s}" for s in shapes], ensure_ascii=False)
-    merged = f"# {json.dumps(file, ensure_ascii=False)} with {said}\n" + dump_yaml(data)
+    said = _comment_text(overrides + [f"--shape {s}" for s in shapes])
+    merged = f"# {_comment_text(file)} with {said}\n" + dump_yaml(data)
     try:
         return parse_config(merged, file, known)
     except ConfigError as e:

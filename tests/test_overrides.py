@@ -189,3 +189,19 @@ def test_text_that_looks_like_a_number_stays_text_through_an_override(tmp_path):
     cfg.write_text('name: "1e3"\ndescription: "1.0e3"\nrows: [5]\nd: [33]\n')
     s = overrides.load(str(cfg), ["seed=1"], ["5x33"])
     assert s.name == "1e3" and s.description == "1.0e3" and s.seed == 1
+
+
+@pytest.mark.parametrize("brk", ["\u2028", "\u2029", "\x85"])
+def test_a_yaml_line_break_in_the_path_or_an_override_breaks_no_other_override(brk):
+    """The merged config starts with a comment naming the file and the overrides: a character
+    YAML reads as a line break (or refuses) is escaped there, not blamed on `seed=1`."""
+    assert apply(BASE, f"a{brk}b.yaml", ["seed=1"]).seed == 1
+    assert apply(BASE, "\udcff\x9f.yaml", ["seed=1"]).seed == 1      # undecodable, C1 control
+    s = apply(BASE, "b.yaml", ["seed=1", f"description=x{brk}y"])
+    assert s.seed == 1 and s.source_text.splitlines()[0].startswith('# "b.yaml" with ')
+    e = err([], [f"3x4{brk}"])                     # \s took it: a shape ending in a line break
+    assert e.file == f"--shape {f'3x4{brk}'!r}" and "expected ROWSxD" in e.problem
+
+
+def test_blanks_around_the_dots_of_a_key_path_are_dropped():
+    assert apply(BASE, "b.yaml", ["timing .rep_ms=5", " timing. warmup_ms =2"]).timing.rep_ms == 5
