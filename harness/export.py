@@ -13,14 +13,16 @@
 The GB/s and % of copy follow the exported time: under `--metric gpu` they are the records'
 (call-time) figures scaled by call time / GPU time.
 
-Only records with status ok and a time are exported (a tracker has no place for a failure:
-`compare` gates those); `skipped_count` says how many were left out.  Which time is exported
-follows `compare --metric` (harness.schema.metrics()).
+Only records with status ok, a result not found incorrect and a time are exported: a tracker
+has no place for a failure or a wrong result (its time would chart as an ordinary point;
+`compare` gates those).  The count export() returns says how many were left out, and its
+note() why.  Which time is exported follows `compare --metric` (harness.schema.metrics()).
 """
 from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 
 from normbench.harness import schema, stats
 from normbench.harness.cells import num as _num
@@ -33,29 +35,57 @@ class ExportError(Exception):
     """The run cannot be exported (CLI exit code 2).  The message is one line."""
 
 
-def _rows(records, metric: str) -> tuple[list[tuple[str, dict, schema.Column]], int]:
+class LeftOut(int):
+    """How many records were left out (an int, for callers that only count), and why:
+    `reasons` maps "not ok" / "incorrect" / "without a <time column> > 0" to a count."""
+    reasons: dict
+
+    def __new__(cls, reasons: Counter) -> "LeftOut":
+        n = super().__new__(cls, sum(reasons.values()))
+        n.reasons = dict(reasons)
+        return n
+
+    def note(self) -> str:
+        """`12 record(s) left out: 10 incorrect, 2 not ok` ("" when none was)."""
+        why = ", ".join(f"{n} {r}" for r, n in self.reasons.items() if n)
+        return f"{int(self)} record(s) left out: {why}" if self else ""
+
+
+def _left_out_why(r: dict, col: schema.Column) -> str | None:
+    from normbench.harness.summary import is_false
+    if r.get("status") != "ok":
+        return "not ok"
+    if is_false(r.get("correct")):      # its time is real, but of a wrong result
+        return "incorrect"
+    # a time that is no time (0 or negative: a hand-edited or broken record) is left out as
+    # one without a time is: a tracker would take it as infinitely fast
+    if not stats.finite(r.get(col.name)) or r[col.name] <= 0:
+        return f"without a {col.name} > 0"
+    return None
+
+
+def _rows(records, metric: str) -> tuple[list[tuple[str, dict, schema.Column]], LeftOut]:
     metrics = schema.metrics()
     if metric not in metrics:
         raise ExportError(f"--metric must be one of {', '.join(metrics)}, got {metric!r}")
     col = metrics[metric]
-    out, skipped = [], 0
+    out, left = [], Counter()
     for r in records.to_dict("records"):
-        # a time that is no time (0 or negative: a hand-edited or broken record) is left
-        # out as one without a time is: a tracker would take it as infinitely fast
-        if r.get("status") != "ok" or not stats.finite(r.get(col.name)) or r[col.name] <= 0:
-            skipped += 1
+        why = _left_out_why(r, col)
+        if why:
+            left[why] += 1
             continue
         key = {k: ("" if isna(r.get(k)) else str(r[k])) for k in schema.KEY}
         out.append((key_label(key), r, col))
     if not out:     # an empty document would pass a tracker's upload and gate nothing
-        ok = int((records["status"] == "ok").sum()) if len(records) else 0
+        why = ", ".join(f"{n} {r}" for r, n in left.items())
         raise ExportError(f"--metric {metric}: nothing to export — of {len(records)} record(s), "
-                          f"{ok} ok, none with a {col.name} > 0"
+                          f"{why or 'none'}"
                           + (" (GPU time is measured on a GPU only)" if metric == "gpu" else ""))
     names = [n for n, _, _ in out]
     if len(set(names)) != len(names):
         raise ExportError("two records share a case key: the run holds duplicates")
-    return out, skipped
+    return out, LeftOut(left)
 
 
 def _rates(r: dict, col: schema.Column) -> tuple[float | None, float | None]:
@@ -82,7 +112,7 @@ def _determinism(r: dict) -> str:
     return ("bitwise reproducible" if det else "not reproducible") + how + by_design
 
 
-def github_action_benchmark(records, metric: str = "call") -> tuple[list[dict], int]:
+def github_action_benchmark(records, metric: str = "call") -> tuple[list[dict], LeftOut]:
     """The customSmallerIsBetter entries of a run, and how many records were left out."""
     rows, skipped = _rows(records, metric)
     entries = []
@@ -109,7 +139,7 @@ def _metric(value: float, lower: float | None, upper: float | None) -> dict:
     return m
 
 
-def bencher(records, metric: str = "call") -> tuple[dict, int]:
+def bencher(records, metric: str = "call") -> tuple[dict, LeftOut]:
     """The BMF document of a run, and how many records were left out."""
     rows, skipped = _rows(records, metric)
     doc = {}
@@ -129,8 +159,9 @@ def bencher(records, metric: str = "call") -> tuple[dict, int]:
     return doc, skipped
 
 
-def export(run_dir, fmt: str, metric: str = "call") -> tuple[str, int]:
-    """(JSON text, records left out) of a run directory in `fmt` (one of FORMATS)."""
+def export(run_dir, fmt: str, metric: str = "call") -> tuple[str, LeftOut]:
+    """(JSON text, records left out: a count with its note()) of a run directory in `fmt`
+    (one of FORMATS)."""
     from normbench.harness import store
     if fmt not in FORMATS:
         raise ExportError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")

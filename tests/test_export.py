@@ -136,7 +136,7 @@ def test_nothing_to_export_and_a_bad_out_are_one_line_errors(tmp_path):
     for r in recs:
         r["gpu_time_ms"] = None                           # a CPU run: no GPU time
     run = synthetic.write_run(tmp_path / "cpu", recs, synthetic.meta())
-    with pytest.raises(ex.ExportError, match="nothing to export .* none with a gpu_time_ms"):
+    with pytest.raises(ex.ExportError, match="nothing to export .* 2 without a gpu_time_ms"):
         ex.export(run, "bencher", metric="gpu")           # not an empty document
     ok = _run(tmp_path)
     for out in (tmp_path, tmp_path / "no" / "such" / "dir.json"):
@@ -169,3 +169,20 @@ def test_gpu_metric_exports_rates_at_gpu_time(tmp_path):
     assert g["latency"]["value"] == pytest.approx(c["latency"]["value"] / 2)
     (e,) = json.loads(ex.export(run, "github-action-benchmark", metric="gpu")[0])
     assert f"GB/s: {2 * rec['gbps']:.0f}" in e["extra"]
+
+
+def test_incorrect_records_are_left_out_and_counted(tmp_path):
+    """A result past its tolerance has a real time, but of a wrong result: a tracker would
+    chart it as an ordinary point, so it is left out as a failure is, and the note says why."""
+    recs = [synthetic.record(implementation="torch"),
+            synthetic.record(implementation="atomic", correct=False),
+            synthetic.record(implementation="disjoint_block", status="error", error="boom")]
+    run = synthetic.write_run(tmp_path / "run", recs, synthetic.meta())
+    for fmt in ex.FORMATS:
+        text, skipped = ex.export(run, fmt)
+        assert "torch" in text and "atomic" not in text and "disjoint_block" not in text
+        assert skipped == 2 and skipped.reasons == {"incorrect": 1, "not ok": 1}
+        assert skipped.note() == "2 record(s) left out: 1 incorrect, 1 not ok"
+    bad = synthetic.write_run(tmp_path / "bad", recs[1:2], synthetic.meta())
+    with pytest.raises(ex.ExportError, match="nothing to export — of 1 record.s., 1 incorrect$"):
+        ex.export(bad, "bencher")
