@@ -55,9 +55,13 @@ def told_commit_problem() -> str:
 def git_state() -> tuple[str | None, bool | None]:
     """(commit, dirty).  A copy of the tree (a lent GPU machine) can be told its commit with
     NORMBENCH_GIT_COMMIT (such a copy may carry no .git, or a stale one, so the variable
-    wins) and its state with NORMBENCH_GIT_DIRTY=0/1; dirty is null when nothing says."""
+    wins) and its state with NORMBENCH_GIT_DIRTY=0/1; dirty is null when nothing says.  A
+    short id told (`git rev-parse --short HEAD`) that this tree's HEAD starts with is that
+    HEAD: the full id is recorded (merge compares shards' commits) and the tree's state read."""
     head = _git("rev-parse", "HEAD")
     told = os.environ.get("NORMBENCH_GIT_COMMIT") or None
+    if told and len(told) >= 7 and head and head.lower().startswith(told.lower()):
+        told = head
     commit = told or head
     flag = os.environ.get("NORMBENCH_GIT_DIRTY", "").strip().lower()
     if flag in ("1", "true", "yes"):

@@ -11,6 +11,7 @@ in place of `shard`.  Each record keeps the `pct_copy` of the GPU that measured 
 from __future__ import annotations
 
 import os
+import re
 import statistics
 from pathlib import Path
 
@@ -69,6 +70,19 @@ def _check_entry(d: Path, entry) -> None:
         raise MergeError(f"{where}.index: {entry['index']} is not in [0, {entry['count']})")
 
 
+def _hex_id(value) -> bool:
+    return isinstance(value, str) and re.fullmatch(r"[0-9a-fA-F]{7,40}", value) is not None
+
+
+def _full_commits(commits: list) -> list:
+    """Each commit id as the longest id given that it abbreviates (git's 7-digit short id and
+    the full one name one commit: NORMBENCH_GIT_COMMIT=$(git rev-parse --short HEAD) on one
+    machine, the checkout's HEAD on another); ids of 7 hex digits or more only."""
+    ids = sorted({c.lower() for c in commits if _hex_id(c)}, key=len, reverse=True)
+    return [next(i for i in ids if i.startswith(c.lower())) if _hex_id(c) else c
+            for c in commits]
+
+
 def check(dirs: list[Path], metas: list[dict]) -> None:
     """Raise MergeError unless the shards come from one plan, config, GPU model and stack."""
     for d, m in zip(dirs, metas):
@@ -91,7 +105,8 @@ def check(dirs: list[Path], metas: list[dict]) -> None:
     checks = list(SAME) + [(k, k.split(".")[-1].replace("_version", "") + " version") for k in keys]
     for key, what in checks:
         got = [v.get(key) if key in keys else m.get(key) for m, v in zip(metas, vs)]
-        values = {repr(g): (d, g) for d, g in zip(dirs, got)}
+        same = _full_commits(got) if key == "git_commit" else got
+        values = {repr(s): (d, g) for d, g, s in zip(dirs, got, same)}
         if len(values) > 1:
             (d1, v1), (d2, v2) = list(values.values())[:2]
             raise MergeError(f"different {what}: {d1} has {key}={v1!r}, {d2} has {key}={v2!r}")
@@ -176,7 +191,9 @@ def _merged_meta(dirs, metas, plan, missing) -> dict:
         copy_ceiling_gbps=statistics.median(ceilings) if ceilings else None,
         started_at=min(started) if started else None, ended_at=max(ended) if ended else None,
         completed=not missing and all(m.get("completed") for m in metas),
-        git_dirty=any(m.get("git_dirty") for m in metas))
+        git_dirty=any(m.get("git_dirty") for m in metas),
+        git_commit=max(_full_commits([m.get("git_commit") for m in metas]),
+                       key=lambda c: len(c) if isinstance(c, str) else -1))
     if len({s["hostname"] for s in sources}) > 1:
         meta["hostname"] = ", ".join(dict.fromkeys(str(s["hostname"]) for s in sources))
     return meta

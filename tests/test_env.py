@@ -37,6 +37,9 @@ def test_package_versions_are_null_for_absent_packages(monkeypatch):
     assert got["torch"] and got["surely-no-such-distribution"] is None
 
 
+FULL = "2792e69de66e0c1d4b7a3f5e8d9c0b1a2f3e4d5c"
+
+
 @pytest.mark.parametrize("told,dirty_var,head,status,want", [
     (None, None, "abc", "", ("abc", False)),
     (None, None, "abc", " M x.py", ("abc", True)),
@@ -46,6 +49,10 @@ def test_package_versions_are_null_for_absent_packages(monkeypatch):
     ("def", "1", None, None, ("def", True)),          # told its state as well
     ("def", "0", None, None, ("def", False)),
     (None, None, None, None, (None, None)),           # an installed copy: nothing known
+    # a short id of this HEAD (the README's 7-digit ids): the full id, and git's state
+    ("2792E69", None, FULL, " M x.py", (FULL, True)),
+    ("2792e69", None, FULL, "", (FULL, False)),
+    ("2792e6a", None, FULL, "", ("2792e6a", None)),   # another commit's short id
 ])
 def test_git_state_is_honest(monkeypatch, told, dirty_var, head, status, want):
     for k, v in (("NORMBENCH_GIT_COMMIT", told), ("NORMBENCH_GIT_DIRTY", dirty_var)):

@@ -172,6 +172,22 @@ def test_merge_refuses_shards_of_different_runs(runs, tmp_path, field, value, ne
     assert not (tmp_path / "m" / "records.csv").exists()
 
 
+def test_a_short_commit_id_and_its_full_id_are_one_commit(runs, tmp_path):
+    """NORMBENCH_GIT_COMMIT=2792e69 on one machine, the checkout's full HEAD on another: one
+    commit, merged under the full id; another commit's short id is still refused."""
+    from normbench.harness.merge import MergeError, merge
+    tmp, _ = runs
+    full = "2792e69de66e0c1d4b7a3f5e8d9c0b1a2f3e4d5c"
+    for i, commit in enumerate(("2792E69", full, "2792e69de66e")):
+        shutil.copytree(tmp / f"s{i}", tmp_path / f"s{i}")
+        _edit_meta(tmp_path / f"s{i}", git_commit=commit)
+    shards = [tmp_path / f"s{i}" for i in range(3)]
+    assert merge(tmp_path / "m", shards)["git_commit"] == full
+    _edit_meta(tmp_path / "s0", git_commit="2792e6a")
+    with pytest.raises(MergeError, match="different commit: .*'2792e6a'"):
+        merge(tmp_path / "m2", shards)
+
+
 def test_merge_refuses_duplicates_missing_cases_and_non_shards(runs, tmp_path):
     tmp, _ = runs
     _refusal(cli("merge", tmp_path / "m", tmp / "s0", tmp / "s1", tmp / "s1", tmp / "s2"),
