@@ -596,11 +596,34 @@ def export(run_dir: Path = typer.Argument(..., help="a run directory"),
         try:
             if out_file.is_dir():           # '' arrives as Path('.'): a directory too
                 fail(f"export: --out {str(out_file)!r}: give a file path, not a directory")
+            if (run := _own_file_of_a_run(out_file)) is not None:
+                fail(f"export: --out {out_file}: one of the files of the run directory "
+                     f"{run} (records, meta.json, lock, report), which report, compare and "
+                     "--resume read; write the export elsewhere")
             write_file_atomic(out_file, text + "\n")
         except OSError as e:
             fail(f"export: --out {out_file}: cannot write it: {e.strerror or e}")
     if skipped:
         err.print(f"export: {skipped} record(s) not ok or without a time were left out")
+
+
+def _own_file_of_a_run(path: Path) -> Optional[Path]:
+    """The run directory whose own file (records, meta.json, lock, report, plots) `path`
+    names, else None.  The path as written to: its folders resolved, not its last part (a
+    symlink there is replaced, not its target)."""
+    from normbench.harness import store
+    from normbench.harness.report.fmt import PLOTS_DIR
+    own = {store.RECORDS_CSV, store.RECORDS_PARQUET, store.META_JSON, store.LOCK_FILE,
+           store.LOCK_INFO, "report.html", "report.md", "report-table.md"}
+    try:
+        folder = path.parent.resolve()
+    except (OSError, RuntimeError):
+        return None                  # writing it fails with its own message
+    if path.name in own and store.is_run_dir(folder):
+        return folder
+    if folder.name == PLOTS_DIR and store.is_run_dir(folder.parent):
+        return folder.parent
+    return None
 
 
 def main():

@@ -281,3 +281,27 @@ def test_a_stream_that_cannot_be_written_never_stops_a_sweep_or_changes_a_verdic
                                      encoding="utf-8")
     r = _sh(f"PYTHONIOENCODING=ascii '{py}' '{rb}' run - --dry-run < '{tmp_path}/u.yaml'")
     assert r.returncode == 0, r.stderr
+
+
+def test_export_never_replaces_a_file_of_a_run_directory(tmp_path):
+    """export --out RUN/records.csv (or meta.json, the lock, a report file, a plot) would leave
+    a run that report, compare and --resume cannot read: refused, one line, nothing touched;
+    another file in the run directory is fine."""
+    import synthetic
+    from typer.testing import CliRunner
+    from normbench.harness.cli import app
+    run = synthetic.write_run(tmp_path / "run", synthetic.sweep_records(), synthetic.meta())
+    (run / "plots").mkdir()
+    before = snapshot(run)
+    other = synthetic.write_run(tmp_path / "other", synthetic.sweep_records(), synthetic.meta())
+    for name in ("records.csv", "records.parquet", "meta.json", ".normbench.lock.json",
+                 "report.html", "report-table.md", "plots/speedup.png"):
+        for out in (run / name, tmp_path / "other" / ".." / "run" / name):
+            r = CliRunner().invoke(app, ["export", str(other), "--format", "bencher",
+                                         "--out", str(out)])
+            assert r.exit_code == 2 and "one of the files of the run directory" in r.output
+            assert len(r.output.strip().splitlines()) == 1, r.output
+    assert snapshot(run) == before
+    r = CliRunner().invoke(app, ["export", str(run), "--format", "bencher", "--out",
+                                 str(run / "bencher.json")])
+    assert r.exit_code == 0 and (run / "bencher.json").exists(), r.output
