@@ -154,9 +154,10 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
                                     "records it already holds"),
         dry_run: bool = typer.Option(False, "--dry-run", help="print the plan and an estimated "
                                      "time; run nothing"),
-        only: Optional[List[str]] = typer.Option(None, "--only", help="comma-separated "
-                                                 "implementation names: run only these "
-                                                 "(repeatable: the names add up)"),
+        only: Optional[List[str]] = typer.Option(None, "--only", metavar="NAMES",
+                                                 help="comma-separated implementation names: "
+                                                 "run only these (repeatable: the names add "
+                                                 "up)"),
         isolate: bool = typer.Option(False, "--isolate", help="measure each case in a worker "
                                      "process killed after the config's timeout_s (a hung "
                                      "kernel becomes a 'timeout' record)"),
@@ -536,11 +537,13 @@ def compare(dirs: List[Path] = typer.Argument(None, help="BASE_DIR... NEW_DIR: b
             fmt: Format = typer.Option("table", "--format", help="output format"),
             metric: Metric = typer.Option("call", "--metric", help=_METRICS_HELP + "; call "
                                           "includes host time, gpu is the kernels' alone"),
-            only: Optional[str] = typer.Option(None, "--only", help="gate only these "
-                                               "implementations (comma-separated; kind:strategy "
-                                               "or kind:baseline for a kind); the rest is reported"),
-            exclude: Optional[str] = typer.Option(None, "--exclude", help="do not gate these "
-                                                  "(same names as --only)"),
+            only: Optional[List[str]] = typer.Option(
+                None, "--only", metavar="NAMES", help="gate only these implementations "
+                "(comma-separated; kind:strategy or kind:baseline for a kind; repeatable: the "
+                "names add up); the rest is reported"),
+            exclude: Optional[List[str]] = typer.Option(
+                None, "--exclude", metavar="NAMES", help="do not gate these (same names as "
+                "--only; repeatable: the names add up)"),
             common: bool = typer.Option(False, "--common", help="compare the cases both runs hold "
                                         "(two different configs, or a partial candidate); "
                                         "without it a baseline case the candidate lacks is a "
@@ -557,6 +560,9 @@ def compare(dirs: List[Path] = typer.Argument(None, help="BASE_DIR... NEW_DIR: b
         _emit(render_error(msg, fmt), end="" if fmt != "json" else "\n")
         fail(f"compare: {msg}")
 
+    # --only a --only b: both, as run's --only (a list kept only the last one: a CI gate
+    # silently narrower than written)
+    only, exclude = (",".join(x) if x else None for x in (only, exclude))
     if len(dirs or ()) < 2:
         refuse("give at least one baseline directory and the candidate directory")
     try:

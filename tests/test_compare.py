@@ -312,6 +312,26 @@ def test_only_and_exclude_choose_what_is_gated(tmp_path):
             cmp.compare(a, b, only=empty)
 
 
+def test_only_and_exclude_given_twice_add_up_on_the_command_line(tmp_path):
+    """As run's --only: `--only torch --only atomic` gates both (the last alone was kept: a CI
+    gate narrower than written, passing a torch regression)."""
+    from typer.testing import CliRunner
+    from normbench.harness.cli import app
+    a = _one(tmp_path, "a")
+    b = _one(tmp_path, "b", torch=dict(time_ms=0.200))
+    for sel, code in ((["--only", "torch", "--only", "atomic"], 1),
+                      (["--only", "atomic", "--only", "torch"], 1),
+                      (["--only", "atomic,disjoint_block", "--only", "atomic"], 0),
+                      (["--exclude", "torch", "--exclude", "atomic"], 0),
+                      (["--exclude", "atomic", "--exclude", "torch"], 0)):
+        r = CliRunner().invoke(app, ["compare", str(a), str(b), "--format", "json", *sel])
+        assert r.exit_code == code, (sel, r.output)
+        gated = {c["implementation"] for c in json.loads(r.stdout)["cases"] if c["gated"]}
+        assert gated == ({"torch", "atomic"} if sel[0] == "--only" and code else
+                         {"atomic", "disjoint_block"} if sel[0] == "--only" else
+                         {"disjoint_block"}), sel
+
+
 def test_common_compares_two_configs(tmp_path):
     a = _one(tmp_path, "a")
     b = synthetic.write_run(tmp_path / "b", _cases()[:2] + [synthetic.record(rows=64)],
