@@ -19,6 +19,7 @@ class Interrupted(BaseException):
 
 
 _first: list[int] = []    # the signal being handled, once one arrived
+_held = {"depth": 0, "signum": None}   # the main thread's open held() blocks; a signal they hold
 
 
 # Where an exception raised by the handler cannot unwind: Python's enum module, which C++
@@ -35,12 +36,40 @@ def raise_interrupted(signum, frame):
     # sweep saves its records and prints the resume hint would interrupt that cleanup itself.
     if _first:
         return
+    if _held["depth"]:          # inside held(): raised when its block ends
+        _held["signum"] = _held["signum"] or signum
+        return
     if frame is not None and frame.f_code.co_filename in _NO_UNWIND:
         # not here: the same signal again in a moment, when the code has moved on
         threading.Timer(RETRY_S, os.kill, (os.getpid(), signum)).start()
         return
     _first.append(signum)
     raise Interrupted(signum)
+
+
+class held:
+    """`with held(): ...` — a signal that install()'s handler receives inside the block is
+    raised as Interrupted when the block ends, not in its middle: for a step whose parts must
+    all happen or none (the store replacing records.csv and then updating what it holds in
+    memory — an Interrupted between the two left a record on disk that the run's memory, and
+    so records.parquet, lacked).  Nests; only the main thread's blocks hold (the handler runs
+    there).  Only for short steps: a signal waits for the block to end."""
+
+    def __enter__(self) -> "held":
+        self.main = threading.current_thread() is threading.main_thread()
+        if self.main:
+            _held["depth"] += 1
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        if self.main:
+            _held["depth"] -= 1
+            if not _held["depth"] and _held["signum"] is not None:
+                signum, _held["signum"] = _held["signum"], None
+                if not _first:
+                    _first.append(signum)
+                    raise Interrupted(signum)
+        return False
 
 
 def stopping() -> int | None:
@@ -52,6 +81,7 @@ def install() -> dict:
     """Make SIGINT and SIGTERM raise Interrupted (the first one; later ones are ignored);
     returns the previous handlers."""
     _first.clear()
+    _held["signum"] = None
     previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     for s in previous:
         signal.signal(s, raise_interrupted)

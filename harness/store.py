@@ -41,6 +41,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from normbench.harness.interrupt import held
 from normbench.harness.records_io import (  # noqa: F401  (re-exported: the store's public names)
     SAMPLES, _CSV_OPTIONS, _INT64, _bad_samples, _coerce, _conform, _csv_line, _empty_frame,
     _read_parquet, _row_values, _samples_as_lists, _samples_text, _short, load_records)
@@ -198,12 +199,16 @@ class RunStore:
             if cid in self._ids:
                 raise ValueError(f"case_id {cid!r} is already recorded in {self.run_dir}")
             new_csv = self._csv + line
-            self._write(RECORDS_CSV, lambda f: f.write(new_csv))
-            self._csv = new_csv
-            self._pending.append(row)
-            self._ids.add(cid)
-            self._done.add(cid)
-            self._parquet_dirty = True
+            # records.csv replaced and the memory updated in one step: a signal between the two
+            # (during the directory's fsync) left a record on disk that records.parquet, written
+            # from memory, lacked — and that a rewrite from memory deleted
+            with held():
+                self._write(RECORDS_CSV, lambda f: f.write(new_csv))
+                self._csv = new_csv
+                self._pending.append(row)
+                self._ids.add(cid)
+                self._done.add(cid)
+                self._parquet_dirty = True
             if time.monotonic() - self._parquet_time >= self.parquet_interval_s:
                 self._write_parquet()
 
@@ -246,8 +251,10 @@ class RunStore:
             self._check_open()
             text = json.dumps(meta, indent=2, default=str, ensure_ascii=False) + "\n"
             data = text.encode("utf-8", "backslashreplace")
-            self._write(META_JSON, lambda f: f.write(data))
-            self._meta = json.loads(data.decode("utf-8"))
+            new = json.loads(data.decode("utf-8"))
+            with held():        # as append: the next update_meta builds on what is on disk
+                self._write(META_JSON, lambda f: f.write(data))
+                self._meta = new
 
     def update_meta(self, **fields: Any) -> None:
         """Merge `fields` into meta.json (atomic)."""

@@ -563,3 +563,41 @@ def test_a_failed_write_is_a_write_error_not_bad_input(tmp_path, monkeypatch):
             s.append(full_record(1))
         monkeypatch.undo()          # the disk back: the store closes as usual
     assert isinstance(e.value, StoreError) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("step", ["append", "meta"])
+def test_a_signal_as_a_file_is_replaced_leaves_memory_and_disk_agreeing(tmp_path, monkeypatch, step):
+    """SIGINT during the directory fsync that follows os.replace: the file on disk is new, and
+    the store's memory must be too — else records.parquet (written from memory at close)
+    lacked a record records.csv held, and the next update_meta undid the last one.  The
+    interruption is raised once the step is whole."""
+    import stat
+    from normbench.harness import interrupt
+    previous = interrupt.install()
+    try:
+        with RunStore(tmp_path) as s:
+            s.append(full_record(0))
+            real = os.fsync
+
+            def fsync(fd):
+                real(fd)
+                if stat.S_ISDIR(os.fstat(fd).st_mode):      # the file is replaced by now
+                    monkeypatch.setattr(os, "fsync", real)
+                    interrupt.raise_interrupted(signal.SIGINT, None)   # the signal lands here
+            monkeypatch.setattr(os, "fsync", fsync)
+            with pytest.raises(interrupt.Interrupted):
+                if step == "append":
+                    s.append(full_record(1))
+                else:
+                    s.update_meta(first=1)
+            assert len(s) == (2 if step == "append" else 1)
+            s.update_meta(second=2)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        interrupt._first.clear()
+    n = 2 if step == "append" else 1
+    assert len(pd.read_csv(tmp_path / "records.csv")) == n
+    assert len(pd.read_parquet(tmp_path / "records.parquet")) == n
+    meta = load_meta(tmp_path)
+    assert meta["second"] == 2 and (step == "append" or meta["first"] == 1)
