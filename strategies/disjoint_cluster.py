@@ -100,7 +100,7 @@ else:
     import torch
 
     from ._cluster_kernel import cluster_kernel, layouts
-    from ._launch import _stream, kept, prepare, scratch
+    from ._launch import _consts, _stream, kept, prepare, scratch
     from .reduce import reduce_partials
     from . import disjoint_strided
 
@@ -123,7 +123,7 @@ else:
         if run is None:
             grid, scalars, meta = setup()
             compiled = kernel.warmup(*tensors, *scalars, grid=grid, **meta)
-            consts = tuple(meta[n] for n in kernel.arg_names[len(tensors) + len(scalars):])
+            consts = _consts(kernel, meta, len(tensors) + len(scalars))
             metadata = list(compiled.packed_metadata)     # (num_warps, num_ctas, shared)
             metadata[1] = 2
             run = (compiled.run, grid[0], compiled.function, tuple(metadata),
