@@ -305,3 +305,35 @@ def test_export_never_replaces_a_file_of_a_run_directory(tmp_path):
     r = CliRunner().invoke(app, ["export", str(run), "--format", "bencher", "--out",
                                  str(run / "bencher.json")])
     assert r.exit_code == 0 and (run / "bencher.json").exists(), r.output
+
+
+def test_the_resume_hint_of_a_config_from_stdin_pipes_it_in_again(tmp_path):
+    """`run -` interrupted: the hint cannot be run as printed without the config on stdin (a
+    terminal or nothing there): it ends `< CONFIG.yaml` and says why; with the config piped in
+    the command finishes the run."""
+    cfg = config(tmp_path, rows=[3, 4, 5, 6, 7, 8], implementations=["torch", "atomic"],
+                 timing={"warmup_ms": 20, "rep_ms": 40})
+    out = tmp_path / "run"
+    with open(cfg, "rb") as stdin:
+        p = subprocess.Popen([sys.executable, str(ROOT / "run_bench.py"), "run", "-", "seed=1",
+                              "--out", str(out), "--no-report"], cwd=ROOT, env=ENV, stdin=stdin,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        if (out / "records.csv").exists() and len(load_records(out)) >= 1:
+            break
+        time.sleep(0.1)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 130, err
+    hint = err.split("finish with: ", 1)[1].strip().splitlines()[0]
+    command, _, why = hint.partition(" < CONFIG.yaml")
+    assert "standard input" in why and "pipe the same one in" in why, hint
+    words = shlex.split(command)
+    assert words[:4] == ["normbench", "run", "-", "seed=1"] and words[-1] == "--resume", hint
+    with open(cfg, "rb") as stdin:
+        done = subprocess.run([sys.executable, str(ROOT / "run_bench.py"), *words[1:]],
+                              cwd=ROOT, env=ENV, stdin=stdin, capture_output=True, text=True,
+                              timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert len(load_records(out)) == 12
