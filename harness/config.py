@@ -328,6 +328,9 @@ def parse_config(text: str, file: str = "<string>",
         return Sweep.model_validate(data, context={"known_implementations": known})
     except ValidationError as e:
         errors = e.errors(include_url=False)
+        # an unknown key first: a misspelt one ("Rows") also makes its field missing, and
+        # "shapes[0].rows: required field is missing" would hide the typo
+        errors.sort(key=lambda x: x.get("type") != "extra_forbidden")
         field, problem = _translate(errors[0], wrapped) if errors else ("(file)", "invalid")
         raise ConfigError(file, field, problem) from None
 

@@ -175,6 +175,10 @@ BAD = [
     (with_(rows=..., d=..., shapes=[[1, 70000]]), "shapes[0].d", "at most 65536"),
     (with_(rows=..., d=..., shapes=[{"rows": 1}]), "shapes[0].d", "required field is missing"),
     (with_(rows=..., d=..., shapes=[[1, 2], [1, 2]]), "shapes[1]", "duplicate"),
+    # a misspelt key is named, not the field it leaves missing
+    (with_(rows=..., d=..., shapes=[{"Rows": 5, "D": 33}]), "shapes[0].Rows",
+     "unknown key; did you mean 'rows'?"),
+    (with_(rows=..., d=..., shapes=[{"rows": 5, "dd": 33}]), "shapes[0].dd", "did you mean 'd'"),
     (with_(rows=..., d=..., shapes=[]), "shapes", "must not be empty"),
     (with_(norm="lyernorm"), "norm", "did you mean 'layernorm'"),
     (with_(norm=["layernorm", "batchnorm"]), "norm[1]", "unknown norm 'batchnorm'"),
