@@ -184,6 +184,9 @@ def load(config: str, overrides: Iterable[str] = (), shapes: Iterable[str] = (),
         if len(text) > MAX_FILE_BYTES:
             raise ConfigError("<stdin>", "(file)", "is larger than 1 MiB; not a config?")
         return apply(text, "<stdin>", overrides, shapes, known_implementations)
+    if config == "":        # Path('') is '.': "is a directory" would name a path never given
+        raise ConfigError("''", "(file)", "an empty path is no config; give a YAML file, the "
+                                          f"name of a shipped one or {STDIN} for stdin")
     path = locate(config)
     try:
         sweep = load_config(path, known_implementations)  # file faults: as load_config says

@@ -90,6 +90,13 @@ def test_the_config_s_own_faults_name_the_file():
         apply("rows: [1]\nd: [x]\n", "bad.yaml", ["dtype=fp16"])
 
 
+def test_an_empty_config_path_is_named_as_given():
+    """'' is Path('.'): it was 'config error: .: (file): is a directory'."""
+    with pytest.raises(ConfigError, match=r"^config error: '': \(file\): an empty path is no "
+                                          r"config"):
+        load("")
+
+
 def test_config_from_stdin():
     s = load("-", ["rows=3"], stdin=io.StringIO("d: 8\nrows: 4\n"))
     assert s.rows == [3] and s.d == [8] and s.name == "sweep" and s.source_path == "<stdin>"
