@@ -405,16 +405,28 @@ def _noted(rec: dict, note: str) -> dict:
 
 
 def _record(fut, case, settings, failed_record) -> dict:
-    """The record of a finished task, or the failure it stands for."""
+    """The record of a finished task, or the failure it stands for.
+
+    gpuworker.measure_task returns a case's every failure (an error, a crash or a hang of
+    its measuring child) as {"failed": ...}; it raises only where it did not measure.  So a
+    task that raised is the cluster's failure, not the case's — a scheduler or worker that
+    cannot unpickle the task (normbench not importable there), a measuring child that cannot
+    start: ClusterError, nothing recorded, the case left for --resume (as an `error` record
+    every case failed so, and a resume skipped them all).  The one exception: the Dask worker
+    died while it ran the task (KilledWorker) — the case's own crash, an `error` record."""
     from normbench.harness.measure import Settings
     try:
         out = fut.result()
     except Exception as e:
-        name = type(e).__name__
-        why = ("the Dask worker died while measuring it (killed, a segfault or out of memory)"
-               if name == "KilledWorker" else f"the task failed: {name}")
+        name, text = type(e).__name__, " ".join(str(e).split())
+        if name != "KilledWorker":
+            raise ClusterError(f"the cluster could not run case {case.key} ({name}: {text[:300]}): "
+                               "nothing recorded for it (the scheduler and every worker need "
+                               "normbench importable); the records kept are on disk, finish with "
+                               "--resume") from None
         return failed_record(case, settings, "error",
-                             f"{why}: {' '.join(str(e).split())}"[:500], None)
+                             "the Dask worker died while measuring it (killed, a segfault or out "
+                             f"of memory): {text}"[:500], None)
     if "record" in out:
         rec = out["record"]
     else:

@@ -298,3 +298,33 @@ def test_bad_cluster_options_are_one_line_and_exit_2(tmp_path):
         assert r.returncode == 2, (args, r.stderr)
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1 and needle in lines[0] and lines[0].startswith("run: "), r.stderr
+
+
+def test_a_task_the_cluster_could_not_run_stops_the_run_and_records_nothing():
+    """A scheduler without normbench cannot unpickle the task: every case was an `error`
+    record ("the task failed: RuntimeError: Error during deserialization …"), the run exited
+    0 and --resume skipped them all.  A task that raised never measured (measure_task returns
+    a case's failures): ClusterError.  A worker that died running it is still the case's."""
+    from normbench.harness.distributed import ClusterError, _record
+    from normbench.harness.measure import Settings, failed_record
+    from normbench.harness.plan import Case
+
+    class KilledWorker(Exception):      # distributed's, by name
+        pass
+
+    class Failed:
+        def __init__(self, e):
+            self.e = e
+
+        def result(self):
+            raise self.e
+    case = Case(norm="rmsnorm", implementation="torch", rows=5, d=16, dtype="fp32",
+                weight_dtype="fp32", groups="-")
+    settings = Settings(warmup_ms=1, rep_ms=1, repeats=1, seed=0, peak_tbps=None,
+                        copy_gbps=None, device_name="x")
+    for e in (RuntimeError("Error during deserialization of the task graph"),
+              ModuleNotFoundError("No module named 'normbench'")):
+        with pytest.raises(ClusterError, match="could not run case rmsnorm.*--resume"):
+            _record(Failed(e), case, settings, failed_record)
+    rec = _record(Failed(KilledWorker("attempted to run task")), case, settings, failed_record)
+    assert rec["status"] == "error" and "Dask worker died" in rec["error"]
