@@ -592,8 +592,9 @@ def export(run_dir: Path = typer.Argument(..., help="a run directory"),
                                                    "stdout")):
     """A run's records as JSON for a benchmark tracker: github-action-benchmark's
     customSmallerIsBetter array (us, median, ± half the p20-p80) or Bencher's BMF (latency ns
-    with p20/p80 bounds, throughput calls/s, bandwidth GB/s). Records that are not ok are left
-    out (compare gates those)."""
+    with p20/p80 bounds, throughput calls/s, bandwidth GB/s). Records that are not ok,
+    incorrect (correct false) or without a time are left out (compare gates those); stderr
+    counts them by reason."""
     from normbench.harness.export import ExportError, export as do_export
     try:
         text, skipped = do_export(run_dir, fmt, metric)
@@ -614,7 +615,7 @@ def export(run_dir: Path = typer.Argument(..., help="a run directory"),
         except OSError as e:
             fail(f"export: --out {out_file}: cannot write it: {e.strerror or e}")
     if skipped:
-        err.print(f"export: {skipped} record(s) not ok or without a time were left out")
+        err.print(f"export: {skipped.note()}")
 
 
 def _own_file_of_a_run(path: Path) -> Optional[Path]:

@@ -191,7 +191,7 @@ def _merged_meta(dirs, metas, plan, missing) -> dict:
         copy_ceiling_gbps=statistics.median(ceilings) if ceilings else None,
         started_at=min(started) if started else None, ended_at=max(ended) if ended else None,
         completed=not missing and all(m.get("completed") for m in metas),
-        git_dirty=any(m.get("git_dirty") for m in metas),
+        git_dirty=_dirty([m.get("git_dirty") for m in metas]),
         git_commit=max(_full_commits([m.get("git_commit") for m in metas]),
                        key=lambda c: len(c) if isinstance(c, str) else -1))
     if len({s["hostname"] for s in sources}) > 1:
@@ -200,3 +200,11 @@ def _merged_meta(dirs, metas, plan, missing) -> dict:
 
 
 __all__ = ["MergeError", "StoreError", "check", "merge"]
+
+
+def _dirty(flags: list):
+    """The merged tree's state: dirty if any shard's was, unknown (None) if any shard's was
+    unknown, else clean."""
+    if any(f is True for f in flags):
+        return True
+    return None if any(f is None for f in flags) else False

@@ -186,3 +186,8 @@ def test_incorrect_records_are_left_out_and_counted(tmp_path):
     bad = synthetic.write_run(tmp_path / "bad", recs[1:2], synthetic.meta())
     with pytest.raises(ex.ExportError, match="nothing to export — of 1 record.s., 1 incorrect$"):
         ex.export(bad, "bencher")
+    from typer.testing import CliRunner
+    from normbench.harness.cli import app
+    r = CliRunner().invoke(app, ["export", str(run), "--format", "bencher"])
+    assert r.exit_code == 0
+    assert "export: 2 record(s) left out: 1 incorrect, 1 not ok" in r.stderr

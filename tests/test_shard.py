@@ -188,6 +188,20 @@ def test_a_short_commit_id_and_its_full_id_are_one_commit(runs, tmp_path):
         merge(tmp_path / "m2", shards)
 
 
+def test_the_merged_tree_state_is_unknown_where_a_shard_s_was(runs, tmp_path):
+    """git_dirty: true if any shard's tree was dirty, null if any was unknown, else false."""
+    from normbench.harness.merge import merge
+    tmp, _ = runs
+    for flags, want in (((False, None, False), None), ((None, True, False), True),
+                        ((False, False, False), False)):
+        for i, f in enumerate(flags):
+            shutil.rmtree(tmp_path / f"s{i}", ignore_errors=True)
+            shutil.copytree(tmp / f"s{i}", tmp_path / f"s{i}")
+            _edit_meta(tmp_path / f"s{i}", git_dirty=f)
+        shutil.rmtree(tmp_path / "m", ignore_errors=True)
+        assert merge(tmp_path / "m", [tmp_path / f"s{i}" for i in range(3)])["git_dirty"] is want
+
+
 def test_merge_refuses_duplicates_missing_cases_and_non_shards(runs, tmp_path):
     tmp, _ = runs
     _refusal(cli("merge", tmp_path / "m", tmp / "s0", tmp / "s1", tmp / "s1", tmp / "s2"),
