@@ -188,7 +188,7 @@ def _resumed(store: RunStore, sweep: Sweep, meta: dict, force: bool, console: Co
     entry = {"at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
              "forced": bool(why), "differs": why, "config_hash": sweep.config_hash,
              "config_path": sweep.source_path, "device_name": here,
-             "hostname": socket.gethostname()}
+             "hostname": socket.gethostname(), **_stack(facts)}
     used = dict(meta, device_name=here)      # new records name the device they ran on
     if why:
         console.print(f"[yellow]note:[/] {escape(f'resuming {store.run_dir} although ' + '; '.join(why))}")
@@ -197,8 +197,46 @@ def _resumed(store: RunStore, sweep: Sweep, meta: dict, force: bool, console: Co
             fresh = _new_meta(sweep, console, facts)
             entry.update(copy_ceiling_gbps=fresh["copy_ceiling_gbps"], peak_tbps=fresh["peak_tbps"])
             used.update(copy_ceiling_gbps=fresh["copy_ceiling_gbps"], peak_tbps=fresh["peak_tbps"])
-    store.update_meta(resumes=list(meta.get("resumes") or []) + [entry])
+    # not complete while this resume measures: a resume killed hard (no ended_at written)
+    # left the run's earlier "completed: true", older than the records it added
+    store.update_meta(resumes=list(meta.get("resumes") or []) + [entry], completed=False,
+                      ended_at=None)
     return used
+
+
+def _stack(facts: dict | None) -> dict:
+    """What a resume's records are measured with, for its entry in `resumes`: the commit, its
+    dirty flag and every version meta.json's top level records (env.describe(); a cluster's:
+    its workers') — a run resumed at another commit or with another torch says so."""
+    got = facts if facts else env.describe()
+    versions = {k: v for k, v in got.items() if k.endswith("_version") and k != "format_version"}
+    return {"git_commit": got.get("git_commit"), "git_dirty": got.get("git_dirty"), **versions,
+            "package_versions": got.get("package_versions")}
+
+
+def _ended(store: RunStore, completed: bool) -> None:
+    """meta.json as the sweep stops: when, and whether its plan is done (with a merge's
+    missing cases as they are now)."""
+    store.update_meta(ended_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                      completed=completed, **_merge_now(store))
+
+
+def _merge_now(store: RunStore) -> dict:
+    """A resumed partial merge (merge --allow-partial): its `merge` entry with the missing
+    cases this run has measured since moved from missing_keys to measured_after_merge, and
+    partial / missing recounted — else it said partial, the cases listed missing, after a
+    resume had measured them.  {} where there is nothing to change."""
+    merge = store.meta.get("merge")
+    if not (isinstance(merge, dict) and isinstance(merge.get("missing_keys"), list)):
+        return {}
+    done = store.done_keys()
+    since = [k for k in merge["missing_keys"] if k in done]
+    if not since:
+        return {}
+    left = [k for k in merge["missing_keys"] if k not in done]
+    since = list(merge.get("measured_after_merge") or []) + since
+    return {"merge": {**merge, "partial": bool(left), "missing": len(left), "missing_keys": left,
+                      "measured_after_merge": since}}
 
 
 def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = False,
@@ -282,21 +320,18 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
                     with hostload.track() as load:
                         rec = _measure_one(case, settings, worker, sweep.timeout_s)
                     keep(hostload.annotate(rec, where, load.count), _label(case))
-        store.update_meta(ended_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                          completed=True)
+        _ended(store, completed=True)
     except BaseException as e:       # Interrupted, KeyboardInterrupt, or one wrapping them
         i = interruption(e)
         if i is None:                # a fault (the cluster lost, a write failed): re-raised
             propagating = e
             try:                     # meta says when it stopped, if it still can be written
-                store.update_meta(ended_at=datetime.now(timezone.utc).isoformat(
-                    timespec="seconds"), completed=False)
+                _ended(store, completed=False)
             except StoreError:
                 pass
             raise
         outcome.interrupted = getattr(i, "signum", signal.SIGINT)
-        store.update_meta(ended_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                          completed=False)
+        _ended(store, completed=False)
     finally:
         if worker is not None:
             worker.close()
@@ -356,6 +391,8 @@ def _save_unsaved(executor, store: RunStore, outcome) -> None:
         for _case, rec in getattr(executor, "unsaved", list)():
             store.append(rec)
             outcome.measured += 1
+        if fields := _merge_now(store):     # a case a merge lacked, stored after _ended
+            store.update_meta(**fields)
     except Exception:
         pass
 

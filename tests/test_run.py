@@ -465,3 +465,69 @@ def test_done_line_says_an_incorrect_result():
     assert _done_line(dict(rec, err_dw=None, err_dx=None), "x", 1, 1).startswith(
         "[1/1] ok, incorrect x: ")
     assert _done_line(dict(rec, correct=True), "x", 1, 1) == "[1/1] ok x: 27.73 ms (0.1 s)"
+
+
+def _sweep_and_cases():
+    from normbench import strategies as s
+    from normbench.harness.config import parse_config
+    from normbench.harness.plan import expand
+    sweep = parse_config("rows: [4, 6]\nd: [8]\nimplementations: [torch]\n"
+                         "timing: {warmup_ms: 1, rep_ms: 1}\n")
+    return sweep, expand(sweep, uses_groups=lambda n: s.get(n).uses_groups, available=s.known())
+
+
+def test_a_resume_is_incomplete_while_it_measures_and_records_its_stack(tmp_path, monkeypatch):
+    """A resume killed hard (kill -9: no ended_at written) left the earlier run's
+    "completed: true" and ended_at, older than the records it added: meta says neither
+    while the resume measures.  Its entry in `resumes` names the commit, dirty flag and
+    versions it measured with (a run resumed at another commit said nothing of it)."""
+    from rich.console import Console
+    from normbench.harness import env, run
+    from normbench.harness.measure import failed_record
+    from normbench.harness.store import load_meta
+    sweep, cases = _sweep_and_cases()
+    seen = []
+
+    def measure(case, settings):            # what a kill -9 at this moment would leave
+        seen.append(load_meta(tmp_path))
+        return failed_record(case, settings, "error", "stub", 0.0)
+    monkeypatch.setattr(run, "measure", measure)
+    quiet = Console(stderr=True, quiet=True)
+    run.execute(sweep, cases[:1], tmp_path, console=quiet)
+    assert load_meta(tmp_path)["completed"]
+    seen.clear()
+    run.execute(sweep, cases, tmp_path, resume=True, console=quiet)
+    assert seen and {(m["completed"], m["ended_at"]) for m in seen} == {(False, None)}
+    meta = load_meta(tmp_path)
+    assert meta["completed"] and meta["ended_at"]
+    (entry,) = meta["resumes"]
+    commit, dirty = env.git_state()
+    assert (entry["git_commit"], entry["git_dirty"]) == (commit, dirty)
+    assert entry["package_versions"] == env.package_versions()
+    assert entry["torch_version"] == meta["torch_version"] and "format_version" not in entry
+
+
+def test_a_resumed_partial_merge_no_longer_lists_what_it_measured_as_missing(tmp_path,
+                                                                               monkeypatch):
+    """merge --allow-partial, then --resume to measure the missing cases: meta.merge said
+    partial, the cases missing, once they were measured.  They move to measured_after_merge."""
+    from rich.console import Console
+    from normbench.harness import run
+    from normbench.harness.measure import failed_record
+    from normbench.harness.store import RunStore, load_meta
+    sweep, cases = _sweep_and_cases()
+    monkeypatch.setattr(run, "measure", lambda case, settings: failed_record(
+        case, settings, "error", "stub", 0.0))
+    quiet = Console(stderr=True, quiet=True)
+    run.execute(sweep, cases[:1], tmp_path, console=quiet)
+    missing = [c.key for c in cases[1:]]
+    with RunStore(tmp_path, resume=True) as store:      # as merge --allow-partial leaves it
+        store.update_meta(completed=False, merge={"shards": 2, "plan_size": len(cases),
+                                                  "partial": True, "missing": len(missing),
+                                                  "missing_keys": missing, "finished": True})
+    run.execute(sweep, cases, tmp_path, resume=True, console=quiet)
+    meta = load_meta(tmp_path)
+    assert meta["completed"]
+    assert meta["merge"] == {"shards": 2, "plan_size": len(cases), "partial": False,
+                             "missing": 0, "missing_keys": [], "finished": True,
+                             "measured_after_merge": missing}
