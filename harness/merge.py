@@ -100,16 +100,34 @@ def check(dirs: list[Path], metas: list[dict]) -> None:
             raise MergeError(f"different plans: {dirs[0]} ({first.get('plan_size')} cases, "
                              f"plan {first.get('plan_digest')}) and {d} ({s.get('plan_size')} "
                              f"cases, plan {s.get('plan_digest')})")
-    vs = [versions(m) for m in metas]
-    keys = sorted({k for v in vs for k in v})
-    checks = list(SAME) + [(k, k.split(".")[-1].replace("_version", "") + " version") for k in keys]
+    stacks = [(d, {k: m.get(k) for k, _ in SAME} | versions(m)) for d, m in zip(dirs, metas)]
+    keys = sorted({k for _, v in stacks for k in v})
+    stacks = [(d, {k: v.get(k) for k in keys}) for d, v in stacks]
+    stacks += [s for d, m in zip(dirs, metas) for s in _resumes(d, m)]
+    checks = list(SAME) + [(k, k.split(".")[-1].replace("_version", "") + " version")
+                           for k in keys if k not in dict(SAME)]
     for key, what in checks:
-        got = [v.get(key) if key in keys else m.get(key) for m, v in zip(metas, vs)]
+        has = [(d, v[key]) for d, v in stacks if key in v]
+        got = [g for _, g in has]
         same = _full_commits(got) if key == "git_commit" else got
-        values = {repr(s): (d, g) for d, g, s in zip(dirs, got, same)}
+        values = {repr(s): (d, g) for (d, g), s in zip(has, same)}
         if len(values) > 1:
             (d1, v1), (d2, v2) = list(values.values())[:2]
             raise MergeError(f"different {what}: {d1} has {key}={v1!r}, {d2} has {key}={v2!r}")
+
+
+def _resumes(d: Path, meta: dict) -> list[tuple[str, dict]]:
+    """What each `--resume` of a shard measured with (its `resumes` entries: config, device,
+    commit and versions, where the entry records them — entries written before they did hold
+    only the config and device): compared with the other shards' as the shards' own are."""
+    out = []
+    for i, e in enumerate(meta.get("resumes") or [], 1):
+        if isinstance(e, dict):
+            v = {k: e[k] for k, _ in SAME if k in e} | versions(e)
+            if not e.get("forced"):     # a plain resume matched the config (hash or text)
+                v.pop("config_hash", None)
+            out.append((f"{d} (its resume {i})", v))
+    return out
 
 
 def merge(out: str | os.PathLike, dirs: list[str | os.PathLike], *,
@@ -191,7 +209,9 @@ def _merged_meta(dirs, metas, plan, missing) -> dict:
         copy_ceiling_gbps=statistics.median(ceilings) if ceilings else None,
         started_at=min(started) if started else None, ended_at=max(ended) if ended else None,
         completed=not missing and all(m.get("completed") for m in metas),
-        git_dirty=_dirty([m.get("git_dirty") for m in metas]),
+        git_dirty=_dirty([m.get("git_dirty") for m in metas]
+                         + [e.get("git_dirty") for m in metas for e in m.get("resumes") or []
+                            if isinstance(e, dict) and "git_commit" in e]),
         git_commit=max(_full_commits([m.get("git_commit") for m in metas]),
                        key=lambda c: len(c) if isinstance(c, str) else -1))
     if len({s["hostname"] for s in sources}) > 1:

@@ -188,6 +188,29 @@ def test_a_short_commit_id_and_its_full_id_are_one_commit(runs, tmp_path):
         merge(tmp_path / "m2", shards)
 
 
+def test_a_shard_resumed_at_another_commit_or_config_is_refused(runs, tmp_path):
+    """A shard's resumes measured with what its `resumes` entries say: another commit, or a
+    forced resume with another config, is another run; an entry from before the commit was
+    recorded (config and device only) and a plain resume's config hash pass."""
+    from normbench.harness.merge import MergeError, merge
+    tmp, _ = runs
+    shards = [tmp_path / f"s{i}" for i in range(3)]
+    for i, d in enumerate(shards):
+        shutil.copytree(tmp / f"s{i}", d)
+    meta = json.loads((shards[1] / "meta.json").read_text())
+    old = {"at": "2026-12-05T00:00:00+00:00", "forced": False, "differs": [],
+           "config_hash": "other-text-hash", "device_name": meta["device_name"]}
+    _edit_meta(shards[1], resumes=[old])
+    assert merge(tmp_path / "m0", shards)["git_commit"] == meta["git_commit"]
+    _edit_meta(shards[1], resumes=[old, dict(old, git_commit="0123456789abcdef",
+                                             git_dirty=False)])
+    with pytest.raises(MergeError, match=r"different commit: .*its resume 2.*0123456789abcdef"):
+        merge(tmp_path / "m1", shards)
+    _edit_meta(shards[1], resumes=[dict(old, forced=True, differs=["another config"])])
+    with pytest.raises(MergeError, match=r"different config: .*its resume 1.*other-text-hash"):
+        merge(tmp_path / "m2", shards)
+
+
 def test_the_merged_tree_state_is_unknown_where_a_shard_s_was(runs, tmp_path):
     """git_dirty: true if any shard's tree was dirty, null if any was unknown, else false."""
     from normbench.harness.merge import merge
