@@ -170,13 +170,15 @@ PAIRS_OFF = ("rms_wide_weight",)
 # (three stages).  Not in RMSNorm (4096 × 16384 bf16/bf16 110.4 -> 116.5, bf16/fp32 114.4 ->
 # 125.1: its rows wait ~0.06 µs for their data, round 44, LayerNorm's ~1.1), not two rows ahead
 # (20-30 % slower everywhere), nor for the contiguous blocks (disjoint_smem LN 8192 × 16384
-# fp16/fp32 226.0 -> 236.1).  Rows of two parts (12288) were not timed: off there.
+# fp16/fp32 226.0 -> 236.1).  Not at rows of two parts (round 47's second call,
+# docs/perf/tune-47/call2/: 8192 × 12288 bf16/bf16 161.5 -> 163.4 µs, bf16/fp32 160.7 -> 159.5,
+# both past their targets).  Slower at LN 4096 × 16384 bf16/bf16 (the same call: 118.3 -> 120.4,
+# where 8192 rows gained 1.2 %) — kept: one line, short of its copy target either way.
 LN_L2_AHEAD = 1
 # ... but not at LayerNorm fp16/fp16 (disjoint_smem.ROW_CLASSES' "ln_fp16": 16 warps where bf16
-# takes 8, and its full sectors off), not timed with it: compiled for sm_90 its kernel keeps 102
-# registers and no spill under the device's Triton 3.6, but takes 128 and 24 bytes of stack
-# under Triton 3.9 (99 and none without it).  Round 47's second call, which was to time it in
-# turn, was lost with the device (bench/device_round47b.sh, for the next session).
+# takes 8, and its full sectors off): round 47's second call, LN 8192 × 16384 fp16/fp16 221.1
+# -> 230.9 µs with it (GPU time; its registers: 102 and no spill under Triton 3.6, 128 and 24
+# bytes of stack under Triton 3.9).
 L2_OFF = ("ln_fp16",)
 
 
