@@ -1,11 +1,13 @@
-"""The direct launch path (strategies._launch.launch) with a stand-in kernel: CPU, no Triton.
+"""The direct launch path (strategies._launch.launch): with a stand-in kernel, and (the last
+tests) with every strategy's real kernels under the interpreter.
 
 On a GPU every strategy goes through it (tests/test_gpu.py checks the answers); here the
 plan cache and the arguments handed to the compiled kernel are checked on their own.  What
-Triton specialises on reaches the key through Call.sig (the last test)."""
+Triton specialises on reaches the key through Call.sig (the last stand-in test)."""
 import pytest
 import torch
 
+from normbench import strategies
 from normbench.strategies import _launch
 
 
@@ -152,3 +154,76 @@ def test_call_sig_sees_what_triton_specialises_on():
     assert _launch.prepare(x, dy, w, None, rstd).sig != base                          # no mean
     assert _launch.prepare(x.float(), dy.float(), w, mean, rstd).sig != base          # dtype, stride
     assert _launch.prepare(x.clone(), dy.clone(), w.clone(), mean.clone(), rstd.clone()).sig != base  # stride 64
+
+
+# --- the direct path with the real kernels, under the interpreter -------------------------
+# On a GPU every launch from the second of a key on hands the compiled kernel the arguments
+# `launch` kept; the interpreter takes the plain launch, so the CPU tests above never ran
+# the real kernels that way (2792e69: every strategy with a reduce raised KeyError: 'WIDE'
+# there, on the GPU only).  Here `launch` takes its direct path and the "compiled kernel" is
+# the interpreted one, called with exactly the arguments the direct path hands over.
+
+class _Interpreted:
+    """What `kernel[grid](...)` returns in the direct path: run() calls the interpreted
+    kernel with the launcher's arguments (the tensors, then the kept scalars and constexprs,
+    all by position)."""
+    function, packed_metadata = "fn", "meta"
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+
+    def run(self, g0, g1, g2, stream, function, metadata, *rest):
+        hooks, args = rest[:3], rest[3:]
+        assert hooks == (None, None, None) and stream == 0
+        assert len(args) == len(self.kernel.arg_names), (
+            f"{len(args)} arguments for {self.kernel.arg_names}")
+        self.kernel[(g0, g1, g2)](*args)
+
+
+@pytest.fixture
+def direct_path(monkeypatch):
+    """`launch` on its direct path for real kernels under the interpreter: the first call of a
+    key runs the kernel as Triton would and keeps the plan; later ones run `_Interpreted`."""
+    import types
+    from triton.runtime.interpreter import InterpretedFunction
+    get = InterpretedFunction.__getitem__
+
+    def getitem(kernel, grid):
+        go = get(kernel, grid)
+
+        def call(*args, **meta):
+            go(*args, **meta)
+            return _Interpreted(kernel)
+        return call
+    monkeypatch.setattr(InterpretedFunction, "__getitem__", getitem)
+    # the direct path for launch() only: the strategies still see the interpreter
+    monkeypatch.setattr(_launch, "_device", types.SimpleNamespace(interpreted=lambda: False))
+    monkeypatch.setattr(_launch, "_FAST", True)
+    monkeypatch.setattr(_launch, "_PLANS", {})
+    monkeypatch.setattr(_launch, "_no_hooks", lambda: True)
+    monkeypatch.setattr(_launch.torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(_launch, "_stream", lambda dev: 0)
+
+
+_DIRECT = [n for n in strategies.names() if strategies.get(n).kind == "strategy"]
+
+
+@pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])
+@pytest.mark.parametrize("name", _DIRECT)
+def test_every_strategy_is_right_through_the_direct_launch(direct_path, name, norm):
+    """Each strategy's first call (the plan kept) and its second (the kept plan run) are
+    right against fp64 and, deterministic by design, the same bits."""
+    from checks import same_bits
+    from normbench.harness.inputs import errors, make_inputs, reference, tolerance
+    x, dy, w, mean, rstd = make_inputs(norm, 9, 40, "bf16", "fp32", seed=7, device="cpu")
+    e = strategies.get(name)
+    first = e.backward(x, dy, w, mean, rstd, groups=4)
+    assert _launch._PLANS, "the direct path was not taken"
+    again = e.backward(x, dy, w, mean, rstd, groups=4)
+    ref = reference(x, dy, w, mean, rstd)
+    tol = tolerance("bf16", "fp32")
+    for out in (first, again):
+        errs = [v for v in errors(out, ref) if v is not None]
+        assert all(v <= tol for v in errs), (name, errs, tol)
+    if e.deterministic_by_design:
+        same_bits(first, again)
