@@ -458,7 +458,8 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory"),
 def _again(config, overrides, shape, *, out_dir, **options) -> str:
     """The command that finishes an interrupted run: the same config, overrides, shapes and
     options (the plan and the shard must match), --resume, quoted for a POSIX shell.  A config
-    read from standard input must be piped in again: the command says so (`< CONFIG.yaml`)."""
+    read from standard input must be piped in again: the command ends `< CONFIG.yaml`, and a
+    shell comment after it says so (the line still pastes as a command)."""
     words = ["normbench", "run", config, *(overrides or ())]
     for x in shape or ():
         words += ["--shape", x]
@@ -470,8 +471,8 @@ def _again(config, overrides, shape, *, out_dir, **options) -> str:
             words += [flag, str(value)]
     words += ["--out", str(out_dir), "--resume"]
     if config == "-":       # stdin is spent (or a terminal): run as printed, it would refuse
-        return (shlex.join(words) + " < CONFIG.yaml (the config came on standard input: pipe "
-                "the same one in again)")
+        return (shlex.join(words) + " < CONFIG.yaml  # the config came on standard input: "
+                "pipe the same one in again")
     return shlex.join(words)
 
 

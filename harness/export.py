@@ -1,6 +1,6 @@
 """One run's records in the formats continuous-benchmarking trackers read.
 
-    text = export(run_dir, "github-action-benchmark")   # or "bencher"
+    text, left_out = export(run_dir, "github-action-benchmark")   # or "bencher"
 
 * github-action-benchmark, tool `customSmallerIsBetter`: a top-level JSON array of
   {name, unit, value, range?, extra?} -- one entry per case key (the case label), unit "us",
@@ -45,10 +45,16 @@ class LeftOut(int):
         n.reasons = dict(reasons)
         return n
 
+    def __reduce__(self):           # copy and pickle rebuild it from its reasons
+        return (LeftOut, (Counter(self.reasons),))
+
+    def why(self) -> str:
+        """`10 incorrect, 2 not ok` ("" when none was)."""
+        return ", ".join(f"{n} {r}" for r, n in self.reasons.items() if n)
+
     def note(self) -> str:
         """`12 record(s) left out: 10 incorrect, 2 not ok` ("" when none was)."""
-        why = ", ".join(f"{n} {r}" for r, n in self.reasons.items() if n)
-        return f"{int(self)} record(s) left out: {why}" if self else ""
+        return f"{int(self)} record(s) left out: {self.why()}" if self else ""
 
 
 def _left_out_why(r: dict, col: schema.Column) -> str | None:
@@ -78,9 +84,8 @@ def _rows(records, metric: str) -> tuple[list[tuple[str, dict, schema.Column]], 
         key = {k: ("" if isna(r.get(k)) else str(r[k])) for k in schema.KEY}
         out.append((key_label(key), r, col))
     if not out:     # an empty document would pass a tracker's upload and gate nothing
-        why = ", ".join(f"{n} {r}" for r, n in left.items())
         raise ExportError(f"--metric {metric}: nothing to export — of {len(records)} record(s), "
-                          f"{why or 'none'}"
+                          f"{LeftOut(left).why() or 'none'}"
                           + (" (GPU time is measured on a GPU only)" if metric == "gpu" else ""))
     names = [n for n, _, _ in out]
     if len(set(names)) != len(names):

@@ -141,8 +141,9 @@ else:
 
     @register(NAME, kind="strategy", deterministic_by_design=True, uses_groups=True,
               launch=_tuning.Rule(_rule), auto_groups=_groups_rule,
-              # the partial rows and each cluster's exchange words (`_words`: 8 fp32); where a
-              # row is not split, disjoint_strided's partial rows at twice the programs
+              # the partial rows and each cluster's exchange words (`_words`: 8 fp32) — for a
+              # split row; where a row is not split, disjoint_strided runs over about twice
+              # the partial rows and no words, which this model does not count
               contention=Contention(writers=1, partial_rows="groups", bytes_per_group=32))
     def backward(x, dy, weight, mean, rstd, *, groups):
         """Each row split between the two CTAs of a cluster, their row sums swapped through L2."""

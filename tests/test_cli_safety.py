@@ -329,6 +329,8 @@ def test_the_resume_hint_of_a_config_from_stdin_pipes_it_in_again(tmp_path):
     hint = err.split("finish with: ", 1)[1].strip().splitlines()[0]
     command, _, why = hint.partition(" < CONFIG.yaml")
     assert "standard input" in why and "pipe the same one in" in why, hint
+    # pasted into a shell, the line is the command and a comment (no stray '(')
+    assert shlex.split(hint, comments=True)[-2:] == ["<", "CONFIG.yaml"], hint
     words = shlex.split(command)
     assert words[:4] == ["normbench", "run", "-", "seed=1"] and words[-1] == "--resume", hint
     with open(cfg, "rb") as stdin:

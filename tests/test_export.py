@@ -183,6 +183,10 @@ def test_incorrect_records_are_left_out_and_counted(tmp_path):
         assert "torch" in text and "atomic" not in text and "disjoint_block" not in text
         assert skipped == 2 and skipped.reasons == {"incorrect": 1, "not ok": 1}
         assert skipped.note() == "2 record(s) left out: 1 incorrect, 1 not ok"
+        import copy
+        import pickle
+        for twin in (copy.copy(skipped), pickle.loads(pickle.dumps(skipped))):
+            assert twin == 2 and twin.reasons == skipped.reasons
     bad = synthetic.write_run(tmp_path / "bad", recs[1:2], synthetic.meta())
     with pytest.raises(ex.ExportError, match="nothing to export — of 1 record.s., 1 incorrect$"):
         ex.export(bad, "bencher")
