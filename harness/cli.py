@@ -113,7 +113,7 @@ def _strategies():
 
 
 def _version(value: bool):
-    if value:
+    if value is True:       # typer 0.12 with click 8.2+ passed the string 'False' here
         from normbench import __version__
         _emit(f"normbench {__version__}")
         raise typer.Exit()
@@ -329,7 +329,7 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
         fail(f"interrupted by {signal.Signals(outcome.interrupted).name}: {len(df)} records kept in "
              f"{out_dir}; finish with: {again}", 128 + outcome.interrupted)
     if not no_report:
-        paths = _write_report(out_dir, None)
+        paths = _report_after(out_dir)
         say(err, f"report: {paths['report.html']}")
     say(err, f"records: {out_dir / 'records.csv'}")
     if strict and (failing := _strict_failures(df)):
@@ -409,7 +409,7 @@ def merge(out_dir: Path = typer.Argument(..., help="the run directory to write (
              + (f" (partial: {info['missing']} missing, listed in meta.json)" if info["partial"]
                 else ""))
     if not no_report:
-        paths = _write_report(out_dir, None)
+        paths = _report_after(out_dir)
         say(err, f"report: {paths['report.html']}")
 
 
@@ -474,6 +474,18 @@ def _again(config, overrides, shape, *, out_dir, **options) -> str:
         return (shlex.join(words) + " < CONFIG.yaml  # the config came on standard input: "
                 "pipe the same one in again")
     return shlex.join(words)
+
+
+def _report_after(out_dir: Path) -> dict:
+    """The report of a run or merge whose records are all written: a signal while it is made
+    costs the report only, and the message says how to make it."""
+    from normbench.harness.interrupt import Interrupted
+    try:
+        return _write_report(out_dir, None)
+    except Interrupted as e:
+        fail(f"interrupted by {signal.Signals(e.signum).name} while writing the report: the "
+             f"records in {out_dir} are complete; write it with: "
+             f"{shlex.join(['normbench', 'report', str(out_dir)])}", 128 + e.signum)
 
 
 def _write_report(run_dir: Path, baseline: Optional[str]) -> dict:

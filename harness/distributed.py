@@ -145,8 +145,9 @@ def make_executor(*, gpus, scheduler, sweep, exclusive_below_us, dry_run=False):
     try:
         import distributed  # noqa: F401
     except ImportError:
-        raise ClusterError("--gpus / --scheduler need Dask: pip install -e '.[cluster]' "
-                           "(dask, distributed, dask-cuda)") from None
+        raise ClusterError("--gpus / --scheduler need Dask: install the cluster extra "
+                           "('normbench[cluster]', or -e '.[cluster]' in a checkout: dask, "
+                           "distributed, dask-cuda)") from None
     try:
         spec = placement.parse_gpus(gpus) if gpus is not None else None
     except placement.PlacementError as e:

@@ -339,3 +339,33 @@ def test_the_resume_hint_of_a_config_from_stdin_pipes_it_in_again(tmp_path):
                               timeout=300)
     assert done.returncode == 0, done.stderr
     assert len(load_records(out)) == 12
+
+
+def test_a_signal_while_the_report_is_written_costs_the_report_only(tmp_path):
+    """Ctrl-C after the last record, while the report is made: exit 130, the records whole,
+    and the line says so and how to write the report (it said "nothing was being measured")."""
+    out = tmp_path / "r"
+    code = ("import signal, sys\n"
+            "from normbench.harness import cli\n"
+            "from normbench.harness.interrupt import Interrupted\n"
+            "def stop(run_dir, baseline): raise Interrupted(signal.SIGINT)\n"
+            "cli._write_report = stop\n"
+            f"sys.argv = ['normbench', 'run', {str(config(tmp_path))!r}, '--out', {str(out)!r}]\n"
+            "cli.main()\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=ENV, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 130, r.stderr
+    last = r.stderr.strip().splitlines()[-1]
+    assert "while writing the report" in last and "records" in last, last
+    assert shlex.split(last.split("write it with: ", 1)[1]) == ["normbench", "report", str(out)]
+    assert len(load_records(out)) == 1 and load_meta(out)["completed"] is True
+
+
+def test_the_version_flag_acts_on_true_only():
+    """typer 0.12 with click >= 8.2 handed the eager --version callback the string 'False':
+    every command printed the version and exited 0 (a CI gate passing silently)."""
+    import typer
+    from normbench.harness import cli as c
+    assert c._version(False) is None and c._version("False") is None
+    with pytest.raises(typer.Exit):
+        c._version(True)

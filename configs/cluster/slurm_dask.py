@@ -27,7 +27,7 @@ cluster = SLURMCluster(
 )
 cluster.scale(jobs=jobs)
 try:
-    rc = subprocess.run([sys.executable, "run_bench.py", "run", config, "--out", out,
+    rc = subprocess.run([sys.executable, "-m", "normbench", "run", config, "--out", out,
                          "--scheduler", cluster.scheduler_address]).returncode
 finally:
     cluster.close()
