@@ -5,8 +5,9 @@ different plans or shard counts, from different configs (hash), GPU models, pack
 or commits, a case held by two shards, or cases that no shard holds (named; `allow_partial`
 merges what exists and says so in meta.json).  The records are written through the store, in
 plan order; meta.json is the first shard's, with `merged_from` (one entry per shard: where,
-when, on which host and GPUs, its copy ceiling) and `merge` (shards, partial, missing cases)
-in place of `shard`.  Each record keeps the `pct_copy` of the GPU that measured it.
+when, on which host and GPUs, its copy ceiling, its resumes) and `merge` (shards, partial,
+missing cases) in place of `shard` and `resumes`.  Each record keeps the `pct_copy` of the
+GPU that measured it.
 """
 from __future__ import annotations
 
@@ -116,17 +117,24 @@ def check(dirs: list[Path], metas: list[dict]) -> None:
             raise MergeError(f"different {what}: {d1} has {key}={v1!r}, {d2} has {key}={v2!r}")
 
 
+def _measuring(meta: dict) -> list[tuple[int, dict]]:
+    """(number, entry) of each `--resume` in meta's `resumes` that may have measured records:
+    one that counted none (`measured: 0`) added nothing to compare or fold in; one without
+    the count (written before resumes counted, or killed before it could) may have."""
+    return [(i, e) for i, e in enumerate(meta.get("resumes") or [], 1) if isinstance(e, dict)
+            and not (type(e.get("measured")) is int and e["measured"] < 1)]
+
+
 def _resumes(d: Path, meta: dict) -> list[tuple[str, dict]]:
     """What each `--resume` of a shard measured with (its `resumes` entries: config, device,
     commit and versions, where the entry records them — entries written before they did hold
     only the config and device): compared with the other shards' as the shards' own are."""
     out = []
-    for i, e in enumerate(meta.get("resumes") or [], 1):
-        if isinstance(e, dict):
-            v = {k: e[k] for k, _ in SAME if k in e} | versions(e)
-            if not e.get("forced"):     # a plain resume matched the config (hash or text)
-                v.pop("config_hash", None)
-            out.append((f"{d} (its resume {i})", v))
+    for i, e in _measuring(meta):
+        v = {k: e[k] for k, _ in SAME if k in e} | versions(e)
+        if not e.get("forced"):         # a plain resume matched the config (hash or text)
+            v.pop("config_hash", None)
+        out.append((f"{d} (its resume {i})", v))
     return out
 
 
@@ -187,7 +195,9 @@ def merge(out: str | os.PathLike, dirs: list[str | os.PathLike], *,
 
 
 def _merged_meta(dirs, metas, plan, missing) -> dict:
-    meta = {k: v for k, v in metas[0].items() if k != "shard"}
+    # each shard's resumes stay in its merged_from entry: a resume of the merged directory
+    # starts a list of its own
+    meta = {k: v for k, v in metas[0].items() if k not in ("shard", "resumes")}
     order = sorted(range(len(dirs)), key=lambda i: metas[i]["shard"]["index"])
     sources = []
     for i in order:
@@ -197,7 +207,8 @@ def _merged_meta(dirs, metas, plan, missing) -> dict:
                         "hostname": m.get("hostname"), "gpus": m.get("gpus"),
                         "copy_ceiling_gbps": m.get("copy_ceiling_gbps"),
                         "started_at": m.get("started_at"), "ended_at": m.get("ended_at"),
-                        "completed": m.get("completed"), "git_dirty": m.get("git_dirty")})
+                        "completed": m.get("completed"), "git_dirty": m.get("git_dirty"),
+                        "resumes": m.get("resumes") or []})
     ceilings = [s["copy_ceiling_gbps"] for s in sources if s["copy_ceiling_gbps"]]
     started = [m["started_at"] for m in metas if m.get("started_at")]
     ended = [m["ended_at"] for m in metas if m.get("ended_at")]
@@ -210,8 +221,8 @@ def _merged_meta(dirs, metas, plan, missing) -> dict:
         started_at=min(started) if started else None, ended_at=max(ended) if ended else None,
         completed=not missing and all(m.get("completed") for m in metas),
         git_dirty=_dirty([m.get("git_dirty") for m in metas]
-                         + [e.get("git_dirty") for m in metas for e in m.get("resumes") or []
-                            if isinstance(e, dict) and "git_commit" in e]),
+                         + [e.get("git_dirty") for m in metas for _, e in _measuring(m)
+                            if "git_commit" in e]),
         git_commit=max(_full_commits([m.get("git_commit") for m in metas]),
                        key=lambda c: len(c) if isinstance(c, str) else -1))
     if len({s["hostname"] for s in sources}) > 1:

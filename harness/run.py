@@ -214,29 +214,47 @@ def _stack(facts: dict | None) -> dict:
             "package_versions": got.get("package_versions")}
 
 
-def _ended(store: RunStore, completed: bool) -> None:
+def _ended(store: RunStore, completed: bool, wrote: str | None, measured: int) -> None:
     """meta.json as the sweep stops: when, and whether its plan is done (with a merge's
-    missing cases as they are now)."""
-    store.update_meta(ended_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                      completed=completed, **_merge_now(store))
+    missing cases as they are now, a resume's count of its records).  Nothing where this
+    command wrote no meta (`wrote` None: it stopped before, meta.json is as it was)."""
+    if wrote:
+        store.update_meta(ended_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                          completed=completed, **_merge_now(store, completed),
+                          **_counted(store, wrote, measured))
 
 
-def _merge_now(store: RunStore) -> dict:
-    """A resumed partial merge (merge --allow-partial): its `merge` entry with the missing
-    cases this run has measured since moved from missing_keys to measured_after_merge, and
+def _counted(store: RunStore, wrote: str | None, measured: int) -> dict:
+    """A resume's entry in `resumes` with the records it measured: merge compares the stack
+    of a resume that measured none with nothing (a resume killed hard writes no count;
+    merge then compares its entry, as one that may have measured).  {}: not a resume."""
+    resumes = store.meta.get("resumes")
+    if wrote != "resumed" or not (isinstance(resumes, list) and resumes
+                                  and isinstance(resumes[-1], dict)):
+        return {}
+    return {"resumes": resumes[:-1] + [{**resumes[-1], "measured": measured}]}
+
+
+def _merge_now(store: RunStore, completed: bool = False) -> dict:
+    """A resumed merge: its `merge` entry with the missing cases (merge --allow-partial)
+    this run has measured since moved from missing_keys to measured_after_merge, and
     partial / missing recounted — else it said partial, the cases listed missing, after a
-    resume had measured them.  {} where there is nothing to change."""
+    resume had measured them; and a merge stopped part-way that a resume completed is
+    finished.  {} where there is nothing to change."""
     merge = store.meta.get("merge")
-    if not (isinstance(merge, dict) and isinstance(merge.get("missing_keys"), list)):
+    if not isinstance(merge, dict):
         return {}
-    done = store.done_keys()
-    since = [k for k in merge["missing_keys"] if k in done]
-    if not since:
-        return {}
-    left = [k for k in merge["missing_keys"] if k not in done]
-    since = list(merge.get("measured_after_merge") or []) + since
-    return {"merge": {**merge, "partial": bool(left), "missing": len(left), "missing_keys": left,
-                      "measured_after_merge": since}}
+    new = dict(merge)
+    if completed and merge.get("finished") is False:
+        new["finished"] = True
+    if isinstance(merge.get("missing_keys"), list):
+        done = store.done_keys()
+        since = [k for k in merge["missing_keys"] if k in done]
+        if since:
+            left = [k for k in merge["missing_keys"] if k not in done]
+            new.update(partial=bool(left), missing=len(left), missing_keys=left,
+                       measured_after_merge=list(merge.get("measured_after_merge") or []) + since)
+    return {"merge": new} if new != merge else {}
 
 
 def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = False,
@@ -252,6 +270,9 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
     outcome = Outcome(out_dir=Path(out_dir))
     propagating = None
     store = RunStore(out_dir, resume=resume)
+    # what this command wrote into meta.json: None until it has written (a cluster that
+    # could not start, a Ctrl-C before: meta is left as it was), then "fresh" or "resumed"
+    wrote = None
     worker = None
     previous = install()
     try:
@@ -264,8 +285,10 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
             if shard:
                 meta["shard"] = shard
             store.write_meta(meta)
+            wrote = "fresh"
         else:
             meta = _resumed(store, sweep, meta, force_resume, console, facts)
+            wrote = "resumed"
             if facts:                        # resumed on a cluster: add its GPUs
                 store.update_meta(gpus=_joined_gpus(meta.get("gpus") or [],
                                                     facts.get("gpus", [])))
@@ -320,23 +343,23 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
                     with hostload.track() as load:
                         rec = _measure_one(case, settings, worker, sweep.timeout_s)
                     keep(hostload.annotate(rec, where, load.count), _label(case))
-        _ended(store, completed=True)
+        _ended(store, True, wrote, outcome.measured)
     except BaseException as e:       # Interrupted, KeyboardInterrupt, or one wrapping them
         i = interruption(e)
         if i is None:                # a fault (the cluster lost, a write failed): re-raised
             propagating = e
             try:                     # meta says when it stopped, if it still can be written
-                _ended(store, completed=False)
+                _ended(store, False, wrote, outcome.measured)
             except StoreError:
                 pass
             raise
         outcome.interrupted = getattr(i, "signum", signal.SIGINT)
-        _ended(store, completed=False)
+        _ended(store, False, wrote, outcome.measured)
     finally:
         if worker is not None:
             worker.close()
         if executor is not None:
-            _save_unsaved(executor, store, outcome)
+            _save_unsaved(executor, store, outcome, wrote)
             executor.close()
         try:
             store.close()
@@ -383,16 +406,18 @@ def _joined_gpus(known: list, new: list) -> list:
     return out
 
 
-def _save_unsaved(executor, store: RunStore, outcome) -> None:
+def _save_unsaved(executor, store: RunStore, outcome, wrote: str | None) -> None:
     """The measurements an executor still held when the sweep stopped (a signal while a record
     was being kept): stored, so nothing measured is lost; a store that fails here leaves the
     error that stopped the sweep to be reported."""
     try:
+        saved = 0
         for _case, rec in getattr(executor, "unsaved", list)():
             store.append(rec)
             outcome.measured += 1
-        if fields := _merge_now(store):     # a case a merge lacked, stored after _ended
-            store.update_meta(**fields)
+            saved += 1
+        if saved:                           # stored after _ended: its meta counts them
+            store.update_meta(**_merge_now(store), **_counted(store, wrote, outcome.measured))
     except Exception:
         pass
 

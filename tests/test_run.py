@@ -531,3 +531,97 @@ def test_a_resumed_partial_merge_no_longer_lists_what_it_measured_as_missing(tmp
     assert meta["merge"] == {"shards": 2, "plan_size": len(cases), "partial": False,
                              "missing": 0, "missing_keys": [], "finished": True,
                              "measured_after_merge": missing}
+
+
+class _Cluster:
+    """A stand-in executor: start() runs `start`; records() measures with a stub, or with
+    `interrupt` is stopped by a signal that leaves its first record unkept (unsaved())."""
+
+    def __init__(self, start=None, interrupt=False):
+        self._start, self._interrupt, self._unsaved = start, interrupt, []
+
+    def start(self, console):
+        if self._start:
+            self._start()
+        return None
+
+    def records(self, todo, settings, timeout_s):
+        from normbench.harness.interrupt import Interrupted
+        from normbench.harness.measure import failed_record
+        if self._interrupt:
+            self._unsaved = [(c, failed_record(c, settings, "error", "stub", 0.0))
+                             for c in todo[:1]]
+            raise Interrupted(signal.SIGINT)
+        for c in todo:
+            yield c, failed_record(c, settings, "error", "stub", 0.0)
+
+    def joined(self):
+        return []
+
+    def unsaved(self):
+        out, self._unsaved = self._unsaved, []
+        return out
+
+    def close(self):
+        pass
+
+
+@pytest.fixture
+def stub_run(tmp_path, monkeypatch):
+    """A complete run of _sweep_and_cases's first case in tmp_path/r, measured by a stub."""
+    from rich.console import Console
+    from normbench.harness import run
+    from normbench.harness.measure import failed_record
+    sweep, cases = _sweep_and_cases()
+    monkeypatch.setattr(run, "measure", lambda case, settings: failed_record(
+        case, settings, "error", "stub", 0.0))
+    quiet = Console(stderr=True, quiet=True)
+    run.execute(sweep, cases[:1], tmp_path / "r", console=quiet)
+    return lambda cases_=cases, **kw: run.execute(sweep, cases_, tmp_path / "r", resume=True,
+                                                  console=quiet, **kw), cases, tmp_path / "r"
+
+
+def test_a_resume_records_how_many_records_it_measured(stub_run):
+    """merge compares only the resumes that measured: each entry counts its records when the
+    sweep ends, is interrupted, or saves what a signal left unkept."""
+    from normbench.harness.store import load_meta
+    resume, cases, d = stub_run
+    resume(cases[:1])                                    # nothing left
+    out = resume(cases, executor=_Cluster(interrupt=True))  # a signal with one record unkept
+    assert out.interrupted and out.measured == 1
+    resume()                                             # the rest
+    counts = [e["measured"] for e in load_meta(d)["resumes"]]
+    assert counts == [0, 1, len(cases) - 2]
+
+
+@pytest.mark.parametrize("stop", ["fault", "signal"])
+def test_a_resume_whose_cluster_does_not_start_leaves_meta_as_it_was(stub_run, stop):
+    """--scheduler unreachable, or Ctrl-C while the cluster starts: nothing was resumed, so
+    the complete run is not marked incomplete with a new ended_at."""
+    from normbench.harness.interrupt import Interrupted
+    resume, cases, d = stub_run
+    before = (d / "meta.json").read_bytes()
+
+    def start():
+        if stop == "signal":
+            raise Interrupted(signal.SIGINT)
+        raise RuntimeError("--scheduler tcp://127.0.0.1:9: cannot connect")
+    if stop == "signal":
+        assert resume(executor=_Cluster(start)).interrupted == signal.SIGINT
+    else:
+        with pytest.raises(RuntimeError, match="cannot connect"):
+            resume(executor=_Cluster(start))
+    assert (d / "meta.json").read_bytes() == before
+
+
+def test_a_resume_that_completes_a_stopped_merge_finishes_it(stub_run):
+    """A merge stopped part-way (merge.finished false), resumed to the end: finished."""
+    from normbench.harness.store import RunStore, load_meta
+    resume, cases, d = stub_run
+    with RunStore(d, resume=True) as store:             # as a merge stopped by a full disk
+        store.update_meta(completed=False, merge={"shards": 2, "plan_size": len(cases),
+                                                  "partial": False, "missing": 0,
+                                                  "missing_keys": [], "finished": False})
+    resume()
+    meta = load_meta(d)
+    assert meta["completed"] and meta["merge"]["finished"] is True

@@ -22,9 +22,10 @@ SAME = ["case_id", "status", "correct", "deterministic", "distinct_results", "ma
         "groups_effective", "workspace_bytes", "writers_per_slot"]
 
 
-def cli(*args, timeout=300):
+def cli(*args, timeout=300, env=None):
     return subprocess.run([sys.executable, str(ROOT / "run_bench.py"), *map(str, args)],
-                          cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=timeout)
+                          cwd=ROOT, env={**ENV, **(env or {})}, capture_output=True, text=True,
+                          timeout=timeout)
 
 
 def write_config(path, **fields):
@@ -211,6 +212,49 @@ def test_a_shard_resumed_at_another_commit_or_config_is_refused(runs, tmp_path):
         merge(tmp_path / "m2", shards)
 
 
+def test_a_resume_that_measured_nothing_does_not_block_merge(runs, tmp_path):
+    """`--resume` of a finished shard at another commit measures nothing: merge compares and
+    folds in only resumes that measured records — a forced one of another config, from a
+    dirty tree, that counted 0 too; one that measured is still another run."""
+    from normbench.harness.merge import MergeError, merge
+    tmp, cfg = runs
+    shards = [tmp_path / f"s{i}" for i in range(3)]
+    for i, d in enumerate(shards):
+        shutil.copytree(tmp / f"s{i}", d)
+        _edit_meta(d, git_dirty=False)
+    r = cli("run", cfg, "--shard", "0/3", "--out", shards[0], "--resume", "--no-report",
+            env={"NORMBENCH_GIT_COMMIT": "f5a10b2"})
+    assert r.returncode == 0, r.stderr
+    (entry,) = json.loads((shards[0] / "meta.json").read_text())["resumes"]
+    assert (entry["git_commit"], entry["measured"]) == ("f5a10b2", 0)
+    idle = dict(entry, forced=True, differs=["another config"], config_hash="0ther",
+                git_dirty=True)
+    _edit_meta(shards[1], resumes=[idle])
+    assert merge(tmp_path / "m", shards)["git_dirty"] is False
+    _edit_meta(shards[1], resumes=[dict(idle, measured=1)])
+    with pytest.raises(MergeError, match=r"different (config|commit): .*its resume 1"):
+        merge(tmp_path / "m2", shards)
+
+
+def test_the_merged_meta_keeps_each_shard_s_resumes_with_the_shard(runs, tmp_path):
+    """The merged top level had the first-listed shard's `resumes` only: each shard's stay in
+    its merged_from entry, and a resume of the merged directory starts a list of its own."""
+    from normbench.harness.merge import merge
+    tmp, cfg = runs
+    shards = [tmp_path / f"s{i}" for i in range(3)]
+    for i, d in enumerate(shards):
+        shutil.copytree(tmp / f"s{i}", d)
+    entry = {"at": "2026-12-05T00:00:00+00:00", "forced": False, "differs": [], "measured": 0}
+    _edit_meta(shards[1], resumes=[entry])
+    _edit_meta(shards[2], resumes=[entry, entry])
+    meta = merge(tmp_path / "m", [shards[2], shards[0], shards[1]])
+    assert "resumes" not in meta
+    assert [len(s["resumes"]) for s in meta["merged_from"]] == [0, 1, 2]
+    r = cli("run", cfg, "--out", tmp_path / "m", "--resume", "--no-report")
+    assert r.returncode == 0, r.stderr
+    assert len(json.loads((tmp_path / "m" / "meta.json").read_text())["resumes"]) == 1
+
+
 def test_the_merged_tree_state_is_unknown_where_a_shard_s_was(runs, tmp_path):
     """git_dirty: true if any shard's tree was dirty, null if any was unknown, else false."""
     from normbench.harness.merge import merge
@@ -282,6 +326,31 @@ def test_a_merge_stopped_midway_does_not_say_it_is_complete(runs, tmp_path, monk
         merging.merge(tmp_path / "m2", [tmp / "s0", tmp / "s1", tmp / "s2"])
     m = json.loads((tmp_path / "m2" / "meta.json").read_text())
     assert m["completed"] is False and m["merge"]["finished"] is False
+
+
+def test_a_stopped_merge_resumed_to_the_end_is_finished(runs, tmp_path, monkeypatch):
+    """A merge stopped by a full disk, then `run --resume` of it to the end: merge.finished
+    true, and the report has no "stopped before it finished" warning."""
+    import errno
+    from normbench.harness import merge as merging
+    from normbench.harness.store import RunStore
+    tmp, cfg = runs
+    real, n = RunStore.append, [0]
+
+    def full_disk(self, rec):
+        n[0] += 1
+        if n[0] > 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(self, rec)
+    monkeypatch.setattr(RunStore, "append", full_disk)
+    with pytest.raises(OSError):
+        merging.merge(tmp_path / "m", [tmp / "s0", tmp / "s1", tmp / "s2"])
+    r = cli("run", cfg, "--out", tmp_path / "m", "--resume")
+    assert r.returncode == 0, r.stderr
+    m = json.loads((tmp_path / "m" / "meta.json").read_text())
+    assert m["completed"] and m["merge"]["finished"] is True
+    assert m["resumes"][-1]["measured"] == 10
+    assert "Incomplete run" not in (tmp_path / "m" / "report.md").read_text()
 
 
 def test_resume_works_per_shard(runs, tmp_path):
