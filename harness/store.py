@@ -375,6 +375,26 @@ def check_not_in_use(run_dir: str | os.PathLike) -> None:
         os.close(_lock_dir(Path(run_dir)))
 
 
+def in_use(run_dir: str | os.PathLike) -> bool:
+    """True when a live run or merge holds `run_dir` (a report of it then says it is still
+    running).  A look only: without the lock's sidecar no holder can be alive, and the lock
+    is tried only where one is there (a holder killed hard leaves its sidecar, not its lock)."""
+    p = Path(run_dir)
+    if not (p / LOCK_INFO).exists():
+        return False
+    try:
+        fd = os.open(p, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        return e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES)
+    finally:
+        os.close(fd)              # releases the lock this look took
+    return False
+
+
 def _identity(st: os.stat_result) -> tuple[int, int]:
     return st.st_dev, st.st_ino
 

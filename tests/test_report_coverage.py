@@ -93,3 +93,64 @@ def test_a_duplicate_case_key_is_read_as_compare_reads_it():
     assert f"{first['time_ms'] * 1000:.1f}" not in row
     assert "2 records" in _top(md)
     assert "Show all 3 records" in rep.html()       # the earlier one is still listed
+
+
+def _merged(recs, completed, plan_size, missing=(), **merge):
+    """The meta of a merge of shards 0/2 and 1/2 (0/2 stopped unless it completed)."""
+    return synthetic.meta(completed=completed, merged_from=[
+        {"shard": "0/2", "completed": completed, "ended_at": "2025-01-01T00:10:00+00:00"},
+        {"shard": "1/2", "completed": True, "ended_at": "2025-01-01T00:09:00+00:00"}],
+        merge={"shards": 2, "count": 2, "plan_size": plan_size, "partial": bool(missing),
+               "missing": len(missing), "missing_keys": list(missing), "finished": True,
+               **merge})
+
+
+def test_a_stopped_merge_a_resume_completed_has_no_warning():
+    """completed with no case missing is the whole run, whatever merge.finished still says
+    (a resume finished the merge before the resume set finished)."""
+    meta = _merged(_recs(), True, 3, finished=False)
+    assert coverage(plain(pd.DataFrame(_recs())), meta).warning is None
+
+
+def test_a_partial_merge_of_every_shard_names_the_one_that_stopped():
+    gone = synthetic.record(implementation="torch", kind="baseline", rows=64)["case_id"]
+    text = coverage(plain(pd.DataFrame(_recs())), _merged(_recs(), False, 4, [gone])).warning
+    assert "from every shard, shard(s) 0/2 having stopped before they finished" in text
+    assert "1 of the plan's 4 cases were not measured" in text and "missing shards" not in text
+
+
+def test_a_resume_of_a_merge_that_stopped_is_blamed_not_a_shard():
+    """A complete merge resumed with --force-resume (a bigger config) and interrupted: the
+    merge's plan_size is not this directory's plan; the resume stopped, not a shard."""
+    recs = _recs()
+    meta = dict(_merged(recs, True, 2), completed=False, resumes=[
+        {"at": "2025-01-02T00:00:00+00:00", "forced": True, "differs": ["another config"]}])
+    cov = coverage(plain(pd.DataFrame(recs)), meta)
+    assert cov.warning.startswith("a resume of this merged run stopped before it finished")
+    assert "3 records are here" in cov.warning and "planned" not in cov.warning.split(";")[0]
+    assert cov.planned is None and "shards of which" not in cov.warning
+    md = _top(build_report(pd.DataFrame(recs), meta).markdown())
+    assert "3 records of" not in md and "3 records, " in md
+    # a merge from before shards' resumes moved to merged_from: the copied entry is older
+    old = dict(_merged(recs, False, 3), resumes=[{"at": "2024-12-31T00:00:00+00:00"}])
+    assert coverage(plain(pd.DataFrame(recs)), old).warning.startswith(
+        "merged, and shard(s) 0/2 stopped before finishing")
+
+
+def test_a_run_that_holds_its_lock_is_still_running(tmp_path):
+    from normbench.harness.store import RunStore, in_use
+    recs = _recs()
+    cov = coverage(plain(pd.DataFrame(recs)), synthetic.meta(completed=False), live=True)
+    assert cov.warning.startswith("it is still running (its lock is held): 3 records")
+    assert "stopped" not in cov.warning and "interrupted" not in cov.warning
+    plan = [r["case_id"] for r in recs]
+    shard = synthetic.meta(completed=False, shard={"spec": "0/1", "plan_keys": plan,
+                                                   "keys": plan})
+    text = coverage(plain(pd.DataFrame(recs[:2])), shard, live=True).warning
+    assert "1 of them not recorded (it is still running: its lock is held)" in text
+    d = synthetic.write_run(tmp_path / "r", recs, synthetic.meta(completed=False))
+    assert not in_use(d)
+    with RunStore(d, resume=True):
+        assert in_use(d)
+    (d / ".normbench.lock.json").write_text("{}")        # a holder killed hard: not alive
+    assert not in_use(d)

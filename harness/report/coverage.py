@@ -4,9 +4,10 @@ One record per case key: the last of each, as `compare` takes it (a hand-joined 
 can hold a case twice; `run` never writes one).  And how much of the plan the directory
 holds, from meta.json: a run stopped before its end (`completed: false`), one shard of a
 sharded run (`shard`: the whole plan's keys and this shard's), a merge with missing shards
-or one stopped part-way (`merge`).  The report says so at its top, and an implementation
-the plan has at a shape but this directory does not is "not measured here", not "not in run".
-Pure: meta and records in, text out."""
+or one stopped part-way (`merge`), a run still measuring (its lock held).  The report says
+so at its top, and an implementation the plan has at a shape but this directory does not is
+"not measured here", not "not in run".  Pure: meta, records and whether the directory is
+locked (store.in_use, the caller's look) in, text out."""
 from __future__ import annotations
 
 from collections import Counter
@@ -85,45 +86,87 @@ class Coverage:
                    for sh, impl in self.missing)
 
 
-def coverage(df: pd.DataFrame, meta: dict) -> Coverage:
-    """How much of the planned run `df` (this directory's records) is, from `meta`."""
+def coverage(df: pd.DataFrame, meta: dict, live: bool = False) -> Coverage:
+    """How much of the planned run `df` (this directory's records) is, from `meta`.
+    live: a run holds the directory's lock (store.in_use) — it is still measuring."""
     here = set(case_keys(df))
-    shard, merge = meta.get("shard"), meta.get("merge")
+    shard = meta.get("shard")
     if isinstance(shard, dict) and isinstance(shard.get("plan_keys"), list):
         plan = [str(k) for k in shard["plan_keys"]]
         mine = [str(k) for k in shard.get("keys") or []]
         held = sum(k in here for k in mine)
         part = f"this shard's part is {len(mine)} case(s)"
         if held < len(mine):
-            part += f", {len(mine) - held} of them not recorded (the shard stopped early)"
+            why = "it is still running: its lock is held" if live else "the shard stopped early"
+            part += f", {len(mine) - held} of them not recorded ({why})"
         text = (f"shard {shard.get('spec') or '?'} of a sharded run: "
                 f"{sum(k in here for k in plan)} of the plan's {len(plan)} cases are recorded here ({part}); the other shards "
                 "hold the rest — `normbench merge` joins them into the whole run")
         return _known(df, text, plan, here)
-    if isinstance(merge, dict):
-        size = merge.get("plan_size")
-        of = f"{len(df)} of {size if size is not None else '?'} planned cases are recorded here"
-        gone = [str(k) for k in merge.get("missing_keys") or []]
-        if merge.get("finished") is False:
-            return Coverage(f"the merge of {merge.get('shards', '?')} shard(s) stopped before "
-                            f"it finished: {of}", planned=size, missing=None)
-        if gone:
-            return _known(df, f"merged with missing shards (merge --allow-partial): {len(gone)} "
-                          f"of the plan's {size} cases are in no shard given",
-                          sorted(here) + [k for k in gone if k not in here], here, size)
-        if merge.get("missing"):             # a count without the keys
-            return Coverage(f"merged with missing shards: {of}", planned=size, missing=None)
-        if meta.get("completed") is False:
-            return Coverage("merged from shards of which one stopped before it finished "
-                            f"(meta.json `completed: false`): {of}", planned=size,
-                            missing=None)
-    if meta.get("completed") is False:
-        return Coverage("the run stopped before it finished (meta.json `completed: false`: "
-                        "interrupted, or stopped by a fault): "
-                        f"{len(df)} records are here; meta.json does not record how many cases "
-                        "were planned — `run … --out DIR --resume` measures the rest",
-                        missing=None)
-    return Coverage()
+    merge = meta.get("merge") if isinstance(meta.get("merge"), dict) else {}
+    text, planned = _cause(meta, merge, len(df), live)
+    gone = [str(k) for k in merge.get("missing_keys") or []]
+    if text is None:
+        return Coverage()
+    if gone:
+        return _known(df, text, sorted(here) + [k for k in gone if k not in here], here, planned)
+    return Coverage(text, planned=planned, missing=None)
+
+
+def _cause(meta: dict, merge: dict, n: int, live: bool) -> tuple[str | None, int | None]:
+    """(why a directory that is no shard holds less than its plan, the plan's size where
+    meta knows it); (None, None) where it holds all of it.  `merge`: meta's, or {}."""
+    size = merge.get("plan_size")
+    # a forced resume ran another config: the merge's plan is not this directory's any more
+    if any(isinstance(e, dict) and e.get("forced") for e in meta.get("resumes") or []) or \
+            (isinstance(size, int) and n > size):
+        size = None
+    of = f"{n} of {size} planned cases are recorded here" if size is not None else \
+        f"{n} records are here"
+    gone, stopped = merge.get("missing_keys") or [], _stopped_shards(meta)
+    if live:
+        return f"it is still running (its lock is held): {of} so far", size
+    if meta.get("completed") is True and not gone and not merge.get("missing"):
+        return None, None                    # the facts, whatever an older merge entry says
+    if merge.get("finished") is False:
+        return (f"the merge of {merge.get('shards', '?')} shard(s) stopped before it "
+                f"finished: {of}"), size
+    if gone and stopped and merge.get("shards") == merge.get("count"):
+        return (f"merged (merge --allow-partial) from every shard, shard(s) {stopped} having "
+                f"stopped before they finished: {len(gone)} of the plan's {size or '?'} cases "
+                "were not measured"), size
+    if gone:
+        return (f"merged with missing shards (merge --allow-partial): {len(gone)} of the "
+                f"plan's {size or '?'} cases are in no shard given"), size
+    if merge.get("missing"):                 # a count without the keys
+        return f"merged with missing shards: {of}", size
+    if meta.get("completed") is not False:
+        return None, None
+    if merge and not _resumed_since_merge(meta):
+        who = f"shard(s) {stopped}" if stopped else "one of its shards"
+        return (f"merged, and {who} stopped before finishing (meta.json `completed: false`): "
+                f"{of}"), size
+    what = "a resume of this merged run" if merge else "the run"
+    known = "" if size is not None else \
+        "; meta.json does not record how many cases were planned"
+    return (f"{what} stopped before it finished (meta.json `completed: false`: interrupted, "
+            f"or stopped by a fault): {of}{known} — `run … --out DIR --resume` measures the "
+            "rest"), size
+
+
+def _stopped_shards(meta: dict) -> str:
+    """The shards of a merge that stopped before they finished (merged_from), named."""
+    return ", ".join(str(s.get("shard")) for s in meta.get("merged_from") or []
+                     if isinstance(s, dict) and s.get("completed") is False)
+
+
+def _resumed_since_merge(meta: dict) -> bool:
+    """A merged directory resumed: its last `resumes` entry is later than every shard's end
+    (a merge before shards' resumes moved to merged_from copied the first shard's)."""
+    last = (meta.get("resumes") or [None])[-1]
+    ends = [str(s.get("ended_at") or "") for s in meta.get("merged_from") or []
+            if isinstance(s, dict)]
+    return isinstance(last, dict) and str(last.get("at") or "") > max(ends, default="")
 
 
 def _known(df: pd.DataFrame, text: str, plan: list[str], here: set,
