@@ -152,5 +152,7 @@ def test_a_run_that_holds_its_lock_is_still_running(tmp_path):
     assert not in_use(d)
     with RunStore(d, resume=True):
         assert in_use(d)
+        from normbench.harness.report.build import write_table
+        assert "still running (its lock is held)" in write_table(d)   # the report reads it
     (d / ".normbench.lock.json").write_text("{}")        # a holder killed hard: not alive
     assert not in_use(d)

@@ -38,7 +38,7 @@ def write_table(run_dir) -> str:
     run_dir = Path(run_dir)
     store.check_run_dir(run_dir)     # StoreError, one line: a run's own directory only
     df, dups = last_of_each_key(plain(store.load_records(run_dir)))
-    cov = coverage(df, store.load_meta(run_dir) or {})
+    cov = coverage(df, store.load_meta(run_dir) or {}, live=store.in_use(run_dir))
     notes = ([f"Incomplete run: {cov.warning}."] if cov.incomplete else []) + \
         ([duplicates_warning(dups)] if dups else [])
     text = "".join(f"> **Warning:** {n}\n\n" for n in notes) + markdown_table(df)
@@ -72,7 +72,7 @@ def write_report(run_dir, baseline: str | None = None) -> dict[str, Path]:
         meta = {}
         load_error = "; ".join(x for x in (load_error, f"meta.json could not be loaded: {e}") if x)
     report = build_report(records, meta, baseline=baseline, run_name=run_dir.name,
-                          load_error=load_error)
+                          load_error=load_error, live=store.in_use(run_dir))
 
     plots_dir = run_dir / PLOTS_DIR
     if plots_dir.exists() and (plots_dir.is_symlink() or not plots_dir.is_dir()):
@@ -96,11 +96,13 @@ def write_report(run_dir, baseline: str | None = None) -> dict[str, Path]:
 
 
 def build_report(records: pd.DataFrame, meta: dict, baseline: str | None = None,
-                 run_name: str = "", load_error: str | None = None) -> Report:
+                 run_name: str = "", load_error: str | None = None,
+                 live: bool = False) -> Report:
     """The whole report (text blocks and figures) from loaded records and meta.
 
     baseline: the implementation the speedup plot compares against; None: `torch` where the
-    run has it.  A baseline named explicitly must be one of the run's implementations."""
+    run has it.  A baseline named explicitly must be one of the run's implementations.
+    live: a run still holds the directory (store.in_use): the report says it is running."""
     every = plain(records)
     df, dups = last_of_each_key(every)
     impls = set(df["implementation"].dropna())
@@ -110,7 +112,7 @@ def build_report(records: pd.DataFrame, meta: dict, baseline: str | None = None,
     baseline = baseline or "torch"
     meta = dict(meta or {})
     interp = interpreted(meta, df)
-    cov = coverage(df, meta)
+    cov = coverage(df, meta, live=live)
     title = f"normbench report — {meta.get('config_name') or run_name or 'run'}"
     rep = Report(title=title)
 
