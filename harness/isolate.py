@@ -5,9 +5,9 @@ is to kill the process.  `Worker` keeps one spawned process (CUDA cannot fork; i
 torch/Triton is slow, so the process is reused across calls), sends it payloads through a pipe,
 and kills it when a call overruns; the next call starts a fresh one.
 
-    w = Worker("normbench.harness.measure:measure_case", env={"TRITON_INTERPRET": "1"})
+    w = Worker("normbench.harness.measure:measure_payload", env={"TRITON_INTERPRET": "1"})
     try:
-        result = w.call(payload, timeout_s=60)
+        result = w.call(payload, timeout_s=60)   # measure_payload's: (case, settings) fields
     except WorkerTimeout: ...      # the worker was killed; next call gets a new one
     except WorkerCrashed: ...      # segfault, os._exit, OOM kill (exit code / signal in message)
     except RuntimeError as e: ...  # target raised: "ExcType: message", e.remote_traceback

@@ -156,6 +156,11 @@ def register(name: str, *, kind: str, deterministic_by_design: bool, uses_groups
     of that form (they win over it)."""
     _check_kind(kind)
     if contention is not None:
+        if not uses_groups and (contention.writers == "rows/groups"
+                                or contention.partial_rows == "groups"):
+            raise ValueError(f"implementation {name!r}: its contention model counts GROUPS "
+                             "(writers 'rows/groups' or partial_rows 'groups'), but "
+                             "uses_groups is False: it never gets one")
         workspace = workspace or contention.workspace
         writers = writers or contention.writers_per_slot
 
@@ -263,6 +268,8 @@ def _load_plugins() -> None:
             # the plugin and those after it did not load: say so on every later call
             _plugin_error = PluginError(f"plugin {plugin} ({where}) did not finish loading: "
                                         f"{type(e).__name__} while importing it")
+            if isinstance(e, SystemExit):   # the plugin's own exit: one line, exit 2, as above
+                raise _plugin_error from None
             raise
 
 
