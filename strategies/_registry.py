@@ -269,7 +269,8 @@ def _load_plugins() -> None:
             _plugin_error = PluginError(f"plugin {plugin} ({where}) did not finish loading: "
                                         f"{type(e).__name__} while importing it")
             if isinstance(e, SystemExit):   # the plugin's own exit: one line, exit 2, as above
-                raise _plugin_error from None
+                raise PluginError(f"plugin {plugin} ({where}) cannot be loaded: SystemExit: "
+                                  f"{e.code}") from None
             raise
 
 

@@ -632,10 +632,12 @@ def test_a_plugin_that_exits_while_loading_is_never_silently_missing(monkeypatch
     monkeypatch.setattr(_registry, "_plugins_loaded", False)
     monkeypatch.setattr(_registry, "_plugin_error", None)
     monkeypatch.setattr(_registry, "_plugin_sources", lambda: [("p_exit", "test", exits)])
-    for _ in range(2):      # one line (PluginError, exit 2) now and on every later call;
-        # a bare SystemExit let `report` and `merge` exit silently with the plugin's code
-        with pytest.raises(_registry.PluginError, match="p_exit .* did not finish loading"):
-            _registry.names()
+    # one line (PluginError, exit 2) now and on every later call; a bare SystemExit let
+    # `report` and `merge` exit silently with the plugin's code
+    with pytest.raises(_registry.PluginError, match="p_exit .* cannot be loaded: SystemExit: 3"):
+        _registry.names()
+    with pytest.raises(_registry.PluginError, match="p_exit .* did not finish loading"):
+        _registry.names()
 
 
 def test_a_contention_model_of_groups_needs_groups():
