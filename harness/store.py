@@ -353,11 +353,12 @@ def _lock_dir(run_dir: Path) -> int:
     except OSError as e:
         raise StoreError(f"cannot open output directory {run_dir}: {_reason(e)}") from e
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        taken = _flock(fd)
     except OSError as e:
         os.close(fd)
-        if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-            raise StoreError(f"cannot lock output directory {run_dir}: {_reason(e)}") from e
+        raise StoreError(f"cannot lock output directory {run_dir}: {_reason(e)}") from e
+    if not taken:
+        os.close(fd)
         info = _read_json(run_dir / LOCK_INFO) or {}
         holder = (
             f"pid {info.get('pid', '?')} on {info.get('host', '?')} since {info.get('since', '?')}"
@@ -366,6 +367,18 @@ def _lock_dir(run_dir: Path) -> int:
         )
         raise StoreError(f"{run_dir} is in use by another run ({holder})") from None
     return fd
+
+
+def _flock(fd: int) -> bool:
+    """Take the directory descriptor's flock: False where another holds it (OSError for any
+    other failure)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            return False
+        raise
+    return True
 
 
 def check_not_in_use(run_dir: str | os.PathLike) -> None:
@@ -387,12 +400,11 @@ def in_use(run_dir: str | os.PathLike) -> bool:
     except OSError:
         return False
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as e:
-        return e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES)
+        return not _flock(fd)
+    except OSError:
+        return False
     finally:
         os.close(fd)              # releases the lock this look took
-    return False
 
 
 def _identity(st: os.stat_result) -> tuple[int, int]:
