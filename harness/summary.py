@@ -111,6 +111,16 @@ def role(row) -> str | None:
     return "nondet"
 
 
+def recorded_roles(row) -> set:
+    """The roles whose `{role}_recorded` counts a record: its role, and det for a strategy
+    deterministic by design whose repeats differed (it competes as nondet; its det role reads
+    "none passed", never "not in run")."""
+    roles = {role(row)}
+    if row.get("kind") != "baseline" and is_true(row.get("deterministic_by_design")):
+        roles.add("det")
+    return roles
+
+
 def has_gpu_time(df: pd.DataFrame) -> bool:
     """True when the run measured GPU time (the column exists and holds a number)."""
     return "gpu_time_ms" in df.columns and bool(np.isfinite(times(competing(df),
@@ -136,9 +146,7 @@ def answer(df: pd.DataFrame, order: str = "sorted") -> pd.DataFrame:
         return pd.DataFrame(columns=list(SHAPE))
     comp = competing(df)
     roles = comp.apply(lambda r: role(r), axis=1) if len(comp) else pd.Series(dtype=object)
-    all_roles = df.apply(lambda r: role(r), axis=1)
-    by_design = df.apply(lambda r: r.get("kind") != "baseline"
-                         and is_true(r.get("deterministic_by_design")), axis=1)
+    all_roles = df.apply(recorded_roles, axis=1)
     keys = [df[k] for k in SHAPE]
     for shape, idx in df.groupby(keys, sort=(order == "sorted"), dropna=False).groups.items():
         row = dict(zip(SHAPE, shape))
@@ -150,9 +158,7 @@ def answer(df: pd.DataFrame, order: str = "sorted") -> pd.DataFrame:
             _fill(row, r, _fastest(of_r), gpu)
             if gpu:
                 row[f"{r}_gpu_best_impl"], row[f"{r}_gpu_best_us"] = _gpu_best(of_r)
-            # a strategy deterministic by design is the det role's though its repeats
-            # differed (it then competes as nondet): "none passed", never "not in run"
-            mine = (all_roles.loc[idx] == r) | (by_design.loc[idx] if r == "det" else False)
+            mine = all_roles.loc[idx].map(lambda roles: r in roles)
             row[f"{r}_recorded"] = df.loc[idx][mine]["implementation"].nunique()
         row["det_over_nondet"] = _ratio(row["det_us"], row["nondet_us"])
         row["peer_over_det"] = _ratio(row["peer_us"], row["det_us"])

@@ -185,10 +185,7 @@ def _known(df: pd.DataFrame, text: str, plan: list[str], here: set,
         text += "; not measured here, cases by implementation: " + ", ".join(names) + more
     roles: dict[str, set] = {}
     for _, r in df.iterrows():
-        got = roles.setdefault(r["implementation"], set())
-        got.add(summary.role(r))
-        if r.get("kind") != "baseline" and summary.is_true(r.get("deterministic_by_design")):
-            got.add("det")              # det by design: the det role's, as summary counts it
+        roles.setdefault(r["implementation"], set()).update(summary.recorded_roles(r))
     unseen = {impl for _, impl in missing if impl not in roles}
     if unseen:
         roles.update(_registered_roles(unseen))
