@@ -636,9 +636,9 @@ def _own_file_of_a_run(path: Path) -> Optional[Path]:
     names, else None.  The path as written to: its folders resolved, not its last part (a
     symlink there is replaced, not its target)."""
     from normbench.harness import store
-    from normbench.harness.report.fmt import PLOTS_DIR
+    from normbench.harness.report.fmt import PLOTS_DIR, REPORT_HTML, REPORT_MD, REPORT_TABLE
     own = {store.RECORDS_CSV, store.RECORDS_PARQUET, store.META_JSON, store.LOCK_FILE,
-           store.LOCK_INFO, "report.html", "report.md", "report-table.md"}
+           store.LOCK_INFO, REPORT_HTML, REPORT_MD, REPORT_TABLE}
     try:
         folder = path.parent.resolve()
     except (OSError, RuntimeError):

@@ -9,7 +9,8 @@ import pandas as pd
 from normbench.harness.schema import COLUMNS
 
 from .document import PlotFigure, Report  # noqa: F401  (PlotFigure re-exported for callers)
-from .fmt import PLOTS_DIR, interpreted, plain, safe_name
+from .fmt import (PLOTS_DIR, REPORT_HTML, REPORT_MD, REPORT_TABLE, interpreted, plain,
+                  safe_name)
 from .plots import plots_section
 from .answer import answer_section, markdown_table
 from .coverage import coverage, duplicates_warning, last_of_each_key
@@ -42,7 +43,7 @@ def write_table(run_dir) -> str:
     notes = ([f"Incomplete run: {cov.warning}."] if cov.incomplete else []) + \
         ([duplicates_warning(dups)] if dups else [])
     text = "".join(f"> **Warning:** {n}\n\n" for n in notes) + markdown_table(df)
-    store.write_file_atomic(run_dir / "report-table.md", text)
+    store.write_file_atomic(run_dir / REPORT_TABLE, text)
     return text
 
 
@@ -77,7 +78,7 @@ def write_report(run_dir, baseline: str | None = None) -> dict[str, Path]:
     plots_dir = run_dir / PLOTS_DIR
     if plots_dir.exists() and (plots_dir.is_symlink() or not plots_dir.is_dir()):
         raise ReportError(f"{plots_dir} is not a directory")
-    for name in ("report.html", "report.md"):
+    for name in (REPORT_HTML, REPORT_MD):
         if (run_dir / name).is_dir():
             raise ReportError(f"{run_dir / name} is a directory")
     plots_dir.mkdir(exist_ok=True)
@@ -89,7 +90,7 @@ def write_report(run_dir, baseline: str | None = None) -> dict[str, Path]:
         path = _inside(plots_dir, f"{fig.name}.png")
         store.write_file_atomic(path, fig.png)
         written[f"{PLOTS_DIR}/{fig.name}.png"] = path
-    for name, text in (("report.html", report.html()), ("report.md", report.markdown())):
+    for name, text in ((REPORT_HTML, report.html()), (REPORT_MD, report.markdown())):
         store.write_file_atomic(run_dir / name, text)
         written[name] = run_dir / name
     return written

@@ -11,6 +11,8 @@ from normbench.harness.schema import COLUMNS
 from normbench.harness.summary import SHAPE, competing
 
 PLOTS_DIR = "plots"
+# the report's files in a run directory (report/build.py writes them; export --out refuses them)
+REPORT_HTML, REPORT_MD, REPORT_TABLE = "report.html", "report.md", "report-table.md"
 _NUMERIC = ("Int64", "Float64")
 
 
