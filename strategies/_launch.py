@@ -163,7 +163,13 @@ def _consts(kernel, meta: dict, first: int) -> tuple:
     parameter's default where the caller left it out (`WIDE` in the reduce: given only when
     true) — the value Triton compiled the kept kernel with."""
     params = inspect.signature(kernel.fn).parameters     # the Python function's own
-    return tuple(meta[n] if n in meta else params[n].default for n in kernel.arg_names[first:])
+    out = []
+    for n in kernel.arg_names[first:]:
+        v = meta[n] if n in meta else params[n].default
+        if v is inspect.Parameter.empty:    # Triton's own launch above would have refused it
+            raise TypeError(f"{kernel.fn.__name__}: no value for {n!r} to keep in the plan")
+        out.append(v)
+    return tuple(out)
 
 
 def _stream(dev: int):

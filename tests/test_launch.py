@@ -94,6 +94,16 @@ def test_the_real_kernels_defaults_are_read():
     assert _launch._consts(k, {"WIDE": True}, first) == (True,)
 
 
+def test_a_constexpr_with_no_value_is_refused_not_kept():
+    """A parameter neither given nor defaulted is an error naming it, never the `empty`
+    marker handed to the compiled kernel as an argument."""
+    from normbench.strategies import reduce
+    k = reduce._reduce_kernel
+    first = k.arg_names.index("BLOCK_N")
+    with pytest.raises(TypeError, match="no value for"):
+        _launch._consts(k, {}, first)
+
+
 def test_a_new_key_or_kernel_or_device_compiles_again(fast, monkeypatch):
     k, k2 = FakeKernel(), FakeKernel()
     x = torch.zeros(64)
