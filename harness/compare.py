@@ -19,7 +19,7 @@ from pathlib import Path
 
 from normbench.harness import schema, stats
 from normbench.harness.compare_rules import (BOTH_NOT_OK, CompareError, Run, check_comparable,
-                                             expand_dirs, gpu_unchanged, host_bound, index,
+                                             check_gates_something, expand_dirs, gpu_unchanged, host_bound, index,
                                              isna, key_label,
                                              method_text, num, select)
 
@@ -224,6 +224,7 @@ def compare_runs(base_runs: list[Run], cand: Run, *, threshold: float = 0.05,
                   for k in missing]
         # a case new in the candidate has no time to judge, but a failure of its own
         cases += [r for k in new if (r := _failed_new_case(k, cand_idx[k], wanted(k)))]
+    check_gates_something(selection, [c.gated for c in cases], common)
     cases.sort(key=lambda c: (not c.is_regression, not c.is_improvement, not c.gated,
                               -(c.ratio or 0) if c.is_regression else (c.ratio or 0)))
     if common:

@@ -180,9 +180,17 @@ def select(cand_idx: dict, bases: list[dict], only, exclude):
 
     bits = ([f"--only {','.join(only_n)}"] if only_n else []) + \
            ([f"--exclude {','.join(excl_n)}"] if excl_n else [])
-    if (only_n or excl_n) and not any(wanted(k) for k in cand_idx):
-        raise CompareError(f"{' '.join(bits)} leave no case of the candidate run to gate")
     return wanted, " ".join(bits)
+
+
+def check_gates_something(selection: str, gated: list[bool], common: bool) -> None:
+    """A selection that gates none of the judged cases (common, missing from the candidate,
+    failed new ones) would pass whatever the runs hold: refused, as a typo is.  A selected
+    case only in the candidate and ok is listed, never judged, so it gates nothing."""
+    if selection and not any(gated):
+        why = ("--common judges no case only one side holds" if common else
+               "a case only in the candidate is listed, not judged, unless it failed")
+        raise CompareError(f"{selection} leave no case to gate ({why})")
 
 
 def host_bound(base_recs: list[dict]) -> bool:

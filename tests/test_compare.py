@@ -303,13 +303,33 @@ def test_only_and_exclude_choose_what_is_gated(tmp_path):
     with pytest.raises(cmp.CompareError, match="--only: no case has implementation 'trch'"):
         cmp.compare(a, b, only="trch")
     # a selection that gates nothing is refused, as a typo would be
-    with pytest.raises(cmp.CompareError, match="leave no case of the candidate run to gate"):
+    with pytest.raises(cmp.CompareError, match="leave no case to gate"):
         cmp.compare(a, b, exclude="torch,disjoint_block,atomic")
     with pytest.raises(cmp.CompareError, match="leave no case"):
         cmp.compare(a, b, only="torch", exclude="torch")
     for empty in ("", ","):
         with pytest.raises(cmp.CompareError, match="--only: no implementation named"):
             cmp.compare(a, b, only=empty)
+
+
+def test_only_judges_a_selection_the_candidate_dropped_and_refuses_one_it_alone_holds(tmp_path):
+    """--only a strategy the candidate lost entirely is its regression (missing), not 'nothing
+    to gate'; --only a strategy only the candidate holds, ok, gates nothing: refused."""
+    a = _one(tmp_path, "a")
+    gone = synthetic.write_run(tmp_path / "gone", [r for r in _cases()
+                                                   if r["implementation"] != "disjoint_block"],
+                               synthetic.meta())
+    res = cmp.compare(a, gone, only="disjoint_block")
+    assert cmp.exit_code(res) == 1 and [c.cand_status for c in res.regressions] == ["missing"]
+    assert "missing from the candidate run (ok in every baseline run)" in cmp.render(res)
+    with pytest.raises(cmp.CompareError, match="--only disjoint_block leave no case to gate"):
+        cmp.compare(a, gone, only="disjoint_block", common=True)     # listed, not judged
+    new = synthetic.write_run(tmp_path / "new", _cases() + [synthetic.record(
+        implementation="spin_lock", groups=64, groups_effective=64)], synthetic.meta())
+    with pytest.raises(cmp.CompareError, match="--only spin_lock leave no case to gate"):
+        cmp.compare(a, new, only="spin_lock")
+    res = cmp.compare(a, new, only="spin_lock,torch")
+    assert cmp.exit_code(res) == 0 and sum(c.gated for c in res.cases) == 1
 
 
 def test_only_and_exclude_given_twice_add_up_on_the_command_line(tmp_path):
