@@ -54,7 +54,7 @@ class CaseResult:
     threshold: float | None = None       # the threshold applied to this case
     spread: float | None = None          # between-run spread of the baseline runs
     values: dict = field(default_factory=dict)       # gated column -> {baseline, candidate}
-    regressions: list[str] = field(default_factory=list)   # non-time regressions
+    regressions: list[str] = field(default_factory=list)   # non-time regressions (if gated)
     flags: list[str] = field(default_factory=list)         # reported, not regressions
 
     @property
@@ -312,10 +312,8 @@ def _missing_case(key: tuple, bs: list[dict], runs: int, gated: bool) -> CaseRes
     res = CaseResult(case_id="|".join(key), key=dict(zip(schema.KEY, key)),
                      base_status="/".join(statuses), cand_status=MISSING, gated=gated,
                      base_runs=len(bs))
-    if statuses == ["ok"] and len(bs) == runs:
-        what = "missing from the candidate run (ok in every baseline run)"
-        (res.regressions if gated else res.flags).append(
-            what if gated else f"not gated (outside --only/--exclude): {what}")
+    if statuses == ["ok"] and len(bs) == runs:     # a regression only where gated
+        res.regressions.append("missing from the candidate run (ok in every baseline run)")
     else:
         res.flags.append(f"missing from the candidate run (baseline {res.base_status} in "
                          f"{len(bs)} of {runs} runs)")
@@ -341,9 +339,7 @@ def _failed_new_case(key: tuple, c: dict, gated: bool) -> CaseResult | None:
         return None
     res = CaseResult(case_id="|".join(key), key=dict(zip(schema.KEY, key)), base_status=MISSING,
                      cand_status=status, gated=gated, base_runs=0)
-    what = f"new in the candidate (in no baseline run) and {why[0]}"
-    (res.regressions if gated else res.flags).append(
-        what if gated else f"not gated (outside --only/--exclude): {what}")
+    res.regressions.append(f"new in the candidate (in no baseline run) and {why[0]}")
     return res
 
 
@@ -378,10 +374,9 @@ def _compare_case(key: tuple, bs: list[dict], c: dict, threshold: float, alpha: 
             and any(stats.finite(s.median) and s.median > 0 for s in sides)):
         res.regressions.append(f"{mcol.name}: none in the candidate's ok record (the baseline "
                                "has one)")
-    if not gated and (res.verdict == stats.REGRESSION or res.regressions):
-        what = "; ".join(res.regressions + ([f"{mcol.name} {res.detail}"]
-                                            if res.verdict == stats.REGRESSION else []))
-        res.flags.append(f"not gated (outside --only/--exclude): {what}")
+    # an ungated case keeps its regressions (is_regression is False): the renderers list each
+    # once, as "not gated", and its time verdict in the time tables; a copy among the flags
+    # would list it twice
     return res
 
 

@@ -296,7 +296,7 @@ def test_only_and_exclude_choose_what_is_gated(tmp_path):
     assert cmp.exit_code(res) == 0 and len(res.ungated) == 2
     torch_case = next(c for c in res.cases if c.key["implementation"] == "torch")
     assert not torch_case.gated and torch_case.verdict == stats.REGRESSION
-    assert torch_case.flags[0].startswith("not gated (outside --only/--exclude): time_ms")
+    assert torch_case.flags == []           # its time verdict is listed in the time tables
     assert "not gated" in cmp.render(res, "markdown") and "(not gated)" in cmp.render(res)
     res = cmp.compare(a, b, only=["torch"])
     assert [c.key["implementation"] for c in res.regressions] == ["torch"]
@@ -310,6 +310,27 @@ def test_only_and_exclude_choose_what_is_gated(tmp_path):
     for empty in ("", ","):
         with pytest.raises(cmp.CompareError, match="--only: no implementation named"):
             cmp.compare(a, b, only=empty)
+
+
+def test_an_ungated_case_s_events_are_listed_once_in_every_format(tmp_path):
+    """Outside --only: a correctness regression is one 'not gated' row, a time regression one
+    row of the time tables, a missing case one row; never again as a flag (the markdown's
+    Flags count was inflated by the copies)."""
+    a = synthetic.write_run(tmp_path / "a", _cases() + [synthetic.record(
+        implementation="atomic", rows=64)], synthetic.meta())
+    b = _one(tmp_path, "b", atomic=dict(correct=False), disjoint_block=dict(time_ms=0.2))
+    res = cmp.compare(a, b, only="torch")
+    assert cmp.exit_code(res) == 0 and all(c.flags == [] for c in res.cases)
+    md = cmp.render(res, "markdown")
+    assert "### Flags (2)" in md and md.count("correct True -&gt; False") == 1
+    assert md.count("missing from the candidate run") == 1
+    assert md.count("| disjoint_block G=64") == 1                       # the time row only
+    table = cmp.render(res, "table")
+    assert table.count("correct True -> False") == 1 and table.count("missing from the candidate run") == 1
+    assert table.count("disjoint_block G=64") == 1
+    doc = json.loads(cmp.render(res, "json"))
+    texts = [t for c in doc["cases"] for t in c["regressions"] + c["flags"]]
+    assert len(texts) == 2 and not any(c["regression"] for c in doc["cases"])
 
 
 def test_only_judges_a_selection_the_candidate_dropped_and_refuses_one_it_alone_holds(tmp_path):
