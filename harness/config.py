@@ -131,6 +131,10 @@ class Shape(_Model):
 ShapeEntry = Annotated[Shape, BeforeValidator(_pair_to_mapping)]
 
 
+def _hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
 # The first line of a config changed on the command line (harness/overrides.apply writes it).
 OVERRIDE_HEADER = re.compile(r'\A# ".*" with \[.*\]\n')
 
@@ -164,23 +168,32 @@ class Sweep(_Model):
     def config_hash(self) -> str:
         """sha256 of the verbatim config text, first 16 hex digits.  A config changed on the
         command line (harness/overrides.py writes it out below a comment naming the path as
-        typed and the overrides in the order given) is hashed by its settings instead, keys
-        sorted: the same sweep reached by another path or another order of overrides hashes
-        alike."""
+        typed and the overrides in the order given) is hashed by its validated settings
+        instead, keys sorted: the same sweep reached by another path, another order of
+        overrides or another spelling of a value (``d=8`` / ``d=[8]``, ``rep_ms=5`` /
+        ``5.0``) hashes alike."""
+        if OVERRIDE_HEADER.match(self.source_text) is None:
+            return _hash(self.source_text)
+        settings = self.model_dump(exclude={"source_text", "source_path"}, mode="json")
+        return _hash(json.dumps(settings, sort_keys=True, ensure_ascii=False))
+
+    @property
+    def raw_data_hash(self) -> str:
+        """What config_hash was for a config changed on the command line while it hashed the
+        YAML data of the merged text rather than the validated settings (so ``d=8`` and
+        ``d=[8]`` differed): a run started then is still resumed."""
         m = OVERRIDE_HEADER.match(self.source_text)
         if m is None:
-            text = self.source_text
-        else:
-            data = _load_yaml(self.source_text[m.end():], self.source_path or "<config>")
-            text = json.dumps(data, sort_keys=True, default=str, ensure_ascii=False)
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+            return _hash(self.source_text)
+        data = _load_yaml(self.source_text[m.end():], self.source_path or "<config>")
+        return _hash(json.dumps(data, sort_keys=True, default=str, ensure_ascii=False))
 
     @property
     def text_hash(self) -> str:
         """sha256 of the whole text, first 16 hex digits: what config_hash was for a config
-        changed on the command line before it was hashed by its settings (a run started
-        then is still resumed)."""
-        return hashlib.sha256(self.source_text.encode("utf-8")).hexdigest()[:16]
+        changed on the command line before raw_data_hash (a run started then is still
+        resumed)."""
+        return _hash(self.source_text)
 
     @model_validator(mode="after")
     def _check(self) -> "Sweep":

@@ -70,7 +70,9 @@ def resume_mismatch(meta: dict, sweep: Sweep, facts: dict | None = None,
         return [f"its meta.json does not say which config and device its {held} record(s) "
                 "were measured with"]
     why = []
-    if meta.get("config_hash") not in (sweep.config_hash, sweep.text_hash):
+    # raw_data_hash and text_hash: what earlier versions recorded for the same config
+    if meta.get("config_hash") not in (sweep.config_hash, sweep.raw_data_hash,
+                                       sweep.text_hash):
         why.append(f"it was started from another config (hash {meta.get('config_hash')}, "
                    f"this one {sweep.config_hash})")
     here, interp = _here(facts)

@@ -189,6 +189,30 @@ def test_config_hash_ignores_the_command_lines_spelling(tmp_path):
     assert overrides.load("cpu").config_hash != a.config_hash
 
 
+@pytest.mark.parametrize("one,other", [
+    ("norm=rmsnorm", "norm=[rmsnorm]"), ("d=8", "d=[8]"), ("timing.rep_ms=5", "timing.rep_ms=5.0"),
+    ("dtype=fp16", "dtype=[fp16]"),
+])
+def test_config_hash_ignores_the_spelling_of_a_value(one, other):
+    """The hash is of the validated settings (lists normalized, numbers as floats), not of
+    the YAML as typed: `run ... norm=rmsnorm` is resumed by `run ... 'norm=[rmsnorm]'`."""
+    a, b = (apply(BASE, "b.yaml", [o]) for o in (one, other))
+    assert a.source_text != b.source_text and a.config_hash == b.config_hash
+
+
+def test_a_run_hashed_by_the_overridden_text_s_data_is_still_resumed():
+    """Runs started before the settings hash recorded the hash of the merged text's YAML data
+    (raw_data_hash), or earlier of the whole text (text_hash): both still resume."""
+    from normbench.harness.run import resume_mismatch
+    new, old = apply(BASE, "b.yaml", ["d=[8]"]), apply(BASE, "b.yaml", ["d=8"])
+    assert old.raw_data_hash != new.raw_data_hash          # the old scheme saw the spelling
+    for recorded in (old.config_hash, old.raw_data_hash, old.text_hash):
+        meta = {"device_name": "x", "config_hash": recorded}
+        assert resume_mismatch(meta, old, device=False) == []
+    assert resume_mismatch({"device_name": "x", "config_hash": apply(BASE, "b.yaml", [
+        "d=[9]"]).raw_data_hash}, old, device=False)
+
+
 def test_text_that_looks_like_a_number_stays_text_through_an_override(tmp_path):
     """The config is written back out for the overrides: "1e3" must be quoted there."""
     from normbench.harness import overrides
