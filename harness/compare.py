@@ -195,9 +195,9 @@ def compare_runs(base_runs: list[Run], cand: Run, *, threshold: float = 0.05,
         # metric: the case loop judges its statuses (regressions), it is not refused
         ok = recs[recs["status"] == "ok"] if "status" in recs.columns else recs
         if len(ok) and (mcol.name not in ok.columns
-                        or not any(stats.finite(v) for v in ok[mcol.name])):
+                        or not any(stats.is_time(v) for v in ok[mcol.name])):
             hint = "compare with --metric call, or " if metric != "call" else ""
-            raise CompareError(f"--metric {metric}: {run.dir} has no {mcol.name} "
+            raise CompareError(f"--metric {metric}: {run.dir} has no {mcol.name} > 0 "
                                f"({mcol.doc or mcol.label}) in any ok record; {hint}"
                                "re-run on a harness that records it")
     bases = []
@@ -370,10 +370,12 @@ def _compare_case(key: tuple, bs: list[dict], c: dict, threshold: float, alpha: 
     res.ratio, res.verdict, res.method, res.p_value, res.detail = (
         j.ratio, j.verdict, j.method, j.p_value, j.detail)
     res.rule, res.threshold, res.spread = j.rule, j.threshold, j.spread
-    if (j.verdict == stats.NOT_COMPARED and not stats.finite(cand.median)
-            and any(stats.finite(s.median) and s.median > 0 for s in sides)):
-        res.regressions.append(f"{mcol.name}: none in the candidate's ok record (the baseline "
-                               "has one)")
+    # a time of 0 or less is no time (stats.is_time), and shown as recorded
+    if (j.verdict == stats.NOT_COMPARED and not stats.is_time(cand.median)
+            and any(stats.is_time(s.median) for s in sides)):
+        got = "" if cand.median is None else f" ({cand.median:g})"
+        res.regressions.append(f"{mcol.name}: none > 0 in the candidate's ok record{got} (the "
+                               "baseline has one)")
     # an ungated case keeps its regressions (is_regression is False): the renderers list each
     # once, as "not gated", and its time verdict in the time tables; a copy among the flags
     # would list it twice

@@ -199,11 +199,12 @@ def host_bound(base_recs: list[dict]) -> bool:
     HOST_BOUND_MS).  Never by the candidate: host time it adds must not loosen its own gate."""
     metrics = schema.metrics()
     call, gpu = metrics.get("call"), metrics.get("gpu")
-    if gpu is not None and all(stats.finite(r.get(gpu.name)) and stats.finite(r.get(call.name))
+    # a time of 0 or less is no time (stats.is_time): it must not make a case host-bound
+    if gpu is not None and all(stats.is_time(r.get(gpu.name)) and stats.is_time(r.get(call.name))
                                for r in base_recs):
         return any(1 - float(r[gpu.name]) / float(r[call.name]) >= HOST_FRACTION
-                   for r in base_recs if float(r[call.name]) > 0)
-    times = [float(r[call.name]) for r in base_recs if stats.finite(r.get(call.name))]
+                   for r in base_recs)
+    times = [float(r[call.name]) for r in base_recs if stats.is_time(r.get(call.name))]
     return bool(times) and min(times) < HOST_BOUND_MS
 
 
@@ -213,11 +214,11 @@ def gpu_unchanged(base_recs: list[dict], cand: dict, threshold: float) -> bool:
     time that moved did so on the host."""
     metrics = schema.metrics()
     call, gpu = metrics.get("call"), metrics.get("gpu")
-    if gpu is None or not stats.finite(cand.get(gpu.name)):
+    if gpu is None or not stats.is_time(cand.get(gpu.name)):     # a GPU time of 0 is none
         return False
-    ref = [float(r[gpu.name]) if stats.finite(r.get(gpu.name)) else
-           float(r[call.name]) if stats.finite(r.get(call.name)) else None for r in base_recs]
-    ref = [t for t in ref if t is not None and t > 0]
+    ref = [float(r[gpu.name]) if stats.is_time(r.get(gpu.name)) else
+           float(r[call.name]) if stats.is_time(r.get(call.name)) else None for r in base_recs]
+    ref = [t for t in ref if t is not None]
     return bool(ref) and float(cand[gpu.name]) <= max(ref) * (1 + threshold)
 
 

@@ -65,6 +65,13 @@ NOT_COMPARED = "n/a"           # a side has no usable time
 finite = is_finite      # a real, finite number (not None, NaN, pd.NA or inf): harness/cells.py
 
 
+def is_time(v) -> bool:
+    """A median time to judge: finite and > 0.  A 0 or negative one (a broken or hand-edited
+    record) is no time, as a missing one is: as a candidate's it would be an improvement of
+    ratio 0, as a baseline's a division by it (export leaves such a record out too)."""
+    return finite(v) and float(v) > 0
+
+
 def parse_samples(text) -> list[float]:
     """A time_samples_ms value (JSON list) -> its finite samples; [] when empty or invalid."""
     if text is None:
@@ -130,7 +137,7 @@ def judge(base_ms, cand_ms, threshold: float, *,
     """Compare two median times.  Beyond the threshold (ratio > 1 + threshold: slower;
     ratio < 1 - threshold: faster) the difference must also pass the noise test of the module
     docstring to become a REGRESSION / IMPROVEMENT; otherwise it is NOISE."""
-    if not (finite(base_ms) and finite(cand_ms)) or float(base_ms) <= 0:
+    if not (is_time(base_ms) and is_time(cand_ms)):
         return Judgement(None, NOT_COMPARED, "-", None, "no time on one side")
     ratio = float(cand_ms) / float(base_ms)
     if 1 - threshold <= ratio <= 1 + threshold:
@@ -182,8 +189,8 @@ def judge_case(bases: Sequence[Side], cand: Side, threshold: float, *,
                host_bound: bool = False, gpu_unchanged: bool = False,
                alpha: float = ALPHA) -> Judgement:
     """The time verdict of one case against one or several baseline runs (module docstring)."""
-    bases = [b for b in bases if finite(b.median) and b.median > 0]
-    if not bases or not finite(cand.median):
+    bases = [b for b in bases if is_time(b.median)]
+    if not bases or not is_time(cand.median):
         return Judgement(None, NOT_COMPARED, "-", None, "no time on one side")
     c = float(cand.median)
     if len(bases) >= 2:

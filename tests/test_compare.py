@@ -217,6 +217,44 @@ def _one(tmp_path, name, meta=None, **over):
     return synthetic.write_run(tmp_path / name, _cases(**over), synthetic.meta(**(meta or {})))
 
 
+@pytest.mark.parametrize("bad", [0.0, -0.05])
+def test_a_time_of_zero_or_less_is_no_time(tmp_path, bad):
+    """An ok record timed 0 or less (broken, hand-edited) is one without the gated time, as
+    export takes it: the candidate's is a regression (it was an improvement of ratio 0); a
+    baseline's is no time (the case is not compared) and does not make the case host-bound."""
+    assert stats.judge(1.0, bad, 0.05).verdict == stats.NOT_COMPARED
+    assert stats.judge_case([stats.Side(1.0)], stats.Side(bad), 0.05).verdict == stats.NOT_COMPARED
+    def timed(name, impl, t=bad):            # a record as written, then its time broken
+        recs = _cases()
+        for r in recs:
+            if r["implementation"] == impl:
+                r["time_ms"] = t
+        return synthetic.write_run(tmp_path / name, recs, synthetic.meta())
+    a, b = _one(tmp_path, "a"), timed("b", "torch")
+    res = cmp.compare(a, b)
+    (reg,) = res.regressions
+    assert reg.key["implementation"] == "torch" and reg.verdict == stats.NOT_COMPARED
+    assert reg.ratio is None and reg.cand_ms == pytest.approx(bad)      # shown as recorded
+    assert reg.regressions == [f"time_ms: none > 0 in the candidate's ok record ({bad:g}) "
+                               "(the baseline has one)"]
+    assert not res.improvements and cmp.exit_code(res) == 1
+    res = cmp.compare(b, a)                  # the baseline's: not compared, not a regression
+    torch = next(c for c in res.cases if c.key["implementation"] == "torch")
+    assert torch.verdict == stats.NOT_COMPARED and cmp.exit_code(res) == 0
+    # beside a baseline run timed 0.2 ms, a run's 0 would have made disjoint_block host-bound
+    # (threshold x 3): +12 % passed as noise
+    b0 = timed("b0", "disjoint_block")
+    b1 = _one(tmp_path, "b1", disjoint_block=dict(time_ms=0.2))
+    c = _one(tmp_path, "c", disjoint_block=dict(time_ms=0.224))
+    (reg,) = cmp.compare([b0, b1], c).regressions
+    assert reg.key["implementation"] == "disjoint_block" and reg.rule == stats.SINGLE
+    # nor does a candidate's GPU time of 0 pass an unsteady call-time slowdown as host time
+    from normbench.harness.compare_rules import gpu_unchanged
+    base = [{"time_ms": 0.2, "gpu_time_ms": 0.1}]
+    assert gpu_unchanged(base, {"gpu_time_ms": 0.1}, 0.05)
+    assert not gpu_unchanged(base, {"gpu_time_ms": bad}, 0.05)
+
+
 def test_several_baseline_runs_give_an_envelope(tmp_path):
     b1 = _one(tmp_path, "b1", disjoint_block=dict(time_ms=0.200))
     b2 = _one(tmp_path, "b2", disjoint_block=dict(time_ms=0.220))          # 10 % apart
