@@ -172,6 +172,24 @@ def test_terminal_tables_mark_winners_and_ratios():
     assert "✗ wrong" in text and "✗ ok" not in text     # peer_e: ran, wrong against fp64
 
 
+def test_terminal_legend_of_the_contention_mark_only_where_a_cell_carries_it():
+    """‡ needs host-bound as well as measured next to other cases: records measured side by
+    side that are not host-bound (2 ms calls without a GPU time) carry no ‡, nor their
+    legend; one host-bound record (50 µs) carries both."""
+    def table(time_ms):
+        recs = _shape()
+        for r in recs:
+            r.update(concurrent_cases=3, hostname="node7")
+            if r["status"] == "ok":
+                r["time_ms"] = time_ms if r["implementation"] == "det_a" else 2.0 + r["time_ms"]
+        buf = io.StringIO()
+        print_tables(pd.DataFrame(recs), {}, Console(file=buf, width=250, color_system=None))
+        return buf.getvalue()
+    slow, fast = table(3.0), table(0.05)
+    assert summary.CONTENDED_MARK not in slow
+    assert f"{summary.CONTENDED_MARK} host-bound" in fast and "G8 ‡" in fast
+
+
 def test_markdown_table_marks_an_incorrect_peer():
     """A peer measured at a shape but wrong against fp64 there shows as ✗, not as a blank
     (which would read as "not run") nor as its time (it does not compete)."""

@@ -32,18 +32,9 @@ def print_tables(df, meta: dict, console) -> None:
     impls = list(dict.fromkeys(df["implementation"]))
     clock = "call µs / GPU µs" if gpu else "median µs"
     for (norm, dtype, wdt), part in df.groupby(["norm", "dtype", "weight_dtype"], sort=False):
-        caption = ("★ fastest   ◆ best deterministic   ✗ incorrect/error   "
-                   "det÷nondet: what determinism costs   peer÷det: > 1 ours is faster")
-        together = summary.times(part, "concurrent_cases") > 1
-        if together.any():
-            caption += (f"\n{summary.CONTENDED_MARK} host-bound and measured next to other cases "
-                        "on its host: may be inflated by host contention")
-        if not gpu:
-            caption += "\nGPU time not measured: call time as the host sees it"
-        if meta.get("interpreted"):
-            caption += "\nCPU wall-clock under the Triton interpreter: not GPU performance"
         t = Table(title=escape(f"{norm}, {dtype} (weight {wdt}) — {clock}, best GROUPS per "
-                               "implementation"), caption=caption)
+                               "implementation"))
+        contended = False          # a cell of this table carries the mark: its legend is due
         t.add_column("rows × d")
         for n in impls:
             t.add_column(escape(str(n)), justify="right")
@@ -73,6 +64,7 @@ def print_tables(df, meta: dict, console) -> None:
                     txt += f" G{int(r['groups_effective'])}"
                 if hostload.contention_note(r) is not None:
                     txt += f" {summary.CONTENDED_MARK}"
+                    contended = True
                 if n == fastest:
                     txt = f"[bold green]★ {txt}[/]"
                 if a is not None and n == a["det_impl"]:
@@ -82,4 +74,20 @@ def print_tables(df, meta: dict, console) -> None:
                       for c in ("det_over_nondet", "peer_over_det")]
             extra = [escape(str(a["decided_on"])) if a is not None else ""] if gpu else []
             t.add_row(f"{fmt_int(rows)} × {fmt_int(d)}", *cells, *ratios, *extra)
+        t.caption = _caption(contended, gpu, meta)
         console.print(t)
+
+
+def _caption(contended: bool, gpu: bool, meta: dict) -> str:
+    """The legend of one table: the ‡ line only where a cell carries the mark (a record
+    measured next to others that is not host-bound carries none)."""
+    caption = ("★ fastest   ◆ best deterministic   ✗ incorrect/error   "
+               "det÷nondet: what determinism costs   peer÷det: > 1 ours is faster")
+    if contended:
+        caption += (f"\n{summary.CONTENDED_MARK} host-bound and measured next to other cases "
+                    "on its host: may be inflated by host contention")
+    if not gpu:
+        caption += "\nGPU time not measured: call time as the host sees it"
+    if meta.get("interpreted"):
+        caption += "\nCPU wall-clock under the Triton interpreter: not GPU performance"
+    return caption
