@@ -19,7 +19,8 @@ shapes          instead of rows (or batch+seq) and d, when the shapes of interes
                 product: a list of ``[rows, d]`` pairs or ``{rows: R, d: D}`` mappings, run in
                 the given order.  Not allowed together with rows, batch, seq or d.
                 One of ``rows``, ``batch`` + ``seq`` or ``shapes`` is required; ``d`` is
-                required unless ``shapes`` is given.
+                required unless ``shapes`` is given (a config run with overrides or
+                ``--shape`` may leave them to the command line: harness/overrides.py).
 dtype           activation dtype of x, dy, dx: ``bf16``, ``fp16``, ``fp32``.  Default: bf16.
 weight_dtype    dtype of the weight and of dγ/dβ: ``same`` (as ``dtype``), ``fp32``, ``bf16``,
                 ``fp16``.  Default: same.
@@ -76,6 +77,7 @@ from pydantic import (
     Field,
     PlainValidator,
     ValidationError,
+    ValidationInfo,
     model_validator,
 )
 
@@ -196,7 +198,7 @@ class Sweep(_Model):
         return _hash(self.source_text)
 
     @model_validator(mode="after")
-    def _check(self) -> "Sweep":
+    def _check(self, info: ValidationInfo) -> "Sweep":
         for key in ("norm", "rows", "batch", "seq", "shapes", "d", "dtype", "weight_dtype",
                     "groups", "implementations"):
             values = getattr(self, key)
@@ -217,7 +219,9 @@ class Sweep(_Model):
             if self.rows is not None and (self.batch is not None or self.seq is not None):
                 which = "batch" if self.batch is not None else "seq"
                 _fail("not allowed together with 'rows'; give rows, or batch and seq", which)
-            if self.rows is None:
+            # parse_config(shapes_later=True): the command line may still give the shapes
+            later = bool((info.context or {}).get("shapes_later"))
+            if self.rows is None and not later:
                 if self.batch is None and self.seq is None:
                     _fail("required field is missing (or give batch and seq, or shapes)",
                           "rows")
@@ -225,10 +229,11 @@ class Sweep(_Model):
                     _fail("required when 'seq' is given", "batch")
                 if self.seq is None:
                     _fail("required when 'batch' is given", "seq")
+            if self.batch is not None and self.seq is not None:
                 big = max(self.batch) * max(self.seq)
                 if big > MAX_ROWS:
                     _fail(f"batch*seq must be at most {MAX_ROWS}, got {big}", "seq")
-            if self.d is None:
+            if self.d is None and not later:
                 _fail("required field is missing", "d")
         return self
 
@@ -299,9 +304,13 @@ _NOT_NULL = ("rows", "batch", "seq", "shapes", "d")
 
 
 def parse_config(text: str, file: str = "<string>",
-                 known_implementations: Iterable[str] | None = None) -> Sweep:
+                 known_implementations: Iterable[str] | None = None, *,
+                 shapes_later: bool = False) -> Sweep:
     """Validate the config `text`; `file` names it in errors and in `Sweep.source_path`.
-    `known_implementations`: the names `implementations` may use (None: do not check)."""
+    `known_implementations`: the names `implementations` may use (None: do not check).
+    `shapes_later`: a missing rows (or batch and seq) or d is no fault, for a config the
+    command line completes (harness/overrides.apply validates the result in full); the
+    Sweep returned then may lack its shapes."""
     if not isinstance(text, str):
         raise TypeError(f"parse_config wants str, got {type(text).__name__}")
     file = str(file)
@@ -338,7 +347,8 @@ def parse_config(text: str, file: str = "<string>",
     data["source_text"], data["source_path"] = text, file
     known = None if known_implementations is None else list(known_implementations)
     try:
-        return Sweep.model_validate(data, context={"known_implementations": known})
+        return Sweep.model_validate(data, context={"known_implementations": known,
+                                                   "shapes_later": shapes_later})
     except ValidationError as e:
         errors = e.errors(include_url=False)
         # an unknown key first: a misspelt one ("Rows") also makes its field missing, and

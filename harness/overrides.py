@@ -10,10 +10,11 @@ An override sets one top-level key (``d=[5120]``) or one key of a nested mapping
 (``timing.rep_ms=50``); a later override of the same key wins.  Setting one way of giving the
 shapes drops the others from the config: ``rows=`` drops ``batch``, ``seq`` and ``shapes``;
 ``batch=`` / ``seq=`` drop ``rows`` and ``shapes``; ``shapes=`` and ``--shape`` drop ``rows``,
-``batch``, ``seq`` and ``d``.  The result is validated exactly like a file (harness/config.py),
-and its text, the config with the overrides applied, is what the run records as
-``config_text`` (so its hash tells an overridden run from the plain one).  An error names the
-override that caused it::
+``batch``, ``seq`` and ``d``.  A config may leave its shapes (rows, d) to the command line;
+still missing after it, they are the config's fault and the error names the file.  The
+result is validated exactly like a file (harness/config.py), and its text, the config with
+the overrides applied, is what the run records as ``config_text`` (so its hash tells an
+overridden run from the plain one).  An error names the override that caused it::
 
     config error: override 'd=[x]': d[0]: must be an integer, got string 'x'
 """
@@ -28,7 +29,7 @@ from typing import Iterable, TextIO
 
 
 from normbench.harness.config import (KEYS, MAX_FILE_BYTES, ConfigError, Sweep, _load_yaml,
-                                      _unknown_key, load_config, parse_config)
+                                      _unknown_key, parse_config, read_config_file)
 from normbench.harness.config_yaml import dump_yaml
 
 STDIN = "-"
@@ -54,12 +55,12 @@ def shipped() -> dict[str, Path]:
 
 def locate(config: str) -> Path:
     """The file `config` names: a path that exists, else a shipped config's name (with or
-    without .yaml).  A name that is neither is returned as a path (load_config then says it
-    does not exist)."""
+    without .yaml).  A name that is neither is returned as a path (read_config_file then says
+    it does not exist)."""
     p = Path(config)
     try:
         exists = p.exists()
-    except OSError:            # a name too long: load_config says what is wrong with it
+    except OSError:            # a name too long: read_config_file says what is wrong with it
         exists = False
     if exists or "/" in config or "\\" in config:
         return p
@@ -101,7 +102,9 @@ def apply(text: str, file: str, overrides: Iterable[str] = (), shapes: Iterable[
     --shape) for the ones it introduced."""
     overrides, shapes = list(overrides), list(shapes)
     known = None if known_implementations is None else list(known_implementations)
-    base = parse_config(text, file, known)          # the config's own faults name the file
+    # the config's own faults name the file; a shape it leaves out is one only if the command
+    # line does not give it either (judged on the merged config below)
+    base = parse_config(text, file, known, shapes_later=bool(overrides or shapes))
     if not overrides and not shapes:
         return base
     data = dict(_load_yaml(text, file))
@@ -148,6 +151,8 @@ def apply(text: str, file: str, overrides: Iterable[str] = (), shapes: Iterable[
     try:
         return parse_config(merged, file, known)
     except ConfigError as e:
+        if _still_missing(base, merged, e, known):
+            raise ConfigError(file, e.field, e.problem) from None
         top = re.split(r"[.\[]", e.field, maxsplit=1)[0]
         if top == "shapes" and shapes and "shapes" not in origin:
             m = re.match(r"shapes\[(\d+)\]", e.field)
@@ -160,6 +165,24 @@ def apply(text: str, file: str, overrides: Iterable[str] = (), shapes: Iterable[
         given = [f"override {o!r}" for o in overrides] + [f"--shape {x!r}" for x in shapes]
         raise ConfigError(given[0] if len(given) == 1 else "the command line's " + ", ".join(given),
                           e.field, e.problem) from None
+
+
+def _still_missing(base: Sweep, merged: str, e: ConfigError, known) -> bool:
+    """`e`, the merged config's fault, is a shape the base config left out and the command
+    line did not give: the config's own fault."""
+    if e.field in ("rows", "batch", "seq"):
+        lacked = base.rows is None and (base.batch is None or base.seq is None)
+    elif e.field == "d":
+        lacked = base.d is None
+    else:
+        return False
+    if not lacked or base.shapes is not None:
+        return False
+    try:            # a missing shape is its only fault (not, say, d: 0 written as a scalar)
+        parse_config(merged, base.source_path, known, shapes_later=True)
+    except ConfigError:
+        return False
+    return True
 
 
 def load(config: str, overrides: Iterable[str] = (), shapes: Iterable[str] = (),
@@ -189,10 +212,9 @@ def load(config: str, overrides: Iterable[str] = (), shapes: Iterable[str] = (),
                                           f"name of a shipped one or {STDIN} for stdin")
     path = locate(config)
     try:
-        sweep = load_config(path, known_implementations)  # file faults: as load_config says
+        text = read_config_file(path)       # file faults name the path
     except ConfigError as e:
         if e.problem == "does not exist" and path == Path(config) and "/" not in config:
             e.problem += f" (nor is it a shipped config: {', '.join(sorted(shipped()))})"
         raise
-    return apply(sweep.source_text, sweep.source_path, overrides, shapes,
-                 known_implementations)
+    return apply(text, str(path), overrides, shapes, known_implementations)

@@ -88,6 +88,32 @@ def test_d_over_a_shapes_config_asks_for_rows():
 def test_the_config_s_own_faults_name_the_file():
     with pytest.raises(ConfigError, match=r"^config error: bad.yaml: d\[0\]"):
         apply("rows: [1]\nd: [x]\n", "bad.yaml", ["dtype=fp16"])
+    with pytest.raises(ConfigError, match=r"^config error: bad.yaml: d\[0\]"):
+        apply("d: [x]\n", "bad.yaml", shapes=["4x8"])       # no rows either: still the file's
+
+
+def test_a_config_that_leaves_its_shapes_to_the_command_line(tmp_path):
+    """A base missing only rows / d is completed by --shape or an override; still missing
+    after them, it is the config's fault and names the file, as without any override."""
+    bare, rows_only = "implementations: [torch]\n", "rows: [4]\nimplementations: [torch]\n"
+    for text, o, sh in ((bare, [], ["4x8"]), (rows_only, ["d=[8]"], []),
+                        (rows_only, [], ["4x8"]), (bare, ["batch=[2]", "seq=3", "d=8"], [])):
+        s = apply(text, "ns.yaml", o, sh)
+        assert s.name == "ns" and [(c.rows, c.d) for c in s.shapes or []] in ([], [(4, 8)])
+    cfg = tmp_path / "noshape.yaml"
+    cfg.write_text(bare)
+    assert load(str(cfg), shapes=["4x8"]).name == "noshape"
+    assert load("-", shapes=["4x8"], stdin=io.StringIO(bare)).name == "sweep"
+    for o in ([], ["dtype=fp16"], ["d=[8]"]):
+        with pytest.raises(ConfigError, match=r"^config error: ns.yaml: rows: required field"):
+            apply(bare, "ns.yaml", o)
+    with pytest.raises(ConfigError, match=r"^config error: ns.yaml: d: required field"):
+        apply(rows_only, "ns.yaml", ["seed=1"])
+    # a complete base made incomplete by an override: the override's fault, as before
+    with pytest.raises(ConfigError, match=r"^config error: override 'batch=\[2\]': seq:"):
+        apply(rows_only + "d: [8]\n", "ns.yaml", ["batch=[2]"])
+    with pytest.raises(ConfigError, match=r"^config error: ns.yaml: d: must be at least 1"):
+        apply("d: 0\n", "ns.yaml", ["rows=4"])       # not a missing shape: the file's
 
 
 def test_an_empty_config_path_is_named_as_given():
