@@ -174,6 +174,9 @@ def liger_backward(x, dy, weight, mean, rstd, *, groups=None):
     """liger-kernel's Triton layer-norm / RMS-norm ("llama") backward, from the saved statistics."""
     e = get("liger")
     weight = weight.contiguous()        # liger's kernels read the weight as dense columns
+    # rows that overlap (dy.unfold(0, d, 1)): liger's RMSNorm allocates dx like dy, which is
+    # then column-major, and its kernel writes rows at dx's row stride — over each other
+    x, dy = _dense_rows(x), _dense_rows(dy)
     if mean is not None:
         ln = e.mod("liger_kernel.ops.layer_norm")
         # B only gives dβ its dtype: the weight's.
@@ -197,6 +200,9 @@ def _liger_notes(x, dy, weight, mean, rstd) -> str:
         text = "liger_kernel.ops.rms_norm.rms_norm_backward, casting mode llama, in_place=False"
     if weight.dtype != x.dtype:
         text += f"; {_short(weight.dtype)} weight loaded and upcast in-kernel, dγ cast to it"
+    copied = [n for n, t in (("x", x), ("dy", dy)) if _dense_rows(t) is not t]
+    if copied:
+        text += f"; {', '.join(copied)} copied contiguous first (rows that overlap)"
     return text
 
 
@@ -234,6 +240,13 @@ def _quack_probe():
     return reason, (mods if not reason else {})
 
 
+def _dense_rows(t: torch.Tensor) -> torch.Tensor:
+    """t itself, or a contiguous copy where its rows overlap (a row stride below d, which
+    `check_args` accepts): a peer that allocates dx like its input would get a column-major
+    dx and write rows over each other.  Never copies the inputs the benchmark makes."""
+    return t.contiguous() if t.shape[1] > 1 and t.stride(0) < t.shape[1] else t
+
+
 def _quack_rows(t: torch.Tensor) -> torch.Tensor:
     """t itself when quack's compiled layout assumption holds for it, else a contiguous copy.
 
@@ -246,7 +259,7 @@ def _quack_rows(t: torch.Tensor) -> torch.Tensor:
         # unchanged: torch calls it contiguous)
         t = t.as_strided(t.shape, (t.stride(0), 1))
     div = math.gcd(d, 16 // t.element_size())
-    if t.stride(0) % div or t.data_ptr() % (div * t.element_size()):
+    if _dense_rows(t) is not t or t.stride(0) % div or t.data_ptr() % (div * t.element_size()):
         return t.contiguous()
     return t
 
@@ -283,7 +296,9 @@ def _quack_notes(x, dy, weight, mean, rstd) -> str:
         text += f"; {_short(weight.dtype)} weight with {_short(x.dtype)} x"
     copied = [n for n, t in (("x", x), ("dy", dy)) if _quack_rows(t).data_ptr() != t.data_ptr()]
     if copied:
-        text += f"; {', '.join(copied)} copied contiguous first (row stride off quack's alignment)"
+        why = ("rows that overlap" if any(_dense_rows(t) is not t for t in (x, dy))
+               else "row stride off quack's alignment")
+        text += f"; {', '.join(copied)} copied contiguous first ({why})"
     return text
 
 

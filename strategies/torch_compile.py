@@ -98,11 +98,13 @@ def backward(x, dy, weight, mean, rstd, *, groups=None):
     fn = _compiled.get(key)
     if fn is None:
         fn = _compiled[key] = _compile(rms, len(_compiled))
-    if x.requires_grad or dy.requires_grad or weight.requires_grad:
+    if x.requires_grad or dy.requires_grad or weight.requires_grad or rstd.requires_grad or (
+            mean is not None and mean.requires_grad):
         # a backward's inputs, not a graph to differentiate: Inductor has no derivative for
-        # the RMSNorm backward op (it would fail to compile), and the strategies' outputs
-        # hold no graph either
-        x, dy, weight = x.detach(), dy.detach(), weight.detach()
+        # the backward ops (it would fail to compile), and the strategies' outputs hold no
+        # graph either.  The statistics too: a forward run under autograd saves them so
+        x, dy, weight, rstd = x.detach(), dy.detach(), weight.detach(), rstd.detach()
+        mean = mean.detach() if mean is not None else None
     if rms:
         dx, dw = fn(dy, x, rstd, weight)
         return dx, dw, None

@@ -150,6 +150,32 @@ def test_liger_mixed_weight_dtype(poisoned, norm):
     check("liger", norm, 6, 64, "fp16", weight_dtype="fp32")
 
 
+@pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])
+def test_liger_takes_rows_that_overlap(poisoned, norm):
+    """dy with a row stride of 1 (its rows overlap; `check_args` accepts it): liger's RMSNorm
+    allocated dx like dy, column-major, and wrote its rows over each other (dx off by 4.2)."""
+    pytest.importorskip("liger_kernel")
+    _skip_unless_available("liger")
+    x, _, w, mean, rstd = make_inputs(norm, 6, 8, "fp32", "fp32", seed=0, device="cpu")
+    dy = torch.randn(6 + 8).unfold(0, 8, 1)[:6]
+    got = strategies.get("liger").backward(x, dy, w, mean, rstd)
+    want = strategies.get("torch").backward(x, dy.contiguous(), w, mean, rstd)
+    assert got[0].stride(1) == 1
+    for a, b in zip(got, want):
+        if b is not None:
+            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+
+
+def test_dense_rows_copies_only_rows_that_overlap():
+    t = torch.randn(20)
+    assert peers._dense_rows(t.unfold(0, 8, 1)[:6]).stride() == (8, 1)
+    wide = torch.randn(6, 12)[:, :8]
+    assert peers._dense_rows(wide) is wide
+    col = torch.randn(6, 1)
+    assert peers._dense_rows(col) is col
+    assert peers._quack_rows(t.unfold(0, 5, 1)[:6]).stride() == (5, 1)   # fp32, d = 5: div 1
+
+
 def test_liger_workspace_is_its_partial_rows():
     _skip_unless_available("liger")
     e = strategies.get("liger")

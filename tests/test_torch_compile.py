@@ -96,3 +96,18 @@ def test_gpu_repeats_its_bits():
     for _ in range(5):
         again = e.backward(x, dy, w, mean, rstd)
         assert all(torch.equal(a.view(torch.uint8), b.view(torch.uint8)) for a, b in zip(first, again))
+
+
+@pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])
+def test_statistics_that_require_grad_are_taken_as_values(norm):
+    """A forward run under autograd saves mean and rstd with requires_grad: the backward takes
+    them as values (Inductor has no derivative for the backward ops), as every strategy does."""
+    x, dy, w, mean, rstd = make_inputs(norm, 3, 17, "fp32", "fp32", seed=4, device="cpu")
+    e = strategies.get("torch_compile")
+    plain = e.backward(x, dy, w, mean, rstd)
+    stats = (None if mean is None else mean.clone().requires_grad_(), rstd.clone().requires_grad_())
+    again = e.backward(x.clone().requires_grad_(), dy, w, *stats)
+    for a, b in zip(plain, again):
+        assert (a is None) == (b is None)
+        if a is not None:
+            assert not b.requires_grad and torch.equal(a, b)
