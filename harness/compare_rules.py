@@ -55,7 +55,7 @@ def expand_dirs(path) -> list[Run]:
     return [_load(p) for p in runs]
 
 
-def _timer_kind(meta: dict, records) -> str | None:
+def timer_kind(meta: dict, records) -> str | None:
     """"cpu_wall" (Triton interpreter) or "cuda_event"; None when unknown."""
     if meta.get("timer"):
         return str(meta["timer"])
@@ -95,7 +95,7 @@ def _check_pair(base: Run, cand: Run, common: bool, notes: list[str]) -> None:
         if bh and ch and bh != ch:
             notes.append(f"config {cc or bc!r} has the same name but different text in "
                          f"{base.dir} (hash {str(bh)[:12]} vs {str(ch)[:12]})")
-    bt, ct = _timer_kind(base.meta, base.records), _timer_kind(cand.meta, cand.records)
+    bt, ct = timer_kind(base.meta, base.records), timer_kind(cand.meta, cand.records)
     if bt and ct and bt != ct:
         raise CompareError(f"timer mismatch: {base.dir} timed with {bt}, {cand.dir} with {ct} "
                            "(Triton-interpreter CPU wall-clock cannot be compared with GPU time)")
@@ -113,7 +113,7 @@ def check_comparable(base_runs: list[Run], cand: Run, common: bool = False) -> l
     notes: list[str] = []
     for b in base_runs:
         _check_pair(b, cand, common, notes)
-    if all(_timer_kind(r.meta, r.records) == "cpu_wall" for r in base_runs + [cand]):
+    if all(timer_kind(r.meta, r.records) == "cpu_wall" for r in base_runs + [cand]):
         notes.append("every run is CPU wall-clock timing under the Triton interpreter: "
                      "it says nothing about GPU speed")
     for r in base_runs + [cand]:

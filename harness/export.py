@@ -26,7 +26,7 @@ from collections import Counter
 
 from normbench.harness import schema, stats
 from normbench.harness.cells import num as _num
-from normbench.harness.compare_rules import isna, key_label
+from normbench.harness.compare_rules import isna, key_label, timer_kind
 
 FORMATS = ("github-action-benchmark", "bencher")
 
@@ -65,12 +65,24 @@ def _left_out_why(r: dict, col: schema.Column) -> str | None:
         return "incorrect"
     # a time that is no time (0 or negative: a hand-edited or broken record) is left out as
     # one without a time is: a tracker would take it as infinitely fast
-    if not stats.finite(r.get(col.name)) or r[col.name] <= 0:
+    if not stats.is_time(r.get(col.name)):
         return f"without a {col.name} > 0"
     return None
 
 
-def _rows(records, metric: str) -> tuple[list[tuple[str, dict, schema.Column]], LeftOut]:
+def _no_time_hint(col: schema.Column, metric: str, timer: str | None) -> str:
+    """Why a run has none of a metric's times: the interpreter's CPU timer never measures GPU
+    time; a run on a GPU without it predates the harness that records it (not the hardware)."""
+    if metric == "call":
+        return ""
+    if timer == "cpu_wall":
+        return " (GPU time is measured on a GPU only: this run timed the Triton interpreter)"
+    return (f" (the run recorded no {col.name}: export with --metric call, or re-run on a "
+            "harness that records it)")
+
+
+def _rows(records, metric: str,
+          meta: dict | None = None) -> tuple[list[tuple[str, dict, schema.Column]], LeftOut]:
     metrics = schema.metrics()
     if metric not in metrics:
         raise ExportError(f"--metric must be one of {', '.join(metrics)}, got {metric!r}")
@@ -84,9 +96,11 @@ def _rows(records, metric: str) -> tuple[list[tuple[str, dict, schema.Column]], 
         key = {k: ("" if isna(r.get(k)) else str(r[k])) for k in schema.KEY}
         out.append((key_label(key), r, col))
     if not out:     # an empty document would pass a tracker's upload and gate nothing
+        no_time = left[f"without a {col.name} > 0"]
         raise ExportError(f"--metric {metric}: nothing to export — of {len(records)} record(s), "
                           f"{LeftOut(left).why() or 'none'}"
-                          + (" (GPU time is measured on a GPU only)" if metric == "gpu" else ""))
+                          + (_no_time_hint(col, metric, timer_kind(meta or {}, records))
+                             if no_time else ""))
     names = [n for n, _, _ in out]
     if len(set(names)) != len(names):
         raise ExportError("two records share a case key: the run holds duplicates")
@@ -117,9 +131,11 @@ def _determinism(r: dict) -> str:
     return ("bitwise reproducible" if det else "not reproducible") + how + by_design
 
 
-def github_action_benchmark(records, metric: str = "call") -> tuple[list[dict], LeftOut]:
-    """The customSmallerIsBetter entries of a run, and how many records were left out."""
-    rows, skipped = _rows(records, metric)
+def github_action_benchmark(records, metric: str = "call",
+                            meta: dict | None = None) -> tuple[list[dict], LeftOut]:
+    """The customSmallerIsBetter entries of a run, and how many records were left out (`meta`,
+    the run's, says why where none has the metric's time)."""
+    rows, skipped = _rows(records, metric, meta)
     entries = []
     for name, r, col in rows:
         e = {"name": name, "unit": "us", "value": float(r[col.name]) * 1e3}
@@ -144,9 +160,9 @@ def _metric(value: float, lower: float | None, upper: float | None) -> dict:
     return m
 
 
-def bencher(records, metric: str = "call") -> tuple[dict, LeftOut]:
-    """The BMF document of a run, and how many records were left out."""
-    rows, skipped = _rows(records, metric)
+def bencher(records, metric: str = "call", meta: dict | None = None) -> tuple[dict, LeftOut]:
+    """The BMF document of a run, and how many records were left out (`meta` as above)."""
+    rows, skipped = _rows(records, metric, meta)
     doc = {}
     for name, r, col in rows:
         med = float(r[col.name]) * 1e6                                   # ms -> ns
@@ -173,10 +189,10 @@ def export(run_dir, fmt: str, metric: str = "call") -> tuple[str, LeftOut]:
     if not store.is_run_dir(run_dir):
         raise ExportError(f"not a run directory: {run_dir}")
     try:
-        store.load_meta(run_dir)         # refuses a format newer than this one reads
+        meta = store.load_meta(run_dir) or {}   # refuses a format newer than this one reads
         records = store.load_records(run_dir)
     except (OSError, ValueError, getattr(store, "StoreError", OSError)) as e:
         raise ExportError(" ".join(f"cannot read {run_dir}: {e}".split())) from e
     make = github_action_benchmark if fmt == "github-action-benchmark" else bencher
-    doc, skipped = make(records, metric)
+    doc, skipped = make(records, metric, meta)
     return json.dumps(doc, indent=2, ensure_ascii=False), skipped

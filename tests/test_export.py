@@ -145,6 +145,25 @@ def test_nothing_to_export_and_a_bad_out_are_one_line_errors(tmp_path):
         assert "Traceback" not in r.output
 
 
+def test_no_gpu_time_blames_the_timer_only_where_it_was_the_cpu(tmp_path):
+    """A GPU run that predates GPU-time recording has none: re-run it (not 'a GPU only');
+    an interpreter run's timer is the CPU's; a run left out for failing gets no hint."""
+    def run(name, timer, **over):
+        recs = [synthetic.record(implementation=n, timer=timer, **over)
+                for n in ("torch", "atomic")]
+        return synthetic.write_run(tmp_path / name, recs, synthetic.meta(
+            timer=timer, interpreted=timer == "cpu_wall"))
+    with pytest.raises(ex.ExportError, match=r"2 without a gpu_time_ms > 0 \(the run recorded "
+                       "no gpu_time_ms: export with --metric call, or re-run on a harness"):
+        ex.export(run("gpu", "cuda_event"), "bencher", metric="gpu")
+    with pytest.raises(ex.ExportError, match=r"GPU time is measured on a GPU only: this run "
+                       r"timed the Triton interpreter\)$"):
+        ex.export(run("cpu", "cpu_wall"), "github-action-benchmark", metric="gpu")
+    with pytest.raises(ex.ExportError, match="of 2 record.s., 2 not ok$"):
+        ex.export(run("failed", "cuda_event", status="error", error="boom"), "bencher",
+                  metric="gpu")
+
+
 def test_a_time_of_zero_or_less_is_left_out(tmp_path):
     """A broken or hand-edited record's 0 or negative time: left out as one without a time
     (a tracker would take it as infinitely fast; bencher's throughput divided by it)."""
