@@ -398,3 +398,20 @@ def test_a_directory_that_is_not_a_run_is_never_written(tmp_path):
         write_report(tmp_path)
     assert (tmp_path / "plots" / "mine.png").exists()
     assert (tmp_path / "report.md").read_text() == "my notes"
+
+
+def test_an_ok_correct_record_without_a_positive_finite_time_is_listed_not_dropped():
+    """A hand-edited records.csv: an ok and correct record whose median is empty, inf, 0 or
+    negative does not compete; the failures section says so, and the bandwidth-bound table
+    never shows its time (nor a negative measured / floor)."""
+    recs = [synthetic.record(implementation="torch", kind="baseline", time_ms=0.05)]
+    for i, t in enumerate((None, float("inf"), 0.0, -5.0)):
+        recs.append(synthetic.record(implementation=f"bad{i}", time_ms=0.04, seed=i))
+        recs[-1]["time_ms"] = t
+    md = build_report(pd.DataFrame(recs), synthetic.meta(completed=True)).markdown()
+    fails = md.split("## Failures")[1].split("\n## ")[0]
+    assert "(4)" in fails and "4 no positive finite time." in fails
+    assert "median time -5 ms" in fails and "median time empty" in fails
+    pred = next(t for t in md.split("\n\n") if "| measured µs |" in t)
+    assert [r.split("|")[1].strip() for r in pred.splitlines()[2:]] == ["torch"]
+    assert "-5000" not in md

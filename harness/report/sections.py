@@ -26,7 +26,9 @@ SEED_CONFIG = "seed-worked-example"
 def failures_section(rep: Report, df: pd.DataFrame, incomplete: bool = False) -> None:
     """incomplete: the run holds part of its plan (coverage.py); a case it never recorded
     has neither failed nor passed, and "none" must not read as "none in the run"."""
-    bad = df[(df["status"] != "ok") | df["correct"].map(lambda v: v is not True)]
+    # every record that does not compete (summary.competing): a failure, an unchecked
+    # result, or an ok and correct one without a positive finite time (a hand-edited CSV)
+    bad = df[~df.index.isin(summary.competing(df).index)]
     rep.h(2, f"Failures, incorrect results, timeouts and skips ({len(bad)})", "failures")
     if bad.empty:
         rep.p(("No records." if not len(df) else
@@ -37,7 +39,8 @@ def failures_section(rep: Report, df: pd.DataFrame, incomplete: bool = False) ->
     counts = bad.assign(what=bad.apply(_failure_kind, axis=1))["what"].value_counts()
     rep.p(", ".join(f"{v} {k}" for k, v in counts.items()) + ".")
     rows = []
-    priority = {"error": 0, "timeout": 1, "incorrect": 2, "correctness not checked": 3, "skipped": 4}
+    priority = {"error": 0, "timeout": 1, "incorrect": 2, NO_TIME: 3,
+                "correctness not checked": 4, "skipped": 5}
     for _, r in bad.iterrows():
         rows.append({"implementation": impl_label(r["implementation"], r["groups"], r["groups_effective"]),
                      "norm": r["norm"], "rows": fmt_int(r["rows"]), "d": fmt_int(r["d"]), "dtype": r["dtype"],
@@ -47,11 +50,16 @@ def failures_section(rep: Report, df: pd.DataFrame, incomplete: bool = False) ->
     rep.table(pd.DataFrame(rows), cls="failures")
 
 
+NO_TIME = "no positive finite time"
+
+
 def _failure_kind(r) -> str:
     if r["status"] != "ok":
         return str(r["status"] or "no status")
     if r["correct"] is False:
         return "incorrect"
+    if r["correct"] is True:           # ok and correct, yet it does not compete
+        return NO_TIME
     return "correctness not checked"
 
 
@@ -81,6 +89,10 @@ def _failure_text(r) -> str:
         return f"{detail}; {err}" if err else detail
     if r["status"] == "ok" and r["correct"] is None:
         return err or "the record carries no correctness verdict"
+    if r["status"] == "ok" and r["correct"] is True:
+        t = "empty" if na(r["time_ms"]) else f"{float(r['time_ms']):g} ms"
+        detail = f"median time {t}: not positive and finite, so the answer leaves it out"
+        return f"{detail}; {err}" if err else detail
     return err or "(no error text recorded)"
 
 
@@ -134,7 +146,8 @@ def prediction_section(rep: Report, df: pd.DataFrame, meta: dict, interp: bool) 
     if interp:
         rep.warn("measured times are CPU wall-clock under the Triton interpreter: the ratio to "
                  "a GPU bandwidth floor is meaningless here.")
-    timed = df[(df["status"] == "ok") & np.isfinite(df["time_ms"]) & np.isfinite(df["bytes_moved"])]
+    t = summary.times(df)          # a median that is not positive and finite is no time
+    timed = df[(df["status"] == "ok") & np.isfinite(t) & (t > 0) & np.isfinite(df["bytes_moved"])]
     if timed.empty:
         rep.p("No record has a measured time.")
         return
