@@ -2,7 +2,8 @@
 
 A config names the axes of a sweep; `harness/plan.py` expands them into cases (a cartesian
 product).  Every list field also takes a single value (``norm: layernorm`` is
-``norm: [layernorm]``).  A key given with an empty value (YAML null) is an error, except where
+``norm: [layernorm]``; ``shapes: {rows: 4, d: 8}`` is ``shapes: [{rows: 4, d: 8}]``, but a
+single pair is written ``[[4, 8]]``: ``[4, 8]`` would read as two shapes and is refused).  A key given with an empty value (YAML null) is an error, except where
 null is a valid value (``description``, ``implementations``, ``peak_tbps``).
 
 Fields
@@ -343,6 +344,14 @@ def parse_config(text: str, file: str = "<string>",
         if isinstance(v, (str, int, float, date)):      # bool is an int: wrapped, rejected
             data[key] = [v]
             wrapped.add(key)
+    shapes = data.get("shapes")
+    if isinstance(shapes, dict):                        # one {rows, d} mapping
+        data["shapes"] = [shapes]
+        wrapped.add("shapes")
+    elif isinstance(shapes, list) and len(shapes) == 2 and all(type(x) is int for x in shapes):
+        r, d = shapes                                   # two shapes, or one pair unwrapped?
+        raise ConfigError(file, "shapes", f"must be a list of [rows, d] pairs; for one shape "
+                                          f"write [[{r}, {d}]] or {{rows: {r}, d: {d}}}")
     data.setdefault("name", _default_name(file))
     data["source_text"], data["source_path"] = text, file
     known = None if known_implementations is None else list(known_implementations)

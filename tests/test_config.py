@@ -105,6 +105,20 @@ def test_batch_seq_and_shapes():
     assert s.d is None and s.rows is None
 
 
+def test_a_single_shape_mapping_is_a_one_element_list():
+    """The docstring's "every list field also takes a single value", for shapes: one
+    {rows, d} mapping.  One bare [rows, d] pair would read as two shapes: refused, saying
+    how to write it."""
+    s = parse_config("shapes: {rows: 4, d: 8}\n")
+    assert [(x.rows, x.d) for x in s.shapes] == [(4, 8)] and s.rows is None and s.d is None
+    with pytest.raises(ConfigError, match=r"s.yaml: shapes.d: must be at most 65536"):
+        parse_config("shapes: {rows: 4, d: 70000}\n", "s.yaml")     # shown without [0]
+    with pytest.raises(ConfigError, match=r"s.yaml: shapes: must be a list of \[rows, d\] "
+                                          r"pairs; for one shape write \[\[4, 8\]\] or "
+                                          r"\{rows: 4, d: 8\}"):
+        parse_config("shapes: [4, 8]\n", "s.yaml")
+
+
 def test_optional_nulls_and_weight_dtypes():
     s = parse_config("rows: 1\nd: 1\nimplementations: null\npeak_tbps: 4.8\n"
                      "weight_dtype: [same, fp32]\ntimeout_s: 0.5\nseed: 7\n")
