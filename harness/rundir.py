@@ -123,11 +123,31 @@ def meta_format_version(meta: dict) -> int:
 
 def write_file_atomic(path: str | os.PathLike, data: bytes | str) -> None:
     """Write `data` to `path` whole or not at all: a temporary file in the same directory,
-    fsynced, then os.replace.  Text is written as UTF-8 (a lone surrogate as a backslash
-    escape).  OSError propagates."""
+    fsynced, then os.replace -- except into a target written through (_through): there
+    straight in.  Text is written as UTF-8 (a lone surrogate as a backslash escape).  OSError
+    propagates."""
     if isinstance(data, str):
         data = data.encode("utf-8", "backslashreplace")
-    _atomic_write(Path(path), lambda f: f.write(data))
+    path = Path(path)
+    if _through(path):
+        with open(path, "wb") as f:
+            f.write(data)
+        return
+    _atomic_write(path, lambda f: f.write(data))
+
+
+def _through(path: Path) -> bool:
+    """An existing target that is no regular file (a FIFO, a process substitution's
+    /dev/fd/N, a terminal), or one reached through /dev or /proc (/dev/stdout redirected to a
+    file): a temporary beside it renamed over it would replace the pipe or the link, which
+    its reader never sees (or fail: no file can be made in /dev/fd)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return True
+        parent = path.parent.resolve()
+    except (OSError, RuntimeError):
+        return False                 # a new path: the atomic write makes it (or says why not)
+    return parent.parts[:2] in (("/", "dev"), ("/", "proc"))
 
 
 def _read_umask() -> int:

@@ -129,6 +129,51 @@ def test_export_errors_and_cli(tmp_path):
     assert r.exit_code == 2 and "export: --format" in r.output
 
 
+def test_out_writes_through_a_fifo_or_a_descriptor_and_still_refuses_a_run_s_own_file(tmp_path):
+    """--out a FIFO or /dev/fd/N (a process substitution, >(...)): written through, not
+    replaced by a regular file beside it (its reader got nothing, exit 0) nor refused (no
+    temporary can be made in /dev/fd)."""
+    import os
+    import stat
+    import threading
+    from typer.testing import CliRunner
+    from normbench.harness.cli import app
+    run = _run(tmp_path)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)    # a reader and a writer held open:
+    hold = os.open(fifo, os.O_WRONLY)                   # no EOF before the export writes
+    os.set_blocking(rfd, True)
+    pipe_r, pipe_w = os.pipe()
+    got = {}
+
+    def drain(fd, key):
+        with os.fdopen(fd, "rb") as f:
+            got[key] = f.read()
+    readers = [threading.Thread(target=drain, args=a, daemon=True)
+               for a in ((rfd, "fifo"), (pipe_r, "fd"))]
+    for t in readers:
+        t.start()
+    try:
+        for out in (str(fifo), f"/dev/fd/{pipe_w}"):
+            r = CliRunner().invoke(app, ["export", str(run), "--format", "bencher", "--out", out])
+            assert r.exit_code == 0, r.output
+    finally:
+        os.close(hold)
+        os.close(pipe_w)
+    for t in readers:
+        t.join(10)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    for key in ("fifo", "fd"):
+        jsonschema.validate(json.loads(got[key]), BMF)
+    for own in ("records.csv", "meta.json"):            # the run's own files: still refused
+        before = (run / own).read_bytes()
+        r = CliRunner().invoke(app, ["export", str(run), "--format", "bencher",
+                                     "--out", str(run / own)])
+        assert r.exit_code == 2 and "one of the files of the run directory" in r.output
+        assert (run / own).read_bytes() == before
+
+
 def test_nothing_to_export_and_a_bad_out_are_one_line_errors(tmp_path):
     from typer.testing import CliRunner
     from normbench.harness.cli import app
