@@ -93,10 +93,10 @@ def check_out_dir(path: str | os.PathLike) -> None:
     try:
         st = os.stat(p)
     except FileNotFoundError:
-        return
+        return _check_creatable(p)
     except OSError as e:        # a name too long, a component that is a file ...
         if e.errno == errno.ENOTDIR:
-            return              # RunStore's mkdir names the problem
+            return _check_creatable(p)
         raise StoreError(f"cannot use {p} as output directory: {_reason(e)}") from e
     if not stat.S_ISDIR(st.st_mode):
         raise StoreError(f"cannot use {p} as output directory: it exists and is not a directory")
@@ -107,6 +107,22 @@ def check_out_dir(path: str | os.PathLike) -> None:
     if names and run_dir_version(p) is None:
         raise StoreError(f"{p} is not empty and is not a normbench run directory; choose a new "
                          "or empty output directory")
+
+
+def _check_creatable(p: Path) -> None:
+    """Raise StoreError unless a directory can be made at the new path `p`: its nearest
+    existing ancestor is a directory a directory can be made in — tried, with a probe
+    removed at once, so that --dry-run refuses what the run's mkdir would (a file on the
+    path, a read-only or pseudo file system such as /proc)."""
+    base = next((a for a in p.absolute().parents if os.path.lexists(a)), None)
+    if base is None:
+        return
+    if not base.is_dir():
+        raise StoreError(f"cannot create output directory {p}: Not a directory ({base} is not one)")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".normbench-probe-", dir=base))
+    except OSError as e:
+        raise StoreError(f"cannot create output directory {p}: {_reason(e)}") from e
 
 
 def _ours(name: str) -> bool:

@@ -601,3 +601,17 @@ def test_a_signal_as_a_file_is_replaced_leaves_memory_and_disk_agreeing(tmp_path
     assert len(pd.read_parquet(tmp_path / "records.parquet")) == n
     meta = load_meta(tmp_path)
     assert meta["second"] == 2 and (step == "append" or meta["first"] == 1)
+
+
+def test_an_out_dir_that_cannot_be_made_is_refused_before_the_run(tmp_path):
+    """--dry-run checks the output directory as the run does: a path under a file, or under a
+    directory nothing can be made in (/proc), is refused there too, in one line."""
+    f = tmp_path / "a.yaml"
+    f.write_text("x")
+    with pytest.raises(StoreError, match=r"cannot create output directory .*: Not a directory \(.*a\.yaml is not one\)"):
+        check_out_dir(f / "sub" / "deeper")
+    if os.path.isdir("/proc/self"):
+        with pytest.raises(StoreError, match="cannot create output directory /proc/nb-x"):
+            check_out_dir("/proc/nb-x/y")
+    check_out_dir(tmp_path / "new" / "deeper")     # made by mkdir -p: fine
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.yaml"]   # no probe left behind
