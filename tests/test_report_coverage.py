@@ -4,6 +4,7 @@ here"; a case key recorded twice is read as `compare` reads it, the last one (CP
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 import synthetic
 from normbench.harness.compare_rules import index
@@ -156,3 +157,68 @@ def test_a_run_that_holds_its_lock_is_still_running(tmp_path):
         assert "still running (its lock is held)" in write_table(d)   # the report reads it
     (d / ".normbench.lock.json").write_text("{}")        # a holder killed hard: not alive
     assert not in_use(d)
+
+
+def test_a_report_table_written_while_the_run_went_on_is_rewritten_with_its_report(tmp_path):
+    """report --markdown-table during a run writes report-table.md; the run's own report at
+    its end (run, run --resume, report DIR: write_report) rewrites it, never leaving the
+    "still running" table beside a complete report.  A run without one gets none."""
+    from normbench.harness.report import write_report
+    from normbench.harness.store import RunStore
+    recs = _recs()
+    d = synthetic.write_run(tmp_path / "r", recs[:1], synthetic.meta(completed=False))
+    with RunStore(d, resume=True) as store:
+        assert "still running" in write_table(d)
+        for r in recs[1:]:
+            store.append(r)
+        store.write_meta(synthetic.meta(completed=True))
+    assert "report-table.md" in write_report(d)
+    text = (d / "report-table.md").read_text()
+    assert "Warning" not in text and text == write_table(d)
+    assert text.count("| RMS |") == 2                            # both shapes, not one
+    fresh = synthetic.write_run(tmp_path / "f", recs, synthetic.meta(completed=True))
+    assert "report-table.md" not in write_report(fresh)
+    assert not (fresh / "report-table.md").exists()
+
+
+def test_a_meta_field_of_the_wrong_type_is_refused_by_name():
+    from normbench.harness.store import StoreError
+    recs = plain(pd.DataFrame(_recs()))
+    for bad, field in (({"shard": {"plan_keys": [1, 2], "keys": 5}}, "shard.keys"),
+                       ({"shard": ["0/2"]}, "shard"),
+                       ({"merge": {"missing_keys": "k"}}, "merge.missing_keys"),
+                       ({"merge": {"plan_size": True}}, "merge.plan_size"),
+                       ({"resumes": 3}, "resumes"), ({"completed": "false"}, "completed")):
+        with pytest.raises(StoreError, match=rf"^meta\.json: {field}: expected"):
+            coverage(recs, synthetic.meta(**bad))
+
+
+def _report_cli(*args):
+    from typer.testing import CliRunner
+    from normbench.harness.cli import app
+    r = CliRunner().invoke(app, ["report", *map(str, args)])
+    lines = [x for x in r.output.splitlines() if x.strip()]
+    assert isinstance(r.exception, SystemExit) and len(lines) == 1, r.output
+    return r.exit_code, lines[0]
+
+
+def test_report_errors_are_one_line_with_and_without_markdown_table(tmp_path, monkeypatch):
+    """A malformed meta.json field, report-table.md a directory, a write that fails: one
+    line, exit 2 for the input's fault, 1 for the machine's; never a traceback."""
+    bad = synthetic.write_run(tmp_path / "m", _recs(), synthetic.meta(
+        completed=True, shard={"plan_keys": [1, 2], "keys": 5}))
+    for extra in ((), ("--markdown-table",)):
+        code, line = _report_cli(bad, *extra)
+        assert code == 2 and "meta.json: shard.keys: expected list, got int" in line
+    d = synthetic.write_run(tmp_path / "d", _recs(), synthetic.meta(completed=True))
+    (d / "report-table.md").mkdir()
+    code, line = _report_cli(d, "--markdown-table")
+    assert code == 2 and line == f"report: {d / 'report-table.md'} is a directory"
+    (d / "report-table.md").rmdir()
+    from normbench.harness import store
+
+    def full(path, data):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(store, "write_file_atomic", full)
+    code, line = _report_cli(d, "--markdown-table")
+    assert code == 1 and "No space left on device" in line

@@ -1,5 +1,6 @@
 """Assemble one run directory's report: load through harness.store, build the document,
-write report.html, report.md and plots/*.png."""
+write report.html, report.md and plots/*.png (and report-table.md: write_table, or kept
+current by write_report where it exists)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -38,19 +39,32 @@ def write_table(run_dir) -> str:
     from normbench.harness import store
     run_dir = Path(run_dir)
     store.check_run_dir(run_dir)     # StoreError, one line: a run's own directory only
-    df, dups = last_of_each_key(plain(store.load_records(run_dir)))
-    cov = coverage(df, store.load_meta(run_dir) or {}, live=store.in_use(run_dir))
-    notes = ([f"Incomplete run: {cov.warning}."] if cov.incomplete else []) + \
-        ([duplicates_warning(dups)] if dups else [])
-    text = "".join(f"> **Warning:** {n}\n\n" for n in notes) + markdown_table(df)
+    text = _table_text(store.load_records(run_dir), store.load_meta(run_dir) or {},
+                       live=store.in_use(run_dir))
+    _refuse_directory(run_dir / REPORT_TABLE)
     store.write_file_atomic(run_dir / REPORT_TABLE, text)
     return text
 
 
+def _table_text(records: pd.DataFrame, meta: dict, live: bool,
+                load_error: str | None = None) -> str:
+    """report-table.md's text: the table, below the warnings report.md opens with."""
+    df, dups = last_of_each_key(plain(records))
+    cov = coverage(df, meta, live=live)
+    notes = ([f"Incomplete run: {cov.warning}."] if cov.incomplete else []) + \
+        ([duplicates_warning(dups)] if dups else []) + ([load_error] if load_error else [])
+    return "".join(f"> **Warning:** {n}\n\n" for n in notes) + markdown_table(df)
+
+
+def _refuse_directory(path: Path) -> None:
+    if path.is_dir():
+        raise ReportError(f"{path} is a directory")
+
+
 def write_report(run_dir, baseline: str | None = None) -> dict[str, Path]:
-    """Write report.html, report.md and plots/*.png into run_dir; return {relative name: path}
-    of every file written.  Works on any run: only errors, one implementation, NaNs, no
-    GROUPS, Triton-interpreter timings."""
+    """Write report.html, report.md and plots/*.png into run_dir, and report-table.md where
+    one is there already; return {relative name: path} of every file written.  Works on any
+    run: only errors, one implementation, NaNs, no GROUPS, Triton-interpreter timings."""
     from normbench.harness import store
 
     run_dir = Path(run_dir)
@@ -72,15 +86,15 @@ def write_report(run_dir, baseline: str | None = None) -> dict[str, Path]:
     except Exception as e:                       # a torn or hand-edited meta.json
         meta = {}
         load_error = "; ".join(x for x in (load_error, f"meta.json could not be loaded: {e}") if x)
+    live = store.in_use(run_dir)
     report = build_report(records, meta, baseline=baseline, run_name=run_dir.name,
-                          load_error=load_error, live=store.in_use(run_dir))
+                          load_error=load_error, live=live)
 
     plots_dir = run_dir / PLOTS_DIR
     if plots_dir.exists() and (plots_dir.is_symlink() or not plots_dir.is_dir()):
         raise ReportError(f"{plots_dir} is not a directory")
     for name in (REPORT_HTML, REPORT_MD):
-        if (run_dir / name).is_dir():
-            raise ReportError(f"{run_dir / name} is a directory")
+        _refuse_directory(run_dir / name)
     plots_dir.mkdir(exist_ok=True)
     for old in plots_dir.glob("*.png"):          # plots of an earlier report of this run
         if old.is_file() and not old.is_symlink():
@@ -90,7 +104,13 @@ def write_report(run_dir, baseline: str | None = None) -> dict[str, Path]:
         path = _inside(plots_dir, f"{fig.name}.png")
         store.write_file_atomic(path, fig.png)
         written[f"{PLOTS_DIR}/{fig.name}.png"] = path
-    for name, text in ((REPORT_HTML, report.html()), (REPORT_MD, report.markdown())):
+    texts = [(REPORT_HTML, report.html()), (REPORT_MD, report.markdown())]
+    # report-table.md is written on request only (report --markdown-table), but one written
+    # earlier, while the run was still going say, is rewritten with the rest: never stale
+    table = run_dir / REPORT_TABLE
+    if table.is_file():
+        texts.append((REPORT_TABLE, _table_text(records, meta, live, load_error)))
+    for name, text in texts:
         store.write_file_atomic(run_dir / name, text)
         written[name] = run_dir / name
     return written
