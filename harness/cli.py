@@ -436,8 +436,8 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory"),
            markdown_table: bool = typer.Option(False, "--markdown-table", help="print the "
                                                "README's results table from this run (and "
                                                "write RUN_DIR/report-table.md)")):
-    """Write RUN_DIR/report.html (self-contained), report.md and plots/ from a run."""
-    from normbench.harness.report import ReportError, write_table
+    """Write RUN_DIR/report.html (self-contained), report.md and plots/ from a run (and
+    report-table.md where it was written before: kept current)."""
     from normbench.harness.store import StoreError, check_run_dir, load_meta, load_records
     if markdown_table and baseline is not None:
         fail("report: --baseline chooses the reference of report.html's speedup plot, and "
@@ -446,11 +446,11 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory"),
         check_run_dir(run_dir)
         load_records(run_dir)   # a report of records that cannot be read would only say so
         load_meta(run_dir)
-        if markdown_table:
-            _emit(write_table(run_dir), end="")
-            return
-    except (StoreError, ReportError) as e:
+    except StoreError as e:
         fail(f"report: {e}")
+    if markdown_table:
+        _emit(_write_report(run_dir, None, table=True), end="")
+        return
     for k, v in _write_report(run_dir, baseline).items():
         out.print(f"{k}: {v}", markup=False, highlight=False)
 
@@ -488,15 +488,16 @@ def _report_after(out_dir: Path) -> dict:
              f"{shlex.join(['normbench', 'report', str(out_dir)])}", 128 + e.signum)
 
 
-def _write_report(run_dir: Path, baseline: Optional[str]) -> dict:
-    """write_report, with any failure as one line: exit 2 for the input's (a corrupted store,
-    a file in the way), 1 for the machine's (a full disk, an I/O error: OSError)."""
+def _write_report(run_dir: Path, baseline: Optional[str], table: bool = False):
+    """write_report (table: write_table, whose text it returns), with any failure as one
+    line: exit 2 for the input's (a corrupted store, a file in the way), 1 for the machine's
+    (a full disk, an I/O error: OSError)."""
     from normbench.harness.interrupt import reraise_if_interrupted
-    from normbench.harness.report import ReportError, write_report
+    from normbench.harness.report import ReportError, write_report, write_table
     from normbench.harness.store import StoreError
     from normbench.harness.text import describe_exception
     try:
-        return write_report(run_dir, baseline=baseline)
+        return write_table(run_dir) if table else write_report(run_dir, baseline=baseline)
     except (StoreError, ReportError) as e:
         fail(f"report: {e}")
     except Exception as e:
