@@ -651,6 +651,11 @@ def _own_file_of_a_run(path: Path) -> Optional[Path]:
     return None
 
 
+def _is_click(e: BaseException, name: str) -> bool:
+    """e is click's exception `name` (by name: Typer ≥ 0.24 vendors its own click)."""
+    return any(k.__name__ == name for k in type(e).__mro__)
+
+
 def main():
     from normbench.harness.interrupt import (Interrupted, exit_quietly, install,
                                              quiet_after_exit_hooks, reraise_if_interrupted)
@@ -667,9 +672,21 @@ def main():
             for cmd in app.registered_commands:
                 if cmd.callback is compare:
                     cmd.help = compare.__doc__
-            app()      # typer's standalone mode: usage errors exit 2 with one message
+            # not standalone: click would print a usage error as four lines to the raw
+            # stderr, and a closed stderr made that exit 1 (compare's "regression")
+            code = app(standalone_mode=False)
+            sys.exit(code if isinstance(code, int) else 0)    # typer.Exit's code, or 0
         except Exception as e:   # a signal that surfaced wrapped (reraise_if_interrupted)
             reraise_if_interrupted(e)
+            if _is_click(e, "UsageError"):      # an unknown option, a bad value, a missing argument
+                ctx = getattr(e, "ctx", None)
+                name = ctx.info_name if ctx is not None else "normbench"
+                hint = f"; see {ctx.command_path} -h" if ctx is not None else ""
+                from normbench.harness.text import one_line
+                say(err, one_line(f"{name}: {e.format_message().rstrip('.')}{hint}"))
+                sys.exit(2)
+            if _is_click(e, "Abort"):           # click's own Ctrl-C at a prompt (none today)
+                sys.exit(1)
             registry = sys.modules.get("normbench.strategies._registry")
             if registry is not None and isinstance(e, registry.PluginError):
                 err.print(str(e), markup=False, highlight=False, soft_wrap=True)

@@ -369,3 +369,23 @@ def test_the_version_flag_acts_on_true_only():
     assert c._version(False) is None and c._version("False") is None
     with pytest.raises(typer.Exit):
         c._version(True)
+
+
+@pytest.mark.parametrize("args, words", [
+    (("run", "quick", "--bogus"), ("run: No such option: --bogus", "-h")),
+    (("merge",), ("merge: Missing argument",)),
+    (("compare", "a", "b", "--metric", "x"), ("compare: Invalid value for '--metric'",)),
+    (("nosuchcmd",), ("No such command 'nosuchcmd'",)),
+])
+def test_a_usage_error_is_one_line_and_exit_2_even_when_stderr_is_gone(args, words):
+    """click printed a usage error as four lines to the raw stderr; where that stderr was a
+    closed pipe (`... 2>&1 | head -1`) the process exited 1 — compare's "regression"."""
+    one_line(cli(*args), *words)
+    r, w = os.pipe()
+    os.close(r)                       # the reader has gone
+    try:
+        gone = subprocess.run([sys.executable, str(ROOT / "run_bench.py"), *args], cwd=ROOT,
+                              env=ENV, stdout=w, stderr=w, timeout=300)
+    finally:
+        os.close(w)
+    assert gone.returncode == 2
