@@ -19,9 +19,9 @@ from pathlib import Path
 
 from normbench.harness import schema, stats
 from normbench.harness.compare_rules import (BOTH_NOT_OK, CompareError, Run, check_comparable,
-                                             check_gates_something, expand_dirs, gpu_unchanged, host_bound, index,
-                                             isna, key_label,
-                                             method_text, num, select)
+                                             check_gates_something, expand_dirs, gpu_unchanged,
+                                             host_bound, index, isna, key_label, method_text,
+                                             num, select)
 
 EXIT_OK = 0
 EXIT_REGRESSION = 1

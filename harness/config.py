@@ -3,8 +3,9 @@
 A config names the axes of a sweep; `harness/plan.py` expands them into cases (a cartesian
 product).  Every list field also takes a single value (``norm: layernorm`` is
 ``norm: [layernorm]``; ``shapes: {rows: 4, d: 8}`` is ``shapes: [{rows: 4, d: 8}]``, but a
-single pair is written ``[[4, 8]]``: ``[4, 8]`` would read as two shapes and is refused).  A key given with an empty value (YAML null) is an error, except where
-null is a valid value (``description``, ``implementations``, ``peak_tbps``).
+single pair is written ``[[4, 8]]``: ``[4, 8]`` would read as two shapes and is refused).  A
+key given with an empty value (YAML null) is an error, except where null is a valid value
+(``description``, ``implementations``, ``peak_tbps``).
 
 Fields
 ------
