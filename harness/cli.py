@@ -218,10 +218,14 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
     if out_dir is not None and not out_dir.strip():
         fail("run: --out: an empty path; give the run directory")
     out_dir = Path(out_dir) if out_dir is not None else None
-    # a config naming no implementation runs those available here; a shard, or a run on a
-    # cluster (--scheduler: its workers measure, not this login node), plans every one known,
-    # the unavailable recorded as skipped where they are — so I/N is the same part anywhere
-    everywhere = shard is not None or scheduler is not None
+    # a config naming no implementation runs those available here; a shard, a run on a
+    # cluster (--scheduler: its workers measure, not this login node) or a resume of a merge
+    # of shards (its plan is theirs) plans every one known, the unavailable recorded as
+    # skipped where they are — so I/N is the same part anywhere, and a merge's missing cases
+    # are all measured or recorded
+    from normbench.harness.merge import is_merged
+    everywhere = (shard is not None or scheduler is not None
+                  or (resume and out_dir is not None and is_merged(out_dir)))
     cases = expand(sweep, uses_groups=lambda n: s.get(n).uses_groups, available=s.known()
                    if sweep.implementations or everywhere else s.names())
     only = ",".join(only) if only else None        # --only a --only b: both
@@ -236,8 +240,8 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
         absent = [n for n in wanted if n not in planned]
         if absent:
             e = s.get(absent[0])
-            # not planned because this machine lacks it (the config names none, and neither
-            # --scheduler nor --shard planned every known one): say why
+            # not planned because this machine lacks it (the config names none, and nothing
+            # above planned every known one): say why
             if not e.available and not sweep.implementations and not everywhere:
                 fail(f"run: --only: {absent[0]!r} is unavailable here: {e.reason}")
             fail(f"run: --only: {absent[0]!r} is not in this sweep; it runs: {', '.join(planned)}")

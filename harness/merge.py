@@ -138,6 +138,15 @@ def _resumes(d: Path, meta: dict) -> list[tuple[str, dict]]:
     return out
 
 
+def is_merged(run_dir: str | os.PathLike) -> bool:
+    """run_dir holds a merge of shards (its meta.json has `merge`); False where it holds no
+    run or its meta cannot be read (the store refuses that itself)."""
+    try:
+        return isinstance(load_meta(run_dir).get("merge"), dict)
+    except (OSError, StoreError):
+        return False
+
+
 def merge(out: str | os.PathLike, dirs: list[str | os.PathLike], *,
           allow_partial: bool = False) -> dict:
     """Merge `dirs` into the new run directory `out`; returns its meta."""
@@ -230,7 +239,7 @@ def _merged_meta(dirs, metas, plan, missing) -> dict:
     return meta
 
 
-__all__ = ["MergeError", "StoreError", "check", "merge"]
+__all__ = ["MergeError", "StoreError", "check", "is_merged", "merge"]
 
 
 def _dirty(flags: list):

@@ -221,8 +221,12 @@ def _ended(store: RunStore, completed: bool, wrote: str | None, measured: int) -
     missing cases as they are now, a resume's count of its records).  Nothing where this
     command wrote no meta (`wrote` None: it stopped before, meta.json is as it was)."""
     if wrote:
+        merge = _merge_now(store, completed)
+        # a merged run is complete when the whole merged plan is in, not when this resume's
+        # cases are (one of --only, or a plan that lacks some: a merge stays partial)
+        whole = _merge_whole(merge.get("merge", store.meta.get("merge")), store.done_keys())
         store.update_meta(ended_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                          completed=completed, **_merge_now(store, completed),
+                          completed=completed and whole, **merge,
                           **_counted(store, wrote, measured))
 
 
@@ -247,16 +251,26 @@ def _merge_now(store: RunStore, completed: bool = False) -> dict:
     if not isinstance(merge, dict):
         return {}
     new = dict(merge)
-    if completed and merge.get("finished") is False:
-        new["finished"] = True
+    done = store.done_keys()
     if isinstance(merge.get("missing_keys"), list):
-        done = store.done_keys()
         since = [k for k in merge["missing_keys"] if k in done]
         if since:
             left = [k for k in merge["missing_keys"] if k not in done]
             new.update(partial=bool(left), missing=len(left), missing_keys=left,
                        measured_after_merge=list(merge.get("measured_after_merge") or []) + since)
+    if completed and merge.get("finished") is False and _merge_whole(new, done):
+        new["finished"] = True
     return {"merge": new} if new != merge else {}
+
+
+def _merge_whole(merge, done: set) -> bool:
+    """A merge's plan is all in the directory: no case of it listed missing, and as many
+    records as it has cases (a merge stopped part-way lists none of those it did not write).
+    True where the run is no merge."""
+    if not isinstance(merge, dict):
+        return True
+    size = merge.get("plan_size")
+    return not merge.get("missing_keys") and not (type(size) is int and len(done) < size)
 
 
 def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = False,
@@ -301,7 +315,9 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
         todo = [c for c in cases if c.key not in done]
         outcome.skipped_done = len(cases) - len(todo)
         if outcome.skipped_done:
-            console.print(f"resuming: {outcome.skipped_done} records already in {out_dir}",
+            # of this plan; a directory may hold more (records of cases --only leaves out)
+            more = f" ({len(done)} in all)" if len(done) > outcome.skipped_done else ""
+            console.print(f"resuming: {outcome.skipped_done} records already in {out_dir}{more}",
                           markup=False, highlight=False)
         if isolate:
             worker = Worker("normbench.harness.measure:measure_payload",

@@ -395,3 +395,63 @@ def test_a_shard_plans_every_known_implementation_where_the_config_names_none(tm
     assert r.returncode == 0, r.stderr
     unavailable = [n for n in strategies.known() if n not in strategies.names()]
     assert unavailable and all(n in r.stdout for n in unavailable)
+
+
+def _partial_merge_missing(tmp_path, names):
+    """A config naming no implementation, run as one shard of two with --only `names`
+    (a name unavailable here among them) and merged --allow-partial: (config, merged
+    directory, the merged plan's keys, the keys the merge lacks)."""
+    from normbench import strategies
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("name: m\nnorm: [rmsnorm]\nrows: [4]\nd: [16]\ngroups: [2]\n"
+                   "timing: {warmup_ms: 1, rep_ms: 1}\ndeterminism: {repeats: 2}\n")
+    sweep = load_config(cfg, known_implementations=strategies.known())
+    cases = [c for c in expand(sweep, uses_groups=lambda n: strategies.get(n).uses_groups,
+                               available=strategies.known()) if c.implementation in names]
+    # the shard measured here is the one without the unavailable implementation's case
+    index = next(i for i in range(2) if not any(c.implementation == names[-1]
+                                                for c in select(cases, sweep, i, 2)))
+    only = ["--only", ",".join(names)]
+    r = cli("run", cfg, "--shard", f"{index}/2", "--out", tmp_path / "s", "--no-report", *only)
+    assert r.returncode == 0, r.stderr
+    r = cli("merge", tmp_path / "m", tmp_path / "s", "--allow-partial", "--no-report")
+    assert r.returncode == 0, r.stderr
+    mine = {c.key for c in select(cases, sweep, index, 2)}
+    return cfg, tmp_path / "m", [c.key for c in cases], [c.key for c in cases
+                                                         if c.key not in mine]
+
+
+def test_a_resumed_partial_merge_plans_the_merged_plan(tmp_path):
+    """The resume of a merge plans what its shards did (every known implementation): a
+    missing case of one unavailable here is recorded skipped, not left out while meta.json
+    says complete; --only may name it; the count of records kept is the directory's."""
+    from normbench import strategies
+    gone = [n for n in strategies.known() if n not in strategies.names()]
+    if not gone:
+        pytest.skip("every implementation is available here")
+    names = ["disjoint_block", "torch", "atomic", gone[0]]
+    cfg, m, plan, missing = _partial_merge_missing(tmp_path, names)
+    r = cli("run", cfg, "--out", m, "--resume", "--no-report", "--only", ",".join(names))
+    assert r.returncode == 0, r.stderr
+    assert f"resuming: {len(plan) - len(missing)} records already in" in r.stderr, r.stderr
+    recs = load_records(m).set_index("case_id")
+    assert sorted(recs.index) == sorted(plan)
+    skipped = [k for k in plan if f"|{gone[0]}|" in k]
+    assert skipped and all(recs.loc[k, "status"] == "skipped" for k in skipped)
+    meta = json.loads((m / "meta.json").read_text())
+    assert meta["completed"] is True and meta["merge"]["missing_keys"] == []
+    assert sorted(meta["merge"]["measured_after_merge"]) == sorted(missing)
+
+
+def test_a_resumed_merge_is_complete_only_with_its_whole_plan(tmp_path):
+    """A resume of a partial merge that measures part of the missing cases (--only) leaves
+    it incomplete, the rest still listed missing."""
+    names = ["disjoint_block", "torch", "atomic", "grouped_atomic"]
+    cfg, m, plan, missing = _partial_merge_missing(tmp_path, names)
+    assert len(missing) >= 2
+    first = missing[0].split("|")[1]
+    r = cli("run", cfg, "--out", m, "--resume", "--no-report", "--only", first)
+    assert r.returncode == 0, r.stderr
+    meta = json.loads((m / "meta.json").read_text())
+    assert meta["merge"]["missing_keys"] == missing[1:] and meta["merge"]["partial"]
+    assert meta["completed"] is False
