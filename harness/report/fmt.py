@@ -129,13 +129,24 @@ def uses_groups(groups) -> bool:
 
 
 def impl_label(impl, groups, geff) -> str:
-    """Implementation with the GROUPS it ran with: 'grouped_atomic (G=64)', '… (G=auto→264)'."""
+    """Implementation with the GROUPS it ran with: 'grouped_atomic (G=64)', '… (G=auto→264)',
+    and '… (G=6→5)' where the strategy capped the GROUPS asked for (at most one per row):
+    the label names what ran, and G=6 and G=5 that both ran 5 stay two labels."""
     if not uses_groups(groups):
         return str(impl)
     g = str(groups)
     if g == "auto":
         return f"{impl} (G=auto→{fmt_int(geff)})" if finite(geff) else f"{impl} (G=auto)"
-    return f"{impl} (G={g})"
+    ran = fmt_int(geff)
+    return f"{impl} (G={g}→{ran})" if ran and ran != _as_int(g) else f"{impl} (G={g})"
+
+
+def _as_int(text: str) -> str:
+    """GROUPS as asked, written as fmt_int writes the effective ones ("6.0" -> "6")."""
+    try:
+        return fmt_int(float(text))
+    except ValueError:
+        return text
 
 
 def show_weight(df) -> bool:
