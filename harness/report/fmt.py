@@ -189,19 +189,18 @@ def no_ceiling(meta: dict) -> str:
 
 
 def one_copy_ceiling(df: pd.DataFrame, meta: dict) -> float | None:
-    """The run's copy ceiling (GB/s) where every record's % of copy was measured against it;
-    None where the run has none, or where the records' own ceilings (GB/s over % of copy)
-    differ by more than 1 % — shards merged from, or workers on, GPUs of different ceilings,
-    whose meta holds their median — so that no figure drawn against one ceiling contradicts a
-    record's own % of copy."""
-    copy = meta.get("copy_ceiling_gbps")
-    if not (finite(copy) and float(copy) > 0):
-        return None
+    """The copy ceiling (GB/s) every record's % of copy was measured against, so that no
+    figure drawn against it contradicts a record's own % of copy: the records' own ceiling
+    (GB/s over % of copy) where they agree within 1 %; None where they differ more — shards
+    merged from, or workers on, GPUs of different ceilings.  meta.json's only where no record
+    carries one: a merge or cluster meta holds the median of its shards' or workers' ceilings,
+    which may be one no record was measured against."""
     if len(df) and {"gbps", "pct_copy"} <= set(df.columns):
         g = pd.to_numeric(df["gbps"], errors="coerce").to_numpy(dtype=float)
         p = pd.to_numeric(df["pct_copy"], errors="coerce").to_numpy(dtype=float)
-        ok = np.isfinite(g) & np.isfinite(p) & (p > 0)
+        ok = np.isfinite(g) & np.isfinite(p) & (g > 0) & (p > 0)
         own = g[ok] / p[ok] * 100
-        if len(own) and own.max() > own.min() * 1.01:
-            return None
-    return float(copy)
+        if len(own):
+            return None if own.max() > own.min() * 1.01 else float(np.median(own))
+    copy = meta.get("copy_ceiling_gbps")
+    return float(copy) if finite(copy) and float(copy) > 0 else None

@@ -122,7 +122,8 @@ def environment_section(rep: Report, meta: dict, interp: bool) -> None:
 
 def prediction_section(rep: Report, df: pd.DataFrame, meta: dict, interp: bool) -> None:
     copy = one_copy_ceiling(df, meta)
-    mixed = copy is None and finite(meta.get("copy_ceiling_gbps"))
+    meta_copy = float(meta["copy_ceiling_gbps"]) if finite(meta.get("copy_ceiling_gbps")) else None
+    mixed = copy is None and meta_copy is not None
     peak = model.peak_tbps(str(meta.get("device_name") or ""),
                            float(meta["peak_tbps"]) if finite(meta.get("peak_tbps")) else None)
     seed = meta.get("config_name") == SEED_CONFIG
@@ -139,6 +140,8 @@ def prediction_section(rep: Report, df: pd.DataFrame, meta: dict, interp: bool) 
     rep.p("The floor a pass cannot beat by much: bytes_moved (every input read once, every "
           "output written once; workspace traffic excluded) divided by the bandwidth — "
           + (f"the measured device-to-device copy ceiling {copy:.0f} GB/s" if copy else "")
+          + (f" (the one the records were measured against, not meta.json's {meta_copy:.0f} "
+             "GB/s: a merge's or a cluster's median)" if _other(meta_copy, copy) else "")
           + (" and " if copy and peak else "")
           + (f"the datasheet peak {peak:g} TB/s" if peak else "") + ". "
           "measured / floor is how many times slower than the floor (the copy-ceiling floor "
@@ -169,6 +172,11 @@ def prediction_section(rep: Report, df: pd.DataFrame, meta: dict, interp: bool) 
                                           if (fc or fp) else ""),
                      "correct": "" if r["correct"] is None else str(r["correct"])})
     rep.table(pd.DataFrame(rows), cls="prediction")
+
+
+def _other(a: float | None, b: float | None) -> bool:
+    """Two ceilings that differ by more than 1 % (one_copy_ceiling's tolerance)."""
+    return bool(a and b and max(a, b) > min(a, b) * 1.01)
 
 
 # ---------------------------------------------------------------------------------------------

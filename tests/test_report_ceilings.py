@@ -1,0 +1,39 @@
+"""The copy ceiling and datasheet peak the report draws and predicts from are the ones the
+records were measured against (harness/report/fmt.py, sections.py; harness/model.py)."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+import synthetic
+from normbench.harness import model
+from normbench.harness.report import build_report
+from normbench.harness.report.fmt import ms_to_us, one_copy_ceiling, plain
+
+
+def _prediction(md: str) -> list[dict]:
+    """The bandwidth-bound table's rows, by heading."""
+    table = next(t for t in md.split("\n\n") if "| measured µs |" in t).splitlines()
+    head = [c.strip() for c in table[0].strip("|").split("|")]
+    return [dict(zip(head, (c.strip() for c in line.strip("|").split("|"))))
+            for line in table[2:]]
+
+
+def test_a_merge_draws_the_ceiling_its_timed_records_carry_not_metas_median():
+    """Three shards measured 2000, 5000 and 3000 GB/s; every timed record is shard 0's, so
+    meta's median (3000) is a ceiling none of them was measured against."""
+    recs = [synthetic.record(implementation=n, time_ms=0.2, seed=k)
+            for k, n in enumerate(("torch", "disjoint_block"))]
+    for r in recs:
+        r["pct_copy"] = r["gbps"] / 2000 * 100
+    recs.append(synthetic.record(implementation="liger", status="skipped", error="absent"))
+    meta = synthetic.meta(copy_ceiling_gbps=3000.0, config_name="merged")
+    df = plain(pd.DataFrame(recs))
+    assert one_copy_ceiling(df, meta) == pytest.approx(2000)
+    md = build_report(pd.DataFrame(recs), meta).markdown()
+    assert "copy ceiling 2000 GB/s (the one the records were measured against" in md
+    nb = recs[0]["bytes_moved"]
+    floor = ms_to_us(model.bandwidth_bound_ms(nb, 2.0))
+    assert {r["floor @ copy ceiling µs"] for r in _prediction(md)} == {floor}
+    # no record carries a ceiling: meta's is the only one there is
+    assert one_copy_ceiling(df.iloc[2:], meta) == 3000.0
