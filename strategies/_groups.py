@@ -19,3 +19,14 @@ def row_loop_programs(rows: int, d: int, sms: int, launch) -> int:
     partial rows."""
     programs = sms * max(1, 8 // launch["num_warps"])
     return max(1, min(programs // launch.get("col_split", 1), rows))
+
+
+def row_loop_units(rows: int, d: int, launch) -> int:
+    """The most partial rows of the row-loop kernel (`disjoint_block.disjoint_partials`) that
+    each get a row: with `interleave` its tiles of BLOCK_R rows are dealt round-robin, one
+    program a tile, so past ⌈rows / BLOCK_R⌉ programs the rest store a partial row of zeros
+    that the reduce reads for nothing (`balance` spreads the last round by rows, and the
+    staged kernel deals single rows: every row a unit there).  Contiguous blocks: rows."""
+    if launch.get("interleave") and not launch.get("balance") and not launch.get("staged"):
+        return -(-rows // launch["block_r"])
+    return rows

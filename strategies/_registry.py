@@ -53,6 +53,8 @@ class Entry:
     workspace: Callable[[int, int, int | None, bool], int] = field(default=_no_workspace)
     # (rows, groups_effective) -> writers into one dγ slot
     writers: Callable[[int, int | None], int] | None = None
+    # (rows, d, launch params at d) -> the most partial rows that each get a row (None: rows)
+    max_groups: Callable[[int, int, dict], int] | None = None
     # the launch rule (strategies with Triton kernels) and the contention model, as declared
     launch: _tuning.Rule | None = None
     contention: Contention | None = None
@@ -69,7 +71,8 @@ class Entry:
         """The number of partial rows actually used for this call (None if groups are unused).
 
         More partial rows than rows would leave some empty, so GROUPS is capped so that every
-        partial row receives at least one row."""
+        partial row receives at least one row — at the entry's `max_groups` where its kernel
+        deals rows out in larger units (tiles dealt round-robin: one partial row a tile)."""
         if not self.uses_groups:
             return None
         if rows < 1 or d < 1:
@@ -83,6 +86,8 @@ class Entry:
         if groups is None:
             groups = (self.auto_groups(rows, d, _device.sm_count(device), self.params(d))
                       if self.auto_groups else 1)
+        if self.max_groups is not None:
+            groups = max(1, min(groups, self.max_groups(rows, d, self.params(d))))
         per = math.ceil(rows / groups)
         return math.ceil(rows / per)
 
@@ -146,14 +151,16 @@ _plugins_loaded = False
 
 def register(name: str, *, kind: str, deterministic_by_design: bool, uses_groups: bool,
              launch: _tuning.Rule | None = None, auto_groups=None, contention: Contention | None = None,
-             workspace=None, writers=None, doc: str = ""):
+             workspace=None, writers=None, max_groups=None, doc: str = ""):
     """Decorator registering `fn(x, dy, weight, mean, rstd, *, groups)` under `name`.
 
     launch: the launch rule (`_tuning.Rule`); the decorated function gets `fn.params(d)`, its
     parameters at d (overrides applied), so its body never repeats the name.  auto_groups:
-    (rows, d, sms, launch params) -> GROUPS for groups=None.  contention: the contention model
-    as data (`Contention`); `workspace` / `writers` callables instead, for a model that is not
-    of that form (they win over it)."""
+    (rows, d, sms, launch params) -> GROUPS for groups=None.  max_groups: (rows, d, launch
+    params) -> the most partial rows that each get a row, where the kernel deals rows out in
+    units larger than one (GROUPS, given or auto, is capped there).  contention: the
+    contention model as data (`Contention`); `workspace` / `writers` callables instead, for a
+    model that is not of that form (they win over it)."""
     _check_kind(kind)
     if contention is not None:
         if not uses_groups and (contention.writers == "rows/groups"
@@ -171,7 +178,7 @@ def register(name: str, *, kind: str, deterministic_by_design: bool, uses_groups
             name=name, kind=kind, deterministic_by_design=deterministic_by_design,
             uses_groups=uses_groups, fn=fn, doc=doc or _first_line(fn.__doc__),
             auto_groups=_four_args(auto_groups), workspace=workspace or _no_workspace,
-            writers=writers, launch=launch, contention=contention))
+            writers=writers, launch=launch, contention=contention, max_groups=max_groups))
         if launch is not None:
             _tuning.declare(name, launch)
             fn.params = functools.partial(_tuning.params, name)

@@ -140,6 +140,7 @@ def tail_tile(tail: int, groups: int, d: int, warps: int) -> tuple[int, int]:
 
 @register("disjoint_fused", kind="strategy", deterministic_by_design=True, uses_groups=True,
           launch=_tuning.ROW_LOOP, auto_groups=_groups.row_loop_programs,
+          max_groups=_groups.row_loop_units,
           # the partial rows and two int32 grid counters
           contention=Contention(writers=1, partial_rows="groups", fixed_bytes=8))
 def backward(x, dy, weight, mean, rstd, *, groups):

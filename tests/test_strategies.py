@@ -1,4 +1,5 @@
 """Every implementation × norm × dtype against the fp64 reference, on CPU under the interpreter."""
+import math
 import os
 
 import pytest
@@ -68,7 +69,8 @@ def test_registry_entry(name):
     if e.uses_groups:
         g = e.effective_groups(1000, 512, None)
         assert 1 <= g <= 1000
-        assert e.effective_groups(3, 512, 8) == 3
+        cap = e.max_groups(3, 512, e.params(512)) if e.max_groups else 3
+        assert e.effective_groups(3, 512, 8) == min(3, cap)
         assert e.workspace_bytes(1000, 512, 64) >= 64 * 512 * 4
 
 
@@ -688,3 +690,23 @@ def test_triton_imported_first_without_a_gpu_is_one_clear_error():
                        env=env, capture_output=True, text=True, timeout=120,
                        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     assert r.returncode != 0 and "triton was imported before normbench" in r.stderr
+
+
+@pytest.mark.parametrize("rows, d, groups", [(10, 33, None), (64, 256, None), (64, 256, 16),
+                                             (40, 100, 7), (5, 3000, None), (300, 64, 30)])
+@pytest.mark.parametrize("name", [n for n in IMPLS if strategies.get(n).uses_groups
+                                  and strategies.get(n).max_groups is not None])
+def test_every_partial_row_counted_receives_rows(name, rows, d, groups):
+    """groups_effective (and the workspace it prices) counts only partial rows that receive a
+    row: disjoint_strided deals tiles of BLOCK_R rows round-robin, so at 10 rows and 5
+    partial rows four of them were zeros the reduce read for nothing, yet recorded."""
+    from normbench.strategies import _launch
+    e = strategies.get(name)
+    x, dy, w, mean, rstd = make_inputs("rmsnorm", rows, d, "fp32", "fp32", seed=3, device="cpu")
+    e.backward(x, dy, w, mean, rstd, groups=groups)
+    g = e.effective_groups(rows, d, groups)
+    pw, _ = _launch.scratch(g, d, False, x.device)
+    empty = [p for p in range(g) if not pw[p].abs().sum() > 0]
+    assert not empty, f"{name}: partial rows {empty} of {g} received no row"
+    if groups is not None and name != "disjoint_strided":
+        assert g == math.ceil(rows / math.ceil(rows / groups))       # contiguous blocks
