@@ -162,6 +162,8 @@ def test_odd_run_interpreter_single_impl_nans_no_groups(tmp_path):
                     time_samples_ms=None, gbps=None, pct_copy=None, pct_peak=None)
     recs.append(synthetic.record(implementation="atomic", rows=512, d=256, timer="cpu_wall",
                                  correct=False))
+    for r in recs:                  # measured against no ceiling and no peak, as meta says
+        r.update(pct_copy=None, pct_peak=None)
     meta = synthetic.meta(interpreted=True, timer="cpu_wall", device_name="cpu",
                           config_name="cpu", copy_ceiling_gbps=None, peak_tbps=None)
     run_dir = synthetic.write_run(tmp_path / "run", recs, meta)
