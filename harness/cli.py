@@ -255,11 +255,12 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
             fail(f"run: {e}")
         mine = shards.select(cases, sweep, index, count)
         if cases and not mine:       # valid, e.g. more shards than cases: not an error
+            # its directory is written all the same (meta.json, no record), so that the
+            # merge of every shard's directory (runs/x-{0..N-1}) takes it as a shard of none
             say(out, f"shard {index}/{count}: none of the plan's {len(cases)} case(s) falls "
-                     "to it; nothing to run (merge the other shards without it)")
-            raise typer.Exit(0)
+                     "to it: it records none (merge takes its directory as a shard of 0)")
         shard_meta = shards.meta_entry(cases, mine, index, count)
-        cases = mine
+        whole, cases = cases, mine
     executor = None
     if gpus is not None or scheduler is not None:
         from normbench.harness.distributed import ClusterError, make_executor
@@ -268,7 +269,7 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
                                      exclusive_below_us=exclusive_below_us, dry_run=dry_run)
         except ClusterError as e:
             fail(f"run: {e}")
-    if not cases:
+    if not cases and not (shard_meta and whole):
         fail("run: nothing to run")
     from normbench.harness.isolate import WorkerStartError
     from normbench.harness.run import default_out_dir, execute, held_keys, preflight
