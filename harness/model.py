@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 ITEMSIZE = {"fp32": 4, "bf16": 2, "fp16": 2}
+MIXED = "mixed: "      # meta.json's device_name for GPUs of several models (run.py, distributed.py)
 
 # Datasheet peak memory bandwidth, TB/s, keyed by a whole-word part of
 # torch.cuda.get_device_name().
@@ -52,11 +53,15 @@ def bytes_moved(norm: str, rows: int, d: int, dtype: str, weight_dtype: str) -> 
 
 
 def peak_tbps(device_name: str, override: float | None = None) -> float | None:
-    """Datasheet peak TB/s for a device name, or the override; None if unknown."""
+    """Datasheet peak TB/s for a device name, or the override; None if unknown, and None for
+    a cluster's or merge's "mixed: A, B" — no one peak is every GPU's (each record carries
+    its own GPU's as pct_peak)."""
     if override is not None:
         return float(override)
-    # whole names only: "L4" is not the L40's, nor "H200" the GH200's
     name = device_name or ""
+    if name.startswith(MIXED):
+        return None
+    # whole names only: "L4" is not the L40's, nor "H200" the GH200's
     hits = [k for k in PEAK_TBPS
             if re.search(rf"(?<![A-Za-z0-9]){re.escape(k)}(?![A-Za-z0-9])", name, re.I)]
     return PEAK_TBPS[max(hits, key=len)] if hits else None

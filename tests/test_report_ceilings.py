@@ -37,3 +37,33 @@ def test_a_merge_draws_the_ceiling_its_timed_records_carry_not_metas_median():
     assert {r["floor @ copy ceiling µs"] for r in _prediction(md)} == {floor}
     # no record carries a ceiling: meta's is the only one there is
     assert one_copy_ceiling(df.iloc[2:], meta) == 3000.0
+
+
+def test_a_mixed_cluster_has_no_single_datasheet_peak():
+    name = "mixed: NVIDIA H100 80GB HBM3, NVIDIA H200"
+    assert model.peak_tbps(name) is None
+    assert model.peak_tbps(name, override=5.0) == 5.0          # the config's own word stands
+
+
+def test_a_mixed_cluster_predicts_each_record_from_its_own_gpus_peak():
+    """H100 and H200 workers: each record's % of peak is its own GPU's; meta's peak_tbps
+    (the first model's, as a run that turned mixed when a worker joined keeps it) is none of
+    the H200 record's.  A record without a % of peak gets no datasheet floor."""
+    def rec(impl, tbps, copy, seed):
+        r = synthetic.record(implementation=impl, time_ms=0.2, seed=seed)
+        r.update(pct_copy=r["gbps"] / copy * 100,
+                 pct_peak=r["gbps"] / (tbps * 1000) * 100 if tbps else None)
+        return r
+    recs = [rec("torch", 3.35, 2800, 1), rec("disjoint_block", 4.8, 4000, 2),
+            rec("atomic", None, 4000, 3)]
+    meta = synthetic.meta(device_name="mixed: NVIDIA H100 80GB HBM3, NVIDIA H200",
+                          peak_tbps=3.35, copy_ceiling_gbps=3400.0, config_name="cluster")
+    md = build_report(pd.DataFrame(recs), meta).markdown()
+    assert "each record's own GPU's datasheet peak (3.35, 4.8 TB/s)" in md
+    got = {r["implementation"]: r for r in _prediction(md)}
+    nb = recs[0]["bytes_moved"]
+    for r, tbps in zip(recs, (3.35, 4.8)):
+        floor = model.bandwidth_bound_ms(nb, tbps)
+        assert got[r["implementation"]]["floor @ datasheet peak µs"] == ms_to_us(floor)
+        assert got[r["implementation"]]["measured / floor"] == f"{r['time_ms'] / floor:.2f}×"
+    assert got["atomic"]["floor @ datasheet peak µs"] == "" and got["atomic"]["measured / floor"] == ""

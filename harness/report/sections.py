@@ -124,43 +124,45 @@ def prediction_section(rep: Report, df: pd.DataFrame, meta: dict, interp: bool) 
     copy = one_copy_ceiling(df, meta)
     meta_copy = float(meta["copy_ceiling_gbps"]) if finite(meta.get("copy_ceiling_gbps")) else None
     mixed = copy is None and meta_copy is not None
-    peak = model.peak_tbps(str(meta.get("device_name") or ""),
-                           float(meta["peak_tbps"]) if finite(meta.get("peak_tbps")) else None)
+    peaks = _row_peaks(df, meta)
     seed = meta.get("config_name") == SEED_CONFIG
-    if not (seed or copy or mixed or finite(meta.get("peak_tbps"))):
+    if not (seed or copy or mixed or finite(meta.get("peak_tbps")) or peaks.notna().any()):
         return
     rep.h(2, "Measured time against the bandwidth bound", "prediction")
     if mixed:
         rep.p(f"{no_ceiling(meta)}: each record's % of copy is against its own GPU's, and no "
               "single ceiling is drawn or predicted from here.")
-    if not (copy or peak):
+    t = summary.times(df)          # a median that is not positive and finite is no time
+    timed = df[(df["status"] == "ok") & np.isfinite(t) & (t > 0) & np.isfinite(df["bytes_moved"])]
+    used = sorted({float(f"{v:.4g}") for v in peaks[timed.index].dropna()})
+    if not (copy or peaks.notna().any()):
         rep.p(("The device" if mixed else f"{no_ceiling(meta)} and the device")
               + " has no datasheet peak: no prediction can be made.")
         return
+    peak_text = ("" if not used else f"the datasheet peak {used[0]:g} TB/s" if len(used) == 1
+                 else "each record's own GPU's datasheet peak ("
+                 + ", ".join(f"{p:g}" for p in used) + " TB/s)")
     rep.p("The floor a pass cannot beat by much: bytes_moved (every input read once, every "
           "output written once; workspace traffic excluded) divided by the bandwidth — "
           + (f"the measured device-to-device copy ceiling {copy:.0f} GB/s" if copy else "")
           + (f" (the one the records were measured against, not meta.json's {meta_copy:.0f} "
              "GB/s: a merge's or a cluster's median)" if _other(meta_copy, copy) else "")
-          + (" and " if copy and peak else "")
-          + (f"the datasheet peak {peak:g} TB/s" if peak else "") + ". "
+          + (" and " if copy and peak_text else "") + peak_text + ". "
           "measured / floor is how many times slower than the floor (the copy-ceiling floor "
           "when known) the record ran.")
     if interp:
         rep.warn("measured times are CPU wall-clock under the Triton interpreter: the ratio to "
                  "a GPU bandwidth floor is meaningless here.")
-    t = summary.times(df)          # a median that is not positive and finite is no time
-    timed = df[(df["status"] == "ok") & np.isfinite(t) & (t > 0) & np.isfinite(df["bytes_moved"])]
     if timed.empty:
         rep.p("No record has a measured time.")
         return
     rows = []
     show_w = show_weight(timed)        # dtype/weight: two rows must not read as one
     timed = timed.sort_values(list(SHAPE) + ["time_ms"])
-    for _, r in timed.iterrows():
-        nb = float(r["bytes_moved"])
+    for k, r in timed.iterrows():
+        nb, peak = float(r["bytes_moved"]), peaks[k]
         fc = model.bandwidth_bound_ms(nb, copy / 1000) if copy else None
-        fp = model.bandwidth_bound_ms(nb, peak) if peak else None
+        fp = model.bandwidth_bound_ms(nb, peak) if finite(peak) else None
         rows.append({"implementation": impl_label(r["implementation"], r["groups"], r["groups_effective"]),
                      "norm": r["norm"], "rows": fmt_int(r["rows"]), "d": fmt_int(r["d"]),
                      "dtype": f"{r['dtype']}/{r['weight_dtype']}" if show_w else r["dtype"],
@@ -172,6 +174,21 @@ def prediction_section(rep: Report, df: pd.DataFrame, meta: dict, interp: bool) 
                                           if (fc or fp) else ""),
                      "correct": "" if r["correct"] is None else str(r["correct"])})
     rep.table(pd.DataFrame(rows), cls="prediction")
+
+
+def _row_peaks(df: pd.DataFrame, meta: dict) -> pd.Series:
+    """Each record's datasheet peak (TB/s): the one its % of peak was measured against
+    (gbps / pct_peak); else the run's — none for a run on GPUs of several models ("mixed:"),
+    whose records were each measured against their own GPU's, so that no floor is another
+    GPU's."""
+    name = str(meta.get("device_name") or "")
+    run = None if name.startswith(model.MIXED) else model.peak_tbps(
+        name, float(meta["peak_tbps"]) if finite(meta.get("peak_tbps")) else None)
+    g = pd.to_numeric(df["gbps"], errors="coerce").to_numpy(dtype=float)
+    p = pd.to_numeric(df["pct_peak"], errors="coerce").to_numpy(dtype=float)
+    ok = np.isfinite(g) & np.isfinite(p) & (g > 0) & (p > 0)
+    own = np.where(ok, g / np.where(ok, p, 1) * 100 / 1000, np.nan)
+    return pd.Series(own, index=df.index).where(ok, run if run else np.nan)
 
 
 def _other(a: float | None, b: float | None) -> bool:
