@@ -54,8 +54,8 @@ def bytes_moved(norm: str, rows: int, d: int, dtype: str, weight_dtype: str) -> 
 
 def peak_tbps(device_name: str, override: float | None = None) -> float | None:
     """Datasheet peak TB/s for a device name, or the override; None if unknown, and None for
-    a cluster's or merge's "mixed: A, B" — no one peak is every GPU's (each record carries
-    its own GPU's as pct_peak)."""
+    a cluster's "mixed: A, B" (GPUs of several models): no one peak is every GPU's, and each
+    record carries its own GPU's as pct_peak."""
     if override is not None:
         return float(override)
     name = device_name or ""
