@@ -10,10 +10,13 @@ Order of work, and why:
      inputs is recorded as an error, and cannot poison the others;
   3. determinism: `repeats` calls in all on the same inputs (the first and `repeats` − 1
      more), every output compared bit for bit with the distinct results seen so far (no
-     hashes: an exact comparison);
+     hashes: an exact comparison); each new result is judged against the reference too;
   4. time: every call is timed whole — argument checks, output and workspace allocation, the
      zeroing of workspaces and locks, every kernel including the reduce — because a user pays
-     all of it on every call (`time_ms`, do_bench);
+     all of it on every call (`time_ms`, do_bench); the last timed call's output, once timing
+     is over, goes through step 3's comparison (and, if new, the reference): a call that goes
+     wrong after the repeats makes the record incorrect and not deterministic, so the time
+     recorded is never that of unjudged results (`distinct_results` may reach `repeats` + 1);
   5. GPU time (harness.timing.gpu_time): the same call replayed from a CUDA graph, so that the
      samples hold only the time its kernels keep the GPU busy (`gpu_time_ms`);
      `host_overhead_ms` = time_ms − gpu_time_ms.  Empty without a GPU, with the reason.
@@ -22,7 +25,7 @@ The first call (step 2) compiles whatever the implementation compiles; its wall 
 the inputs (`entry.fn.notes(x, dy, w, mean, rstd)` → the `notes` column); one that raises
 NotImplementedError on the first call does not take this combination: `skipped`, with why.
 NaN/Inf: every output of the first call and of every repeat is checked, and the output of
-the last timed call (checking each timed call would add to the time measured).
+the last timed call (checking or comparing each timed call would add to the time measured).
 A failure at any step becomes the record's status and error text; nothing is raised — not
 for a plugin's SystemExit or other BaseException either (only SIGINT/SIGTERM stop a sweep).
 """
@@ -82,8 +85,9 @@ def _bytes_needed(case: Case, ws: int) -> int:
     act = model.ITEMSIZE[case.dtype]
     # while the fp64 reference is computed: the pristine x and dy, and the reference's seven
     # n-element fp64 temporaries at their peak (measured); then: x and dy, the copies each
-    # implementation gets, the first dx (kept for the GPU timer), its copy for the repeats'
-    # comparison, a repeat's dx and a third in the GPU timer's graph, the reference's dx
+    # implementation gets, the first dx (kept for the GPU timer), its copy for the comparison
+    # of the repeats and the last timed call, a repeat's dx and a third in the GPU timer's
+    # graph (while timed: the last timed call's dx and the next one's), the reference's dx
     return max(2 * n * act + 7 * n * 8, 8 * n * act + n * 8 + ws)
 
 
@@ -317,11 +321,15 @@ def _measure(case, s, entry, groups, rec, device, nbytes, done):
         del out
     rec["distinct_results"] = len(distinct.results)
     rec["deterministic"] = len(distinct.results) == 1
-    del distinct
     if bad := inputs_changed("in its repeated calls"):
         return bad
 
-    # 3. time (the last timed call's output is kept, to be checked for NaN/Inf)
+    # 3. time. The last timed call's output is kept and, once timing is over, checked as a
+    #    repeat's is: NaN/Inf, and compared bit for bit with the distinct results (new bits are
+    #    judged against the reference) — the time recorded is that of the results judged, not
+    #    of a call that goes wrong after the repeats (a workspace that fills up, a counter).
+    #    Nothing runs between it and the comparison, so buffers it shares with later calls
+    #    cannot have been overwritten; the distinct results are copies.
     last = [None]
 
     def timed():
@@ -329,8 +337,15 @@ def _measure(case, s, entry, groups, rec, device, nbytes, done):
 
     samples = timing.bench(timed, s.warmup_ms, s.rep_ms, on_gpu)
     if last[0] is not None:
+        if wrong := _malformed(last[0], x, w, mean is not None):
+            return done("error", f"the last timed call: {wrong}")
         nonfinite += [f"{k} of the last timed call" for k in _nonfinite(last[0])]
+        if distinct.add(last[0]):
+            _judge(rec, last[0], ref)
     last[0] = None
+    rec["distinct_results"] = len(distinct.results)
+    rec["deterministic"] = len(distinct.results) == 1
+    del distinct
     rec.update(timing.summarize(samples))
     rec["time_samples_ms"] = json.dumps([round(t, 6) for t in samples])
     rec["gbps"] = model.gbps(nbytes, rec["time_ms"])

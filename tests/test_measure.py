@@ -379,12 +379,81 @@ def test_every_distinct_result_is_judged_not_only_the_first(fakes):
     """A strategy right once and then drifting (k·dγ on call k) is not correct, although
     its first call is; its worst error is the one recorded."""
     import sys
-    sys.modules["tests.fake_impls"]._drift[0] = 0
+    drift = sys.modules["tests.fake_impls"]._drift
+    drift[0] = 0
     rec = _measure_impl(_fake_name("test_drifts"), repeats=3)
-    assert rec["status"] == "ok" and rec["distinct_results"] == 3
+    # the 3 repeats and the last timed call (call n, n·dγ: error n − 1; no GPU timer here)
+    assert rec["status"] == "ok" and rec["distinct_results"] == 4
     assert rec["correct"] is False
-    assert 1.9 < rec["err_dw"] < 2.1 and rec["max_rel_err"] == rec["err_dw"]  # 3·dγ: error 2
-    assert rec["err_dx"] < 1e-5
+    assert abs(rec["err_dw"] - (drift[0] - 1)) < 1e-3 * drift[0]
+    assert rec["max_rel_err"] == rec["err_dw"] and rec["err_dx"] < 1e-5
+
+
+def test_a_call_that_goes_wrong_only_while_timed_is_judged(monkeypatch):
+    """Right and bitwise identical for its first 3 calls (the repeats), dγ·1.1 from its 4th on
+    (the timed calls): the time would be that of wrong results, so the last timed call is
+    compared and judged as a repeat is — incorrect and not deterministic, no exception, and
+    the next implementation of the case is measured as before."""
+    from normbench import strategies
+    torch_fn = strategies.get("torch").fn
+    calls = [0]
+
+    def wrong_later(x, dy, w, mean, rstd, *, groups=None):
+        calls[0] += 1
+        dx, dw, db = torch_fn(x, dy, w, mean, rstd)
+        return dx, (dw * 1.1 if calls[0] >= 4 else dw), db
+    _fake(monkeypatch, "test_wrong_later", wrong_later)
+    rec = _measure_impl("test_wrong_later", repeats=3)
+    assert calls[0] > 3 and rec["status"] == "ok", rec["error"]
+    assert rec["correct"] is False and abs(rec["err_dw"] - 0.1) < 1e-5
+    assert rec["deterministic"] is False and rec["distinct_results"] == 2
+    assert rec["err_dx"] < 1e-5 and rec["time_ms"] > 0
+    after = _measure_impl("torch", repeats=3)                # the sweep goes on
+    assert after["status"] == "ok" and after["correct"] and after["deterministic"]
+    assert after["distinct_results"] == 1
+
+
+def test_the_last_timed_calls_output_is_compared_though_its_buffers_are_reused(monkeypatch):
+    """Every call writes into the same buffers: the kept results are copies, so a last timed
+    call that differs is a new result, and one that does not is not."""
+    import torch
+    from normbench import strategies
+    torch_fn = strategies.get("torch").fn
+    calls, bufs, first_wrong = [0], [], [10**9]
+
+    def reuses(x, dy, w, mean, rstd, *, groups=None):
+        calls[0] += 1
+        dx, dw, db = torch_fn(x, dy, w, mean, rstd)
+        if calls[0] >= first_wrong[0]:
+            dw = dw * 1.1
+        if not bufs:
+            bufs.extend(torch.empty_like(o) for o in (dx, dw, db))
+        for b, o in zip(bufs, (dx, dw, db)):
+            b.copy_(o)
+        return tuple(bufs)
+    _fake(monkeypatch, "test_reuses", reuses)
+    rec = _measure_impl("test_reuses", repeats=3)
+    assert rec["correct"] and rec["deterministic"] and rec["distinct_results"] == 1
+    calls[0], first_wrong[0] = 0, 4
+    rec = _measure_impl("test_reuses", repeats=3)
+    assert rec["correct"] is False and rec["deterministic"] is False
+    assert rec["distinct_results"] == 2
+
+
+def test_a_last_timed_call_not_the_contracts_tuple_is_an_error(monkeypatch):
+    """Checked as a repeat is, before it is compared or judged."""
+    from normbench import strategies
+    torch_fn = strategies.get("torch").fn
+    calls = [0]
+
+    def short_later(x, dy, w, mean, rstd, *, groups=None):
+        calls[0] += 1
+        out = torch_fn(x, dy, w, mean, rstd)
+        return out if calls[0] < 4 else out[:2]
+    _fake(monkeypatch, "test_short_later", short_later)
+    rec = _measure_impl("test_short_later", repeats=3)
+    assert rec["status"] == "error"
+    assert rec["error"] == "the last timed call: returned 2 outputs, not 3 (dx, dγ, dβ)"
 
 
 def _measure_mixed(impl, dtype, weight_dtype, norm="layernorm"):
