@@ -25,7 +25,9 @@ resource each) that run under the Triton interpreter — how the tests run it.
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import statistics
 import time
@@ -169,6 +171,7 @@ class Executor:
         self.standin = False
         self._facts: dict = {}
         self._joined: list[dict] = []
+        self._quiet = contextlib.ExitStack()
 
     def choose(self) -> None:
         """The GPUs of --gpus (stand-ins under the interpreter)."""
@@ -228,6 +231,11 @@ class Executor:
             where = f"{len(self.devices)} {'stand-in ' if self.standin else ''}worker(s) on " \
                     f"{'this host' if self.standin else 'GPUs ' + ','.join(self.devices)}"
         else:
+            # this process's Dask logs at CRITICAL only while it runs, as --gpus's
+            # silence_logs has them: a lost scheduler was logged by distributed.client at
+            # ERROR with a 30-line traceback before the run's own line said so
+            from distributed.utils import silence_logging_cmgr
+            self._quiet.enter_context(silence_logging_cmgr(logging.CRITICAL))
             target = self.scheduler
             kw = {"scheduler_file": target} if Path(target).is_file() else {"address": target}
             try:
@@ -374,6 +382,15 @@ class Executor:
 
     def close(self) -> None:
         try:
+            if self.client is not None and self.cluster is None \
+                    and self.client.status == "running":
+                # a cluster's workers outlive the run: each stops its measuring child, which
+                # would keep its GPU's memory (a --gpus cluster's close ends the children)
+                from normbench.harness import gpuworker
+                self.client.run(gpuworker.close_async, on_error="ignore")
+        except Exception:
+            pass
+        try:
             if self.client is not None:
                 self.client.close(timeout=10)
         except Exception:
@@ -384,6 +401,7 @@ class Executor:
         except Exception:
             pass
         self.client = self.cluster = None
+        self._quiet.close()
 
 
 def _per_gpu_cluster(devices: list[str], common: dict):

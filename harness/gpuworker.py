@@ -21,6 +21,7 @@ import time
 from normbench.harness import hostload
 
 FACTS_TIMEOUT_S = 600.0
+CLOSE_WAIT_S = 10.0
 _lock = threading.Lock()
 _state: dict = {}
 
@@ -92,7 +93,24 @@ def _address() -> str | None:
 
 
 def close() -> None:
-    """Stop the child (registered as a Dask worker teardown by the driver, best effort)."""
-    w = _state.pop("worker", None)
-    if w is not None:
-        w.close()
+    """Stop the child.  A --scheduler run's driver has every worker do it as the run ends
+    (close_async): those workers outlive the run, and an idle child kept its GPU's CUDA
+    context and cached memory, which a later run's free-memory check saw.  The workers of
+    a --gpus cluster end with the run, and their children with them (isolate's parent watch).
+    Between cases (the lock measure_task holds): a case another run started here is measured
+    whole, and the next one starts a fresh child."""
+    with _lock:
+        w = _state.pop("worker", None)
+        if w is not None:
+            w.close()
+
+
+async def close_async(wait_s: float = CLOSE_WAIT_S) -> None:
+    """close() for Client.run, off the worker's event loop, waited for at most wait_s: a task
+    of a stopped run cannot be cancelled once it runs, and the child it measures in closes
+    when that case ends (close waits for it), not while the driver waits."""
+    import asyncio
+    try:
+        await asyncio.wait_for(asyncio.to_thread(close), wait_s)
+    except asyncio.TimeoutError:
+        pass

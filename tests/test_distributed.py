@@ -328,3 +328,70 @@ def test_a_task_the_cluster_could_not_run_stops_the_run_and_records_nothing():
             _record(Failed(e), case, settings, failed_record)
     rec = _record(Failed(KilledWorker("attempted to run task")), case, settings, failed_record)
     assert rec["status"] == "error" and "Dask worker died" in rec["error"]
+
+
+@pytest.fixture
+def scheduler_and_worker(tmp_path):
+    """A Dask scheduler and one worker (no nanny: its pid is the worker's) started as a
+    cluster is by hand, (address, scheduler process, worker process); both stopped after."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    address = f"tcp://127.0.0.1:{port}"
+    env = {**ENV, "DASK_DISTRIBUTED__WORKER__DAEMON": "False"}
+    logs = [open(tmp_path / f"{n}.log", "w") for n in ("scheduler", "worker")]
+    sched = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--port",
+                              str(port), "--no-dashboard"], env=env, stdout=logs[0],
+                             stderr=subprocess.STDOUT)
+    worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address,
+                               "--nthreads", "1", "--resources", "GPU=1", "--no-nanny",
+                               "--no-dashboard"], env=env, stdout=logs[1],
+                              stderr=subprocess.STDOUT)
+    try:
+        yield address, sched, worker
+    finally:
+        for p in (worker, sched):
+            p.kill()
+            p.wait()
+        for f in logs:
+            f.close()
+
+
+def _measuring_children(pid):
+    """The worker's measuring child (multiprocessing's resource tracker left out)."""
+    import psutil
+    try:
+        kids = psutil.Process(pid).children()
+        return [k for k in kids if "resource_tracker" not in " ".join(k.cmdline())]
+    except psutil.Error:
+        return []
+
+
+@needs_dask
+def test_a_scheduler_run_stops_its_workers_children_and_a_lost_scheduler_is_one_line(
+        scheduler_and_worker, tmp_path):
+    """--scheduler: the cluster's workers outlive the run, so as it ends each stops the child
+    it measured in (which held its GPU's memory).  The scheduler lost mid-run: the run's one
+    line and exit 1, without distributed.client's traceback before it."""
+    address, sched, worker = scheduler_and_worker
+    cfg = write_config(tmp_path / "c.yaml", norm=["rmsnorm"], rows=[5], implementations=["torch"])
+    r = cli("run", cfg, "--scheduler", address, "--out", tmp_path / "a", "--no-report")
+    assert r.returncode == 0, r.stderr
+    deadline = time.time() + 20
+    while _measuring_children(worker.pid) and time.time() < deadline:
+        time.sleep(0.2)
+    assert not _measuring_children(worker.pid), "the worker kept its measuring child"
+    cfg = write_config(tmp_path / "d.yaml", rows=[5, 9, 17, 33],
+                       implementations=["torch", "disjoint_block"])
+    out = tmp_path / "b"
+    p = popen("run", cfg, "--scheduler", address, "--out", out, "--no-report")
+    try:
+        assert wait_for_records(out, 1, p), p.communicate()[1] if p.poll() is not None else ""
+        sched.kill()
+        _, err = p.communicate(timeout=120)
+    finally:
+        p.kill()
+    assert p.returncode == 1, err
+    assert "Traceback" not in err and "distributed." not in err, err
+    assert err.strip().splitlines()[-1].startswith("run: lost the Dask scheduler"), err
