@@ -33,16 +33,29 @@ def test_a_correct_fp32_backward_passes_where_dx_is_the_difference_of_its_terms(
     ref = reference(*inputs)
     out = fp32_backward(*inputs)
     assert within_tolerances(out, ref, "fp32", "fp32"), errors(out, ref)
-    if norm == "rmsnorm" and d == 1:
-        assert rel_error(out[0], ref[0]) > output_tolerances("fp32", "fp32")[0]
+
+
+@pytest.mark.parametrize("x", [1.3, 2.9, 5.0])
+def test_against_max_dx_alone_a_correct_rms_1x1_would_fail(x):
+    """RMS 1 × 1 at x = 1.3, 2.9, 5: the fp32 formula is 0.6–14 % off max|dx| (dx is
+    rstd·g·ε/(x² + ε), its terms' rounding is of their own size), within the terms' floor."""
+    from normbench.harness.inputs import EPS
+    xs, dy, w = torch.tensor([[x]]), torch.tensor([[1.0]]), torch.tensor([1.0])
+    rstd = torch.rsqrt(xs[:, 0] * xs[:, 0] + EPS)
+    ref = reference(xs, dy, w, None, rstd)
+    out = fp32_backward(xs, dy, w, None, rstd)
+    assert within_tolerances(out, ref, "fp32", "fp32"), errors(out, ref)
+    assert rel_error(out[0], ref[0]) > output_tolerances("fp32", "fp32")[0]
 
 
 @pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])
-@pytest.mark.parametrize("d", [1, 2, 3, 64, 1000])
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize("d", [1, 2, 3, 64, 1000, 4096, 8192])
+@pytest.mark.parametrize("dtype", ["fp32", "bf16", "fp16"])
 def test_a_wrong_dx_still_fails(norm, d, dtype):
     """dx without its x̂·mean(g·x̂) term is judged wrong at every width, the shortest rows
-    included: the terms' size does not hide an error of the size of a term."""
+    included: the terms' size does not hide an error of the size of a term.  At d ≥ 4096 in
+    bf16 it passed until session 43: rows drawn alike made the term ~1/√d of dx, under the
+    8 units of rounding bf16 was allowed then (`make_inputs`, `TOLERANCE`)."""
     inputs = make_inputs(norm, 8, d, dtype, dtype, seed=d, device="cpu")
     ref = reference(*inputs)
     out = fp32_backward(*inputs, drop_c1=True)
@@ -55,8 +68,8 @@ def test_a_wrong_dx_still_fails(norm, d, dtype):
 @pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])
 @pytest.mark.parametrize("rows,d", [(64, 64), (16, 1000), (1024, 1024), (8, 4096), (2, 16384)])
 def test_at_benchmarked_widths_the_scale_is_max_dx(norm, rows, d):
-    """d ≥ 64: the terms within 2× of max|dx| (what the docs say), far from the floor's 10×:
-    dx's scale is max|dx| itself, as before the floor."""
+    """d ≥ 64: the terms within 2.5× of max|dx| (what the docs say), far from the floor's
+    10×: dx's scale is max|dx| itself, as before the floor."""
     for seed in range(4):
         ref = reference(*make_inputs(norm, rows, d, "bf16", "bf16", seed=seed, device="cpu"))
         top = ref[0].abs().max().item()
@@ -68,7 +81,7 @@ def test_at_benchmarked_widths_the_scale_is_max_dx(norm, rows, d):
         terms = g.abs() + (xhat * (xhat * g).mean(dim=1, keepdim=True)).abs()
         if mean is not None:
             terms += g.mean(dim=1, keepdim=True).abs()
-        assert (terms * r).max().item() <= 2 * top
+        assert (terms * r).max().item() <= 2.5 * top
 
 
 def test_reference_is_the_three_outputs_and_pickles_with_its_scales():
