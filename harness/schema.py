@@ -114,9 +114,10 @@ DECLARATION: list[Column] = [
        "tolerance_dw: the coarser dtype's, for every output)", fmt=".2g"),
     _c("tolerance_dw", "Float64", "dγ's and dβ's, by the weight's dtype", label="tolerance dγ",
        fmt=".2g"),
-    _c("deterministic", "boolean", "all repeats bitwise identical", gate=TRUE_TO_FALSE,
+    _c("deterministic", "boolean", "all repeats and the last timed call bitwise identical", gate=TRUE_TO_FALSE,
        only_if="deterministic_by_design", context=("distinct_results", "repeats")),
-    _c("distinct_results", "Int64", "distinct (dx, dw, db) bit patterns among the repeats",
+    _c("distinct_results", "Int64", "distinct (dx, dw, db) bit patterns among the repeats and "
+       "the last timed call",
        label="distinct"),
     _c("repeats", "Int64"),
     _c("writers_per_slot", "Int64", "contention model: writers into one dγ slot",

@@ -118,6 +118,7 @@ def test_environment_and_bandwidth_prediction(full):
     assert "NVIDIA H200" in md and "560.35.03" in md and "0123456789abcdef" in md
     assert "name: seed-worked-example" in md            # config text verbatim
     assert "CPU wall-clock" not in md                   # a GPU run: no interpreter warning
+    assert "a race cannot show" not in md
     sec = md[md.index("## Measured time against the bandwidth bound"):md.index("## Plots")]
     nb = model.bytes_moved("rmsnorm", 8192, 4096, "bf16", "fp32")
     floor_copy = model.bandwidth_bound_ms(nb, synthetic.COPY_CEILING_GBPS / 1000) * 1000
@@ -170,6 +171,7 @@ def test_odd_run_interpreter_single_impl_nans_no_groups(tmp_path):
     write_report(run_dir)                                      # baseline torch is absent
     md = (run_dir / "report.md").read_text()
     assert "CPU wall-clock under the Triton interpreter" in md
+    assert "a race cannot show, so these verdicts say nothing of a GPU's" in md
     assert "baseline `torch` is not in this run" in md
     assert "no implementation in this run uses GROUPS" in md
     assert "correctness not checked" in md and "incorrect" in md

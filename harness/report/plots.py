@@ -211,10 +211,13 @@ def _slant_xticks(ax) -> None:
 
 def _plot_determinism(rep, df, comp, meta, palette, baseline, interp):
     import matplotlib.colors as mcolors
-    rep.h(3, "Determinism: distinct results out of R repeats")
+    rep.h(3, "Determinism: distinct results in R repeats and the last timed call")
     if df.empty:
         rep.p("Skipped: no records.")
         return
+    if interp:
+        rep.p("Under the Triton interpreter the programs run one at a time, in order: a race "
+              "cannot show, so these verdicts say nothing of a GPU's.")
     many_w = show_weight(df)
     multi_g = df.groupby("implementation")["groups"].nunique()
     d2 = df.assign(
@@ -251,11 +254,12 @@ def _plot_determinism(rep, df, comp, meta, palette, baseline, interp):
     ax.set_xlabel("shape")
     ax.set_ylabel("")
     _slant_xticks(ax)
-    fig.suptitle("Distinct bit patterns of (dx, dγ, dβ) among the repeats")
+    fig.suptitle("Distinct bit patterns of (dx, dγ, dβ) among the repeats and the last "
+                 "timed call")
     nondet_design = df[(df["deterministic"].map(lambda v: v is False))
                        & (df["deterministic_by_design"].map(lambda v: v is True))]
     rep.figure(PlotFigure("determinism", "Determinism matrix", _png(fig),
-                          "k/R: k distinct results out of R repeats; a row per GROUPS where an "
+                          "k/R: k distinct results in R repeats and the last timed call; a row per GROUPS where an "
                           "implementation ran with several; grey: not measured "
                           "(error/skip/timeout)."))
     if not nondet_design.empty:
