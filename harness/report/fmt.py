@@ -134,11 +134,17 @@ def impl_label(impl, groups, geff) -> str:
     the label names what ran, and G=6 and G=5 that both ran 5 stay two labels."""
     if not uses_groups(groups):
         return str(impl)
-    g = str(groups)
-    if g == "auto":
-        return f"{impl} (G=auto→{fmt_int(geff)})" if finite(geff) else f"{impl} (G=auto)"
+    ran = groups_ran(groups, geff)
+    return f"{impl} (G={groups}→{ran})" if ran else f"{impl} (G={groups})"
+
+
+def groups_ran(groups, geff) -> str:
+    """The GROUPS that ran where they are not the GROUPS asked for ('5' for 6 capped at 5,
+    '264' for auto), else ''."""
+    if not uses_groups(groups) or not finite(geff):
+        return ""
     ran = fmt_int(geff)
-    return f"{impl} (G={g}→{ran})" if ran and ran != _as_int(g) else f"{impl} (G={g})"
+    return ran if ran != _as_int(str(groups)) else ""
 
 
 def _as_int(text: str) -> str:

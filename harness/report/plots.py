@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 
 from .document import PlotFigure, Report
-from .fmt import (SHAPE, best_per_impl, competing, finite, fmt_int, fmt_ratio, impl_label,
-                  impl_order, implementation_order, no_ceiling, one_copy_ceiling, shape_label,
-                  short, show_weight, uses_groups)
+from .fmt import (SHAPE, best_per_impl, competing, finite, fmt_int, fmt_ratio, groups_ran,
+                  impl_label, impl_order, implementation_order, no_ceiling, one_copy_ceiling,
+                  shape_label, short, show_weight, uses_groups)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -220,15 +220,21 @@ def _plot_determinism(rep, df, comp, meta, palette, baseline, interp):
               "cannot show, so these verdicts say nothing of a GPU's.")
     many_w = show_weight(df)
     multi_g = df.groupby("implementation")["groups"].nunique()
+    # A row per GROUPS asked for (the case's key), not per GROUPS that ran: a strategy caps
+    # GROUPS by the rows, so one value asked runs different counts at different shapes and
+    # would split into rows grey where it ran.  The count that ran is in the cell instead.
+    named = df["implementation"].map(lambda i: multi_g.get(i, 0) > 1)
     d2 = df.assign(
-        row=[(impl_label(r.implementation, r.groups, r.groups_effective)
-              if multi_g.get(r.implementation, 0) > 1 else str(r.implementation))
-             for r in df.itertuples()],
+        row=[impl_label(r.implementation, r.groups, None) if g else str(r.implementation)
+             for r, g in zip(df.itertuples(), named)],
+        ran=[groups_ran(r.groups, r.groups_effective) if g else ""
+             for r, g in zip(df.itertuples(), named)],
+        asked=pd.to_numeric(df["groups"], errors="coerce"),        # "auto": NaN, first
         col=[shape_label(r, many_w) for _, r in df.iterrows()])
     rows_order = []
     for impl in impl_order(d2["implementation"].unique(), palette):
-        labels = d2.loc[d2["implementation"] == impl, ["row", "groups_effective"]].drop_duplicates("row")
-        rows_order += list(labels.sort_values("groups_effective", na_position="first")["row"])
+        labels = d2.loc[d2["implementation"] == impl, ["row", "asked"]].drop_duplicates("row")
+        rows_order += list(labels.sort_values("asked", na_position="first")["row"])
     shape_order = (d2.sort_values(list(SHAPE), key=lambda s: s.map(str) if s.dtype == object else s)
                    ["col"].drop_duplicates().tolist())
     val = pd.DataFrame(np.nan, index=rows_order, columns=shape_order)
@@ -238,7 +244,8 @@ def _plot_determinism(rep, df, comp, meta, palette, baseline, interp):
             k = float(r["distinct_results"])
             if np.isnan(val.at[r["row"], r["col"]]) or k > val.at[r["row"], r["col"]]:
                 val.at[r["row"], r["col"]] = k
-                txt.at[r["row"], r["col"]] = f"{fmt_int(k)}/{fmt_int(r['repeats'])}"
+                txt.at[r["row"], r["col"]] = (f"{fmt_int(k)}/{fmt_int(r['repeats'])}"
+                                              + (f"\n→{r['ran']}" if r["ran"] else ""))
         elif not txt.at[r["row"], r["col"]]:
             txt.at[r["row"], r["col"]] = "–" if r["status"] == "ok" else str(r["status"])
     if val.isna().all().all():
@@ -254,13 +261,14 @@ def _plot_determinism(rep, df, comp, meta, palette, baseline, interp):
     ax.set_xlabel("shape")
     ax.set_ylabel("")
     _slant_xticks(ax)
-    fig.suptitle("Distinct bit patterns of (dx, dγ, dβ) among the repeats and the last "
-                 "timed call")
+    fig.suptitle("Distinct bit patterns of (dx, dγ, dβ)")      # the caption says among what
     nondet_design = df[(df["deterministic"].map(lambda v: v is False))
                        & (df["deterministic_by_design"].map(lambda v: v is True))]
     rep.figure(PlotFigure("determinism", "Determinism matrix", _png(fig),
-                          "k/R: k distinct results in R repeats and the last timed call; a row per GROUPS where an "
-                          "implementation ran with several; grey: not measured "
+                          "k/R: k distinct bit patterns of (dx, dγ, dβ) in R repeats and the "
+                          "last timed call; a row per GROUPS asked for where an implementation "
+                          "ran with several (→n under k/R: the GROUPS that ran there, where "
+                          "the strategy capped them); grey: not measured "
                           "(error/skip/timeout)."))
     if not nondet_design.empty:
         rep.warn("implementations deterministic by design gave differing results: "
