@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import stat
 import tempfile
 from pathlib import Path
@@ -93,28 +94,55 @@ def check_out_dir(path: str | os.PathLike) -> None:
     try:
         st = os.stat(p)
     except FileNotFoundError:
-        return _check_creatable(p)
+        return _check_new(p)
     except OSError as e:        # a name too long, a component that is a file ...
         if e.errno == errno.ENOTDIR:
-            return _check_creatable(p)
+            return _check_new(p)
         raise StoreError(f"cannot use {p} as output directory: {_reason(e)}") from e
     if not stat.S_ISDIR(st.st_mode):
         raise StoreError(f"cannot use {p} as output directory: it exists and is not a directory")
+    _check_dir(p, p)
+
+
+def _check_dir(p: Path, real: Path) -> None:
+    """`real`, the existing directory `p` names: empty (but for our own files) or a run's."""
     try:
-        names = [n for n in os.listdir(p) if not _ours(n)]
+        names = [n for n in os.listdir(real) if not _ours(n)]
     except OSError as e:
         raise StoreError(f"cannot use {p} as output directory: {_reason(e)}") from e
-    if names and run_dir_version(p) is None:
+    if names and run_dir_version(real) is None:
         raise StoreError(f"{p} is not empty and is not a normbench run directory; choose a new "
                          "or empty output directory")
 
 
-def _check_creatable(p: Path) -> None:
-    """Raise StoreError unless a directory can be made at the new path `p`: its nearest
-    existing ancestor is a directory a directory can be made in — tried, with a probe
-    removed at once, so that --dry-run refuses what the run's mkdir would (a file on the
-    path, a read-only or pseudo file system such as /proc)."""
-    base = next((a for a in p.absolute().parents if os.path.lexists(a)), None)
+def _check_new(p: Path) -> None:
+    """A path that does not exist yet — but may name an existing directory once its missing
+    parts are made (`new/..`, which mkdir -p makes and which is then `.`): that directory is
+    checked as such; else whether one can be made there."""
+    real = _named(p)
+    if real.is_dir():
+        return _check_dir(p, real)
+    _check_creatable(real, p)
+
+
+def _named(p: Path) -> Path:
+    """The absolute path `p` will name once its missing parts are made: its longest existing
+    prefix resolved (links followed, as the OS does), the rest taken as written ('..' of a
+    part yet to be made is the part before it)."""
+    parts = Path(os.getcwd(), p).parts          # '..' kept: a link's parent is not lexical
+    i = len(parts)
+    while i > 1 and not os.path.lexists(os.path.join(*parts[:i])):
+        i -= 1
+    return Path(os.path.normpath(os.path.join(os.path.realpath(os.path.join(*parts[:i])),
+                                              *parts[i:])))
+
+
+def _check_creatable(real: Path, p: Path) -> None:
+    """Raise StoreError unless a directory can be made at the new path `real` (what `p`
+    names): its nearest existing ancestor is a directory a directory can be made in — tried,
+    with a probe removed at once, so that --dry-run refuses what the run's mkdir would (a
+    file on the path, a read-only or pseudo file system such as /proc)."""
+    base = next((a for a in real.parents if os.path.lexists(a)), None)
     if base is None:
         return
     if not base.is_dir():
@@ -154,16 +182,19 @@ def write_file_atomic(path: str | os.PathLike, data: bytes | str) -> None:
 
 def _through(path: Path) -> bool:
     """An existing target that is no regular file (a FIFO, a process substitution's
-    /dev/fd/N, a terminal), or one reached through /dev or /proc (/dev/stdout redirected to a
-    file): a temporary beside it renamed over it would replace the pipe or the link, which
-    its reader never sees (or fail: no file can be made in /dev/fd)."""
+    /dev/fd/N, a terminal), or a descriptor's name that leads to one (/dev/stdout, /dev/fd/N,
+    /proc/PID/fd/N redirected to a file): a temporary beside it renamed over it would replace
+    the pipe or the link, which its reader never sees (or fail: no file can be made in
+    /dev/fd).  A regular file anywhere else (/dev/shm too) is replaced whole."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             return True
-        parent = path.parent.resolve()
     except (OSError, RuntimeError):
         return False                 # a new path: the atomic write makes it (or says why not)
-    return parent.parts[:2] in (("/", "dev"), ("/", "proc"))
+    return _FD_NAME.fullmatch(os.path.abspath(path)) is not None
+
+
+_FD_NAME = re.compile(r"/dev/(fd/\d+|std(in|out|err))|/proc/[^/]+/fd/\d+")
 
 
 def _read_umask() -> int:

@@ -615,3 +615,39 @@ def test_an_out_dir_that_cannot_be_made_is_refused_before_the_run(tmp_path):
             check_out_dir("/proc/nb-x/y")
     check_out_dir(tmp_path / "new" / "deeper")     # made by mkdir -p: fine
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.yaml"]   # no probe left behind
+
+
+def test_an_out_dir_through_a_part_yet_to_be_made_is_checked_as_the_directory_it_names(
+        tmp_path, monkeypatch):
+    """`--out new/..` names the current directory once `new` is made (mkdir -p): it was taken
+    as a new path, and a run or merge wrote its files among someone else's."""
+    (tmp_path / "notes.txt").write_text("mine")
+    monkeypatch.chdir(tmp_path)
+    for named in ("nx/..", "nx/../ny/..", str(tmp_path / "a" / "..")):
+        with pytest.raises(StoreError, match="is not empty and is not a normbench run"):
+            check_out_dir(named)
+    check_out_dir("nx/../fresh")                   # a new directory beside notes.txt: fine
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+def test_a_regular_file_under_dev_is_still_replaced_whole(tmp_path, monkeypatch):
+    """Only a descriptor's name (/dev/stdout, /dev/fd/N, /proc/PID/fd/N) or a target that is
+    no regular file is written straight in: a regular file in /dev/shm lost its old contents
+    to a write that failed part way."""
+    from normbench.harness import rundir
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or not os.access(shm, os.W_OK):
+        pytest.skip("no writable /dev/shm")
+    f = shm / f"normbench-test-{os.getpid()}.json"
+    try:
+        f.write_text("old")
+        assert not rundir._through(f)
+        def fail(path, write):
+            raise OSError(27, "File too large")
+        monkeypatch.setattr(rundir, "_atomic_write", fail)
+        with pytest.raises(OSError):
+            write_file_atomic(f, "new" * 1000)
+        assert f.read_text() == "old"
+    finally:
+        f.unlink(missing_ok=True)
+    assert rundir._through(Path("/dev/stdout")) == os.path.exists("/dev/stdout")
