@@ -125,7 +125,8 @@ def _determinism(r: dict) -> str:
     det, n, rep = r.get("deterministic"), r.get("distinct_results"), r.get("repeats")
     if isna(det):
         return "not measured"
-    how = f" ({n} distinct in {rep} repeats and the last timed call)" if not (isna(n) or isna(rep)) else ""
+    how = ("" if isna(n) or isna(rep) else
+           f" ({n} distinct in {schema.compared_calls(rep, r.get('last_call_compared'))})")
     by_design = "" if isna(r.get("deterministic_by_design")) else (
         ", deterministic by design" if r["deterministic_by_design"] else ", not by design")
     return ("bitwise reproducible" if det else "not reproducible") + how + by_design

@@ -16,7 +16,8 @@ Order of work, and why:
      all of it on every call (`time_ms`, do_bench); the last timed call's output, once timing
      is over, goes through step 3's comparison (and, if new, the reference): a call that goes
      wrong after the repeats makes the record incorrect and not deterministic, so the time
-     recorded is never that of unjudged results (`distinct_results` may reach `repeats` + 1);
+     recorded is never that of unjudged results (`distinct_results` may reach `repeats` + 1;
+     `last_call_compared` True says so, where records from before it compared the repeats only);
   5. GPU time (harness.timing.gpu_time): the same call replayed from a CUDA graph, so that the
      samples hold only the time its kernels keep the GPU busy (`gpu_time_ms`);
      `host_overhead_ms` = time_ms − gpu_time_ms.  Empty without a GPU, with the reason.
@@ -336,12 +337,14 @@ def _measure(case, s, entry, groups, rec, device, nbytes, done):
         last[0] = call()
 
     samples = timing.bench(timed, s.warmup_ms, s.rep_ms, on_gpu)
+    rec["last_call_compared"] = False     # what distinct_results counts: reports word it by this
     if last[0] is not None:
         if wrong := _malformed(last[0], x, w, mean is not None):
             return done("error", f"the last timed call: {wrong}")
         nonfinite += [f"{k} of the last timed call" for k in _nonfinite(last[0])]
         if distinct.add(last[0]):
             _judge(rec, last[0], ref)
+        rec["last_call_compared"] = True
     last[0] = None
     rec["distinct_results"] = len(distinct.results)
     rec["deterministic"] = len(distinct.results) == 1

@@ -114,12 +114,15 @@ DECLARATION: list[Column] = [
        "tolerance_dw: the coarser dtype's, for every output)", fmt=".2g"),
     _c("tolerance_dw", "Float64", "dγ's and dβ's, by the weight's dtype", label="tolerance dγ",
        fmt=".2g"),
-    _c("deterministic", "boolean", "all repeats and the last timed call bitwise identical", gate=TRUE_TO_FALSE,
+    _c("deterministic", "boolean", "all repeats bitwise identical, and the last timed call "
+       "where last_call_compared", gate=TRUE_TO_FALSE,
        only_if="deterministic_by_design", context=("distinct_results", "repeats")),
-    _c("distinct_results", "Int64", "distinct (dx, dw, db) bit patterns among the repeats and "
-       "the last timed call",
-       label="distinct"),
+    _c("distinct_results", "Int64", "distinct (dx, dw, db) bit patterns among the repeats, and "
+       "the last timed call where last_call_compared (at most repeats + 1)", label="distinct"),
     _c("repeats", "Int64"),
+    # records before session 43 (empty here) compared the repeats only
+    _c("last_call_compared", "boolean", "the last timed call's output compared bit for bit with "
+       "the repeats' and judged (records since session 43)", table=False),
     _c("writers_per_slot", "Int64", "contention model: writers into one dγ slot",
        label="writers/slot"),
     _c("deterministic_by_design", "boolean", label="det. by design", table=False),
@@ -150,6 +153,14 @@ DECLARATION: list[Column] = [
 ERRORS = {"err_dx": "tolerance", "err_dw": "tolerance_dw", "err_db": "tolerance_dw"}
 # and the output's name as reports and error messages show it
 SHOWN = {"err_dx": "dx", "err_dw": "dγ", "err_db": "dβ"}
+
+
+def compared_calls(repeats, last_call_compared) -> str:
+    """What a record's distinct_results counts among: 'R repeats and the last timed call'
+    where last_call_compared is True, else 'R repeats' (a record from before it compared
+    only the repeats)."""
+    judged = str(last_call_compared).lower() == "true"     # Python or numpy bool, or CSV text
+    return f"{repeats} repeats" + (" and the last timed call" if judged else "")
 
 
 def tolerance_of(rec, err: str):

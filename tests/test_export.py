@@ -259,3 +259,18 @@ def test_incorrect_records_are_left_out_and_counted(tmp_path):
     r = CliRunner().invoke(app, ["export", str(run), "--format", "bencher"])
     assert r.exit_code == 0
     assert "export: 2 record(s) left out: 1 incorrect, 1 not ok" in r.stderr
+
+
+def test_the_last_timed_call_is_named_only_where_the_record_compared_it(tmp_path):
+    """last_call_compared True: 'in R repeats and the last timed call'; a committed run from
+    before the column (empty there) compared the repeats only and says so."""
+    recs = [synthetic.record(implementation=impl, rows=64, d=8, repeats=3, seed=k, **extra)
+            for k, (impl, extra) in enumerate([("torch", {"last_call_compared": True}),
+                                               ("atomic", {})])]
+    run = synthetic.write_run(tmp_path / "run", recs, synthetic.meta())
+    extra = {e["name"].split()[0]: e["extra"] for e in json.loads(
+        ex.export(run, "github-action-benchmark")[0])}
+    assert "(1 distinct in 3 repeats and the last timed call)" in extra["torch"]
+    assert "(1 distinct in 3 repeats)" in extra["atomic"]
+    old = json.loads(ex.export(RESULTS / "h200-small", "github-action-benchmark")[0])
+    assert all("repeats)" in e["extra"] and "last timed call" not in e["extra"] for e in old)

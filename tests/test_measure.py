@@ -454,6 +454,16 @@ def test_a_last_timed_call_not_the_contracts_tuple_is_an_error(monkeypatch):
     rec = _measure_impl("test_short_later", repeats=3)
     assert rec["status"] == "error"
     assert rec["error"] == "the last timed call: returned 2 outputs, not 3 (dx, dγ, dβ)"
+    assert rec["last_call_compared"] is False           # not compared: the reports say so
+
+
+def test_a_record_says_its_last_timed_call_was_compared():
+    """last_call_compared: True where distinct_results counts the last timed call (reports and
+    export word it by this; records from before it compared the repeats only)."""
+    from normbench.harness.schema import COLUMNS
+    rec = _measure_impl("torch", repeats=2)
+    assert rec["status"] == "ok" and rec["last_call_compared"] is True
+    assert set(rec) <= set(COLUMNS)                     # the store takes it
 
 
 def _measure_mixed(impl, dtype, weight_dtype, norm="layernorm"):

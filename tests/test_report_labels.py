@@ -65,3 +65,18 @@ def test_the_determinism_matrix_has_a_row_per_groups_asked_for(monkeypatch):
     assert [list(a) for a in annot] == [["1/2\n→5", "1/2\n→7"], ["1/2\n→2", "1/2"],
                                         ["1/2\n→2", "1/2\n→4"], ["1/2", "1/2"]]
     assert fig._suptitle.get_text() == "Distinct bit patterns of (dx, dγ, dβ)"
+
+
+def test_the_determinism_wording_names_the_last_timed_call_only_where_compared():
+    """Records from before last_call_compared (empty) compared the repeats only."""
+    def md(flags):
+        recs = [synthetic.record(implementation="torch", rows=r, d=8, repeats=2, seed=r,
+                                 last_call_compared=f) for r, f in zip((16, 32), flags)]
+        return build_report(pd.DataFrame(recs), synthetic.meta()).markdown()
+    old = md([None, None])
+    assert "### Determinism: distinct results in R repeats\n" in old
+    assert "last timed call" not in old and "in R repeats; a row per GROUPS" in old
+    new = md([True, True])
+    assert "### Determinism: distinct results in R repeats and the last timed call\n" in new
+    assert "in R repeats and the last timed call; a row per GROUPS" in new
+    assert "(and the last timed call where a record compared it)" in md([True, None])

@@ -83,3 +83,22 @@ def test_a_column_added_through_the_schema_alone(tmp_path, extra_columns):
     assert {c.key["implementation"] for c in result.regressions} == {"torch", "atomic"}
     atomic = next(c for c in result.cases if c.key["implementation"] == "atomic")
     assert atomic.verdict == stats.REGRESSION and atomic.ratio == pytest.approx(1.6)
+
+
+def test_last_call_compared_reads_empty_from_a_run_before_it(tmp_path):
+    """A records.csv written before the column loads it as NA (not False), and the report's
+    records table leaves it out (it says how distinct_results was counted, not a result)."""
+    import pandas as pd
+    run = synthetic.write_run(tmp_path / "run", [synthetic.record(last_call_compared=True)],
+                              synthetic.meta())
+    assert load_records(run)["last_call_compared"].tolist() == [True]
+    csv = run / "records.csv"
+    pd.read_csv(csv, keep_default_na=False).drop(columns="last_call_compared").to_csv(
+        csv, index=False)
+    (run / "records.parquet").unlink(missing_ok=True)
+    df = load_records(run)
+    col = df["last_call_compared"]
+    assert str(col.dtype) == "boolean" and col.isna().all()
+    assert "last_call_compared" not in {c.name for c in schema.table_columns()}
+    assert schema.compared_calls(10, pd.NA) == "10 repeats"
+    assert schema.compared_calls(10, True) == "10 repeats and the last timed call"

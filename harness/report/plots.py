@@ -7,6 +7,8 @@ import io
 import numpy as np
 import pandas as pd
 
+from normbench.harness.schema import compared_calls
+from normbench.harness.summary import is_true
 from .document import PlotFigure, Report
 from .fmt import (SHAPE, best_per_impl, competing, finite, fmt_int, fmt_ratio, groups_ran,
                   impl_label, impl_order, implementation_order, no_ceiling, one_copy_ceiling,
@@ -209,9 +211,21 @@ def _slant_xticks(ax) -> None:
         lab.set_rotation_mode("anchor")
 
 
+def _compared_calls(df) -> str:
+    """What the run's distinct_results count among: the last timed call only where its records
+    compared it (last_call_compared; records before session 43 compared the repeats only)."""
+    judged = df.loc[df["distinct_results"].map(finite), "last_call_compared"].map(is_true)
+    if len(judged) and judged.all():
+        return compared_calls("R", True)
+    if judged.any():
+        return compared_calls("R", False) + " (and the last timed call where a record compared it)"
+    return compared_calls("R", False)
+
+
 def _plot_determinism(rep, df, comp, meta, palette, baseline, interp):
     import matplotlib.colors as mcolors
-    rep.h(3, "Determinism: distinct results in R repeats and the last timed call")
+    among = _compared_calls(df)
+    rep.h(3, f"Determinism: distinct results in {among}")
     if df.empty:
         rep.p("Skipped: no records.")
         return
@@ -265,8 +279,8 @@ def _plot_determinism(rep, df, comp, meta, palette, baseline, interp):
     nondet_design = df[(df["deterministic"].map(lambda v: v is False))
                        & (df["deterministic_by_design"].map(lambda v: v is True))]
     rep.figure(PlotFigure("determinism", "Determinism matrix", _png(fig),
-                          "k/R: k distinct bit patterns of (dx, dγ, dβ) in R repeats and the "
-                          "last timed call; a row per GROUPS asked for where an implementation "
+                          f"k/R: k distinct bit patterns of (dx, dγ, dβ) in {among}; "
+                          "a row per GROUPS asked for where an implementation "
                           "ran with several (→n under k/R: the GROUPS that ran there, where "
                           "the strategy capped them); grey: not measured "
                           "(error/skip/timeout)."))
