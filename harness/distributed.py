@@ -438,6 +438,10 @@ def _record(fut, case, settings, failed_record) -> dict:
         out = fut.result()
     except Exception as e:
         name, text = type(e).__name__, " ".join(str(e).split())
+        if name in ("CancelledError", "FutureCancelledError"):
+            # cancelled by none of this run's own (_reclaim's are no longer in flight): the
+            # client lost the scheduler between the poll's cancelled() and result()
+            raise ClusterError(_LOST) from None
         if name != "KilledWorker":
             raise ClusterError(f"the cluster could not run case {case.key} ({name}: {text[:300]}): "
                                "nothing recorded for it (the scheduler and every worker need "

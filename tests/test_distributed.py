@@ -326,6 +326,11 @@ def test_a_task_the_cluster_could_not_run_stops_the_run_and_records_nothing():
               ModuleNotFoundError("No module named 'normbench'")):
         with pytest.raises(ClusterError, match="could not run case rmsnorm.*--resume"):
             _record(Failed(e), case, settings, failed_record)
+    class FutureCancelledError(Exception):      # distributed's, by name
+        pass
+    with pytest.raises(ClusterError, match="lost the Dask scheduler"):   # not "could not run"
+        _record(Failed(FutureCancelledError("cancelled for reason: scheduler-connection-lost")),
+                case, settings, failed_record)
     rec = _record(Failed(KilledWorker("attempted to run task")), case, settings, failed_record)
     assert rec["status"] == "error" and "Dask worker died" in rec["error"]
 
