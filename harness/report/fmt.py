@@ -201,12 +201,25 @@ def one_copy_ceiling(df: pd.DataFrame, meta: dict) -> float | None:
     merged from, or workers on, GPUs of different ceilings.  meta.json's only where no record
     carries one: a merge or cluster meta holds the median of its shards' or workers' ceilings,
     which may be one no record was measured against."""
-    if len(df) and {"gbps", "pct_copy"} <= set(df.columns):
-        g = pd.to_numeric(df["gbps"], errors="coerce").to_numpy(dtype=float)
-        p = pd.to_numeric(df["pct_copy"], errors="coerce").to_numpy(dtype=float)
-        ok = np.isfinite(g) & np.isfinite(p) & (g > 0) & (p > 0)
-        own = g[ok] / p[ok] * 100
-        if len(own):
-            return None if own.max() > own.min() * 1.01 else float(np.median(own))
+    own = measured_against(df, "pct_copy")
+    own = own[np.isfinite(own)]
+    if len(own):
+        return None if differ(own.min(), own.max()) else float(np.median(own))
     copy = meta.get("copy_ceiling_gbps")
     return float(copy) if finite(copy) and float(copy) > 0 else None
+
+
+def measured_against(df: pd.DataFrame, pct: str) -> np.ndarray:
+    """Each record's own reference bandwidth (GB/s) — the copy ceiling for pct "pct_copy",
+    the datasheet peak for "pct_peak" — as its GB/s over that %; NaN where it has none."""
+    if not len(df) or not {"gbps", pct} <= set(df.columns):
+        return np.full(len(df), np.nan)
+    g = pd.to_numeric(df["gbps"], errors="coerce").to_numpy(dtype=float)
+    p = pd.to_numeric(df[pct], errors="coerce").to_numpy(dtype=float)
+    ok = np.isfinite(g) & np.isfinite(p) & (g > 0) & (p > 0)
+    return np.where(ok, g / np.where(ok, p, 1) * 100, np.nan)
+
+
+def differ(a: float | None, b: float | None) -> bool:
+    """Two reference bandwidths more than 1 % apart (not one ceiling or peak)."""
+    return bool(a and b and max(a, b) > min(a, b) * 1.01)

@@ -10,8 +10,8 @@ import pandas as pd
 from normbench.harness import hostload, model, schema, summary
 
 from .document import Report
-from .fmt import (SHAPE, finite, fmt_bytes, fmt_int, impl_label, ms_to_us, na,
-                  no_ceiling, one_copy_ceiling, show_weight)
+from .fmt import (SHAPE, differ, finite, fmt_bytes, fmt_int, impl_label, measured_against,
+                  ms_to_us, na, no_ceiling, one_copy_ceiling, show_weight)
 
 META_ORDER = ("config_name", "config_path", "config_hash", "device_name", "sm_count",
               "peak_tbps", "copy_ceiling_gbps", "timer", "interpreted", "driver_version",
@@ -146,7 +146,7 @@ def prediction_section(rep: Report, df: pd.DataFrame, meta: dict, interp: bool) 
           "output written once; workspace traffic excluded) divided by the bandwidth — "
           + (f"the measured device-to-device copy ceiling {copy:.0f} GB/s" if copy else "")
           + (f" (the one the records were measured against, not meta.json's {meta_copy:.0f} "
-             "GB/s: a merge's or a cluster's median)" if _other(meta_copy, copy) else "")
+             "GB/s: a merge's or a cluster's median)" if differ(meta_copy, copy) else "")
           + (" and " if copy and peak_text else "") + peak_text + ". "
           "measured / floor is how many times slower than the floor (the copy-ceiling floor "
           "when known) the record ran.")
@@ -184,16 +184,8 @@ def _row_peaks(df: pd.DataFrame, meta: dict) -> pd.Series:
     name = str(meta.get("device_name") or "")
     run = None if name.startswith(model.MIXED) else model.peak_tbps(
         name, float(meta["peak_tbps"]) if finite(meta.get("peak_tbps")) else None)
-    g = pd.to_numeric(df["gbps"], errors="coerce").to_numpy(dtype=float)
-    p = pd.to_numeric(df["pct_peak"], errors="coerce").to_numpy(dtype=float)
-    ok = np.isfinite(g) & np.isfinite(p) & (g > 0) & (p > 0)
-    own = np.where(ok, g / np.where(ok, p, 1) * 100 / 1000, np.nan)
-    return pd.Series(own, index=df.index).where(ok, run if run else np.nan)
-
-
-def _other(a: float | None, b: float | None) -> bool:
-    """Two ceilings that differ by more than 1 % (one_copy_ceiling's tolerance)."""
-    return bool(a and b and max(a, b) > min(a, b) * 1.01)
+    own = pd.Series(measured_against(df, "pct_peak") / 1000, index=df.index)
+    return own.where(own.notna(), run if run else np.nan)
 
 
 # ---------------------------------------------------------------------------------------------
