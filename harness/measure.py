@@ -194,6 +194,11 @@ class _Distinct:
         self.results.add(tuple(key))
         return new
 
+    def verdict(self, rec: dict) -> None:
+        """The record's distinct_results and deterministic, from the results seen so far."""
+        rec["distinct_results"] = len(self.results)
+        rec["deterministic"] = len(self.results) == 1
+
 
 def _judge(rec: dict, out, ref) -> None:
     """Fold one result's errors against the fp64 reference into the record: the worst error
@@ -320,8 +325,7 @@ def _measure(case, s, entry, groups, rec, device, nbytes, done):
         if distinct.add(out):
             _judge(rec, out, ref)
         del out
-    rec["distinct_results"] = len(distinct.results)
-    rec["deterministic"] = len(distinct.results) == 1
+    distinct.verdict(rec)
     if bad := inputs_changed("in its repeated calls"):
         return bad
 
@@ -346,8 +350,7 @@ def _measure(case, s, entry, groups, rec, device, nbytes, done):
             _judge(rec, last[0], ref)
         rec["last_call_compared"] = True
     last[0] = None
-    rec["distinct_results"] = len(distinct.results)
-    rec["deterministic"] = len(distinct.results) == 1
+    distinct.verdict(rec)
     del distinct
     rec.update(timing.summarize(samples))
     rec["time_samples_ms"] = json.dumps([round(t, 6) for t in samples])

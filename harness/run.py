@@ -221,10 +221,11 @@ def _ended(store: RunStore, completed: bool, wrote: str | None, measured: int) -
     missing cases as they are now, a resume's count of its records).  Nothing where this
     command wrote no meta (`wrote` None: it stopped before, meta.json is as it was)."""
     if wrote:
-        merge = _merge_now(store, completed)
+        done = store.done_keys()
+        merge = _merge_now(store, completed, done)
         # a merged run is complete when the whole merged plan is in, not when this resume's
         # cases are (one of --only, or a plan that lacks some: a merge stays partial)
-        whole = _merge_whole(merge.get("merge", store.meta.get("merge")), store.done_keys())
+        whole = _merge_whole(merge.get("merge", store.meta.get("merge")), done)
         store.update_meta(ended_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                           completed=completed and whole, **merge,
                           **_counted(store, wrote, measured))
@@ -241,17 +242,18 @@ def _counted(store: RunStore, wrote: str | None, measured: int) -> dict:
     return {"resumes": resumes[:-1] + [{**resumes[-1], "measured": measured}]}
 
 
-def _merge_now(store: RunStore, completed: bool = False) -> dict:
+def _merge_now(store: RunStore, completed: bool = False, done: set | None = None) -> dict:
     """A resumed merge: its `merge` entry with the missing cases (merge --allow-partial)
     this run has measured since moved from missing_keys to measured_after_merge, and
     partial / missing recounted — else it said partial, the cases listed missing, after a
     resume had measured them; and a merge stopped part-way that a resume completed is
-    finished.  {} where there is nothing to change."""
+    finished.  {} where there is nothing to change.  done: the store's done_keys(), where
+    the caller has them."""
     merge = store.meta.get("merge")
     if not isinstance(merge, dict):
         return {}
     new = dict(merge)
-    done = store.done_keys()
+    done = store.done_keys() if done is None else done
     if isinstance(merge.get("missing_keys"), list):
         since = [k for k in merge["missing_keys"] if k in done]
         if since:
