@@ -101,9 +101,12 @@ def _check_pair(base: Run, cand: Run, common: bool, notes: list[str]) -> None:
                            "(Triton-interpreter CPU wall-clock cannot be compared with GPU time)")
     from normbench.harness.merge import versions
     bv, cv = versions(base.meta), versions(cand.meta)
-    changed = [f"{k.split('.')[-1].removesuffix('_version')} {bv[k]} -> {cv[k]}"
-               for k in sorted(set(bv) & set(cv))
-               if bv[k] != cv[k] and bv[k] is not None and cv[k] is not None]
+    # a package named both at the top ("torch_version") and in package_versions says the
+    # same change twice: each (name, old, new) once
+    changed = list(dict.fromkeys(
+        f"{k.split('.')[-1].removesuffix('_version')} {bv[k]} -> {cv[k]}"
+        for k in sorted(set(bv) & set(cv))
+        if bv[k] != cv[k] and bv[k] is not None and cv[k] is not None))
     if changed:
         notes.append(f"measured with other versions than {base.dir}: {', '.join(changed)}")
 
@@ -252,7 +255,8 @@ def method_text(metric: str = "call") -> str:
         f"baseline median under {HOST_BOUND_MS * 1000:.0f} us, where do_bench's L2 flush no longer "
         f"hides the host) is judged at {stats.HOST_FACTOR:g} x the threshold (--metric gpu "
         "takes the host out); any other case at the threshold, with the same test.  An "
-        "IMPROVEMENT is the mirror image.  A change beyond the threshold but inside the noise "
+        "IMPROVEMENT is the mirror image (faster by the same factor: under 1 / (1 + threshold) of "
+        "the baseline).  A change beyond the threshold but inside the noise "
         "is reported as 'noise', never as a verdict.  Independently of time, a case regresses "
         f"on {', '.join(f'{c.name} ok -> not ok' for c in status)}; {bool_text} (True in every "
         "baseline run; the reverse changes and mixed baselines are flags).  Only the "

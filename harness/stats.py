@@ -4,7 +4,9 @@ Between-run noise (judge_case): a baseline may hold several runs of the same con
   * Several baseline runs with a time for the case: their medians span an envelope [lo, hi]
     (the measured between-run spread).  The candidate regresses only when its median is above
     hi by more than the threshold (cand > hi * (1 + threshold)), improves only when below lo
-    by more than it, and the two-sample test below must agree against the nearest run.
+    by as much (cand < lo / (1 + threshold): the same factor the other way, so a threshold of
+    100 % or more still lets a case improve), and the two-sample test below must agree
+    against the nearest run.
   * One baseline run: between-run noise is unknown, and a conservative rule stands in for it:
     - UNSTEADY: when either side's p20-p80 spans more than WIDE of its median, the samples
       show the host or the GPU was not steady: the threshold is widened by that span (the
@@ -130,17 +132,26 @@ class Judgement:
     spread: float | None = None  # judge_case: between-run spread hi/lo - 1 (several runs)
 
 
+def beyond(ratio: float, threshold: float) -> bool:
+    """Whether candidate / baseline differs by more than the threshold: slower than
+    1 + threshold, or faster than 1 / (1 + threshold).  The bound is symmetric in log(ratio),
+    so a case can improve at any threshold (1 - threshold would be 0 or less from 100 % on,
+    where a 100x speedup would be "unchanged" while a 100x slowdown regresses)."""
+    return ratio > 1 + threshold or ratio * (1 + threshold) < 1
+
+
 def judge(base_ms, cand_ms, threshold: float, *,
           base_samples: Sequence[float] = (), cand_samples: Sequence[float] = (),
           base_interval: tuple = (None, None), cand_interval: tuple = (None, None),
           alpha: float = ALPHA, min_samples: int = MIN_SAMPLES) -> Judgement:
     """Compare two median times.  Beyond the threshold (ratio > 1 + threshold: slower;
-    ratio < 1 - threshold: faster) the difference must also pass the noise test of the module
-    docstring to become a REGRESSION / IMPROVEMENT; otherwise it is NOISE."""
+    ratio < 1 / (1 + threshold): faster -- the same factor either way, see `beyond`) the
+    difference must also pass the noise test of the module docstring to become a
+    REGRESSION / IMPROVEMENT; otherwise it is NOISE."""
     if not (is_time(base_ms) and is_time(cand_ms)):
         return Judgement(None, NOT_COMPARED, "-", None, "no time on one side")
     ratio = float(cand_ms) / float(base_ms)
-    if 1 - threshold <= ratio <= 1 + threshold:
+    if not beyond(ratio, threshold):
         return Judgement(ratio, UNCHANGED, WITHIN_THRESHOLD)
     slower = ratio > 1 + threshold
     good_verdict = REGRESSION if slower else IMPROVEMENT
@@ -201,7 +212,7 @@ def judge_case(bases: Sequence[Side], cand: Side, threshold: float, *,
         env = (f"{len(bases)} baseline runs span [{lo.median:.4g}, {hi.median:.4g}] ms "
                f"(spread {spread:.1%})")
         extra = dict(rule=ENVELOPE, threshold=threshold, spread=spread)
-        if lo.median * (1 - threshold) <= c <= hi.median * (1 + threshold):
+        if lo.median / (1 + threshold) <= c <= hi.median * (1 + threshold):
             return Judgement(c / center, UNCHANGED, WITHIN_THRESHOLD, None,
                              f"inside the envelope +- threshold: {env}", **extra)
         edge = hi if c > hi.median else lo
@@ -226,7 +237,7 @@ def judge_case(bases: Sequence[Side], cand: Side, threshold: float, *,
             detail += ("; the candidate's GPU time is within the threshold of the baseline's: "
                        "host time in an unsteady run, not gated")
     if verdict == UNCHANGED and thr > threshold and j.ratio is not None \
-            and abs(j.ratio - 1) > threshold:
+            and beyond(j.ratio, threshold):
         # beyond the threshold asked for, inside the widened one: noise, and shown as such
         verdict = NOISE
         detail = "; ".join(filter(None, (detail, f"{j.ratio - 1:+.1%} is beyond the "

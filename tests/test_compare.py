@@ -211,6 +211,26 @@ def test_stats_judge_pure():
     assert stats.geomean([1.0, 4.0]) == pytest.approx(2.0)
 
 
+@pytest.mark.parametrize("threshold", [0.05, 0.35, 1.0, 3.0])
+def test_an_improvement_is_the_mirror_image_at_any_threshold(threshold):
+    """Faster by the factor that is a regression slower: at a threshold of 100 % or more,
+    1 - threshold was 0 or less, and a 100x speedup outside the noise was 'unchanged' while
+    a 100x slowdown regressed (one run, and the several-run envelope alike)."""
+    f = 1.01 * (1 + threshold)
+    base, iv = (0.99, 1.01), dict(base_interval=(0.99, 1.01))
+    slow = stats.judge(1.0, f, threshold, cand_interval=(0.99 * f, 1.01 * f), **iv)
+    fast = stats.judge(1.0, 1 / f, threshold, cand_interval=(0.99 / f, 1.01 / f), **iv)
+    assert (slow.verdict, fast.verdict) == (stats.REGRESSION, stats.IMPROVEMENT)
+    inside = 0.99 * (1 + threshold)
+    assert stats.judge(1.0, 1 / inside, threshold, **iv).verdict == stats.UNCHANGED
+    bases = [stats.Side(1.0, *base), stats.Side(1.02, 1.01, 1.03)]
+    cand = stats.Side(1 / f, 0.99 / f, 1.01 / f)
+    assert stats.judge_case(bases, cand, threshold).verdict == stats.IMPROVEMENT
+    hundredfold = stats.Side(0.01, 0.0099, 0.0101)     # host-bound: 3x the threshold
+    assert stats.judge_case([bases[0]], hundredfold, threshold,
+                            host_bound=True).verdict == stats.IMPROVEMENT
+
+
 # --- several baseline runs, the single-run rule, the gate's selection, --common, --metric ---
 
 def _one(tmp_path, name, meta=None, **over):
@@ -477,6 +497,13 @@ def test_a_candidate_that_is_a_baseline_is_refused_and_versions_are_noted(tmp_pa
     a = _one(tmp_path, "a3", meta=dict(package_versions={"quack-kernels": "0.1.0"}))
     (note,) = [n for n in cmp.compare(a, b).notes if "other versions" in n]
     assert "triton 3.2.0 -> 3.6.0" in note and "quack-kernels 0.1.0 -> 0.2.0" in note
+    # a package named at the top and in package_versions is one change, said once
+    c = _one(tmp_path, "c", meta=dict(torch_version="2.14.0", triton_version="3.6.0",
+                                      package_versions={"torch": "2.14.0", "triton": "3.6.0"}))
+    d = _one(tmp_path, "d", meta=dict(package_versions={"torch": synthetic.meta()["torch_version"],
+                                                       "triton": "3.2.0"}))
+    (note,) = [n for n in cmp.compare(d, c).notes if "other versions" in n]
+    assert note.count("triton 3.2.0 -> 3.6.0") == 1 and note.count("torch ") == 1, note
 
 
 def test_a_candidate_whose_every_case_failed_is_regressions_not_refused(tmp_path):
