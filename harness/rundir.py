@@ -9,6 +9,7 @@ import json
 import os
 import re
 import stat
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Callable
@@ -174,10 +175,41 @@ def write_file_atomic(path: str | os.PathLike, data: bytes | str) -> None:
         data = data.encode("utf-8", "backslashreplace")
     path = Path(path)
     if _through(path):
-        with open(path, "wb") as f:
-            f.write(data)
+        fd = _own_descriptor(path)
+        if fd is None:
+            with open(path, "wb") as f:
+                f.write(data)
+            return
+        for stream in (sys.stdout, sys.stderr):   # what was printed before comes first
+            try:
+                if stream is not None:
+                    stream.flush()
+            except (OSError, ValueError):
+                pass
+        view = memoryview(data)
+        while view:                # at the descriptor's own offset: `>> log` appends,
+            view = view[os.write(fd, view):]     # and a socket or pipe takes it as it is
         return
     _atomic_write(path, lambda f: f.write(data))
+
+
+def _own_descriptor(path: Path) -> int | None:
+    """The descriptor of this process that a descriptor's name stands for (/dev/stdout -> 1,
+    /dev/fd/N, /proc/self/fd/N, /proc/<our pid>/fd/N -> N): written to as it is, since opening
+    the name anew would truncate a file the shell opened to append to (`>> log`), start at its
+    beginning over what the shell wrote before, or fail on a socket.  None for anything else
+    (a FIFO or terminal named directly, another process's descriptor: opened)."""
+    m = _FD_NAME.fullmatch(os.path.abspath(path))
+    if m is None:
+        return None
+    name = m.group(0)
+    std = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
+    if name in std:
+        return std[name]
+    head, _, n = name.rpartition("/")
+    if head == "/dev/fd" or head in ("/proc/self/fd", f"/proc/{os.getpid()}/fd"):
+        return int(n)
+    return None
 
 
 def _through(path: Path) -> bool:

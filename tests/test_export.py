@@ -174,6 +174,34 @@ def test_out_writes_through_a_fifo_or_a_descriptor_and_still_refuses_a_run_s_own
         assert (run / own).read_bytes() == before
 
 
+
+@pytest.mark.parametrize("name", ["/dev/fd/{fd}", "/proc/self/fd/{fd}"])
+def test_out_a_descriptor_s_name_writes_at_its_offset_not_over_the_file(tmp_path, name):
+    """--out /dev/fd/N (or /dev/stdout) where N is a file the shell opened -- `>> ci.log`,
+    or `> f` after other lines: the export lands after what is there.  Opening the name anew
+    truncated an appended log and wrote from its start, over the lines before it."""
+    import os
+    from typer.testing import CliRunner
+    from normbench.harness.cli import app
+    if not os.path.exists(name.format(fd=0).rsplit("/", 1)[0]):
+        pytest.skip(f"no {name}")
+    run = _run(tmp_path)
+    log = tmp_path / "ci.log"
+    log.write_text("earlier log line\n")
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND)
+    try:
+        r = CliRunner().invoke(app, ["export", str(run), "--format", "bencher",
+                                     "--out", name.format(fd=fd)])
+        assert r.exit_code == 0, r.output
+        os.write(fd, b"later line\n")
+    finally:
+        os.close(fd)
+    head, body = log.read_text().split("\n", 1)
+    assert head == "earlier log line"
+    body, tail = body.rsplit("\n", 2)[0], body.rsplit("\n", 2)[1]
+    assert tail == "later line"
+    jsonschema.validate(json.loads(body), BMF)
+
 def test_nothing_to_export_and_a_bad_out_are_one_line_errors(tmp_path):
     from typer.testing import CliRunner
     from normbench.harness.cli import app
