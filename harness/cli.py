@@ -69,7 +69,8 @@ def _emit(text: str, end: str = "\n") -> None:
     exit code of its own (compare's exit code is its verdict)."""
     try:
         print(text, end=end)
-        sys.stdout.flush()
+        if sys.stdout is not None:
+            sys.stdout.flush()
     except (OSError, ValueError):
         try:                      # what Python would flush at exit fails no more
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -665,6 +666,9 @@ def main():
     from normbench.harness.interrupt import (Interrupted, exit_quietly, install,
                                              quiet_after_exit_hooks, reraise_if_interrupted)
     install()      # from the first moment: Ctrl-C or SIGTERM never leaves a traceback
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:   # started with that descriptor closed (`>&-`):
+            setattr(sys, name, open(os.devnull, "w"))   # its lines go nowhere, no traceback
     for stream in (sys.stdout, sys.stderr):   # µ, ×, γ on a stream of another encoding
         try:
             stream.reconfigure(errors="backslashreplace")

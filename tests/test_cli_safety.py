@@ -275,8 +275,14 @@ def test_a_stream_that_cannot_be_written_never_stops_a_sweep_or_changes_a_verdic
     for cmd in ("list", f"export '{base}/run-1' --format github-action-benchmark"):
         r = _sh(f"PYTHONIOENCODING=ascii '{py}' '{rb}' {cmd}")
         assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
-    r = _sh(f"'{py}' '{rb}' list >&-")
-    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    # a closed stdout (sys.stdout is None): no traceback, and each exit code its own --
+    # print() then did nothing but the flush after it raised, exit 1 (compare's "regression")
+    for cmd, code in (("list", 0), ("-V", 0), (f"export '{base}/run-1' --format bencher", 0),
+                      (f"compare '{base}/run-1'", 2),
+                      (f"compare '{base}/run-1' '{base}/run-2' --only kind:strategy "
+                       "--threshold 900%", 0)):
+        r = _sh(f"'{py}' '{rb}' {cmd} >&-")
+        assert r.returncode == code and "Traceback" not in r.stderr, (cmd, r.stderr)
     (tmp_path / "u.yaml").write_text(cfg.read_text()[:-1] + ', "description": "dγ, 8×32"}',
                                      encoding="utf-8")
     r = _sh(f"PYTHONIOENCODING=ascii '{py}' '{rb}' run - --dry-run < '{tmp_path}/u.yaml'")
