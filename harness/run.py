@@ -445,6 +445,8 @@ def _save_unsaved(executor, store: RunStore, outcome, wrote: str | None) -> None
 def _check_shard(meta: dict, shard: dict | None, out_dir: Path) -> None:
     """A shard directory is resumed as the same shard, and only as a shard."""
     old = meta.get("shard") if meta.get("device_name") else None
+    if old and not old.get("spec"):     # load_meta checked the types; a spec is needed here
+        raise StoreError(f"{Path(out_dir) / 'meta.json'}: shard.spec: missing")
     if shard is None and old:
         raise StoreError(f"{out_dir} holds shard {old.get('spec')}: resume it with --shard "
                          f"{old.get('spec')}")

@@ -95,6 +95,9 @@ def check_out_dir(path: str | os.PathLike) -> None:
     try:
         st = os.stat(p)
     except FileNotFoundError:
+        if os.path.islink(p):   # mkdir cannot make the directory a dangling link names
+            raise StoreError(f"cannot use {p} as output directory: it is a symbolic link to "
+                             f"{os.readlink(p)}, which does not exist") from None
         return _check_new(p)
     except OSError as e:        # a name too long, a component that is a file ...
         if e.errno == errno.ENOTDIR:
@@ -164,6 +167,28 @@ def meta_format_version(meta: dict) -> int:
     """The format version of a loaded meta.json (1 for one without the marker)."""
     v = meta.get("format_version") if meta.get("format") == FORMAT else None
     return v if isinstance(v, int) and not isinstance(v, bool) else 1
+
+
+# the meta.json fields that coverage, merge and --resume read, by type (run, run --shard and
+# merge write them so); a hand-edited one of another type is refused by name, never read as
+# something else
+META_TYPES = {"completed": bool, "shard": dict, "shard.spec": str, "shard.plan_keys": list,
+              "shard.keys": list, "merge": dict, "merge.plan_size": int, "merge.missing": int,
+              "merge.missing_keys": list, "merge.finished": bool, "merged_from": list,
+              "resumes": list}
+
+
+def check_meta_types(meta: dict, where: str = "meta.json") -> None:
+    """StoreError (one line, naming `where` and the field) unless each field of META_TYPES is
+    absent, null or of its type."""
+    for name, typ in META_TYPES.items():
+        outer, _, inner = name.partition(".")
+        v = meta.get(outer)
+        if inner:
+            v = v.get(inner) if isinstance(v, dict) else None
+        if v is not None and (not isinstance(v, typ) or (typ is int and isinstance(v, bool))):
+            raise StoreError(f"{where}: {name}: expected {typ.__name__}, got "
+                             f"{type(v).__name__}")
 
 
 def write_file_atomic(path: str | os.PathLike, data: bytes | str) -> None:

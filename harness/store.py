@@ -48,7 +48,8 @@ from normbench.harness.records_io import (  # noqa: F401  (re-exported: the stor
 from normbench.harness.rundir import (  # noqa: F401  (re-exported: the store's public names)
     FORMAT, FORMAT_VERSION, LOCK_FILE, LOCK_INFO, META_JSON, RECORDS_CSV, RECORDS_PARQUET,
     StoreError, StoreWriteError, _DATA_FILES, _atomic_write, _read_json, _reason, check_out_dir,
-    check_run_dir, is_run_dir, meta_format_version, run_dir_version, write_file_atomic)
+    check_meta_types, check_run_dir, is_run_dir, meta_format_version, run_dir_version,
+    write_file_atomic)
 from normbench.harness.schema import COLUMNS, STATUSES
 
 
@@ -77,6 +78,7 @@ def load_meta(run_dir: str | os.PathLike) -> dict:
     if meta_format_version(meta) > FORMAT_VERSION:
         raise StoreError(f"cannot read {path}: format_version {meta_format_version(meta)} is "
                          f"newer than this normbench reads ({FORMAT_VERSION}); upgrade it")
+    check_meta_types(meta, str(path))   # a hand-edited field of another type: one line
     return meta
 
 

@@ -468,3 +468,26 @@ def test_a_resumed_merge_is_complete_only_with_its_whole_plan(tmp_path):
     meta = json.loads((m / "meta.json").read_text())
     assert meta["merge"]["missing_keys"] == missing[1:] and meta["merge"]["partial"]
     assert meta["completed"] is False
+
+
+def test_a_resume_of_a_meta_json_with_a_mistyped_field_is_one_line(runs, tmp_path):
+    """--resume (and --dry-run of it) reads meta.json's shard and merge entries: a hand-edited
+    one of another type was a traceback (shard a list: AttributeError, exit 1), "holds shard
+    None" (no spec), or a sweep measured whole before the report refused it (merge.plan_size
+    a string).  Refused at once, one line naming the file and the field, exit 2."""
+    tmp, cfg = runs
+    d = tmp_path / "s0"
+    for fields, needle in (({"shard": [1]}, "shard: expected dict, got list"),
+                           ({"shard": {"keys": 3}}, "shard.keys: expected list, got int"),
+                           ({"shard": {"index": 0}}, "shard.spec: missing"),
+                           ({"merge": {"plan_size": "3"}}, "merge.plan_size: expected int")):
+        shutil.rmtree(d, ignore_errors=True)
+        shutil.copytree(tmp / "s0", d)
+        _edit_meta(d, **fields)
+        before = (d / "records.csv").read_bytes()
+        for extra in ((), ("--dry-run",)):
+            r = cli("run", cfg, "--shard", "0/3", "--out", d, "--resume", "--no-report", *extra)
+            lines = r.stderr.strip().splitlines()
+            assert r.returncode == 2 and len(lines) == 1, (fields, r.stderr)
+            assert f"{d / 'meta.json'}: {needle}" in lines[0] and "Traceback" not in r.stderr
+        assert (d / "records.csv").read_bytes() == before

@@ -630,6 +630,19 @@ def test_an_out_dir_through_a_part_yet_to_be_made_is_checked_as_the_directory_it
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
 
 
+def test_an_out_dir_that_is_a_dangling_link_is_refused_before_the_run(tmp_path):
+    """A symbolic link to a directory not made yet: --dry-run passed it, and the run's
+    mkdir then failed ("File exists").  Refused by check_out_dir, naming the target; a link
+    to an existing empty directory is fine."""
+    link = tmp_path / "out"
+    link.symlink_to(tmp_path / "target")
+    with pytest.raises(StoreError, match=r"out as output directory: it is a symbolic link to "
+                                         r".*target, which does not exist"):
+        check_out_dir(link)
+    (tmp_path / "target").mkdir()
+    check_out_dir(link)
+
+
 def test_a_regular_file_under_dev_is_still_replaced_whole(tmp_path, monkeypatch):
     """Only a descriptor's name (/dev/stdout, /dev/fd/N, /proc/PID/fd/N) or a target that is
     no regular file is written straight in: a regular file in /dev/shm lost its old contents

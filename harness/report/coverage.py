@@ -18,7 +18,7 @@ import pandas as pd
 
 from normbench.harness import schema, summary
 from normbench.harness.cells import is_missing
-from normbench.harness.rundir import StoreError
+from normbench.harness.rundir import StoreError, check_meta_types
 
 NAMED = 6        # implementations named in the warning before "and N more"
 
@@ -87,24 +87,11 @@ class Coverage:
                    for sh, impl in self.missing)
 
 
-# the meta.json fields read below, by type (run, run --shard and merge write them so); a
-# hand-edited one of another type is refused by name, never read as something else
-_TYPES = {"completed": bool, "shard": dict, "shard.plan_keys": list, "shard.keys": list,
-          "merge": dict, "merge.plan_size": int, "merge.missing": int, "merge.missing_keys": list,
-          "merge.finished": bool, "merged_from": list, "resumes": list}
-
-
 def check_meta(meta: dict) -> None:
     """StoreError (one line, naming meta.json and the field) unless each field coverage
-    reads is absent, null or of its type."""
-    for name, typ in _TYPES.items():
-        outer, _, inner = name.partition(".")
-        v = meta.get(outer)
-        if inner:
-            v = v.get(inner) if isinstance(v, dict) else None
-        if v is not None and (not isinstance(v, typ) or (typ is int and isinstance(v, bool))):
-            raise StoreError(f"meta.json: {name}: expected {typ.__name__}, got "
-                             f"{type(v).__name__}")
+    reads is absent, null or of its type (rundir.check_meta_types; load_meta checks the same
+    of every meta.json it reads)."""
+    check_meta_types(meta)
 
 
 def coverage(df: pd.DataFrame, meta: dict, live: bool = False) -> Coverage:
