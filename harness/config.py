@@ -33,13 +33,14 @@ implementations names of implementations to run, in this order.  Default (omitte
                 or --scheduler: skipped where unavailable).  Names are checked against the
                 registry's list when the caller gives one.
 timing          ``{warmup_ms: 25, rep_ms: 100}``: the warm-up and measurement budgets per case,
-                milliseconds, numbers > 0.
+                milliseconds, numbers > 0 and at most 3600000 (an hour a case).
 determinism     ``{repeats: 10}``: how many calls of each case, the first included, are
                 compared bitwise; an integer >= 2.
 peak_tbps       datasheet peak bandwidth in TB/s (0.001-1000), overriding the device table
                 (``harness/model.py``).  Default: null (use the table).
 seed            integer 0 .. 2**63-1 for the random inputs.  Default: 0.
-timeout_s       per-case timeout, seconds (> 0), used by ``run --isolate``.  Default: 120.
+timeout_s       per-case timeout, seconds (> 0, at most a week), used by ``run --isolate``.
+                Default: 120.
 
 Lists must not be empty or hold duplicates.  Sizes must be YAML integers: ``"4096"``,
 ``4096.0`` and ``true`` are rejected.  Numbers are read as YAML 1.2 writes them, not as
@@ -84,7 +85,7 @@ from pydantic import (
 )
 
 from normbench.harness.config_fields import (  # noqa: F401  (re-exported)
-    _DTYPE_ALIASES, DTYPES, MAX_D, MAX_GROUPS, MAX_ROWS, MAX_SEED, NORMS, WEIGHT_DTYPES, DType,
+    _DTYPE_ALIASES, DTYPES, BudgetMs, TimeoutS, MAX_D, MAX_GROUPS, MAX_ROWS, MAX_SEED, NORMS, WEIGHT_DTYPES, DType,
     Dim, Group, Implementation, Norm, Positive, Size, TBps, WeightDType, _choice, _did_you_mean,
     _fail, _group, _implementation, _int, _name, _pair_to_mapping, _positive, _show, _text)
 from normbench.harness.config_yaml import (  # noqa: F401  (re-exported)
@@ -119,8 +120,8 @@ class _Model(BaseModel):
 
 
 class Timing(_Model):
-    warmup_ms: Positive = 25.0
-    rep_ms: Positive = 100.0
+    warmup_ms: BudgetMs = 25.0
+    rep_ms: BudgetMs = 100.0
 
 
 class Determinism(_Model):
@@ -164,7 +165,7 @@ class Sweep(_Model):
     determinism: Determinism = Determinism()
     peak_tbps: TBps | None = None
     seed: Annotated[int, PlainValidator(lambda v: _int(v, 0, MAX_SEED))] = 0
-    timeout_s: Positive = 120.0
+    timeout_s: TimeoutS = 120.0
     source_text: str = ""
     source_path: str = ""
 

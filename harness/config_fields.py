@@ -168,6 +168,21 @@ Implementation = Annotated[str, PlainValidator(_implementation)]
 Positive = Annotated[float, PlainValidator(_positive)]
 
 
+def _at_most(limit: float, what: str):
+    """_positive, and at most `limit` (`what` says it in words): a budget of 1e300 ms was
+    accepted, --dry-run estimated a time 300 digits long, and the case never ended."""
+    def check(v: Any) -> float:
+        v = _positive(v)
+        if v > limit:
+            _fail(f"must be at most {limit:.10g} ({what}), got {v:g}")
+        return v
+    return check
+
+
+BudgetMs = Annotated[float, PlainValidator(_at_most(3.6e6, "an hour a case"))]
+TimeoutS = Annotated[float, PlainValidator(_at_most(7 * 86400.0, "a week"))]
+
+
 def _bandwidth(v: Any) -> float:
     """A peak bandwidth in TB/s: positive, and within what a memory system has (1 GB/s to
     1000 TB/s), so that the percentages derived from it stay finite numbers."""
