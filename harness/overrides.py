@@ -39,7 +39,7 @@ _DROPS = {"rows": ("batch", "seq", "shapes"), "batch": ("rows", "shapes"),
           "seq": ("rows", "shapes"), "shapes": ("rows", "batch", "seq", "d")}
 _NESTED = {"timing", "determinism"}
 # ASCII digits and blanks: \s would also take U+2028, U+0085 ... (YAML line breaks)
-_SHAPE_RE = re.compile(r"[ \t]*([0-9]{1,19})[ \t]*[xX×][ \t]*([0-9]{1,19})[ \t]*")
+_SHAPE_RE = re.compile(r"[ \t]*([0-9]{1,1000})[ \t]*[xX×][ \t]*([0-9]{1,1000})[ \t]*")
 # what a YAML comment cannot hold as it is: PyYAML's line breaks (U+0085, U+2028, U+2029; JSON
 # escapes \n and \r) and the characters it refuses (C1 controls, lone surrogates, U+FFFE/F)
 _NOT_IN_COMMENT = re.compile("[^\t\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufffd"

@@ -190,6 +190,8 @@ def test_any_command_line_is_a_sweep_or_one_config_error(overrides, shapes):
 @pytest.mark.parametrize("raw,problem", [
     ("0100x33", "leading zero"), ("１２x33", "expected ROWSxD"),
     ("12345678901x33", "must be at most 2147483647"), ("0x5", "must be at least 1"),
+    ("99999999999999999999x5", "must be at most 2147483647"),     # 20 digits: said so too
+    ("5x" + "9" * 400, "must be at most"),
 ])
 def test_shape_numbers_are_plain_ascii_decimals_in_range(raw, problem):
     with pytest.raises(ConfigError, match=problem):
