@@ -25,11 +25,13 @@ class ReportError(Exception):
     """A run directory the report cannot be written into, or a bad argument: one line."""
 
 
-def _inside(folder: Path, name: str) -> Path:
-    """FOLDER/NAME, refusing any name that would leave FOLDER (names are sanitised before
-    they get here: this is the second lock on the door)."""
+def _inside(folder: Path, stem: str, ext: str) -> Path:
+    """FOLDER/STEM.EXT, refusing any stem that would leave FOLDER (stems are sanitised before
+    they get here: this is the second lock on the door).  The stem is checked, not the whole
+    name: a stem of safe_name's full length plus its extension is longer than safe_name cuts."""
+    name = f"{stem}{ext}"
     path = folder / name
-    if name != safe_name(name) or path.resolve().parent != folder.resolve():
+    if stem != safe_name(stem) or path.resolve().parent != folder.resolve():
         raise ReportError(f"refusing to write {name!r} outside {folder}")
     return path
 
@@ -101,7 +103,7 @@ def write_report(run_dir, baseline: str | None = None) -> dict[str, Path]:
             old.unlink()
     written: dict[str, Path] = {}
     for fig in report.figures:
-        path = _inside(plots_dir, f"{fig.name}.png")
+        path = _inside(plots_dir, fig.name, ".png")
         store.write_file_atomic(path, fig.png)
         written[f"{PLOTS_DIR}/{fig.name}.png"] = path
     texts = [(REPORT_HTML, report.html()), (REPORT_MD, report.markdown())]

@@ -11,7 +11,7 @@ import pandas as pd
 
 from normbench.harness import cells
 
-from .fmt import PLOTS_DIR, na, safe_name
+from .fmt import PLOTS_DIR, STEM_MAX, na, safe_name
 
 
 @dataclass
@@ -51,8 +51,9 @@ class Report:
         """Add a figure; its name becomes a safe file stem, unique within the report."""
         stem, taken, k = safe_name(fig.name), {f.name for f in self.figures}, 2
         fig.name = stem
-        while fig.name in taken:
-            fig.name, k = f"{stem}-{k}", k + 1
+        while fig.name in taken:     # the suffix replaces the end of a stem cut to STEM_MAX
+            suffix = f"-{k}"
+            fig.name, k = stem[:STEM_MAX - len(suffix)] + suffix, k + 1
         self.figures.append(fig)
         self.blocks.append(("fig", fig))
 

@@ -85,12 +85,17 @@ def plain(records: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+# a file-name stem's most characters, a de-duplication suffix ("-2") included (document.figure
+# cuts the stem to make room): with ".png", far below a file system's 255
+STEM_MAX = 120
+
+
 def safe_name(text) -> str:
     """A file-name stem from any text (an implementation name in records.csv may be anything):
     only [A-Za-z0-9._-], never a path separator, never '.' or '..' or a hidden name."""
     s = re.sub(r"[^A-Za-z0-9._-]", "_", str(text))
     s = re.sub(r"^\.", "_", s)
-    return s[:120] or "_"
+    return s[:STEM_MAX] or "_"
 
 
 def registry_index() -> dict[str, int]:
