@@ -32,3 +32,30 @@ def test_a_200_character_name_with_two_groups_is_reported(tmp_path):
     assert (run_dir / "report.html").is_file() and (run_dir / "report.md").is_file()
     assert {"report.html", "report.md"} <= set(written)
     assert long in (run_dir / "report.md").read_text()          # the tables: the full name
+
+
+def test_plot_labels_are_short_and_keep_distinct_names_distinct():
+    from normbench.harness.report.plots import LABEL_MAX, plot_labels
+    names = ["torch", "a" * 41, "s" * 200, "s" * 199 + "t", "s" * 201, "s" * 202,
+             "a" * 26 + "…" + "a" * 13]     # what a cut name would read, already taken
+    labels = plot_labels(names)
+    assert list(labels) == names and len(set(labels.values())) == len(names)
+    assert all(len(v) <= LABEL_MAX for v in labels.values())
+    assert labels["torch"] == "torch" and labels["a" * 26 + "…" + "a" * 13] == "a" * 26 + "…" + "a" * 13
+    assert labels["s" * 199 + "t"].endswith("t")                 # the end that tells them apart
+
+
+def test_a_128_character_name_leaves_every_plot_readable():
+    """A legend entry or tick label of 128 characters collapsed the axes: matplotlib warned
+    'constrained_layout not applied' and cut every other label."""
+    long = "x" * 128
+    recs = _grouped(long) + _grouped("grouped_atomic")
+    recs += [synthetic.record(implementation="torch", rows=r) for r in (64, 128)]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rep = build_report(pd.DataFrame(recs), synthetic.meta(), baseline=long)
+    assert not [w for w in caught if "constrained_layout" in str(w.message)]
+    assert {"samples", "roofline", "bandwidth_rmsnorm", "determinism",
+            "workspace_vs_writers"} <= {f.name for f in rep.figures}
+    md = rep.markdown()
+    assert "plot failed" not in md and f"| {long}" in md        # the tables: the full name

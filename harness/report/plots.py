@@ -25,6 +25,44 @@ def _palette(df: pd.DataFrame) -> dict:
     return {impl: colors[i % len(colors)] for i, impl in enumerate(implementation_order(df))}
 
 
+# A figure names an implementation in at most this many characters: a legend entry or tick
+# label of 128 left the axes no room at all (constrained_layout gave up, every other label
+# was cut).  The tables keep the full name.
+LABEL_MAX = 40
+
+
+def plot_labels(names, width: int = LABEL_MAX) -> dict:
+    """name -> its label in a figure: the name where it fits in WIDTH characters, else its
+    start and end around '…' (names often differ at the end: a suffix, a version); distinct
+    names keep distinct labels, a number before the end where start and end agree."""
+    names = [str(n) for n in names]
+    out, taken = {}, {n for n in names if len(n) <= width}
+    for n in names:
+        if len(n) <= width:
+            out[n] = n
+            continue
+        head, tag, k = width * 2 // 3, "…", 2
+        label = n[:head] + tag + n[len(n) - max(0, width - head - len(tag)):]
+        while label in taken:
+            tag, k = f"…#{k}…", k + 1
+            label = n[:head] + tag + n[len(n) - max(0, width - head - len(tag)):]
+        taken.add(label)
+        out[n] = label
+    return out
+
+
+def _relabelled(df: pd.DataFrame, comp: pd.DataFrame, palette: dict):
+    """DF, COMP and PALETTE with each implementation under its plot label, for the figures
+    drawn from the frames' names as they are (plots_answer's); text beside them names none."""
+    labels = plot_labels(palette)
+    if all(k == v for k, v in labels.items()):
+        return df, comp, palette
+
+    def rename(frame):
+        return frame.assign(implementation=frame["implementation"].map(lambda x: labels.get(x, x)))
+    return rename(df), rename(comp), {labels[k]: c for k, c in palette.items()}
+
+
 def _new_figure(w: float, h: float):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -82,10 +120,14 @@ def _plots(rep: Report, df: pd.DataFrame, meta: dict, baseline: str, interp: boo
         rep.p("Timings below are CPU wall-clock under the Triton interpreter.")
     palette = _palette(df)
     from .plots_answer import plot_roofline, plot_samples
+    short = _relabelled(df, comp, palette)
     for section in (plot_samples, plot_roofline, _plot_bandwidth, _plot_group_heatmaps,
                     _plot_determinism, _plot_speedup, _plot_workspace):
+        # plots_answer's figures label with the frames' names: they get the short ones;
+        # the sections here name implementations in text too, and shorten their labels only
+        d, c, p = short if section in (plot_samples, plot_roofline) else (df, comp, palette)
         try:
-            section(rep, df, comp, meta, palette, baseline, interp)
+            section(rep, d, c, meta, p, baseline, interp)
         except Exception as e:                # one bad plot must not cost the whole report
             rep.warn(f"{section.__name__[6:]} plot failed: {type(e).__name__}: {e}")
 
@@ -147,7 +189,8 @@ def _plot_bandwidth(rep, df, comp, meta, palette, baseline, interp):
             if copy and not interp:
                 top = max(top, copy)
             axes[i][0].set_ylim(0, top * 1.06 if top > 0 else 1)
-        handles = [Line2D([], [], color=palette[k], marker="o", label=k) for k in impls]
+        label = plot_labels(palette)
+        handles = [Line2D([], [], color=palette[k], marker="o", label=label[k]) for k in impls]
         fig.legend(handles=handles, loc="outside right center", frameon=False)
         fig.suptitle(f"{norm}: achieved bandwidth" + (" (CPU wall-clock, interpreter)" if interp else ""))
         rep.figure(PlotFigure(f"bandwidth_{norm}", f"{norm}: achieved GB/s and % of copy ceiling",
@@ -164,6 +207,7 @@ def _plot_group_heatmaps(rep, df, comp, meta, palette, baseline, interp):
         rep.p("Skipped: no implementation in this run uses GROUPS.")
         return
     many_w = show_weight(df)
+    label = plot_labels(palette)
     notes = []
     for impl in impls:
         sub = grouped[grouped["implementation"] == impl]
@@ -195,7 +239,7 @@ def _plot_group_heatmaps(rep, df, comp, meta, palette, baseline, interp):
         ax.set_xlabel("shape (norm rows×d dtype)")
         ax.set_ylabel("GROUPS (effective)")
         _slant_xticks(ax)
-        fig.suptitle(f"{impl}: median µs per GROUPS and shape")
+        fig.suptitle(f"{label[impl]}: median µs per GROUPS and shape")
         rep.figure(PlotFigure(f"groups_{impl}", f"{impl}: time over GROUPS × rows", _png(fig),
                               "Numbers are median µs; colour is the time relative to the best "
                               "GROUPS for the same shape (1 = best; grey = not measured or not "
@@ -238,9 +282,11 @@ def _plot_determinism(rep, df, comp, meta, palette, baseline, interp):
     # GROUPS by the rows, so one value asked runs different counts at different shapes and
     # would split into rows grey where it ran.  The count that ran is in the cell instead.
     named = df["implementation"].map(lambda i: multi_g.get(i, 0) > 1)
+    label = plot_labels(palette)
+    short = [label.get(str(r.implementation), str(r.implementation)) for r in df.itertuples()]
     d2 = df.assign(
-        row=[impl_label(r.implementation, r.groups, None) if g else str(r.implementation)
-             for r, g in zip(df.itertuples(), named)],
+        row=[impl_label(s, r.groups, None) if g else s
+             for r, g, s in zip(df.itertuples(), named, short)],
         ran=[groups_ran(r.groups, r.groups_effective) if g else ""
              for r, g in zip(df.itertuples(), named)],
         asked=pd.to_numeric(df["groups"], errors="coerce"),        # "auto": NaN, first
@@ -321,6 +367,8 @@ def _plot_speedup(rep, df, comp, meta, palette, baseline, interp):
     if sp.isna().all().all():
         rep.p(f"Skipped: `{baseline}` passed on no shape where another implementation passed.")
         return
+    label = plot_labels(palette)
+    sp.index = [label[x] for x in sp.index]
     lg = np.log2(sp)
     lim = max(0.25, float(np.nanmax(np.abs(lg.to_numpy()))))
     annot = sp.map(lambda v: f"{fmt_ratio(v)}×" if finite(v) else "")     # 0.00123×, not 0.00×
@@ -328,10 +376,11 @@ def _plot_speedup(rep, df, comp, meta, palette, baseline, interp):
     fig = _new_figure(max(1.0 * len(cols) + 3.5, 6.5), max(3.4, 0.45 * len(rows_order) + 2.0))
     ax = fig.subplots()
     _heatmap(fig, ax, lg, annot.to_numpy(), "RdYlGn", mcolors.Normalize(vmin=-lim, vmax=lim),
-             f"log2 speedup vs {baseline}")
+             f"log2 speedup vs {label[baseline]}")
     ax.set_xlabel("shape")
     _slant_xticks(ax)
-    fig.suptitle(f"Speedup = t({baseline}) / t(implementation)\nbest GROUPS each; > 1 is faster")
+    fig.suptitle(f"Speedup = t({label[baseline]}) / t(implementation)\n"
+                 "best GROUPS each; > 1 is faster")
     rep.figure(PlotFigure(f"speedup_vs_{baseline}",
                           f"Speedup against {baseline}", _png(fig),
                           "Grey: no passing result for that implementation or for the baseline."))
@@ -346,13 +395,14 @@ def _plot_workspace(rep, df, comp, meta, palette, baseline, interp):
         rep.p("Skipped: no passing record has both a workspace and a writers-per-slot model.")
         return
     markers = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">"]
+    label = plot_labels(palette)
     fig = _new_figure(7.5, 5.0)
     ax = fig.subplots()
     for k, impl in enumerate(impl_order(pts["implementation"].unique(), palette)):
         s = pts[pts["implementation"] == impl]
         ax.scatter(s["writers_per_slot"], s["workspace_bytes"], color=palette[impl],
                    marker=markers[k % len(markers)], s=60, edgecolors="0.2", linewidths=0.6,
-                   label=impl, alpha=0.85)
+                   label=label[impl], alpha=0.85)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("writers per dγ slot (contention model)")
