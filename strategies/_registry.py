@@ -84,12 +84,24 @@ class Entry:
             if groups < 1:
                 raise ValueError(f"groups: must be >= 1, got {groups}")
         if groups is None:
-            groups = (self.auto_groups(rows, d, _device.sm_count(device), self.params(d))
-                      if self.auto_groups else 1)
+            groups = (self._rule_groups("auto_groups", self.auto_groups(
+                rows, d, _device.sm_count(device), self.params(d)), rows, d)
+                if self.auto_groups else 1)
         if self.max_groups is not None:
-            groups = max(1, min(groups, self.max_groups(rows, d, self.params(d))))
+            groups = max(1, min(groups, self._rule_groups(
+                "max_groups", self.max_groups(rows, d, self.params(d)), rows, d)))
         per = math.ceil(rows / groups)
         return math.ceil(rows / per)
+
+    def _rule_groups(self, rule: str, value, rows: int, d: int) -> int:
+        """A GROUPS count a declared rule gave, checked: a plugin's rule that gives -3 (or 2.5,
+        or None) would otherwise be called with a GROUPS no kernel can take, and its record kept
+        as ok.  ValueError naming the rule: the case's error record, the sweep goes on."""
+        value = _as_groups(value)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"implementation {self.name!r}: its {rule} rule gave {value!r} "
+                             f"at rows={rows}, d={d}; a GROUPS is an int >= 1")
+        return value
 
     def workspace_bytes(self, rows: int, d: int, groups: int | None, has_bias: bool = True) -> int:
         return self.workspace(rows, d, self.effective_groups(rows, d, groups), has_bias)
@@ -151,7 +163,7 @@ _plugins_loaded = False
 
 def register(name: str, *, kind: str, deterministic_by_design: bool, uses_groups: bool,
              launch: _tuning.Rule | None = None, auto_groups=None, contention: Contention | None = None,
-             workspace=None, writers=None, max_groups=None, doc: str = ""):
+             workspace=None, writers=None, max_groups=None, doc: str | None = ""):
     """Decorator registering `fn(x, dy, weight, mean, rstd, *, groups)` under `name`.
 
     launch: the launch rule (`_tuning.Rule`); the decorated function gets `fn.params(d)`, its
@@ -162,6 +174,7 @@ def register(name: str, *, kind: str, deterministic_by_design: bool, uses_groups
     contention model as data (`Contention`); `workspace` / `writers` callables instead, for a
     model that is not of that form (they win over it)."""
     _check_kind(kind)
+    _check_type(name, "contention", contention, Contention)   # read below, before add() checks it
     if contention is not None:
         if not uses_groups and (contention.writers == "rows/groups"
                                 or contention.partial_rows == "groups"):
@@ -202,9 +215,47 @@ def _check_name(name) -> None:
                          "(not first: . + -)")
 
 
+def _check_type(name, field_name: str, value, want: type) -> None:
+    if value is not None and not isinstance(value, want):
+        raise TypeError(f"implementation {name!r}: {field_name} must be a {want.__name__} or "
+                        f"None, got {value!r}")
+
+
+def _check_fields(e: Entry) -> None:
+    """The declared fields are of their types, so that a plugin's mistake is one line when
+    it loads (PluginError, exit 2), not a traceback at its first record (a flag of 1 that the
+    boolean column refuses), in `list` (a doc of 5) or a model called with nonsense."""
+    _check_kind(e.kind)
+    for flag in ("deterministic_by_design", "uses_groups"):
+        if not isinstance(getattr(e, flag), bool):       # strictly: 1 is not True here
+            raise TypeError(f"implementation {e.name!r}: {flag} must be True or False, "
+                            f"got {getattr(e, flag)!r}")
+    if e.fn is None:
+        if e.available:        # a _Peer's probe is never run here: it always has an fn
+            raise TypeError(f"implementation {e.name!r}: no function, yet available")
+    elif not callable(e.fn):
+        raise TypeError(f"implementation {e.name!r}: {e.fn!r} is not callable")
+    if e.doc is None:
+        e.doc = ""
+    _check_type(e.name, "doc", e.doc, str)
+    # reason as given, where it is a plain field: a subclass's property (peers') is its probe
+    if not isinstance(vars(e).get("reason", ""), str):
+        raise TypeError(f"implementation {e.name!r}: reason must be a str, got {e.reason!r}")
+    for rule in ("auto_groups", "workspace", "writers", "max_groups"):
+        value = getattr(e, rule)
+        if value is not None and not callable(value):
+            raise TypeError(f"implementation {e.name!r}: {rule} must be a function or None, "
+                            f"got {value!r}")
+    if e.workspace is None:
+        e.workspace = _no_workspace
+    _check_type(e.name, "launch", e.launch, _tuning.Rule)
+    _check_type(e.name, "contention", e.contention, Contention)
+
+
 def add(entry: Entry) -> Entry:
     """Register a ready-made Entry (a subclass may, for example, settle `available` lazily)."""
     _check_name(entry.name)
+    _check_fields(entry)
     if entry.name in _REGISTRY:
         raise ValueError(f"implementation {entry.name!r} registered twice")
     _REGISTRY[entry.name] = entry

@@ -1,0 +1,87 @@
+"""The registry refuses a registration whose fields are not of their types (one line when a
+plugin loads), and a GROUPS rule whose answer is no GROUPS is the case's error, not a record."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from normbench import strategies
+from normbench.harness.measure import Settings, measure
+from normbench.harness.plan import Case
+from normbench.strategies import _registry
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _fn(x, dy, weight, mean, rstd, *, groups=None):
+    return strategies.get("torch").fn(x, dy, weight, mean, rstd)
+
+
+@pytest.fixture
+def registry(monkeypatch):
+    monkeypatch.setattr(_registry, "_REGISTRY", dict(_registry._REGISTRY))
+
+
+@pytest.mark.parametrize("bad", [
+    dict(deterministic_by_design=1), dict(uses_groups="yes"), dict(doc=5),
+    dict(auto_groups=3), dict(writers="rows"), dict(workspace=0.5), dict(max_groups=[2]),
+    dict(launch={"num_warps": 4}), dict(contention="rows/groups")])
+def test_a_field_of_the_wrong_type_is_refused_at_registration(registry, bad):
+    fields = dict(kind="strategy", deterministic_by_design=True, uses_groups=True) | bad
+    with pytest.raises(TypeError, match=f"implementation 'x_bad': {next(iter(bad))} must be"):
+        _registry.register("x_bad", **fields)(_fn)
+    assert "x_bad" not in _registry.known()
+
+
+def test_an_entry_added_whole_is_checked_too(registry):
+    with pytest.raises(TypeError, match="not callable"):
+        _registry.add(_registry.Entry(name="x_nofn", kind="baseline", deterministic_by_design=True,
+                                      uses_groups=False, fn="torch"))
+    with pytest.raises(TypeError, match="reason must be a str"):
+        _registry.register_unavailable("x_why", kind="baseline", reason=404)
+    # doc None is no doc: `list` escapes it as text
+    e = _registry.add(_registry.Entry(name="x_nodoc", kind="baseline", deterministic_by_design=True,
+                                      uses_groups=False, fn=_fn, doc=None))
+    assert e.doc == ""
+
+
+def test_a_plugin_with_a_flag_of_1_is_one_line_when_it_loads(tmp_path):
+    """deterministic_by_design=1 passed `list`, then its first record stopped the sweep with a
+    traceback (the boolean column refuses 1)."""
+    (tmp_path / "nb_flag.py").write_text(
+        "from normbench.strategies import register\n"
+        "@register('nb_flag', kind='strategy', deterministic_by_design=1, uses_groups=False)\n"
+        "def f(x, dy, weight, mean, rstd, *, groups=None):\n    pass\n")
+    env = {**os.environ, "NORMBENCH_PLUGINS": "nb_flag", "NORMBENCH_QUIET": "1",
+           "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
+    r = subprocess.run([sys.executable, str(ROOT / "run_bench.py"), "list"], cwd=tmp_path,
+                       env=env, capture_output=True, timeout=300)
+    err = [ln for ln in r.stderr.decode().splitlines() if ln.strip()]
+    assert r.returncode == 2 and len(err) == 1, r.stderr.decode()
+    assert "plugin nb_flag " in err[0] and "deterministic_by_design must be True or False" in err[0]
+
+
+@pytest.mark.parametrize("value", [-3, 0, 2.5, None, True])
+def test_an_auto_rule_that_gives_no_groups_is_the_cases_error(registry, value):
+    """auto_groups giving -3 was taken: the strategy called with groups=-5, its record ok."""
+    seen = []
+
+    def fn(x, dy, weight, mean, rstd, *, groups):
+        seen.append(groups)
+        return _fn(x, dy, weight, mean, rstd)
+
+    _registry.register("x_auto", kind="strategy", deterministic_by_design=True, uses_groups=True,
+                       auto_groups=lambda rows, d, sms, launch: value)(fn)
+    s = Settings(warmup_ms=1, rep_ms=1, repeats=2, seed=0, peak_tbps=None, copy_gbps=None,
+                 device_name="cpu")
+    rec = measure(Case(norm="layernorm", implementation="x_auto", rows=4, d=8, dtype="fp32",
+                       weight_dtype="fp32", groups="auto"), s)
+    assert rec["status"] == "error" and "auto_groups rule gave" in rec["error"], rec["error"]
+    assert seen == []
+    # an integral GROUPS of numpy's kind is a GROUPS
+    import numpy as np
+    e = strategies.get("x_auto")
+    e.auto_groups = lambda rows, d, sms, launch: np.int64(2)
+    assert e.effective_groups(4, 8, None, "cpu") == 2
