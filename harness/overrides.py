@@ -14,7 +14,9 @@ shapes drops the others from the config: ``rows=`` drops ``batch``, ``seq`` and 
 still missing after it, they are the config's fault and the error names the file.  The
 result is validated exactly like a file (harness/config.py), and its text, the config with
 the overrides applied, is what the run records as ``config_text`` (so its hash tells an
-overridden run from the plain one).  An error names the override that caused it::
+overridden run from the plain one).  A field an override sets is judged there only: the file
+may hold anything in it (a plugin's implementation, run without the plugin); its other faults
+name the file.  An error names the override that caused it::
 
     config error: override 'd=[x]': d[0]: must be an integer, got string 'x'
 """
@@ -102,11 +104,11 @@ def apply(text: str, file: str, overrides: Iterable[str] = (), shapes: Iterable[
     --shape) for the ones it introduced."""
     overrides, shapes = list(overrides), list(shapes)
     known = None if known_implementations is None else list(known_implementations)
+    if not overrides and not shapes:
+        return parse_config(text, file, known)
     # the config's own faults name the file; a shape it leaves out is one only if the command
     # line does not give it either (judged on the merged config below)
-    base = parse_config(text, file, known, shapes_later=bool(overrides or shapes))
-    if not overrides and not shapes:
-        return base
+    base = _parse_base(text, file, known, overrides)
     data = dict(_load_yaml(text, file))
     data.setdefault("name", base.name)
     origin: dict[str, str] = {}                     # top-level key -> what set it
@@ -165,6 +167,40 @@ def apply(text: str, file: str, overrides: Iterable[str] = (), shapes: Iterable[
         given = [f"override {o!r}" for o in overrides] + [f"--shape {x!r}" for x in shapes]
         raise ConfigError(given[0] if len(given) == 1 else "the command line's " + ", ".join(given),
                           e.field, e.problem) from None
+
+
+def _set_by(overrides: list[str]) -> set[tuple[str, str]]:
+    """(top-level key, nested key or '') of every override that names a key it can set; a
+    malformed one is left to apply, which says what is wrong with it."""
+    out = set()
+    for raw in overrides:
+        try:
+            key, _ = _split(raw)
+        except ConfigError:
+            continue
+        top, _, sub = key.partition(".")
+        if top in KEYS and (not sub or (top in _NESTED and "." not in sub)):
+            out.add((top, sub))
+    return out
+
+
+def _parse_base(text: str, file: str, known, overrides: list[str]) -> Sweep:
+    """The config `text` validated but for the fields `overrides` set: what the file holds
+    there is replaced, and the merged config validates the new value.  So a fault in such a
+    field is no fault; any other still names the file and its field."""
+    try:
+        return parse_config(text, file, known, shapes_later=True)
+    except ConfigError as e:
+        replaced = _set_by(overrides)
+        if re.split(r"[.\[]", e.field, maxsplit=1)[0] not in {top for top, _ in replaced}:
+            raise                   # the text, its YAML, an unknown key, a field kept
+    data = dict(_load_yaml(text, file))     # a mapping: parse_config got as far as its fields
+    for top, sub in replaced:
+        if sub and isinstance(data.get(top), dict):
+            data[top] = {k: v for k, v in data[top].items() if k != sub}
+        else:                       # the override replaces the whole value
+            data.pop(top, None)
+    return parse_config(dump_yaml(data), file, known, shapes_later=True)
 
 
 def _still_missing(base: Sweep, merged: str, e: ConfigError, known) -> bool:

@@ -264,3 +264,25 @@ def test_a_yaml_line_break_in_the_path_or_an_override_breaks_no_other_override(b
 
 def test_blanks_around_the_dots_of_a_key_path_are_dropped():
     assert apply(BASE, "b.yaml", ["timing .rep_ms=5", " timing. warmup_ms =2"]).timing.rep_ms == 5
+
+
+def test_an_override_replaces_a_field_the_file_got_wrong():
+    """The merged config is what runs and what is validated: a field an override sets may be
+    invalid in the file (a plugin's implementation, run without the plugin); the file's other
+    faults still name the file, and the override's own ones the override."""
+    plug = "rows: [4]\nd: [8]\nimplementations: [torch, plug-nogroups]\n"
+    s = apply(plug, "p.yaml", ["implementations=[torch]"], known_implementations=IMPLS)
+    assert s.implementations == ["torch"]
+    assert apply("rows: [4]\nd: [x]\n", "p.yaml", ["d=[8]"]).d == [8]
+    timing = "rows: [4]\nd: [8]\ntiming: {rep_ms: -1, warmup_ms: 5}\n"
+    assert apply(timing, "p.yaml", ["timing.rep_ms=50"]).timing.rep_ms == 50.0
+    with pytest.raises(ConfigError, match=r"^config error: p.yaml: timing.warmup_ms: "):
+        apply(timing.replace("5}", "-5}"), "p.yaml", ["timing.rep_ms=50"])
+    with pytest.raises(ConfigError, match=r"^config error: p.yaml: d\[0\]: must be an integer"):
+        apply(plug.replace("[8]", "[x]"), "p.yaml", ["implementations=[torch]"],
+              known_implementations=IMPLS)
+    with pytest.raises(ConfigError, match=r"^config error: override 'implementations=\[nosuch\]'"
+                                          r": implementations\[0\]: unknown implementation"):
+        apply(plug, "p.yaml", ["implementations=[nosuch]"], known_implementations=IMPLS)
+    with pytest.raises(ConfigError, match=r"^config error: p.yaml: implementations\[1\]: "):
+        apply(plug, "p.yaml", ["dtype=fp16"], known_implementations=IMPLS)
