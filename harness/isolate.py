@@ -9,6 +9,7 @@ and kills it when a call overruns; the next call starts a fresh one.
     try:
         result = w.call(payload, timeout_s=60)   # measure_payload's: (case, settings) fields
     except WorkerTimeout: ...      # the worker was killed; next call gets a new one
+    except WorkerStartError: ...   # it cannot start, or cannot get ready (a plugin it cannot load)
     except WorkerCrashed: ...      # segfault, os._exit, OOM kill (exit code / signal in message)
     except RuntimeError as e: ...  # target raised: "ExcType: message", e.remote_traceback
     finally:
@@ -147,6 +148,14 @@ class Worker:
                 # Ctrl-C, or an error mid-exchange: the pipe's state is unknown, so start over.
                 self._discard(kill=True)
                 raise
+            if reply[0] == "not_ready":
+                # not this payload's failure: the worker's, and every later call's (a plugin
+                # that cannot load stays so), so the caller stops as for a worker that cannot
+                # start, rather than record it against each payload
+                self._discard(kill=True)
+                err = WorkerStartError(f"worker for {self.target} could not get ready: {reply[1]}")
+                err.remote_traceback = reply[2]
+                raise err
             return _unpack(reply)
 
     def close(self) -> None:
@@ -353,13 +362,24 @@ def _worker_main(conn, target: str, env: dict[str, str], parent_pid: int) -> Non
         try:
             reply = ("ok", func(payload))
         except BaseException as e:   # SystemExit or another BaseException of the target too
-            reply = ("error", _describe(e), _format_tb())
+            reply = ("not_ready" if _not_ready(e) else "error", _describe(e), _format_tb())
         try:
             conn.send(reply)
         except (EOFError, OSError):
             return
         except Exception as e:  # the result does not pickle; nothing was written yet
             conn.send(("error", f"result of {target} cannot be sent back: {_describe(e)}", _format_tb()))
+
+
+def _not_ready(e: BaseException) -> bool:
+    """Whether the target failed because this process cannot get ready, not because of the
+    payload: the registry's PluginError (a plugin that loads in the parent but not here — a
+    module on another path, an import that fails in a child process).  Plugins load on first
+    use, so inside a call; as a payload's error every case, the built-in implementations' too,
+    became an error record, kept by --resume.  Looked up, not imported: a target that never
+    touched the registry cannot have raised it."""
+    registry = sys.modules.get("normbench.strategies._registry")
+    return registry is not None and isinstance(e, registry.PluginError)
 
 
 def _format_tb() -> str:

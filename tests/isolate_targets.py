@@ -61,3 +61,9 @@ class _BadStr(Exception):
 
 def bad_str(payload):
     raise _BadStr()
+
+
+def plugin_error(payload):
+    # as the registry raises it when a plugin does not load in this process
+    from normbench.strategies._registry import PluginError
+    raise PluginError("plugin nb_x (NORMBENCH_PLUGINS) cannot be loaded: RuntimeError: no")

@@ -223,3 +223,47 @@ def test_chunked_wait_times_out_on_time(monkeypatch):
     assert 0.25 <= time.monotonic() - t0 < 2
     b.send(1)
     assert isolate._wait([a], 1e300) == [a]
+
+
+def test_a_plugin_the_worker_cannot_load_is_no_payloads_error(worker):
+    """A PluginError is the worker's failure to get ready, not the payload's: WorkerStartError
+    (the run stops), and the worker is discarded (its registry would refuse every call)."""
+    w = worker("plugin_error")
+    with pytest.raises(WorkerStartError, match="could not get ready: PluginError: plugin nb_x"):
+        w.call(None, timeout_s=120)
+    assert w.pid is None
+
+
+def test_isolate_stops_when_a_plugin_loads_only_in_the_parent(tmp_path):
+    """--isolate with a plugin that fails in the worker only: every case, the built-ins' too,
+    was an error record (exit 0), and --resume kept them.  Now one line, nothing recorded, and
+    --resume (here without --isolate) measures the case."""
+    import json
+    from normbench.harness.store import load_records
+    (tmp_path / "nb_parent_only.py").write_text(
+        "import multiprocessing\n"
+        "if multiprocessing.current_process().name != 'MainProcess':\n"
+        "    raise RuntimeError('not in a worker')\n")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(json.dumps({
+        "name": "t", "norm": ["layernorm"], "rows": [4], "d": [8], "dtype": ["fp32"],
+        "timing": {"warmup_ms": 1, "rep_ms": 1}, "determinism": {"repeats": 2},
+        "implementations": ["torch"]}))
+    env = {**os.environ, "NORMBENCH_PLUGINS": "nb_parent_only", "NORMBENCH_QUIET": "1",
+           "PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}", "COLUMNS": "200"}
+    out = tmp_path / "o"
+
+    def run(*extra):
+        return subprocess.run([sys.executable, str(REPO / "run_bench.py"), "run", str(cfg),
+                               "--out", str(out), "--no-report", *extra], cwd=tmp_path,
+                              env=env, capture_output=True, timeout=600)
+    r = run("--isolate")
+    err = [ln for ln in r.stderr.decode().splitlines() if ln.strip()]
+    assert r.returncode == 1, r.stderr.decode()
+    assert "could not get ready" in err[-1] and "plugin nb_parent_only" in err[-1]
+    assert not any("Traceback" in ln for ln in err)
+    assert len(load_records(out)) == 0
+    r = run("--resume")
+    assert r.returncode == 0, r.stderr.decode()
+    df = load_records(out)
+    assert list(df["status"]) == ["ok"] and list(df["implementation"]) == ["torch"]
