@@ -322,19 +322,21 @@ def _missing_case(key: tuple, bs: list[dict], runs: int, gated: bool) -> CaseRes
 
 def _failed_new_case(key: tuple, c: dict, gated: bool) -> CaseResult | None:
     """A case only the candidate holds (a strategy new since the baseline): a regression
-    where it failed by itself — an error or timeout, an incorrect result, bits that do not
-    repeat although deterministic by design — else None (listed only)."""
+    where it failed by itself — an error or timeout, or an ok record with a property gated
+    TRUE_TO_FALSE False (where its only_if holds: correct, deterministic where deterministic
+    by design, and any column declared so since) — else None (listed only)."""
     from normbench.harness.summary import is_false, is_true
     status = str(c.get("status") or "?")
     why = []
     if status in ("error", "timeout"):
         err = " ".join(str(c.get("error") or "").split())[:200]
         why.append(f"status {status}" + (f" ({err})" if err else ""))
-    elif status == "ok" and is_false(c.get("correct")):
-        why.append("incorrect against the fp64 reference")
-    elif status == "ok" and is_true(c.get("deterministic_by_design")) \
-            and is_false(c.get("deterministic")):
-        why.append("not bitwise repeatable, though deterministic by design")
+    elif status == "ok":
+        # from the declaration, as _gate_bool: a new gated column is judged here too
+        why += [f"{col.name} False{_context(col, c)}"
+                + (f" though {col.only_if}" if col.only_if else "")
+                for col in schema.gated(schema.TRUE_TO_FALSE)
+                if is_false(c.get(col.name)) and (not col.only_if or is_true(c.get(col.only_if)))]
     if not why:
         return None
     res = CaseResult(case_id="|".join(key), key=dict(zip(schema.KEY, key)), base_status=MISSING,

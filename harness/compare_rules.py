@@ -235,6 +235,8 @@ def method_text(metric: str = "call") -> str:
     bool_text = "; ".join(
         f"{c.name} True -> False" + (f" (only where {c.only_if} is True; elsewhere a flag)"
                                      if c.only_if else "") for c in bools)
+    new_text = ", ".join(f"{c.name} False" + (f" where {c.only_if} is True" if c.only_if else "")
+                         for c in bools)
     return (
         f"Records are joined on the case key ({', '.join(schema.KEY)}).  Time: --metric "
         f"{metric} gates on {col.name} ({col.doc or col.label}); the choices are {others}.  "
@@ -267,8 +269,7 @@ def method_text(metric: str = "call") -> str:
         "plan, an interrupted run); an ok candidate record without the gated time (none, or "
         "one of 0 or less) where the baseline has one is a regression too; cases only in the "
         "candidate are listed, and "
-        "one that failed by itself (error or timeout, incorrect, unrepeatable bits though "
-        "deterministic by design) is a regression.  "
+        f"one that failed by itself (error or timeout, {new_text}) is a regression.  "
         "--common compares two different configs on the cases they share (one-sided cases "
         "listed, not judged).  "
         "Exit code 0: no regression; 1: regression(s); 2: the runs cannot be compared "

@@ -85,6 +85,29 @@ def test_a_column_added_through_the_schema_alone(tmp_path, extra_columns):
     assert atomic.verdict == stats.REGRESSION and atomic.ratio == pytest.approx(1.6)
 
 
+def test_a_new_case_fails_on_a_column_added_through_the_schema(tmp_path, extra_columns):
+    """A case only the candidate holds regresses where a TRUE_TO_FALSE column is False (its
+    only_if honoured): the declared list, not correct and deterministic by name."""
+    extra_columns(schema.Column("fits_l2", "boolean", gate=schema.TRUE_TO_FALSE),
+                  schema.Column("l2_claimed", "boolean"),
+                  schema.Column("hit_l2", "boolean", gate=schema.TRUE_TO_FALSE,
+                                only_if="l2_claimed"))
+    a = synthetic.write_run(tmp_path / "a", [synthetic.record()], synthetic.meta())
+    new = dict(implementation="atomic", seed=1, fits_l2=True, hit_l2=False, l2_claimed=False)
+
+    def judged(name, **over):
+        b = synthetic.write_run(tmp_path / name, [synthetic.record(), synthetic.record(
+            **{**new, **over})], synthetic.meta())
+        return cmp.compare(a, b)
+    assert not judged("ok").regressions                      # hit_l2 False, not claimed
+    (reg,) = judged("nofit", fits_l2=False).regressions
+    assert reg.key["implementation"] == "atomic" and "fits_l2 False" in reg.regressions[0]
+    (reg,) = judged("miss", l2_claimed=True).regressions
+    assert "hit_l2 False though l2_claimed" in reg.regressions[0]
+    from normbench.harness.compare_rules import method_text
+    assert "fits_l2 False, hit_l2 False where l2_claimed is True) is a regression" in method_text()
+
+
 def test_last_call_compared_reads_empty_from_a_run_before_it(tmp_path):
     """A records.csv written before the column loads it as NA (not False), and the report's
     records table leaves it out (it says how distinct_results was counted, not a result)."""
