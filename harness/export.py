@@ -143,8 +143,10 @@ def github_action_benchmark(records, metric: str = "call",
         p20, p80 = _num(r.get(col.p20)) if col.p20 else None, _num(r.get(col.p80)) if col.p80 else None
         if p20 is not None and p80 is not None:
             e["range"] = f"± {(p80 - p20) / 2 * 1e3:.3g}"
-        extra = [f"{metric} time, median" + (f"; p20-p80 {p20 * 1e3:.4g}-{p80 * 1e3:.4g} us"
-                                              if p20 is not None and p80 is not None else "")]
+        # what the value is, as its column declares it (compare words it the same way)
+        extra = [(col.doc or col.label or col.name)
+                 + (f"; p20-p80 {p20 * 1e3:.4g}-{p80 * 1e3:.4g} us"
+                    if p20 is not None and p80 is not None else "")]
         for c, text, v in zip(("gbps", "pct_copy"), ("GB/s", "% of copy"), _rates(r, col)):
             if v is not None:
                 extra.append(f"{text}: {schema.column_format(c, v)}")

@@ -302,3 +302,24 @@ def test_the_last_timed_call_is_named_only_where_the_record_compared_it(tmp_path
     assert "(1 distinct in 3 repeats)" in extra["atomic"]
     old = json.loads(ex.export(RESULTS / "h200-small", "github-action-benchmark")[0])
     assert all("repeats)" in e["extra"] and "last timed call" not in e["extra"] for e in old)
+
+
+def test_an_entrys_label_is_its_columns_declaration(tmp_path, monkeypatch):
+    """The extra text says what the value is from the column's declaration: a SLOWER column
+    of the fastest call was labelled "min time, median"."""
+    from normbench.harness import schema
+    monkeypatch.setattr(schema, "DECLARATION", schema.DECLARATION + [
+        schema.Column("time_min_ms", "Float64", doc="fastest call time (host included)", unit="ms",
+                      label="min", gate=schema.SLOWER, metric="min")])
+    schema.rebuild()
+    try:
+        run = synthetic.write_run(tmp_path / "run", [synthetic.record(time_min_ms=0.08)],
+                                  synthetic.meta())
+        (e,) = json.loads(ex.export(run, "github-action-benchmark", metric="min")[0])
+        assert e["value"] == pytest.approx(80)
+        assert e["extra"].splitlines()[0] == "fastest call time (host included)"
+        (e,) = json.loads(ex.export(run, "github-action-benchmark")[0])
+        assert e["extra"].splitlines()[0].startswith("median call time (host included); p20-p80 ")
+    finally:
+        monkeypatch.undo()
+        schema.rebuild()
