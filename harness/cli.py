@@ -313,7 +313,7 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
     except StoreError as e:
         fail(f"run: {e}")
     except WorkerStartError as e:
-        fail(f"run: the isolate worker could not start, so no case can run: {e}", 1)
+        fail(f"run: the isolate worker could not start or get ready, so no case can run: {e}", 1)
     except Exception as e:
         from normbench.harness.distributed import ClusterError
         if isinstance(e, ClusterError):

@@ -24,8 +24,9 @@ always fit: no cooperative launch is needed, only K ≤ the programs the GPU hol
 Under the interpreter K is 1 (the last ticket does it all: a waiter before the last program
 would wait for ever there).
 
-Either way the sum order is fixed: bitwise deterministic.  The counters are cached per device,
-so concurrent calls on two streams of one device are not supported.
+Either way the sum order is fixed: bitwise deterministic.  The counters are kept per device and
+stream, as the partial rows are (`_launch.kept`): calls on two streams of one device each have
+their own, while the kernels of one stream run in order.
 """
 import functools
 
@@ -35,12 +36,12 @@ import triton.language as tl
 
 from . import _device, _groups, _tuning
 from ._contention import Contention
-from ._launch import prepare
+from ._launch import _stream, prepare
 from ._registry import register
 from .disjoint_block import launch_partials, row_partials
 from .reduce import outputs, reduce_rows, wide
 
-_COUNTERS: dict[torch.device, torch.Tensor] = {}
+_COUNTERS: dict[tuple, torch.Tensor] = {}
 
 
 @triton.jit
@@ -112,9 +113,14 @@ def _depart(Counter, n):
 
 
 def _counter(device: torch.device) -> torch.Tensor:
-    if device not in _COUNTERS:
-        _COUNTERS[device] = torch.zeros(2, dtype=torch.int32, device=device)
-    return _COUNTERS[device]
+    """The two grid counters of calls on `device`'s current stream (zero between calls: the
+    last program out resets them).  Per stream: two streams' kernels running at once on one
+    pair would count each other's programs."""
+    key = (device, _stream(device.index) if device.type == "cuda" else None)
+    hit = _COUNTERS.get(key)
+    if hit is None:
+        hit = _COUNTERS[key] = torch.zeros(2, dtype=torch.int32, device=device)
+    return hit
 
 
 def _slice_tile(slices: int, groups: int, d: int, elements: int) -> tuple[int, int]:
