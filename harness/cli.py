@@ -64,13 +64,29 @@ class _Lossless:
         return getattr(self._f(), "encoding", None) or "utf-8"
 
 
+def _nonblocking_fd(stream) -> int | None:
+    """The descriptor under `stream` where it is a real one set non-blocking, else None."""
+    try:
+        fd = stream.fileno()
+        return None if os.get_blocking(fd) else fd
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
 def _emit(text: str, end: str = "\n") -> None:
     """print() to stdout that a closed pipe or a full disk cannot turn into a traceback or an
-    exit code of its own (compare's exit code is its verdict)."""
+    exit code of its own (compare's exit code is its verdict).  A non-blocking stdout (a
+    pipe its reader set so) is waited on, not cut at the pipe's 64 KiB."""
+    from normbench.harness.rundir import flush_std, write_all
     try:
+        fd = _nonblocking_fd(sys.stdout)
+        if fd is not None:
+            flush_std()
+            enc = getattr(sys.stdout, "encoding", None) or "utf-8"
+            write_all(fd, (text + end).encode(enc, "backslashreplace"))
+            return
         print(text, end=end)
-        if sys.stdout is not None:
-            sys.stdout.flush()
+        flush_std()
     except (OSError, ValueError):
         try:                      # what Python would flush at exit fails no more
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -666,9 +682,16 @@ def main():
     from normbench.harness.interrupt import (Interrupted, exit_quietly, install,
                                              quiet_after_exit_hooks, reraise_if_interrupted)
     install()      # from the first moment: Ctrl-C or SIGTERM never leaves a traceback
-    for name in ("stdout", "stderr"):
-        if getattr(sys, name) is None:   # started with that descriptor closed (`>&-`):
-            setattr(sys, name, open(os.devnull, "w"))   # its lines go nowhere, no traceback
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        try:
+            os.fstat(fd)
+        except OSError:                  # started with that descriptor closed (`>&-`): /dev/null
+            null = os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
+            if null != fd:               # in its place, by number (open takes the lowest free
+                os.dup2(null, fd)        # one: with stdin closed too, stdout's would be 0),
+                os.close(null)           # so that nothing later opens a file there
+            if getattr(sys, name) is None:   # its lines go nowhere, no traceback
+                setattr(sys, name, open(fd, "r" if fd == 0 else "w", closefd=False))
     for stream in (sys.stdout, sys.stderr):   # µ, ×, γ on a stream of another encoding
         try:
             stream.reconfigure(errors="backslashreplace")

@@ -8,9 +8,11 @@ import errno
 import json
 import os
 import re
+import select
 import stat
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -95,9 +97,7 @@ def check_out_dir(path: str | os.PathLike) -> None:
     try:
         st = os.stat(p)
     except FileNotFoundError:
-        if os.path.islink(p):   # mkdir cannot make the directory a dangling link names
-            raise StoreError(f"cannot use {p} as output directory: it is a symbolic link to "
-                             f"{os.readlink(p)}, which does not exist") from None
+        _no_dangling_link(p)
         return _check_new(p)
     except OSError as e:        # a name too long, a component that is a file ...
         if e.errno == errno.ENOTDIR:
@@ -106,6 +106,16 @@ def check_out_dir(path: str | os.PathLike) -> None:
     if not stat.S_ISDIR(st.st_mode):
         raise StoreError(f"cannot use {p} as output directory: it exists and is not a directory")
     _check_dir(p, p)
+
+
+def _no_dangling_link(p: Path) -> None:
+    """StoreError where `p` or a directory on its way is a symbolic link that leads nowhere:
+    mkdir cannot make through it ("File exists"), so --dry-run must not pass it either."""
+    whole = Path(os.path.abspath(p))
+    for a in (*reversed(whole.parents), whole):
+        if os.path.islink(a) and not os.path.exists(a):
+            raise StoreError(f"cannot use {p} as output directory: {a} is a symbolic link "
+                             f"that leads nowhere (to {os.readlink(a)})")
 
 
 def _check_dir(p: Path, real: Path) -> None:
@@ -199,42 +209,78 @@ def write_file_atomic(path: str | os.PathLike, data: bytes | str) -> None:
     if isinstance(data, str):
         data = data.encode("utf-8", "backslashreplace")
     path = Path(path)
-    if _through(path):
-        fd = _own_descriptor(path)
-        if fd is None:
-            with open(path, "wb") as f:
-                f.write(data)
-            return
-        for stream in (sys.stdout, sys.stderr):   # what was printed before comes first
+    fd = _own_descriptor(path)
+    if fd is not None:             # before _through: a closed one must not be replaced
+        flush_std()                # what was printed before comes first
+        write_all(fd, data)        # at its own offset: `>> log` appends, a socket takes it
+        return
+    if _FD_NAME.fullmatch(os.path.abspath(path)) or _through(path):
+        with open(path, "wb") as f:   # a FIFO, a terminal, another process's descriptor
+            f.write(data)
+        return
+    _atomic_write(path, lambda f: f.write(data))
+
+
+def flush_std() -> None:
+    """Flush sys.stdout and sys.stderr, waiting where one is a non-blocking descriptor that
+    is full (a write failing for any other reason is left to the caller's next write)."""
+    for stream in (sys.stdout, sys.stderr):
+        for _ in range(10000):
             try:
                 if stream is not None:
                     stream.flush()
+                break
+            except BlockingIOError:
+                _wait_writable(stream)
             except (OSError, ValueError):
-                pass
-        view = memoryview(data)
-        while view:                # at the descriptor's own offset: `>> log` appends,
-            view = view[os.write(fd, view):]     # and a socket or pipe takes it as it is
-        return
-    _atomic_write(path, lambda f: f.write(data))
+                break
+
+
+def _wait_writable(stream_or_fd) -> None:
+    try:
+        fd = stream_or_fd if isinstance(stream_or_fd, int) else stream_or_fd.fileno()
+        select.select([], [fd], [], 1.0)
+    except (OSError, ValueError, AttributeError):
+        time.sleep(0.01)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """os.write until all of `data` is written, waiting (select) while a non-blocking
+    descriptor is full: its reader may read only after the writer is done, and a short or
+    refused write must neither cut the output nor count as a failure.  OSError (EBADF for a
+    descriptor not open, EPIPE, ENOSPC) propagates."""
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view):]
+        except BlockingIOError:
+            select.select([], [fd], [])
 
 
 def _own_descriptor(path: Path) -> int | None:
     """The descriptor of this process that a descriptor's name stands for (/dev/stdout -> 1,
     /dev/fd/N, /proc/self/fd/N, /proc/<our pid>/fd/N -> N): written to as it is, since opening
     the name anew would truncate a file the shell opened to append to (`>> log`), start at its
-    beginning over what the shell wrote before, or fail on a socket.  None for anything else
-    (a FIFO or terminal named directly, another process's descriptor: opened)."""
+    beginning over what the shell wrote before, or fail on a socket -- and where it is not
+    open, the name is no file to make (EBADF).  None for anything else (a FIFO or terminal
+    named directly, another process's descriptor: opened)."""
     m = _FD_NAME.fullmatch(os.path.abspath(path))
     if m is None:
         return None
     name = m.group(0)
     std = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
-    if name in std:
-        return std[name]
     head, _, n = name.rpartition("/")
-    if head == "/dev/fd" or head in ("/proc/self/fd", f"/proc/{os.getpid()}/fd"):
-        return int(n)
-    return None
+    if name in std:
+        fd = std[name]
+    elif head == "/dev/fd" or head in ("/proc/self/fd", f"/proc/{os.getpid()}/fd"):
+        fd = int(n)
+    else:
+        return None
+    try:
+        os.fstat(fd)
+    except OSError as e:
+        raise OSError(errno.EBADF, f"descriptor {fd} is not open", str(path)) from e
+    return fd
 
 
 def _through(path: Path) -> bool:

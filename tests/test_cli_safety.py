@@ -283,6 +283,10 @@ def test_a_stream_that_cannot_be_written_never_stops_a_sweep_or_changes_a_verdic
                        "--threshold 900%", 0)):
         r = _sh(f"'{py}' '{rb}' {cmd} >&-")
         assert r.returncode == code and "Traceback" not in r.stderr, (cmd, r.stderr)
+    # stdin closed too: /dev/null goes onto descriptor 1 by number (open() took 0 and left 1
+    # closed, and --out /dev/stdout was then 'replaced': as root /dev/stdout became a file)
+    r = _sh(f"'{py}' '{rb}' export '{base}/run-1' --format bencher --out /dev/fd/1 <&- >&-")
+    assert r.returncode == 0 and not r.stderr.strip(), r.stderr
     (tmp_path / "u.yaml").write_text(cfg.read_text()[:-1] + ', "description": "dγ, 8×32"}',
                                      encoding="utf-8")
     r = _sh(f"PYTHONIOENCODING=ascii '{py}' '{rb}' run - --dry-run < '{tmp_path}/u.yaml'")

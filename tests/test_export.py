@@ -175,6 +175,38 @@ def test_out_writes_through_a_fifo_or_a_descriptor_and_still_refuses_a_run_s_own
 
 
 
+
+def test_out_a_closed_descriptor_is_refused_and_a_nonblocking_one_is_waited_on(tmp_path):
+    """A descriptor's name whose descriptor is not open is no file to make (it was atomically
+    'replaced' -- as root, /dev/stdout became a regular file); a non-blocking pipe whose
+    reader reads only after the writer is done gets all of the export, with --out
+    /dev/stdout and without (os.write's EAGAIN cut it at the pipe's 64 KiB, exit 0 or 2)."""
+    import errno
+    import os
+    import subprocess
+    import sys
+    import time
+    from normbench.harness.rundir import write_file_atomic
+    r, w = os.pipe()
+    os.close(w)
+    with pytest.raises(OSError) as e:
+        write_file_atomic(f"/proc/self/fd/{w}", "x")
+    assert e.value.errno == errno.EBADF and "not open" in str(e.value)
+    os.close(r)
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    code = ("import sys; from normbench.harness import rundir, cli; "
+            f"rundir.write_file_atomic('/dev/stdout', 'a' * 300000); cli._emit('b' * 300000)")
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=w)
+    os.close(w)
+    time.sleep(1.0)                      # the writer finds the pipe full before any read
+    got = b""
+    while chunk := os.read(r, 1 << 16):
+        got += chunk
+    os.close(r)
+    assert p.wait(60) == 0
+    assert got == b"a" * 300000 + b"b" * 300000 + b"\n"
+
 @pytest.mark.parametrize("name", ["/dev/fd/{fd}", "/proc/self/fd/{fd}"])
 def test_out_a_descriptor_s_name_writes_at_its_offset_not_over_the_file(tmp_path, name):
     """--out /dev/fd/N (or /dev/stdout) where N is a file the shell opened -- `>> ci.log`,

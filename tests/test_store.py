@@ -636,9 +636,13 @@ def test_an_out_dir_that_is_a_dangling_link_is_refused_before_the_run(tmp_path):
     to an existing empty directory is fine."""
     link = tmp_path / "out"
     link.symlink_to(tmp_path / "target")
-    with pytest.raises(StoreError, match=r"out as output directory: it is a symbolic link to "
-                                         r".*target, which does not exist"):
+    with pytest.raises(StoreError, match=r"out as output directory: .*out is a symbolic link "
+                                         r"that leads nowhere \(to .*target\)"):
         check_out_dir(link)
+    for inside in ("out/sub", "chain/sub"):          # a directory on the way, a chain of links
+        (tmp_path / "chain").symlink_to(tmp_path / "out") if inside == "chain/sub" else None
+        with pytest.raises(StoreError, match="is a symbolic link that leads nowhere"):
+            check_out_dir(tmp_path / inside)
     (tmp_path / "target").mkdir()
     check_out_dir(link)
 
