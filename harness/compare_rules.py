@@ -101,12 +101,16 @@ def _check_pair(base: Run, cand: Run, common: bool, notes: list[str]) -> None:
                            "(Triton-interpreter CPU wall-clock cannot be compared with GPU time)")
     from normbench.harness.merge import versions
     bv, cv = versions(base.meta), versions(cand.meta)
-    # a package named both at the top ("torch_version") and in package_versions says the
-    # same change twice: each (name, old, new) once
-    changed = list(dict.fromkeys(
-        f"{k.split('.')[-1].removesuffix('_version')} {bv[k]} -> {cv[k]}"
-        for k in sorted(set(bv) & set(cv))
-        if bv[k] != cv[k] and bv[k] is not None and cv[k] is not None))
+    # a package named both at the top ("torch_version": "2.11.0+cu130") and in
+    # package_versions ("torch": "2.11.0") is one change, said once: the top-level spelling
+    changes: dict[str, str] = {}
+    for k in sorted(set(bv) & set(cv), key=lambda k: (k.startswith("package_versions."), k)):
+        name = k.split(".")[-1].removesuffix("_version")
+        if bv[k] != cv[k] and bv[k] is not None and cv[k] is not None:
+            changes.setdefault(name, f"{name} {bv[k]} -> {cv[k]}")
+        elif bv[k] == cv[k] and not k.startswith("package_versions."):
+            changes.setdefault(name, "")       # the same build at the top: no change to say
+    changed = [c for _, c in sorted(changes.items()) if c]
     if changed:
         notes.append(f"measured with other versions than {base.dir}: {', '.join(changed)}")
 

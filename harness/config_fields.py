@@ -174,7 +174,7 @@ def _at_most(limit: float, what: str):
     def check(v: Any) -> float:
         v = _positive(v)
         if v > limit:
-            _fail(f"must be at most {limit:.10g} ({what}), got {v:g}")
+            _fail(f"must be at most {limit:.10g} ({what}), got {v:.15g}")
         return v
     return check
 

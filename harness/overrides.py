@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Iterable, TextIO
 
 
-from normbench.harness.config import (KEYS, MAX_FILE_BYTES, ConfigError, Sweep, _load_yaml,
-                                      _unknown_key, parse_config, read_config_file)
+from normbench.harness.config import (KEYS, MAX_D, MAX_FILE_BYTES, MAX_ROWS, ConfigError, Sweep,
+                                      _load_yaml, _unknown_key, parse_config, read_config_file)
 from normbench.harness.config_yaml import dump_yaml
 
 STDIN = "-"
@@ -41,7 +41,7 @@ _DROPS = {"rows": ("batch", "seq", "shapes"), "batch": ("rows", "shapes"),
           "seq": ("rows", "shapes"), "shapes": ("rows", "batch", "seq", "d")}
 _NESTED = {"timing", "determinism"}
 # ASCII digits and blanks: \s would also take U+2028, U+0085 ... (YAML line breaks)
-_SHAPE_RE = re.compile(r"[ \t]*([0-9]{1,1000})[ \t]*[xX×][ \t]*([0-9]{1,1000})[ \t]*")
+_SHAPE_RE = re.compile(r"[ \t]*([0-9]+)[ \t]*[xX×][ \t]*([0-9]+)[ \t]*")
 # what a YAML comment cannot hold as it is: PyYAML's line breaks (U+0085, U+2028, U+2029; JSON
 # escapes \n and \r) and the characters it refuses (C1 controls, lone surrogates, U+FFFE/F)
 _NOT_IN_COMMENT = re.compile("[^\t\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufffd"
@@ -81,12 +81,19 @@ def _split(raw: str) -> tuple[str, str]:
 
 
 def _parse_shape(raw: str) -> list[int]:
+    shown = raw if len(raw) <= 60 else f"{raw[:30]}…{raw[-20:]}"   # one readable line
+    where = f"--shape {shown!r}"
     m = _SHAPE_RE.fullmatch(raw)
     if not m:
-        raise ConfigError(f"--shape {raw!r}", "shapes", "expected ROWSxD, e.g. 16384x5120")
+        raise ConfigError(where, "shapes", "expected ROWSxD, e.g. 16384x5120")
     if any(len(g) > 1 and g.startswith("0") for g in m.groups()):
-        raise ConfigError(f"--shape {raw!r}", "shapes", "a number with a leading zero; "
-                                                        "expected ROWSxD, e.g. 16384x5120")
+        raise ConfigError(where, "shapes", "a number with a leading zero; "
+                                           "expected ROWSxD, e.g. 16384x5120")
+    for g, name in zip(m.groups(), ("rows", "d")):
+        if len(g) > 19:             # int() of thousands of digits is refused or slow
+            limit = MAX_ROWS if name == "rows" else MAX_D
+            raise ConfigError(where, "shapes", f"{name} must be at most {limit}, got a "
+                                               f"{len(g)}-digit number")
     return [int(m.group(1)), int(m.group(2))]
 
 
@@ -192,14 +199,17 @@ def _parse_base(text: str, file: str, known, overrides: list[str]) -> Sweep:
         return parse_config(text, file, known, shapes_later=True)
     except ConfigError as e:
         replaced = _set_by(overrides)
-        if re.split(r"[.\[]", e.field, maxsplit=1)[0] not in {top for top, _ in replaced}:
-            raise                   # the text, its YAML, an unknown key, a field kept
-    data = dict(_load_yaml(text, file))     # a mapping: parse_config got as far as its fields
-    for top, sub in replaced:
-        if sub and isinstance(data.get(top), dict):
-            data[top] = {k: v for k, v in data[top].items() if k != sub}
-        else:                       # the override replaces the whole value
-            data.pop(top, None)
+        parts = re.split(r"[.\[]", e.field, maxsplit=2)
+        if not any(top == parts[0] and (not sub or parts[1:2] == [sub]) for top, sub in replaced):
+            raise                   # the text, its YAML, an unknown key, a field kept -- or
+        data = dict(_load_yaml(text, file))   # the mapping a nested override sets a key of
+        for top, sub in replaced:
+            if not sub:             # the override replaces the whole value
+                data.pop(top, None)
+            elif isinstance(data.get(top), dict):
+                data[top] = {k: v for k, v in data[top].items() if k != sub}
+            elif top in data:       # `timing: 5` under timing.rep_ms=2: the file's own fault
+                raise
     return parse_config(dump_yaml(data), file, known, shapes_later=True)
 
 

@@ -240,7 +240,9 @@ def judge_case(bases: Sequence[Side], cand: Side, threshold: float, *,
             and beyond(j.ratio, threshold):
         # beyond the threshold asked for, inside the widened one: noise, and shown as such
         verdict = NOISE
-        detail = "; ".join(filter(None, (detail, f"{j.ratio - 1:+.1%} is beyond the "
+        change = (f"{j.ratio - 1:+.1%}" if j.ratio > 1 else     # faster by the factor
+                  f"{1 / j.ratio:.4g}x faster")                   # beyond() judged
+        detail = "; ".join(filter(None, (detail, f"{change} is beyond the "
                                           f"{threshold:.1%} threshold but inside the widened "
                                           f"{thr:.1%}: noise")))
     return Judgement(j.ratio, verdict, j.method, j.p_value, detail, rule=rule, threshold=thr)

@@ -226,6 +226,9 @@ def test_an_improvement_is_the_mirror_image_at_any_threshold(threshold):
     bases = [stats.Side(1.0, *base), stats.Side(1.02, 1.01, 1.03)]
     cand = stats.Side(1 / f, 0.99 / f, 1.01 / f)
     assert stats.judge_case(bases, cand, threshold).verdict == stats.IMPROVEMENT
+    if threshold == 0.05:          # a faster case's note names the factor beyond() judged
+        j = stats.judge_case([stats.Side(1.0, 0.8, 1.3)], stats.Side(0.951, 0.9, 0.99), 0.05)
+        assert "1.052x faster is beyond the 5.0% threshold" in j.detail, j.detail
     hundredfold = stats.Side(0.01, 0.0099, 0.0101)     # host-bound: 3x the threshold
     assert stats.judge_case([bases[0]], hundredfold, threshold,
                             host_bound=True).verdict == stats.IMPROVEMENT
@@ -504,6 +507,13 @@ def test_a_candidate_that_is_a_baseline_is_refused_and_versions_are_noted(tmp_pa
                                                        "triton": "3.2.0"}))
     (note,) = [n for n in cmp.compare(d, c).notes if "other versions" in n]
     assert note.count("triton 3.2.0 -> 3.6.0") == 1 and note.count("torch ") == 1, note
+    # a CUDA build at the top, the plain version in package_versions: still one change
+    e = _one(tmp_path, "e", meta=dict(torch_version="2.11.0+cu130",
+                                      package_versions={"torch": "2.11.0"}))
+    f = _one(tmp_path, "f", meta=dict(torch_version="2.12.0+cu130",
+                                      package_versions={"torch": "2.12.0"}))
+    (note,) = [n for n in cmp.compare(e, f).notes if "other versions" in n]
+    assert note.count("torch ") == 1 and "torch 2.11.0+cu130 -> 2.12.0+cu130" in note, note
 
 
 def test_a_candidate_whose_every_case_failed_is_regressions_not_refused(tmp_path):

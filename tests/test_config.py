@@ -213,6 +213,7 @@ BAD = [
     (with_(timing={"rep_ms": float("inf")}), "timing.rep_ms", "finite"),
     (with_(timing={"warmup_ms": 1e300}), "timing.warmup_ms", "at most 3600000 (an hour a case)"),
     (with_(timeout_s=1e9), "timeout_s", "at most 604800 (a week)"),
+    (with_(timeout_s=604800.5), "timeout_s", "at most 604800 (a week), got 604800.5"),
     (with_(timing=[25, 100]), "timing", "must be a mapping"),
     (with_(timing=None), "timing", "must be a mapping, got null"),
     (with_(determinism={"repeats": 1}), "determinism.repeats", "at least 2"),

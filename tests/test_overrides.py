@@ -191,7 +191,8 @@ def test_any_command_line_is_a_sweep_or_one_config_error(overrides, shapes):
     ("0100x33", "leading zero"), ("１２x33", "expected ROWSxD"),
     ("12345678901x33", "must be at most 2147483647"), ("0x5", "must be at least 1"),
     ("99999999999999999999x5", "must be at most 2147483647"),     # 20 digits: said so too
-    ("5x" + "9" * 400, "must be at most"),
+    ("5x" + "9" * 400, "d must be at most 65536, got a 400-digit number"),
+    ("9" * 5000 + "x5", "rows must be at most 2147483647, got a 5000-digit number"),
 ])
 def test_shape_numbers_are_plain_ascii_decimals_in_range(raw, problem):
     with pytest.raises(ConfigError, match=problem):
@@ -286,3 +287,10 @@ def test_an_override_replaces_a_field_the_file_got_wrong():
         apply(plug, "p.yaml", ["implementations=[nosuch]"], known_implementations=IMPLS)
     with pytest.raises(ConfigError, match=r"^config error: p.yaml: implementations\[1\]: "):
         apply(plug, "p.yaml", ["dtype=fp16"], known_implementations=IMPLS)
+    # a nested override sets one key of a mapping: a parent that is no mapping in the file is
+    # the file's fault (it was dropped whole, and warmup_ms fell back to its default)
+    for parent in ("5", "[1, 2]", "null"):
+        with pytest.raises(ConfigError, match=r"^config error: p.yaml: timing: must be a mapping"):
+            apply(f"rows: [4]\nd: [8]\ntiming: {parent}\n", "p.yaml", ["timing.rep_ms=2"])
+    assert apply("rows: [4]\nd: [8]\ntiming: 5\n", "p.yaml",
+                 ["timing={rep_ms: 2, warmup_ms: 1}"]).timing.rep_ms == 2.0
