@@ -104,8 +104,13 @@ class RunStore:
         self._closed = True
         self._lock = None
 
+        made = not os.path.lexists(self.run_dir)
         self._make_dir()
-        self._acquire_lock()
+        try:
+            self._acquire_lock()
+        except BaseException:
+            self._unmake(made)
+            raise
         try:
             self._closed = False
             self._remove_temp_files()
@@ -114,7 +119,18 @@ class RunStore:
             self._closed = True
             self._drop_lock_info()
             self._release_lock()
+            self._unmake(made)
             raise
+
+    def _unmake(self, made: bool) -> None:
+        """Remove the directory this store made, empty, when opening it failed or was
+        interrupted (a Ctrl-C or SIGTERM in the moment between mkdir and records.csv): it
+        would be left holding nothing, which report and compare refuse as no run."""
+        if made:
+            try:
+                os.rmdir(self.run_dir)
+            except OSError:
+                pass
 
     # -- opening
 

@@ -144,6 +144,12 @@ def test_interrupted_runs_resume_with_nothing_lost_or_duplicated(tmp_path, sig):
         # start-up may come before the run directory or its meta.json is written)
         if not out.exists():
             continue
+        if not any((out / n).exists() for n in ("records.csv", "records.parquet")):
+            # the moment between the directory's mkdir and records.csv: a store interrupted
+            # there removes the directory it made; only a hard kill can leave it, empty
+            from normbench.harness.rundir import _ours     # the lock's note, temporaries
+            assert sig == signal.SIGKILL and all(map(_ours, os.listdir(out))), os.listdir(out)
+            continue
         df = load_records(out)
         assert df["case_id"].is_unique
         if (out / "records.parquet").exists():

@@ -630,6 +630,24 @@ def test_an_out_dir_through_a_part_yet_to_be_made_is_checked_as_the_directory_it
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
 
 
+def test_a_store_interrupted_while_opening_leaves_no_empty_directory(tmp_path, monkeypatch):
+    """A SIGTERM between the run directory's mkdir and its records.csv (a window a loaded
+    machine widens) left an empty directory that report and compare refuse as no run; the
+    directory the store made is removed, one that was there stays."""
+    from normbench.harness import store as st
+
+    def interrupted(self, resume):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(st.RunStore, "_open", interrupted)
+    for existed in (False, True):
+        d = tmp_path / f"run-{existed}"
+        if existed:
+            d.mkdir()
+        with pytest.raises(KeyboardInterrupt):
+            st.RunStore(d)
+        assert d.exists() == existed and (not existed or not any(d.iterdir()))
+
+
 def test_an_out_dir_that_is_a_dangling_link_is_refused_before_the_run(tmp_path):
     """A symbolic link to a directory not made yet: --dry-run passed it, and the run's
     mkdir then failed ("File exists").  Refused by check_out_dir, naming the target; a link
