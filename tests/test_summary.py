@@ -145,17 +145,18 @@ def _readme_tables() -> list[list[str]]:
                                    (22, "h200-targets-narrow-fp32-8192-024c97d"),
                                    (23, "h200-targets-narrow-fp32-7168-2bf2f0f"),
                                    (24, "h200-targets-widest-12288-rms-8f97145"),
-                                   (25, "h200-targets-widest-16384-ln-bf16-cf581b8"),
-                                   (26, "h200-targets-widest-16384-rms-fp32w-f7a40c4"),
-                                   (27, "h200-targets-widest-16bit-layernorm-22ed27a"),
-                                   (28, "h200-targets-widest-16bit-rmsnorm-22ed27a"),
-                                   (29, "h200-targets-widest-16384-ln16-e4bba9f"),
-                                   (30, "h200-targets-widest-16384-ln16-2858cdd"),
-                                   (31, "h200-targets-narrow-rms-7168-2858cdd"),
-                                   (32, "h200-targets-narrow-ln-7168-2858cdd"),
-                                   (33, "h200-targets-bf16"),
-                                   (34, "h200-targets-fp-wide"),
-                                   (35, "h200-peers")])
+                                   (25, "h200-targets-widest-16384-ln-c0f77f1"),
+                                   (26, "h200-targets-widest-16384-ln-bf16-cf581b8"),
+                                   (27, "h200-targets-widest-16384-rms-fp32w-f7a40c4"),
+                                   (28, "h200-targets-widest-16bit-layernorm-22ed27a"),
+                                   (29, "h200-targets-widest-16bit-rmsnorm-22ed27a"),
+                                   (30, "h200-targets-widest-16384-ln16-e4bba9f"),
+                                   (31, "h200-targets-widest-16384-ln16-2858cdd"),
+                                   (32, "h200-targets-narrow-rms-7168-2858cdd"),
+                                   (33, "h200-targets-narrow-ln-7168-2858cdd"),
+                                   (34, "h200-targets-bf16"),
+                                   (35, "h200-targets-fp-wide"),
+                                   (36, "h200-peers")])
 def test_markdown_table_reproduces_the_readme(k, run):
     """README's results tables are `report --markdown-table` of their runs, line for line
     (both weight dtypes, in run order)."""
