@@ -85,9 +85,10 @@ from pydantic import (
 )
 
 from normbench.harness.config_fields import (  # noqa: F401  (re-exported)
-    _DTYPE_ALIASES, DTYPES, BudgetMs, TimeoutS, MAX_D, MAX_GROUPS, MAX_ROWS, MAX_SEED, NORMS, WEIGHT_DTYPES, DType,
-    Dim, Group, Implementation, Norm, Positive, Size, TBps, WeightDType, _choice, _did_you_mean,
-    _fail, _group, _implementation, _int, _name, _pair_to_mapping, _positive, _show, _text)
+    _DTYPE_ALIASES, DTYPES, MAX_D, MAX_GROUPS, MAX_ROWS, MAX_SEED, NORMS, WEIGHT_DTYPES, BudgetMs,
+    DType, Dim, Group, Implementation, Norm, Positive, Size, TBps, TimeoutS, WeightDType, _choice,
+    _did_you_mean, _fail, _group, _implementation, _int, _name, _pair_to_mapping, _positive, _show,
+    _text)
 from normbench.harness.config_yaml import (  # noqa: F401  (re-exported)
     MAX_FILE_BYTES, ConfigError, _first_line, _load_yaml, _Loader, _R, read_config_file)
 

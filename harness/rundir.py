@@ -237,6 +237,8 @@ def flush_std() -> None:
 
 
 def _wait_writable(stream_or_fd) -> None:
+    """Wait until a full non-blocking descriptor (or a stream's) takes more: a second at most,
+    the caller tries its write again."""
     try:
         fd = stream_or_fd if isinstance(stream_or_fd, int) else stream_or_fd.fileno()
         select.select([], [fd], [], 1.0)
@@ -254,7 +256,7 @@ def write_all(fd: int, data: bytes) -> None:
         try:
             view = view[os.write(fd, view):]
         except BlockingIOError:
-            select.select([], [fd], [])
+            _wait_writable(fd)
 
 
 def _own_descriptor(path: Path) -> int | None:

@@ -36,7 +36,7 @@ import triton.language as tl
 
 from . import _device, _groups, _tuning
 from ._contention import Contention
-from ._launch import _stream, prepare
+from ._launch import _key, prepare
 from ._registry import register
 from .disjoint_block import launch_partials, row_partials
 from .reduce import outputs, reduce_rows, wide
@@ -116,7 +116,7 @@ def _counter(device: torch.device) -> torch.Tensor:
     """The two grid counters of calls on `device`'s current stream (zero between calls: the
     last program out resets them).  Per stream: two streams' kernels running at once on one
     pair would count each other's programs."""
-    key = (device, _stream(device.index) if device.type == "cuda" else None)
+    key = _key(device, "grid counters")       # the kept workspaces' key: device and stream
     hit = _COUNTERS.get(key)
     if hit is None:
         hit = _COUNTERS[key] = torch.zeros(2, dtype=torch.int32, device=device)

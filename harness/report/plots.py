@@ -37,15 +37,17 @@ def plot_labels(names, width: int = LABEL_MAX) -> dict:
     names keep distinct labels, a number before the end where start and end agree."""
     names = [str(n) for n in names]
     out, taken = {}, {n for n in names if len(n) <= width}
+    head = width * 2 // 3
+
+    def cut(n: str, tag: str) -> str:
+        return n[:head] + tag + n[len(n) - max(0, width - head - len(tag)):]
     for n in names:
         if len(n) <= width:
             out[n] = n
             continue
-        head, tag, k = width * 2 // 3, "…", 2
-        label = n[:head] + tag + n[len(n) - max(0, width - head - len(tag)):]
+        label, k = cut(n, "…"), 2
         while label in taken:
-            tag, k = f"…#{k}…", k + 1
-            label = n[:head] + tag + n[len(n) - max(0, width - head - len(tag)):]
+            label, k = cut(n, f"…#{k}…"), k + 1
         taken.add(label)
         out[n] = label
     return out
