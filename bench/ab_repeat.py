@@ -9,9 +9,14 @@ A configuration may carry a "reduce" entry — the partial rows' reduce kernel's
 (`strategies/reduce.py`'s BLOCK_G, BLOCK_N, num_warps, PAIRED, through
 `OVERRIDE["reduce"]`): '{"reduce": {"BLOCK_G": 256, "BLOCK_N": 16}}' times the strategy's
 rule with that reduce; a "groups" entry, the GROUPS it is called with ('{"groups": 128}';
-none: its auto); and a "strategy" entry, another registered strategy (or peer) to call instead
-of --name with the rest of the configuration as its OVERRIDE ('{"strategy": "disjoint_fused",
-"interleave": true}'): strategies timed in turn against each other.
+none: its auto); a "raw_groups" entry, the GROUPS its kernel is launched with as given, past
+the registry's cap (`Entry.effective_groups`: the kernel called as before the cap — '{"raw_groups":
+264}' against the capped rule, where a cap binds); an "inputs" entry, "alike", times it on rows
+drawn alike (the recipe `make_inputs` had until c55c96a: x ~ N(0,1)·2 + 0.5, dy ~ N(0,1)), made
+beside the default inputs each round (whether an input's values move a timing); and a "strategy"
+entry, another registered strategy (or peer) to call instead of --name with the rest of the
+configuration as its OVERRIDE ('{"strategy": "disjoint_fused", "interleave": true}'):
+strategies timed in turn against each other.
 
 With --gpu-time each timing also takes the harness's GPU time (`harness.timing.gpu_time`: the
 call captured in a CUDA graph and replayed, the L2 flushed before each replay — what the
@@ -42,23 +47,51 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from normbench import strategies  # noqa: E402
 from normbench.harness import model, timing  # noqa: E402
-from normbench.harness.inputs import make_inputs, reference, within_tolerances  # noqa: E402
+import torch  # noqa: E402
+
+from normbench.harness.inputs import (DTYPES, EPS, make_inputs, reference,  # noqa: E402
+                                      within_tolerances)
 from normbench.strategies import _tuning  # noqa: E402
 
 
-def apply(config: dict, name: str) -> tuple[str, int | None]:
+def alike_inputs(norm: str, rows: int, d: int, dtype: str, weight_dtype: str, *, seed: int,
+                 device):
+    """x, dy, weight, mean, rstd with every row drawn alike: `make_inputs`' recipe until
+    c55c96a (x ~ N(0, 1)·2 + 0.5, dy ~ N(0, 1), weight 1 + N(0, 0.5²)), for a timing whose
+    only difference is the inputs' values."""
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    dt, wdt = DTYPES[dtype], DTYPES[weight_dtype]
+    x = (torch.randn(rows, d, generator=g) * 2.0 + 0.5).to(dt).to(device)
+    dy = torch.randn(rows, d, generator=g).to(dt).to(device)
+    weight = (1.0 + 0.5 * torch.randn(d, generator=g)).to(wdt).to(device)
+    xf = x.float()
+    mean = xf.mean(dim=1) if norm == "layernorm" else None
+    var = xf.var(dim=1, unbiased=False) if mean is not None else (xf * xf).mean(dim=1)
+    return x, dy, weight, mean, torch.rsqrt(var + EPS)
+
+
+INPUTS = {"default": make_inputs, "alike": alike_inputs}
+
+
+def apply(config: dict, name: str) -> tuple[str, int | None, bool, str]:
     """Set `strategies._tuning.OVERRIDE` to `config`: its "reduce" entry for the reduce kernel,
     the rest for its "strategy" (default `name`; an empty rest: the strategy's rule) but
-    "groups" — the GROUPS to call it with (None: its auto). Returns (strategy, groups)."""
+    "groups" or "raw_groups" — the GROUPS to call it with (None: its auto), through the
+    registry's cap or past it — and "inputs" (`INPUTS`' key). Returns (strategy, groups, raw,
+    inputs)."""
     rest = dict(config)
     red = rest.pop("reduce", None)
-    groups = rest.pop("groups", None)
+    raw = "raw_groups" in rest
+    groups = rest.pop("raw_groups") if raw else rest.pop("groups", None)
+    kind = rest.pop("inputs", "default")
+    if kind not in INPUTS:
+        raise SystemExit(f"ab_repeat: inputs {kind!r}: one of {', '.join(INPUTS)}")
     name = rest.pop("strategy", name)
     _tuning.OVERRIDE.clear()
     _tuning.OVERRIDE[name] = rest
     if red is not None:
         _tuning.OVERRIDE["reduce"] = dict(red)
-    return name, groups
+    return name, groups, raw, kind
 
 
 def main(argv=None) -> int:
@@ -99,17 +132,23 @@ def main(argv=None) -> int:
         for shape in args.shapes.split(","):
             rows, d = map(int, shape.split("x"))
             nbytes = model.bytes_moved(args.norm, rows, d, args.dtype, wd)
-            inputs = ref = None
+            kinds = {apply(c, args.name)[3] for c in configs}
+            made = {}           # inputs kind -> (inputs, reference)
             for r in range(args.rounds):
-                if inputs is None or args.fresh_inputs:
-                    inputs = make_inputs(args.norm, rows, d, args.dtype, wd, seed=rows ^ d ^ r,
-                                         device=args.device)
-                    ref, checked = reference(*inputs), set()
+                if not made or args.fresh_inputs:
+                    made = {kind: INPUTS[kind](args.norm, rows, d, args.dtype, wd,
+                                               seed=rows ^ d ^ r, device=args.device)
+                            for kind in sorted(kinds)}
+                    made = {kind: (inp, reference(*inp)) for kind, inp in made.items()}
+                    checked = set()
                 order = [(k + r) % len(configs) for k in range(len(configs))]
                 for slot, k in enumerate(order):
-                    name, g = apply(configs[k], args.name)
+                    name, g, raw, kind = apply(configs[k], args.name)
+                    inputs, ref = made[kind]
 
                     def call():
+                        if raw:
+                            return entries[name].fn(*inputs, groups=g)
                         return entries[name].backward(*inputs, groups=g)
                     status = "ok"
                     if k not in checked:

@@ -513,6 +513,42 @@ def test_ab_repeat_calls_with_a_configurations_groups(tmp_path, monkeypatch):
     assert set(seen) == {None, 2} and tune._tuning.OVERRIDE == {}
 
 
+def test_ab_repeat_raw_groups_pass_the_cap(tmp_path, monkeypatch):
+    """A configuration's "raw_groups" entry reaches the kernel as given, past the registry's
+    cap (the tiles dealt round-robin cap GROUPS at ⌈rows / BLOCK_R⌉): the other configuration,
+    through `backward`, gets the capped GROUPS. Both checked against fp64 and timed."""
+    from normbench import strategies
+    e = strategies.get("disjoint_strided")
+    seen = []
+    real = e.fn
+    monkeypatch.setattr(e, "fn", lambda *a, groups=None: seen.append(groups) or real(
+        *a, groups=groups))
+    capped = e.effective_groups(6, 40, 5)
+    assert capped < 5           # the cap binds at this shape, or the test shows nothing
+    rows = _ab_on_cpu(tmp_path, monkeypatch, "6x40", 1, '{"groups": 5}', '{"raw_groups": 5}')
+    assert len(rows) == 2 and all(x["status"] == "ok" for x in rows)
+    assert set(seen) == {capped, 5} and tune._tuning.OVERRIDE == {}
+
+
+def test_ab_repeat_times_rows_drawn_alike(tmp_path, monkeypatch):
+    """A configuration's "inputs": "alike" is timed on rows drawn alike (the recipe before
+    c55c96a), made beside the default inputs: each configuration gets its own set, both
+    checked against fp64; an unknown kind is one line."""
+    import ab_repeat
+    made = []
+    for kind, fn in list(ab_repeat.INPUTS.items()):
+        monkeypatch.setitem(ab_repeat.INPUTS, kind, lambda *a, _f=fn, _k=kind, **kw:
+                            made.append(_k) or _f(*a, **kw))
+    rows = _ab_on_cpu(tmp_path, monkeypatch, "5x40", 2, "{}", '{"inputs": "alike"}')
+    assert len(rows) == 4 and all(x["status"] == "ok" for x in rows)
+    assert sorted(made) == ["alike", "default"]           # once: no --fresh-inputs
+    x, dy, *_ = ab_repeat.alike_inputs("rmsnorm", 64, 512, "fp32", "fp32", seed=1, device="cpu")
+    assert abs(x.mean().item() - 0.5) < 0.1 and abs(x.std().item() - 2.0) < 0.1
+    assert abs(dy.std().item() - 1.0) < 0.1
+    with pytest.raises(SystemExit, match="inputs 'other'"):
+        _ab_on_cpu(tmp_path, monkeypatch, "5x40", 1, '{"inputs": "other"}')
+
+
 def test_ab_repeat_times_another_strategy_in_turn(tmp_path, monkeypatch):
     """A configuration's "strategy" entry calls that strategy with the rest as its OVERRIDE
     (disjoint_fused with `interleave`, checked and timed), the others --name's rule."""
@@ -546,6 +582,21 @@ def test_ab_repeat_gpu_time_column(tmp_path, monkeypatch, capsys):
     assert "GPU 42.1 [42.1, 42.1]" in capsys.readouterr().out
     rows = _ab_on_cpu(tmp_path, monkeypatch, "5x40", 1, "{}")
     assert [x["gpu_us"] for x in rows] == [""] and len(calls) == 4
+
+
+def test_device_round48_script_on_cpu(tmp_path):
+    """Round 48's call, tiny: each A/B step's timings are all correct — atomic on both kinds of
+    inputs, the capped GROUPS against the kernel launched past the cap, the reduce's tiles —
+    and the GPU tests' log is in the tarball."""
+    _device_script(tmp_path, "device_round48.sh", SHAPE_ATOMIC="6x64", SHAPES_CAP="9x32",
+                   SHAPES_FP32="4x48", SHAPE_4096="5x64", ROUNDS="1", G_T="60")
+    with tarfile.open(tmp_path / "round48.tgz") as tar:
+        for step, n in (("atomic_ln", 2), ("strided_ln", 2), ("cap_ln", 2), ("cap_rms", 2),
+                        ("red_fp32", 4), ("red_4096w", 4)):
+            rows = list(csv.DictReader(io.TextIOWrapper(tar.extractfile(f"./{step}/ab.csv"))))
+            assert rows and all(x["status"] == "ok" for x in rows), step
+            assert len({x["config"] for x in rows}) == n, step
+        assert "./gpu-tests.log" in tar.getnames()
 
 
 def test_device_round23c_script_on_cpu(tmp_path):
