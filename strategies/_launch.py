@@ -83,10 +83,14 @@ def _keep(key: tuple, hit):
 
 def kept(device: torch.device, make, *what):
     """The workspace kept under `what` on `device` (and its current stream), made by `make()`
-    the first time — the pattern of every workspace here."""
+    the first time — the pattern of every workspace here — outside inference mode whatever
+    the caller's (it outlives the call; strategies of every mode share it)."""
     key = _key(device, *what)
     hit = _SCRATCH.get(key)
-    return _keep(key, make()) if hit is None else hit
+    if hit is None:
+        with torch.inference_mode(False):   # a call in inference mode must not make it an
+            hit = _keep(key, make())        # inference tensor: later calls zero it in place
+    return hit
 
 
 def scratch(groups: int, d: int, has_bias: bool, device: torch.device, zero: bool = False):

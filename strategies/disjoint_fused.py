@@ -114,12 +114,18 @@ def _depart(Counter, n):
 
 def _counter(device: torch.device) -> torch.Tensor:
     """The two grid counters of calls on `device`'s current stream (zero between calls: the
-    last program out resets them).  Per stream: two streams' kernels running at once on one
+    last program out resets them; under the interpreter they are zeroed before each call).  Per stream: two streams' kernels running at once on one
     pair would count each other's programs."""
     key = _key(device, "grid counters")       # the kept workspaces' key: device and stream
     hit = _COUNTERS.get(key)
     if hit is None:
-        hit = _COUNTERS[key] = torch.zeros(2, dtype=torch.int32, device=device)
+        with torch.inference_mode(False):     # kept past the call, reset in place below
+            hit = _COUNTERS[key] = torch.zeros(2, dtype=torch.int32, device=device)
+    elif _device.interpreted():
+        # the interpreter runs the programs one by one from Python: a call interrupted among
+        # them (Ctrl-C) leaves its tickets, and the next call's last ticket would never come
+        # or come early.  A GPU grid always runs to its end, resetting them.
+        hit.zero_()
     return hit
 
 

@@ -41,3 +41,39 @@ def test_calls_after_a_reused_workspace_stay_right():
             got = e.backward(x, dy, w, mean, rstd, groups=3)
             ref = reference(x, dy, w, mean, rstd)
             assert max(e for e in errors(got, ref) if e is not None) < 1e-5, name
+
+
+def test_workspaces_made_in_inference_mode_serve_later_calls(monkeypatch):
+    """A kept workspace (partial rows, grid counters) first made by a call inside
+    torch.inference_mode is no inference tensor: a later call outside it — of any strategy
+    sharing the key, grouped_atomic zeroing it in place — stays right."""
+    from normbench.strategies import disjoint_fused
+    monkeypatch.setattr(_launch, "_SCRATCH", {})
+    monkeypatch.setattr(disjoint_fused, "_COUNTERS", {})
+    x, dy, w, mean, rstd = make_inputs("layernorm", 8, 64, "fp32", "fp32", seed=0, device="cpu")
+    ref = reference(x, dy, w, mean, rstd)
+    with torch.inference_mode():
+        for name in ("disjoint_block", "disjoint_fused"):
+            strategies.get(name).backward(x, dy, w, mean, rstd, groups=4)
+    for name in ("grouped_atomic", "disjoint_fused", "disjoint_block"):
+        out = strategies.get(name).backward(x, dy, w, mean, rstd, groups=4)
+        assert max(errors(out, ref)) < 1e-4, name
+
+
+def test_fused_after_an_interrupted_call_stays_right(monkeypatch):
+    """A disjoint_fused call interrupted among the interpreter's programs (Ctrl-C) leaves
+    tickets in its grid counter; the next call must still sum every partial row of its own
+    (not reduce early from the last call's rows, nor never)."""
+    from normbench.strategies import disjoint_fused
+    monkeypatch.setattr(disjoint_fused, "_COUNTERS", {})
+    e = strategies.get("disjoint_fused")
+    x, dy, w, mean, rstd = make_inputs("layernorm", 64, 64, "fp32", "fp32", seed=1, device="cpu")
+    e.backward(x, dy, w, mean, rstd, groups=8)
+    (counter,) = disjoint_fused._COUNTERS.values()
+    for left in (3, 8, 11):                 # tickets of programs that ran before the interrupt
+        counter[0] = left
+        x, dy, w, mean, rstd = make_inputs("layernorm", 64, 64, "fp32", "fp32", seed=left,
+                                           device="cpu")
+        out = e.backward(x, dy, w, mean, rstd, groups=8)
+        assert max(errors(out, reference(x, dy, w, mean, rstd))) < 1e-4, left
+        assert not counter.any()
