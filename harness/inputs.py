@@ -6,8 +6,9 @@ import torch
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 EPS = 1e-5
 
-# Largest tolerated max|out − ref| / scale of an output (`errors`: max|ref|, for dx never less
-# than a tenth of the terms it is the difference of: `Reference`), by that output's storage dtype.
+# Largest tolerated max|out − ref| / scale of an output (`errors`: max|ref|, for dx and
+# LayerNorm's dγ never less than a tenth of the terms each is the difference of: `Reference`),
+# by that output's storage dtype.
 # fp32 storage: fp32 accumulation error only.  fp16/bf16: four units of rounding of the largest
 # element (4·2^-11, 4·2^-8).  A result rounded once to nearest is within one (2^-11, 2^-8
 # relative); the worst of every committed H200 run, 4201 records of every implementation, was
@@ -48,6 +49,8 @@ def make_inputs(norm: str, rows: int, d: int, dtype: str, weight_dtype: str, *, 
     dt, wdt = DTYPES[dtype], DTYPES[weight_dtype]
     if norm not in ("layernorm", "rmsnorm"):
         raise ValueError(f"norm: unknown {norm!r}")
+    if row_stride is not None and row_stride < d:
+        raise ValueError(f"row_stride: must be >= d ({d}), got {row_stride}")
     width = row_stride or d
 
     # drawn on the CPU (the same values on any device), shaped on the device
@@ -88,7 +91,16 @@ class Reference(tuple):
     avoids, would be judged an error of the result (torch's and every strategy's at RMS
     1 × 1 fp32).  At the widths benchmarked the terms are within 2.5× of max|dx| (2.08× at
     most over ten seeds of 64 × 64, 1.84× at 1024 × 1024, with `make_inputs`' rows of their
-    own statistics; `tests/test_inputs.py`), so the floor does not bind there."""
+    own statistics; `tests/test_inputs.py`), so the floor does not bind there.
+
+    LayerNorm's dγ's is max|dγ|, but never less than a tenth of the size of the two sums it is
+    the difference of, Σᵣ dy·x·rstd and Σᵣ dy·mean·rstd (x̂ = x·rstd − mean·rstd; the larger
+    column of |first| + |second|).  In rows of one element x̂ and dγ are exactly 0, and against
+    max|dγ| = 0 the error would be absolute — PyTorch's x·rstd − mean·rstd, whose fp32 rounding
+    is of those sums' size, judged right or wrong by the units of dy; in rows of 2–3 the
+    sums cancel as dx's terms do.  At d ≥ 64 the sums are within 3.5× of max|dγ| (3.44× at
+    most over six seeds of eleven shapes, 1 × 64 to 16384 × 64), so the floor does not bind
+    there.  dβ = Σ dy and RMSNorm's dγ = Σ dy·x·rstd are no such difference: max|ref|."""
 
     def __new__(cls, outputs, scales=(None, None, None)):
         ref = super().__new__(cls, outputs)
@@ -101,7 +113,7 @@ class Reference(tuple):
 
 def reference(x, dy, weight, mean, rstd) -> Reference:
     """The backward in fp64 from the same (rounded) inputs: dx, dγ, dβ (None for RMSNorm),
-    with dx's scale (`Reference`)."""
+    with dx's scale and LayerNorm dγ's (`Reference`)."""
     x, dy, w = x.double(), dy.double(), weight.double()
     r = rstd.double()[:, None]
     xhat = (x - mean.double()[:, None]) * r if mean is not None else x * r
@@ -121,7 +133,14 @@ def reference(x, dy, weight, mean, rstd) -> Reference:
         if c2 is not None:
             terms.add_(c2.abs())
         scale = max(out[0].abs().max().item(), terms.mul_(r).max().item() / 10)
-    return Reference(out, (scale, None, None))
+    scale_w = None
+    if mean is not None and dy.numel():
+        # LayerNorm's dγ is the difference of Σ dy·x·rstd and b = Σ dy·mean·rstd
+        # (x̂ = x·rstd − mean·rstd): their size, without a full-size array more
+        b = dy.t() @ (mean.double() * rstd.double())
+        scale_w = max(out[1].abs().max().item(),
+                      (out[1] + b).abs_().add_(b.abs()).max().item() / 10)
+    return Reference(out, (scale, scale_w, None))
 
 
 def rel_error(out: torch.Tensor | None, ref: torch.Tensor | None,

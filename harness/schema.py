@@ -105,7 +105,8 @@ DECLARATION: list[Column] = [
        "tolerance of the fp64 reference", gate=TRUE_TO_FALSE,
        context=("max_rel_err", "tolerance", "tolerance_dw")),
     _c("max_rel_err", "Float64", "max over dx, dw, db (and the distinct results) of "
-       "max|out-ref| / max|ref| (dx's divisor at least a tenth of its terms' size)",
+       "max|out-ref| / max|ref| (dx's and LayerNorm dγ's divisor at least a tenth of "
+       "their terms' size)",
        label="max rel err", fmt=".2g"),
     _c("err_dx", "Float64", fmt=".2g", table=False),
     _c("err_dw", "Float64", fmt=".2g", table=False),
