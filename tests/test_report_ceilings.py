@@ -67,3 +67,47 @@ def test_a_mixed_cluster_predicts_each_record_from_its_own_gpus_peak():
         assert got[r["implementation"]]["floor @ datasheet peak µs"] == ms_to_us(floor)
         assert got[r["implementation"]]["measured / floor"] == f"{r['time_ms'] / floor:.2f}×"
     assert got["atomic"]["floor @ datasheet peak µs"] == "" and got["atomic"]["measured / floor"] == ""
+
+
+def _prediction_text(md: str) -> str:
+    return md.split("## Measured time against the bandwidth bound")[1].split("\n## ")[0]
+
+
+def test_an_old_run_without_bytes_moved_says_so_and_renders_no_empty_sentence():
+    """A run recorded before bytes_moved (and without a copy ceiling or peak in meta.json):
+    every ok record has a time, none a byte count.  The section said "divided by the
+    bandwidth — ." and then "No record has a measured time."; it names what is missing."""
+    recs = [synthetic.record(implementation=n, time_ms=0.2, seed=k)
+            for k, n in enumerate(("torch", "disjoint_block"))]
+    for r in recs:
+        r.update(bytes_moved=None, gbps=None, pct_copy=None, pct_peak=None)
+    meta = synthetic.meta(config_name="old")
+    for k in ("copy_ceiling_gbps", "peak_tbps", "timer"):
+        meta.pop(k)
+    sec = _prediction_text(build_report(pd.DataFrame(recs), meta).markdown())
+    assert "No record has both a measured time and bytes_moved (2 ok records have a time" in sec
+    assert "No record has a measured time" not in sec
+    assert "— ." not in sec and "divided by the bandwidth" not in sec
+    assert "| measured µs |" not in sec
+
+
+def test_timed_records_without_any_bandwidth_get_no_empty_floor_sentence():
+    """A mixed cluster without a copy ceiling: the one record carrying a % of peak has no
+    bytes_moved, the timed one no % of peak — no timed record has a bandwidth to divide by."""
+    timed = synthetic.record(implementation="torch", time_ms=0.2, seed=1)
+    timed.update(pct_copy=None, pct_peak=None)
+    other = synthetic.record(implementation="atomic", time_ms=0.2, seed=2)
+    other.update(bytes_moved=None, pct_copy=None)
+    meta = synthetic.meta(device_name="mixed: NVIDIA H100 80GB HBM3, NVIDIA H200",
+                          config_name="cluster")
+    for k in ("copy_ceiling_gbps", "peak_tbps"):
+        meta.pop(k)
+    sec = _prediction_text(build_report(pd.DataFrame([timed, other]), meta).markdown())
+    assert "has a copy ceiling or a datasheet peak to divide by: no floor can be drawn." in sec
+    assert "— ." not in sec and "| measured µs |" not in sec
+
+
+def test_no_timed_record_says_no_time_not_no_bytes():
+    recs = [synthetic.record(implementation="torch", status="failed", error="boom")]
+    sec = _prediction_text(build_report(pd.DataFrame(recs), synthetic.meta()).markdown())
+    assert "No ok record has a positive finite measured time" in sec and "— ." not in sec

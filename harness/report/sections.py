@@ -133,11 +133,15 @@ def prediction_section(rep: Report, df: pd.DataFrame, meta: dict, interp: bool) 
         rep.p(f"{no_ceiling(meta)}: each record's % of copy is against its own GPU's, and no "
               "single ceiling is drawn or predicted from here.")
     t = summary.times(df)          # a median that is not positive and finite is no time
-    timed = df[(df["status"] == "ok") & np.isfinite(t) & (t > 0) & np.isfinite(df["bytes_moved"])]
+    has_time = (df["status"] == "ok") & np.isfinite(t) & (t > 0)
+    timed = df[has_time & np.isfinite(df["bytes_moved"])]
     used = sorted({float(f"{v:.4g}") for v in peaks[timed.index].dropna()})
     if not (copy or peaks.notna().any()):
         rep.p(("The device" if mixed else f"{no_ceiling(meta)} and the device")
               + " has no datasheet peak: no prediction can be made.")
+        return
+    if timed.empty or not (copy or used):
+        rep.p(_no_floor(int(has_time.sum()), len(timed)))
         return
     peak_text = ("" if not used else f"the datasheet peak {used[0]:g} TB/s" if len(used) == 1
                  else "each record's own GPU's datasheet peak ("
@@ -153,9 +157,6 @@ def prediction_section(rep: Report, df: pd.DataFrame, meta: dict, interp: bool) 
     if interp:
         rep.warn("measured times are CPU wall-clock under the Triton interpreter: the ratio to "
                  "a GPU bandwidth floor is meaningless here.")
-    if timed.empty:
-        rep.p("No record has a measured time.")
-        return
     rows = []
     show_w = show_weight(timed)        # dtype/weight: two rows must not read as one
     timed = timed.sort_values(list(SHAPE) + ["time_ms"])
@@ -174,6 +175,18 @@ def prediction_section(rep: Report, df: pd.DataFrame, meta: dict, interp: bool) 
                                           if (fc or fp) else ""),
                      "correct": "" if r["correct"] is None else str(r["correct"])})
     rep.table(pd.DataFrame(rows), cls="prediction")
+
+
+def _no_floor(n_time: int, n_timed: int) -> str:
+    """Why no floor is drawn: what the records lack (a time, bytes_moved, a bandwidth)."""
+    if not n_time:
+        return "No ok record has a positive finite measured time: no floor is compared."
+    if not n_timed:
+        return (f"No record has both a measured time and bytes_moved ({n_time} ok "
+                f"record{'s have' if n_time != 1 else ' has'} a time, none of them "
+                "bytes_moved): no floor can be drawn.")
+    return ("No record with a measured time and bytes_moved has a copy ceiling or a datasheet "
+            "peak to divide by: no floor can be drawn.")
 
 
 def _row_peaks(df: pd.DataFrame, meta: dict) -> pd.Series:
