@@ -260,21 +260,39 @@ def _context(col: schema.Column, rec: dict) -> str:
 
 
 def _gate_status(res: CaseResult, col: schema.Column, bs: list, c: dict) -> None:
-    """STATUS_OK: ok in every baseline run -> not ok is a regression."""
-    b_ok = [str(b.get(col.name)) == "ok" for b in bs]
+    """STATUS_OK: ok in every baseline run -> not ok is a regression; so is a failure
+    (schema.FAILED: error, timeout) where no baseline run failed (each ok or skipped: a case
+    that now runs and fails, as a new case that fails does).  The other changes are flags;
+    BOTH_NOT_OK only where both sides hold the same status (an unchanged failure or skip).  A
+    candidate ok where no baseline run was is judged as a new case (_compare_case)."""
+    b = [str(x.get(col.name) or "?") for x in bs]
     cs = str(c.get(col.name) or "?")
-    if all(b_ok) and cs != "ok":
+    n_ok = b.count("ok")
+    if cs == "ok":
+        if not n_ok:
+            res.flags.append(f"{col.name} {res.base_status} -> ok")
+    elif n_ok == len(b):
         res.regressions.append(f"{col.name} ok -> {cs}{_context(col, c)}")
-    elif not any(b_ok) and cs == "ok":
-        res.flags.append(f"{col.name} {res.base_status} -> ok")
-    elif not any(b_ok):
+    elif cs in schema.FAILED and all(s in schema.STATUSES and s not in schema.FAILED for s in b):
+        res.regressions.append(f"{col.name} {res.base_status} -> {cs}, failed in no baseline "
+                               f"run{_context(col, c)}")
+    elif n_ok:
+        res.flags.append(f"{col.name} ok in {n_ok} of {len(b)} baseline runs -> {cs}")
+    elif set(b) == {cs}:
         res.flags.append(f"{BOTH_NOT_OK} ({res.base_status} / {cs})")
-    elif cs != "ok":
-        res.flags.append(f"{col.name} ok in {sum(b_ok)} of {len(b_ok)} baseline runs -> {cs}")
+    else:
+        res.flags.append(f"{col.name} {res.base_status} -> {cs}")
 
 
 def _gate_bool(res: CaseResult, col: schema.Column, bs: list, c: dict) -> None:
-    """TRUE_TO_FALSE: True in every baseline run -> False is a regression (where only_if)."""
+    """TRUE_TO_FALSE: True in every baseline run -> False is a regression (where only_if).
+    Without an ok baseline record (`bs` empty) the candidate's is judged as a new case's."""
+    if not bs:
+        why = _false_by_itself(col, c)
+        if why:
+            res.regressions.append(f"{why}: no ok baseline record (baseline "
+                                   f"{res.base_status}), judged as a new case")
+        return
     bv = [bool(b[col.name]) for b in bs if not isna(b.get(col.name))]
     cv = None if isna(c.get(col.name)) else bool(c[col.name])
     if not bv or cv is None:
@@ -296,6 +314,17 @@ def _gate_bool(res: CaseResult, col: schema.Column, bs: list, c: dict) -> None:
         res.flags.append(f"{col.name} False on both sides")
     elif any(bv) and not all(bv):
         res.flags.append(f"{col.name} True in {sum(bv)} of {len(bv)} baseline runs -> {cv}")
+
+
+def _false_by_itself(col: schema.Column, c: dict) -> str | None:
+    """The new-case rule of a TRUE_TO_FALSE column: what to say where the record holds False
+    and its only_if holds (correct False; deterministic False where deterministic by design),
+    else None."""
+    from normbench.harness.summary import is_false, is_true
+    if not is_false(c.get(col.name)) or (col.only_if and not is_true(c.get(col.only_if))):
+        return None
+    return f"{col.name} False{_context(col, c)}" + (f" though {col.only_if}" if col.only_if
+                                                    else "")
 
 
 def _side(rec: dict, col: schema.Column) -> stats.Side:
@@ -325,18 +354,14 @@ def _failed_new_case(key: tuple, c: dict, gated: bool) -> CaseResult | None:
     where it failed by itself — an error or timeout, or an ok record with a property gated
     TRUE_TO_FALSE False (where its only_if holds: correct, deterministic where deterministic
     by design, and any column declared so since) — else None (listed only)."""
-    from normbench.harness.summary import is_false, is_true
     status = str(c.get("status") or "?")
     why = []
-    if status in ("error", "timeout"):
+    if status in schema.FAILED:
         err = " ".join(str(c.get("error") or "").split())[:200]
         why.append(f"status {status}" + (f" ({err})" if err else ""))
     elif status == "ok":
         # from the declaration, as _gate_bool: a new gated column is judged here too
-        why += [f"{col.name} False{_context(col, c)}"
-                + (f" though {col.only_if}" if col.only_if else "")
-                for col in schema.gated(schema.TRUE_TO_FALSE)
-                if is_false(c.get(col.name)) and (not col.only_if or is_true(c.get(col.only_if)))]
+        why += [t for col in schema.gated(schema.TRUE_TO_FALSE) if (t := _false_by_itself(col, c))]
     if not why:
         return None
     res = CaseResult(case_id="|".join(key), key=dict(zip(schema.KEY, key)), base_status=MISSING,
@@ -357,10 +382,12 @@ def _compare_case(key: tuple, bs: list[dict], c: dict, threshold: float, alpha: 
     for col in schema.gated(schema.STATUS_OK):
         _gate_status(res, col, bs, c)
     ok_bs = [b for b in bs if b.get("status") == "ok"]
-    if not ok_bs or res.cand_status != "ok":
+    if res.cand_status != "ok":
         return res
-    for col in schema.gated(schema.TRUE_TO_FALSE):
+    for col in schema.gated(schema.TRUE_TO_FALSE):     # no ok baseline record: as a new case
         _gate_bool(res, col, ok_bs, c)
+    if not ok_bs:                                      # no time to judge
+        return res
     sides = [_side(b, mcol) for b in ok_bs]
     cand = _side(c, mcol)
     hb = mcol.metric == "call" and host_bound(ok_bs)

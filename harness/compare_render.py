@@ -114,8 +114,8 @@ def _render_markdown(result) -> str:
     lines += [f"### Flags ({len(flag_rows)})", ""]
     lines += (_md_table(FLAG_HEADER, flag_rows) if flag_rows else ["None."]) + [""]
     if still_bad:
-        lines += _details(f"{len(still_bad)} case(s) not ok on both sides (unchanged failures, "
-                          "skips)", _md_table(FLAG_HEADER, still_bad))
+        lines += _details(f"{len(still_bad)} case(s) not ok on both sides, the same status "
+                          "(unchanged failures, skips)", _md_table(FLAG_HEADER, still_bad))
     noise = result.counted(stats.NOISE)           # the summary's "within noise", case by case
     if noise:
         lines += _details(f"{len(noise)} change(s) beyond the threshold but inside the noise",

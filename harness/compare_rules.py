@@ -10,7 +10,7 @@ from pathlib import Path
 from normbench.harness import schema, stats
 from normbench.harness.cells import is_missing, num  # noqa: F401 (num re-exported)
 
-BOTH_NOT_OK = "not ok on both sides"
+BOTH_NOT_OK = "not ok on both sides"      # the same status: an unchanged failure or skip
 # One baseline run, --metric call, no GPU time recorded: a case whose baseline median is below
 # this is taken as host-bound (do_bench's L2 flush hides about this much host time per sample;
 # below it the host's speed can decide a sample, and it moves between runs).
@@ -264,8 +264,11 @@ def method_text(metric: str = "call") -> str:
         "IMPROVEMENT is the mirror image (faster by the same factor: under 1 / (1 + threshold) of "
         "the baseline).  A change beyond the threshold but inside the noise "
         "is reported as 'noise', never as a verdict.  Independently of time, a case regresses "
-        f"on {', '.join(f'{c.name} ok -> not ok' for c in status)}; {bool_text} (True in every "
-        "baseline run; the reverse changes and mixed baselines are flags).  Only the "
+        f"on {', '.join(f'{c.name} ok -> not ok' for c in status)} (ok in every baseline run), "
+        f"or -> {' / '.join(schema.FAILED)} where no baseline run failed (skipped -> error); "
+        f"{bool_text} (True in every baseline run; the reverse changes and mixed baselines are "
+        "flags); a candidate ok record where no baseline record is ok is judged as a case "
+        "only in the candidate is (below).  Only the "
         "implementations chosen by --only/--exclude (names, or kind:strategy / kind:baseline) "
         "are gated; the others are reported (a selection that gates no case is refused).  "
         "A gated case of the baseline (ok in every baseline "

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from normbench.harness.cells import is_missing
 
 STATUSES = ("ok", "error", "skipped", "timeout")
+FAILED = ("error", "timeout")      # the statuses of a case that ran and failed (skipped: not run)
 
 # How compare judges a column (Column.gate).
 SLOWER = "slower-is-worse"

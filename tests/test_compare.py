@@ -642,3 +642,44 @@ def test_markdown_noise_count_matches_summary(tmp_path):
     assert sum(c.verdict == stats.NOISE for c in res.cases) == 2 and res.count(stats.NOISE) == 1
     md = cmp.render(res, "markdown")
     assert "1 within noise" in md and "1 change(s) beyond the threshold but inside" in md
+
+
+def test_a_case_not_ok_in_the_baseline_is_judged_in_the_candidate(tmp_path):
+    """A candidate ok record where no baseline record is ok is judged as a new case is (a
+    wrong result, unrepeatable bits where deterministic by design); a failure where no
+    baseline run failed (skipped -> error) regresses; a status change is never 'unchanged'."""
+    err, skip = dict(status="error", error="boom"), dict(status="skipped")
+    a = _one(tmp_path, "a", disjoint_block=err, atomic=err)
+    for over, text in ((dict(correct=False), "correct False (max_rel_err"),
+                       (dict(deterministic=False), "deterministic False (distinct_results")):
+        atomic = over if "deterministic" in over else {}   # not deterministic by design
+        res = cmp.compare(a, _one(tmp_path, f"b{len(text)}", disjoint_block=over, atomic=atomic))
+        (reg,) = res.regressions
+        assert reg.key["implementation"] == "disjoint_block" and cmp.exit_code(res) == 1
+        assert reg.regressions == [f"{reg.regressions[0].split(':')[0]}: no ok baseline "
+                                   "record (baseline error), judged as a new case"]
+        assert text in reg.regressions[0] and "status error -> ok" in reg.flags
+    res = cmp.compare(a, _one(tmp_path, "fine"))           # error -> ok, fine: a flag
+    assert cmp.exit_code(res) == 0 and len([c for c in res.cases if c.flags]) == 2
+    # skipped -> error / timeout regresses; error -> timeout is a change, flagged
+    s = _one(tmp_path, "s", torch=skip, disjoint_block=skip, atomic=err)
+    t = _one(tmp_path, "t", torch=err, disjoint_block=dict(status="timeout"),
+             atomic=dict(status="timeout"))
+    res = cmp.compare(s, t)
+    by = {c.key["implementation"]: c for c in res.cases}
+    assert by["torch"].regressions == ["status skipped -> error, failed in no baseline run "
+                                       "(error boom)"]
+    assert by["disjoint_block"].is_regression and not by["atomic"].is_regression
+    assert by["atomic"].flags == ["status error -> timeout"]
+    assert "unchanged failures" not in cmp.render(res, "markdown")
+    # the same status on both sides is the unchanged one, collapsed
+    res = cmp.compare(s, _one(tmp_path, "s2", torch=skip, disjoint_block=skip, atomic=err))
+    assert cmp.exit_code(res) == 0
+    assert "3 case(s) not ok on both sides, the same status" in cmp.render(res, "markdown")
+    # mixed baselines: ok / skipped -> error regresses, ok / error -> error is a flag
+    res = cmp.compare([_one(tmp_path, "o"), s], _one(tmp_path, "e", torch=err, atomic=err))
+    by = {c.key["implementation"]: c for c in res.cases}
+    assert by["torch"].regressions == ["status ok/skipped -> error, failed in no baseline run "
+                                       "(error boom)"]
+    assert not by["atomic"].regressions and by["atomic"].flags == [
+        "status ok in 1 of 2 baseline runs -> error"]
