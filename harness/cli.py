@@ -630,7 +630,8 @@ def export(run_dir: Path = typer.Argument(..., help="a run directory"),
     customSmallerIsBetter array (us, median, ± half the p20-p80) or Bencher's BMF (latency ns
     with p20/p80 bounds, throughput calls/s, bandwidth GB/s). Records that are not ok,
     incorrect (correct false) or without a time are left out (compare gates those); stderr
-    counts them by reason."""
+    counts them by reason. A case recorded twice is exported once, from its last record
+    (stderr says so)."""
     from normbench.harness.export import ExportError, export as do_export
     try:
         text, skipped = do_export(run_dir, fmt, metric)
@@ -650,8 +651,9 @@ def export(run_dir: Path = typer.Argument(..., help="a run directory"),
             write_file_atomic(out_file, text + "\n")
         except OSError as e:
             fail(f"export: --out {out_file}: cannot write it: {e.strerror or e}")
-    if skipped:
-        err.print(f"export: {skipped.note()}")
+    from normbench.harness.text import one_line
+    for line in skipped.notes + ((skipped.note(),) if skipped else ()):
+        say(err, one_line(f"export: {line}"))
 
 
 def _own_file_of_a_run(path: Path) -> Optional[Path]:

@@ -17,6 +17,8 @@ Only records with status ok, a result not found incorrect and a time are exporte
 has no place for a failure or a wrong result (its time would chart as an ordinary point;
 `compare` gates those).  The count export() returns says how many were left out, and its
 note() why.  Which time is exported follows `compare --metric` (harness.schema.metrics()).
+A case recorded more than once (a hand-joined records file) is exported once, from its last
+record, as `compare` and `report` take it; the count's `notes` say so.
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from collections import Counter
 
 from normbench.harness import schema, stats
 from normbench.harness.cells import num as _num
-from normbench.harness.compare_rules import isna, key_label, timer_kind
+from normbench.harness.compare_rules import isna, key_label, key_tuple, timer_kind
 
 FORMATS = ("github-action-benchmark", "bencher")
 
@@ -37,16 +39,19 @@ class ExportError(Exception):
 
 class LeftOut(int):
     """How many records were left out (an int, for callers that only count), and why:
-    `reasons` maps "not ok" / "incorrect" / "without a <time column> > 0" to a count."""
+    `reasons` maps "not ok" / "incorrect" / "without a <time column> > 0" to a count — of
+    the last record of each case key; `notes`: other lines for the user (the earlier records
+    of a case recorded again, set aside and not counted here)."""
     reasons: dict
+    notes: tuple
 
-    def __new__(cls, reasons: Counter) -> "LeftOut":
+    def __new__(cls, reasons: Counter, notes: tuple = ()) -> "LeftOut":
         n = super().__new__(cls, sum(reasons.values()))
-        n.reasons = dict(reasons)
+        n.reasons, n.notes = dict(reasons), tuple(notes)
         return n
 
-    def __reduce__(self):           # copy and pickle rebuild it from its reasons
-        return (LeftOut, (Counter(self.reasons),))
+    def __reduce__(self):           # copy and pickle rebuild it from its reasons and notes
+        return (LeftOut, (Counter(self.reasons), self.notes))
 
     def why(self) -> str:
         """`10 incorrect, 2 not ok` ("" when none was)."""
@@ -81,14 +86,31 @@ def _no_time_hint(col: schema.Column, metric: str, timer: str | None) -> str:
             "harness that records it)")
 
 
-def _rows(records, metric: str,
-          meta: dict | None = None) -> tuple[list[tuple[str, dict, schema.Column]], LeftOut]:
+def _last_of_each_key(records, source: str) -> tuple[list[dict], tuple[str, ...]]:
+    """The last record of each case key, in the order the keys first appear (as compare's
+    index takes them), and a note where earlier ones were set aside."""
+    last, first_dup, dups = {}, None, 0
+    for r in records.to_dict("records"):
+        k = key_tuple(r)
+        if k in last:
+            dups += 1
+            first_dup = first_dup or key_label(r)
+        last[k] = r
+    note = (f"{source} holds {dups} earlier record(s) of a case recorded again later (the "
+            f"first: {first_dup}): each case is exported once, from its last record, as "
+            "compare and report use it")
+    return list(last.values()), ((note,) if dups else ())
+
+
+def _rows(records, metric: str, meta: dict | None = None,
+          source: str = "the records") -> tuple[list[tuple[str, dict, schema.Column]], LeftOut]:
     metrics = schema.metrics()
     if metric not in metrics:
         raise ExportError(f"--metric must be one of {', '.join(metrics)}, got {metric!r}")
     col = metrics[metric]
     out, left = [], Counter()
-    for r in records.to_dict("records"):
+    rows, notes = _last_of_each_key(records, source)
+    for r in rows:
         why = _left_out_why(r, col)
         if why:
             left[why] += 1
@@ -97,14 +119,14 @@ def _rows(records, metric: str,
         out.append((key_label(key), r, col))
     if not out:     # an empty document would pass a tracker's upload and gate nothing
         no_time = left[f"without a {col.name} > 0"]
-        raise ExportError(f"--metric {metric}: nothing to export — of {len(records)} record(s), "
+        raise ExportError(f"--metric {metric}: nothing to export — of {len(rows)} record(s), "
                           f"{LeftOut(left).why() or 'none'}"
                           + (_no_time_hint(col, metric, timer_kind(meta or {}, records))
-                             if no_time else ""))
-    names = [n for n, _, _ in out]
-    if len(set(names)) != len(names):
-        raise ExportError("two records share a case key: the run holds duplicates")
-    return out, LeftOut(left)
+                             if no_time else "") + "".join(f"; {n}" for n in notes))
+    names = Counter(n for n, _, _ in out)   # two keys, one label: "-" and an empty GROUPS
+    if (twice := next((n for n, c in names.items() if c > 1), None)) is not None:
+        raise ExportError(f"{source}: two different case keys read as {twice!r}")
+    return out, LeftOut(left, notes)
 
 
 def _rates(r: dict, col: schema.Column) -> tuple[float | None, float | None]:
@@ -132,11 +154,12 @@ def _determinism(r: dict) -> str:
     return ("bitwise reproducible" if det else "not reproducible") + how + by_design
 
 
-def github_action_benchmark(records, metric: str = "call",
-                            meta: dict | None = None) -> tuple[list[dict], LeftOut]:
+def github_action_benchmark(records, metric: str = "call", meta: dict | None = None,
+                            source: str = "the records") -> tuple[list[dict], LeftOut]:
     """The customSmallerIsBetter entries of a run, and how many records were left out (`meta`,
-    the run's, says why where none has the metric's time)."""
-    rows, skipped = _rows(records, metric, meta)
+    the run's, says why where none has the metric's time; `source` names the records in
+    notes and errors)."""
+    rows, skipped = _rows(records, metric, meta, source)
     entries = []
     for name, r, col in rows:
         e = {"name": name, "unit": "us", "value": float(r[col.name]) * 1e3}
@@ -163,9 +186,11 @@ def _metric(value: float, lower: float | None, upper: float | None) -> dict:
     return m
 
 
-def bencher(records, metric: str = "call", meta: dict | None = None) -> tuple[dict, LeftOut]:
-    """The BMF document of a run, and how many records were left out (`meta` as above)."""
-    rows, skipped = _rows(records, metric, meta)
+def bencher(records, metric: str = "call", meta: dict | None = None,
+            source: str = "the records") -> tuple[dict, LeftOut]:
+    """The BMF document of a run, and how many records were left out (`meta`, `source` as
+    above)."""
+    rows, skipped = _rows(records, metric, meta, source)
     doc = {}
     for name, r, col in rows:
         med = float(r[col.name]) * 1e6                                   # ms -> ns
@@ -184,8 +209,8 @@ def bencher(records, metric: str = "call", meta: dict | None = None) -> tuple[di
 
 
 def export(run_dir, fmt: str, metric: str = "call") -> tuple[str, LeftOut]:
-    """(JSON text, records left out: a count with its note()) of a run directory in `fmt`
-    (one of FORMATS)."""
+    """(JSON text, records left out: a count with its note() and notes) of a run directory in
+    `fmt` (one of FORMATS)."""
     from normbench.harness import store
     if fmt not in FORMATS:
         raise ExportError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
@@ -197,5 +222,5 @@ def export(run_dir, fmt: str, metric: str = "call") -> tuple[str, LeftOut]:
     except (OSError, ValueError, getattr(store, "StoreError", OSError)) as e:
         raise ExportError(" ".join(f"cannot read {run_dir}: {e}".split())) from e
     make = github_action_benchmark if fmt == "github-action-benchmark" else bencher
-    doc, skipped = make(records, metric, meta)
+    doc, skipped = make(records, metric, meta, str(store.records_path(run_dir)))
     return json.dumps(doc, indent=2, ensure_ascii=False), skipped

@@ -40,10 +40,8 @@ def load_records(run_dir: str | os.PathLike, source: str = "auto") -> pd.DataFra
     run_dir = Path(run_dir)
     if source not in ("auto", "csv", "parquet"):
         raise ValueError(f"source must be 'auto', 'csv' or 'parquet', not {source!r}")
-    csv_path, pq_path = run_dir / RECORDS_CSV, run_dir / RECORDS_PARQUET
-    if source == "auto":
-        source = "csv" if csv_path.exists() or not pq_path.exists() else "parquet"
-    path = csv_path if source == "csv" else pq_path
+    path = records_path(run_dir, source)
+    source = "csv" if path.name == RECORDS_CSV else "parquet"
     if not path.exists():
         raise StoreError(f"{run_dir} holds no records ({path.name} not found)")
     try:
@@ -62,6 +60,16 @@ def load_records(run_dir: str | os.PathLike, source: str = "auto") -> pd.DataFra
         return _conform(frame)
     except Exception as e:
         raise StoreError(f"cannot read {path}: {type(e).__name__}: {e}") from e
+
+
+def records_path(run_dir: str | os.PathLike, source: str = "auto") -> Path:
+    """The file load_records reads: records.csv, or records.parquet where source says so or
+    ("auto") where there is no CSV."""
+    run_dir = Path(run_dir)
+    csv_path, pq_path = run_dir / RECORDS_CSV, run_dir / RECORDS_PARQUET
+    if source == "auto":
+        source = "csv" if csv_path.exists() or not pq_path.exists() else "parquet"
+    return csv_path if source == "csv" else pq_path
 
 
 # "NA", "nan", "None" are text; only an empty field is missing

@@ -44,7 +44,8 @@ import pandas as pd
 from normbench.harness.interrupt import held
 from normbench.harness.records_io import (  # noqa: F401  (re-exported: the store's public names)
     SAMPLES, _CSV_OPTIONS, _INT64, _bad_samples, _coerce, _conform, _csv_line, _empty_frame,
-    _read_parquet, _row_values, _samples_as_lists, _samples_text, _short, load_records)
+    _read_parquet, _row_values, _samples_as_lists, _samples_text, _short, load_records,
+    records_path)
 from normbench.harness.rundir import (  # noqa: F401  (re-exported: the store's public names)
     FORMAT, FORMAT_VERSION, LOCK_FILE, LOCK_INFO, META_JSON, RECORDS_CSV, RECORDS_PARQUET,
     StoreError, StoreWriteError, _DATA_FILES, _atomic_write, _read_json, _reason, check_out_dir,

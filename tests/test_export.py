@@ -355,3 +355,41 @@ def test_an_entrys_label_is_its_columns_declaration(tmp_path, monkeypatch):
     finally:
         monkeypatch.undo()
         schema.rebuild()
+
+
+def test_a_case_recorded_twice_is_exported_once_from_its_last_record(tmp_path):
+    """A hand-joined records.csv holding a case twice: export refused it ("two records share
+    a case key", exit 2, naming neither file nor case) where compare and report take the last
+    record of each key.  It exports each case once, from the last record (a later failure
+    of a case leaves it out, as compare judges that record), and says so on stderr."""
+    from typer.testing import CliRunner
+    from normbench.harness.cli import app
+    recs = [synthetic.record(implementation="torch", time_ms=0.1),
+            synthetic.record(implementation="atomic", time_ms=0.3),
+            synthetic.record(implementation="disjoint_block", time_ms=0.2),
+            synthetic.record(implementation="atomic", time_ms=0.15, seed=1),
+            synthetic.record(implementation="disjoint_block", status="error", error="boom")]
+    run = synthetic.write_run(tmp_path / "run", recs[:3], synthetic.meta())
+    later = synthetic.write_run(tmp_path / "later", recs[3:], synthetic.meta())
+    with open(run / "records.csv", "a") as f:               # joined by hand
+        f.writelines((later / "records.csv").read_text().splitlines(True)[1:])
+    (run / "records.parquet").unlink(missing_ok=True)       # records.csv is the one read
+    for fmt in ex.FORMATS:
+        text, skipped = ex.export(run, fmt)
+        doc = json.loads(text)
+        names = [e["name"] for e in doc] if isinstance(doc, list) else list(doc)
+        assert sorted(names) == sorted(["torch rmsnorm 1024x1024 bf16/fp32",
+                                        "atomic rmsnorm 1024x1024 bf16/fp32"])
+        value = ({e["name"]: e["value"] for e in doc} if isinstance(doc, list) else
+                 {n: m["latency"]["value"] / 1e3 for n, m in doc.items()})
+        assert value["atomic rmsnorm 1024x1024 bf16/fp32"] == pytest.approx(150, rel=1e-6)
+        assert skipped == 1 and skipped.reasons == {"not ok": 1}
+        (note,) = skipped.notes
+        assert note.startswith(f"{run / 'records.csv'} holds 2 earlier record(s) of a case "
+                               "recorded again later (the first: atomic rmsnorm 1024x1024 "
+                               "bf16/fp32)")
+    r = CliRunner().invoke(app, ["export", str(run), "--format", "github-action-benchmark"])
+    assert r.exit_code == 0, r.output
+    assert len(json.loads(r.stdout)) == 2
+    lines = r.stderr.splitlines()
+    assert lines[0] == f"export: {note}" and lines[1] == "export: 1 record(s) left out: 1 not ok"
