@@ -285,23 +285,32 @@ def _gate_status(res: CaseResult, col: schema.Column, bs: list, c: dict) -> None
 
 
 def _gate_bool(res: CaseResult, col: schema.Column, bs: list, c: dict) -> None:
-    """TRUE_TO_FALSE: True in every baseline run -> False is a regression (where only_if).
-    Without an ok baseline record (`bs` empty) the candidate's is judged as a new case's."""
-    if not bs:
+    """TRUE_TO_FALSE: True in every baseline run -> False is a regression (where only_if), and
+    so is none in the candidate's ok record where the baseline has a value (as a missing time
+    is).  Where no ok baseline record holds a value (none is ok, or the runs predate the
+    column) the candidate's is judged as a new case's; none on both sides says nothing."""
+    bv = [bool(b[col.name]) for b in bs if not isna(b.get(col.name))]
+    if not bv:
         why = _false_by_itself(col, c)
         if why:
-            res.regressions.append(f"{why}: no ok baseline record (baseline "
-                                   f"{res.base_status}), judged as a new case")
+            where = (f"no ok baseline record (baseline {res.base_status})" if not bs else
+                     f"no {col.name} in any ok baseline record")
+            res.regressions.append(f"{why}: {where}, judged as a new case")
         return
-    bv = [bool(b[col.name]) for b in bs if not isna(b.get(col.name))]
     cv = None if isna(c.get(col.name)) else bool(c[col.name])
-    if not bv or cv is None:
-        return
     applies = True
     if col.only_if:
         cond = c.get(col.only_if)
         cond = bs[-1].get(col.only_if) if isna(cond) else cond
         applies = not isna(cond) and bool(cond)
+    if cv is None:
+        text = (f"{col.name}: none in the candidate's ok record (the baseline has "
+                f"{'/'.join(sorted({str(v) for v in bv}))})")
+        if applies:
+            res.regressions.append(text)
+        else:
+            res.flags.append(f"{text}: not {col.only_if}, a flag")
+        return
     if all(bv) and cv is False:
         text = f"{col.name} True -> False{_context(col, c)}"
         if applies:

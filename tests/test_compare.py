@@ -8,6 +8,7 @@ import pytest
 import synthetic
 from normbench.harness import compare as cmp
 from normbench.harness import stats
+from normbench.harness.store import load_records
 
 
 def _cases(**over):
@@ -683,3 +684,46 @@ def test_a_case_not_ok_in_the_baseline_is_judged_in_the_candidate(tmp_path):
                                        "(error boom)"]
     assert not by["atomic"].regressions and by["atomic"].flags == [
         "status ok in 1 of 2 baseline runs -> error"]
+
+
+def test_a_gated_property_none_in_an_ok_candidate_record_regresses(tmp_path):
+    """correct / deterministic blanked (or the column gone) in an ok candidate record where
+    the baseline has it regress, as a missing time does (a flag where deterministic is not by
+    design); a baseline without it is a run before the column: the candidate's False is judged
+    as a new case's, and none on both sides says nothing."""
+    none = dict(correct=None, deterministic=None)
+    a = _one(tmp_path, "a")
+    res = cmp.compare(a, _one(tmp_path, "b", disjoint_block=none, atomic=none))
+    by = {c.key["implementation"]: c for c in res.cases}
+    assert by["disjoint_block"].regressions == [
+        "correct: none in the candidate's ok record (the baseline has True)",
+        "deterministic: none in the candidate's ok record (the baseline has True)"]
+    assert by["atomic"].regressions == [
+        "correct: none in the candidate's ok record (the baseline has True)"]
+    assert by["atomic"].flags == ["deterministic: none in the candidate's ok record (the "
+                                  "baseline has True): not deterministic_by_design, a flag"]
+    assert cmp.exit_code(res) == 1
+    # a column the candidate's records lack altogether: every ok record regresses
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    df = load_records(_one(tmp_path, "g"))
+    df.drop(columns="correct").to_csv(gone / "records.csv", index=False)
+    (gone / "meta.json").write_text(json.dumps(synthetic.meta()))
+    res = cmp.compare(a, gone)
+    assert len(res.regressions) == 3 and all(
+        c.regressions == ["correct: none in the candidate's ok record (the baseline has True)"]
+        for c in res.regressions)
+    # the baseline lacks it: False is judged as a new case's, True and none say nothing
+    old = _one(tmp_path, "old", **{i: none for i in ("torch", "disjoint_block", "atomic")})
+    res = cmp.compare(old, _one(tmp_path, "c", disjoint_block=dict(correct=False),
+                                atomic=dict(deterministic=False)))
+    (reg,) = res.regressions
+    assert reg.key["implementation"] == "disjoint_block" and reg.regressions == [
+        reg.regressions[0].split(":")[0] + ": no correct in any ok baseline record, judged "
+        "as a new case"] and reg.regressions[0].startswith("correct False (max_rel_err")
+    both = cmp.compare(old, _one(tmp_path, "d", **{i: none for i in ("torch", "disjoint_block",
+                                                                      "atomic")}))
+    assert cmp.exit_code(both) == 0 and not any(c.flags or c.regressions for c in both.cases)
+    # a column not gated stays so (last_call_compared: records before session 43 lack it)
+    lcc = {i: dict(last_call_compared=True) for i in ("torch", "disjoint_block", "atomic")}
+    assert cmp.exit_code(cmp.compare(_one(tmp_path, "new", **lcc), _one(tmp_path, "e"))) == 0
