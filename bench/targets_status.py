@@ -19,10 +19,13 @@ in several runs is taken from the last one named that has a record there of ever
 a record of anywhere (a run cut short can lack the fastest peer at its last line, and a run
 whose peers' packages were not installed records them as skipped: neither measured them);
 where none did, from the last one named, its missing peers listed ("peers missing") and its
-speed target not met: it cannot be judged without them.  Where the runs recorded GPU time, the speed
-target must hold by it too: ours against the peer with the least GPU time (`vs_peer_gpu`), so
-a peer's call time inflated by a burst of host time cannot meet it for us.  The targets
-(issue 16):
+speed target not met: it cannot be judged without them.  Likewise a line where no run named
+has any peer ("no peer in any run"), where no peer passed (status ok, result correct), or
+where none of ours did ("no deterministic strategy of ours ..."): marked so, its speed target
+not met (and without ours its copy target), its missing figures printed as "—".  Where the
+runs recorded GPU time, the speed target must hold by it too: ours against the peer with the
+least GPU time (`vs_peer_gpu`), so a peer's call time inflated by a burst of host time cannot
+meet it for us.  The targets (issue 16):
 
 * bf16 and fp16 activations: ≥ 1.10× faster than the fastest peer, and ≥ 88 % of the copy
   ceiling for RMSNorm, ≥ 85 % for LayerNorm;
@@ -107,6 +110,7 @@ def status(run_dirs: list[str]) -> pd.DataFrame:
             missing = sorted(all_peers - peers.get(key, set()))
             if missing and key in rows and not rows[key]["peers_missing"]:
                 continue        # an earlier run holds this line with every peer
+            notes = _unjudged(r, missing, bool(all_peers))
             speed, copy = targets(r["norm"], r["dtype"])
             ratio, pct = r["peer_over_det"], r["det_pct_copy"]
             gpu_ratio = _ratio(peer_gpu.get(key, np.nan), r.get("det_gpu_us", np.nan))
@@ -115,9 +119,9 @@ def status(run_dirs: list[str]) -> pd.DataFrame:
                              ours=r["det_impl"], pct_copy=pct, copy_target=copy,
                              peer=r["peer_impl"], peer_us=r["peer_us"], vs_peer=ratio,
                              vs_peer_gpu=gpu_ratio, speed_target=speed,
-                             speed_met=bool(np.isfinite(ratio) and ratio >= speed and not missing
+                             speed_met=bool(np.isfinite(ratio) and ratio >= speed and not notes
                                             and not (np.isfinite(gpu_ratio) and gpu_ratio < speed)),
-                             peers_missing=", ".join(missing),
+                             peers_missing=", ".join(missing), notes="; ".join(notes),
                              copy_met=bool(np.isfinite(pct) and pct >= copy),
                              run=os.path.basename(os.path.normpath(run)))
     df = pd.DataFrame(rows.values())
@@ -126,6 +130,24 @@ def status(run_dirs: list[str]) -> pd.DataFrame:
     order = {s: i for i, s in enumerate(SHAPES)}
     df["_o"] = [order[(a, b)] for a, b in zip(df["rows"], df["d"])]
     return df.sort_values(["dtype", "norm", "_o"]).drop(columns="_o").reset_index(drop=True)
+
+
+def _unjudged(r, missing: list, any_peer: bool) -> list[str]:
+    """Why a line's speed target cannot be judged (none: it can): peers missing from it, no
+    peer in any run named, no peer or none of ours that passed (summary.answer's roles)."""
+    notes = [f"peers missing: {', '.join(missing)}"] if missing else []
+    if not any_peer:
+        notes.append("no peer in any run")
+    elif not missing and _absent(r["peer_impl"]):
+        notes.append("no peer passed")
+    if _absent(r["det_impl"]):
+        notes.append("no deterministic strategy of ours "
+                     + ("passed" if r.get("det_recorded", 0) else "recorded"))
+    return notes
+
+
+def _absent(v) -> bool:
+    return v is None or (isinstance(v, float) and np.isnan(v))
 
 
 def _ratio(a, b) -> float:
@@ -168,10 +190,11 @@ def markdown(df: pd.DataFrame) -> str:
                else "copy" if r.copy_met else "neither")
         lines.append(
             f"| {_norm(r)} | {r['rows']} × {r['d']} | {r['dtype']} | "
-            f"{r.ours_us:.1f} {str(r.ours).replace('disjoint_', '')} | "
-            f"{r.pct_copy:.0f} % (≥ {r.copy_target:.0f}) | {r.peer_us:.1f} {r.peer} | "
-            f"{r.vs_peer:.3f} (≥ {r.speed_target:.2f}) | {_fmt(r.vs_peer_gpu)} | {met} | "
-            f"{r.run}{f' (peers missing: {r.peers_missing})' if r.peers_missing else ''} |")
+            f"{_timed(r.ours_us, None if _absent(r.ours) else r.ours.replace('disjoint_', ''))} | "
+            f"{_fmt(r.pct_copy, '.0f', ' %')} (≥ {r.copy_target:.0f}) | "
+            f"{_timed(r.peer_us, r.peer)} | "
+            f"{_fmt(r.vs_peer)} (≥ {r.speed_target:.2f}) | {_fmt(r.vs_peer_gpu)} | {met} | "
+            f"{r.run}{f' ({r.notes})' if r.notes else ''} |")
     both = int((df.speed_met & df.copy_met).sum())
     lines.append("")
     lines.append(f"Both targets met at {both} of {len(df)}; the speed target at "
@@ -212,8 +235,9 @@ def markdown_pow2(gaps: pd.DataFrame) -> str:
         runs = g.run if g.run == g.ref_run else f"{g.run}, {g.ref_run}"
         lines.append(
             f"| {_norm(g)} | {g['rows']} × {g['d']} | "
-            f"{g['dtype']} | {g.pct_copy:.1f} % | {g.ref_rows} × {g.ref_d} | "
-            f"{g.ref_pct_copy:.1f} % | {100 * g.gap:.2f} % | {'yes' if g.met else 'no'} | {runs} |")
+            f"{g['dtype']} | {_fmt(g.pct_copy, '.1f', ' %')} | {g.ref_rows} × {g.ref_d} | "
+            f"{_fmt(g.ref_pct_copy, '.1f', ' %')} | {_fmt(100 * g.gap, '.2f', ' %')} | "
+            f"{'yes' if g.met else 'no'} | {runs} |")
     lines.append("")
     lines.append(f"Target 3 (not a power of two) met at {int(gaps['met'].sum()) if len(gaps) else 0}"
                  f" of {len(gaps)}.")
@@ -224,8 +248,14 @@ def _norm(r) -> str:
     return "LN" if r["norm"] == "layernorm" else "RMS"
 
 
-def _fmt(v) -> str:
-    return f"{v:.3f}" if np.isfinite(v) else "—"
+def _fmt(v, spec: str = ".3f", unit: str = "") -> str:
+    """A figure, or "—" where it is missing (no peer, none of ours)."""
+    return f"{v:{spec}}{unit}" if v is not None and np.isfinite(v) else "—"
+
+
+def _timed(us, impl) -> str:
+    """'109.8 strided' — a line's time and who ran it; "—" where nobody did."""
+    return "—" if _absent(impl) or not np.isfinite(us) else f"{us:.1f} {impl}"
 
 
 README_MARK = "**Issue 16's targets**"

@@ -226,3 +226,63 @@ def test_an_empty_run_or_no_line_is_one_line_and_exit_2(tmp_path):
         r = subprocess.run([sys.executable, script, PEERS + ":norm=foo"], capture_output=True,
                            text=True)
         assert r.returncode == 2 and "no line of the issue's table" in r.stderr
+
+
+QUICK = os.path.join(ROOT, "results", "h200-quick-runs", "run-1")
+
+
+@pytest.mark.skipif(not os.path.isdir(QUICK), reason="results/h200-quick-runs not here")
+@pytest.mark.parametrize("keep, note, copy_met", [
+    ("peers", "no deterministic strategy of ours recorded", False),
+    ("strategies", "no peer in any run", True),
+    ("torch", "no deterministic strategy of ours recorded", False),
+    ("atomic", "no peer in any run; no deterministic strategy of ours recorded", False)])
+def test_a_line_without_a_peer_or_without_ours_is_marked_and_prints_no_nan(
+        tmp_path, keep, note, copy_met):
+    """A copy of a quick run holding only its peers, only its strategies or one
+    implementation: the cells printed "nan None" and "nan % (≥ 85)", and a run with no peer
+    at all got no note.  Missing figures print as "—", the line says what it lacks, and its
+    speed target is not met (it cannot be judged)."""
+    from normbench.harness.store import RunStore, load_meta, load_records
+    df = load_records(QUICK)
+    sel = {"peers": df["kind"] == "baseline", "strategies": df["kind"] == "strategy"}.get(
+        keep, df["implementation"] == keep)
+    out = tmp_path / keep
+    with RunStore(out) as s:
+        s.write_meta(load_meta(QUICK))
+        for r in df[sel].to_dict("records"):
+            s.append(r)
+    got = targets_status.status([str(out)])
+    assert len(got) == 2 and (got.notes == note).all() and not got.speed_met.any()
+    assert (got.copy_met == copy_met).all()
+    text = targets_status.markdown(got)
+    assert "nan" not in text and "None" not in text
+    assert text.count(f"| {keep} ({note}) |") == 2
+    body = [line for line in text.splitlines() if line.startswith("| LN |")][0]
+    cells = [c.strip() for c in body.strip("|").split("|")]
+    ours, pct, peer, vs = cells[3], cells[4], cells[5], cells[6]
+    if keep == "strategies":
+        assert peer == "—" and vs == "— (≥ 1.10)" and ours.endswith(" strided")
+    elif keep == "atomic":
+        assert ours == peer == "—" and pct == "— (≥ 85)"
+    else:
+        assert ours == "—" and pct == "— (≥ 85)" and vs == "— (≥ 1.10)" and peer != "—"
+
+
+def test_target_3_prints_a_missing_fraction_as_a_dash():
+    import pandas as pd
+    df = pd.DataFrame([dict(norm="layernorm", rows=16384, d=d, dtype="bf16/bf16", pct_copy=p,
+                            run="x") for d, p in ((8192, 90.0), (7168, float("nan")))])
+    text = targets_status.markdown_pow2(targets_status.pow2_gaps(df))
+    assert "nan" not in text and "| — | 16384 × 8192 | 90.0 % | — | no |" in text
+
+
+def test_a_line_whose_peers_all_failed_says_so():
+    """Peers recorded at the line (none missing) but none ok and correct: 'no peer passed'."""
+    row = {"peer_impl": None, "det_impl": "disjoint_block", "det_recorded": 1}
+    assert targets_status._unjudged(row, [], any_peer=True) == ["no peer passed"]
+    row = {"peer_impl": "quack", "det_impl": None, "det_recorded": 2}
+    assert targets_status._unjudged(row, [], any_peer=True) == [
+        "no deterministic strategy of ours passed"]
+    assert targets_status._unjudged(dict(row, det_impl="x"), ["liger"], any_peer=True) == [
+        "peers missing: liger"]
