@@ -587,7 +587,11 @@ def compare(dirs: List[Path] = typer.Argument(None, help="BASE_DIR... NEW_DIR: b
             common: bool = typer.Option(False, "--common", help="compare the cases both runs hold "
                                         "(two different configs, or a partial candidate); "
                                         "without it a baseline case the candidate lacks is a "
-                                        "regression")):
+                                        "regression"),
+            mixed_baselines: bool = typer.Option(
+                False, "--mixed-baselines", help="accept baseline runs of different commits "
+                "(refused without it: their envelope would count the change between them as "
+                "noise); the summary then says the envelope includes that change")):
     from normbench.harness.compare import (FORMATS, CompareError, compare as do_compare,
                                            exit_code, parse_threshold, render, render_error)
     fmt, metric = Format(fmt).value, Metric(metric).value      # the choices, listed in -h
@@ -611,7 +615,8 @@ def compare(dirs: List[Path] = typer.Argument(None, help="BASE_DIR... NEW_DIR: b
         refuse(f"--threshold: {e}")
     try:
         result = do_compare([str(d) for d in dirs[:-1]], str(dirs[-1]), threshold=thr,
-                            metric=metric, only=only, exclude=exclude, common=common)
+                            metric=metric, only=only, exclude=exclude, common=common,
+                            mixed_baselines=mixed_baselines)
     except CompareError as e:
         refuse(f"cannot compare: {e}")
     text = render(result, fmt)

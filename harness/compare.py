@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from normbench.harness import schema, stats
-from normbench.harness.compare_rules import (BOTH_NOT_OK, CompareError, Run, check_comparable,
-                                             check_gates_something, expand_dirs, gpu_unchanged,
-                                             host_bound, index, isna, key_label, method_text,
-                                             num, select)
+from normbench.harness.compare_rules import (BOTH_NOT_OK, CompareError, Run, baseline_mix,
+                                             check_comparable, check_gates_something,
+                                             expand_dirs, gpu_unchanged, host_bound, index,
+                                             isna, key_label, method_text, num, select)
 
 EXIT_OK = 0
 EXIT_REGRESSION = 1
@@ -85,6 +85,8 @@ class CompareResult:
     candidate_meta: dict
     selection: str = ""                  # what the gate judges (--only / --exclude), "" = all
     common_only: bool = False            # --common
+    baseline_mix: dict = field(default_factory=dict)   # compare_rules.baseline_mix: what
+    # besides noise differs between the baseline runs (commit, config, versions)
 
     @property
     def baseline_dir(self) -> str:
@@ -144,6 +146,9 @@ class CompareResult:
         runs = len(self.baseline_dirs)
         noise = (f"between-run envelope of {runs} baseline runs" if runs > 1 else
                  "one baseline run: between-run noise unknown, conservative rule")
+        if self.baseline_mix:
+            noise += (f" of different {' and '.join(self.baseline_mix)}: the envelope includes "
+                      "that change")
         text = (f"{'REGRESSION' if n_reg else 'OK'}: {', '.join(parts)} of {len(gated)} gated "
                 f"cases ({self.metric} time, threshold {self.threshold:.1%}, {noise})")
         if g is not None:
@@ -165,8 +170,9 @@ class CompareResult:
 
 def compare_runs(base_runs: list[Run], cand: Run, *, threshold: float = 0.05,
                  alpha: float = stats.ALPHA, metric: str = "call", only=None, exclude=None,
-                 common: bool = False) -> CompareResult:
-    """Compare loaded runs (see method_text).  Raises CompareError when they cannot be."""
+                 common: bool = False, mixed_baselines: bool = False) -> CompareResult:
+    """Compare loaded runs (see method_text).  Raises CompareError when they cannot be
+    (baseline runs of different commits unless `mixed_baselines`)."""
     if not base_runs:
         raise CompareError("no baseline run")
     same = [r.dir for r in base_runs if _same_dir(r.dir, cand.dir)]
@@ -184,7 +190,7 @@ def compare_runs(base_runs: list[Run], cand: Run, *, threshold: float = 0.05,
     if not (isinstance(alpha, numbers.Real) and 0 < alpha < 1):
         raise CompareError(f"alpha must be in (0, 1), got {alpha!r}")
     given, base_runs = len(base_runs), _distinct_runs(base_runs)
-    notes = check_comparable(base_runs, cand, common=common)
+    notes = check_comparable(base_runs, cand, common=common, mixed_baselines=mixed_baselines)
     if len(base_runs) < given:       # one run twice would be an envelope of no spread
         notes.append(f"{given - len(base_runs)} baseline run(s) given more than once: each "
                      "counted once")
@@ -235,7 +241,8 @@ def compare_runs(base_runs: list[Run], cand: Run, *, threshold: float = 0.05,
         only_baseline=[key_label(dict(zip(schema.KEY, k))) for k in missing] if common else [],
         only_candidate=[key_label(dict(zip(schema.KEY, k))) for k in new],
         notes=notes, baseline_metas=[dict(r.meta) for r in base_runs],
-        candidate_meta=dict(cand.meta), selection=selection, common_only=common)
+        candidate_meta=dict(cand.meta), selection=selection, common_only=common,
+        baseline_mix=baseline_mix(base_runs))
 
 
 def _distinct_runs(runs: list[Run]) -> list[Run]:
@@ -421,7 +428,8 @@ def _compare_case(key: tuple, bs: list[dict], c: dict, threshold: float, alpha: 
 
 
 def compare(baseline_dirs, candidate_dir, threshold: float = 0.05, alpha: float = stats.ALPHA,
-            metric: str = "call", only=None, exclude=None, common: bool = False) -> CompareResult:
+            metric: str = "call", only=None, exclude=None, common: bool = False,
+            mixed_baselines: bool = False) -> CompareResult:
     """Compare run directories (read through harness.store).  `baseline_dirs` is one directory
     or a list; a directory that holds run directories stands for all of them."""
     if isinstance(baseline_dirs, (str, Path)):
@@ -432,7 +440,8 @@ def compare(baseline_dirs, candidate_dir, threshold: float = 0.05, alpha: float 
         raise CompareError(f"the candidate must be one run directory; {candidate_dir} holds "
                            f"{len(cand_runs)}")
     return compare_runs(base_runs, cand_runs[0], threshold=threshold, alpha=alpha,
-                        metric=metric, only=only, exclude=exclude, common=common)
+                        metric=metric, only=only, exclude=exclude, common=common,
+                        mixed_baselines=mixed_baselines)
 
 
 def compare_records(base_records, cand_records, base_meta: dict, cand_meta: dict, *,

@@ -216,7 +216,8 @@ def _render_json(result) -> str:
         "method": result.method,
         "noise": {"baseline_runs": len(result.baseline_dirs),
                   "rule": (stats.ENVELOPE if len(result.baseline_dirs) > 1 else
-                           "one baseline run: between-run noise unknown (conservative rule)")},
+                           "one baseline run: between-run noise unknown (conservative rule)"),
+                  "baselines_differ_in": result.baseline_mix},
         "gate": {"selection": result.selection or "all", "common_only": result.common_only},
         "baseline": {"dir": result.baseline_dir, "meta": _meta_subset(result.baseline_meta)},
         "baselines": [{"dir": d, "meta": _meta_subset(m)}

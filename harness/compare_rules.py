@@ -99,8 +99,15 @@ def _check_pair(base: Run, cand: Run, common: bool, notes: list[str]) -> None:
     if bt and ct and bt != ct:
         raise CompareError(f"timer mismatch: {base.dir} timed with {bt}, {cand.dir} with {ct} "
                            "(Triton-interpreter CPU wall-clock cannot be compared with GPU time)")
+    changed = version_changes(base.meta, cand.meta)
+    if changed:
+        notes.append(f"measured with other versions than {base.dir}: {', '.join(changed)}")
+
+
+def version_changes(a: dict, b: dict) -> list[str]:
+    """The package versions that differ between two runs' meta ("torch 2.11.0 -> 2.12.0")."""
     from normbench.harness.merge import versions
-    bv, cv = versions(base.meta), versions(cand.meta)
+    bv, cv = versions(a), versions(b)
     # a package named both at the top ("torch_version": "2.11.0+cu130") and in
     # package_versions ("torch": "2.11.0") is one change, said once: the top-level spelling
     changes: dict[str, str] = {}
@@ -110,14 +117,54 @@ def _check_pair(base: Run, cand: Run, common: bool, notes: list[str]) -> None:
             changes.setdefault(name, f"{name} {bv[k]} -> {cv[k]}")
         elif bv[k] == cv[k] and not k.startswith("package_versions."):
             changes.setdefault(name, "")       # the same build at the top: no change to say
-    changed = [c for _, c in sorted(changes.items()) if c]
+    return [c for _, c in sorted(changes.items()) if c]
+
+
+def _commit(run: Run) -> str | None:
+    c = run.meta.get("git_commit")
+    return str(c)[:7] if c else None          # git's short hash: a full or a short one alike
+
+
+def baseline_mix(base_runs: list[Run]) -> dict[str, str]:
+    """What besides noise differs between the baseline runs: {"commits" | "configs" |
+    "versions": which runs hold what}; {} for one run, or runs alike.  Their envelope then
+    spans that change too."""
+    first, mix = base_runs[0], {}
+    commits = {c: r.dir for r in base_runs if (c := _commit(r))}
+    if len(commits) > 1:
+        mix["commits"] = ", ".join(f"{c} in {d}" for c, d in commits.items())
+    configs = {(r.meta.get("config_name"), str(r.meta.get("config_hash") or "")[:12]): r.dir
+               for r in base_runs}
+    if len(configs) > 1:
+        mix["configs"] = ", ".join(f"{n or '?'} (hash {h or '?'}) in {d}"
+                                  for (n, h), d in configs.items())
+    changed = [f"{c} in {r.dir}" for r in base_runs[1:] for c in version_changes(first.meta,
+                                                                                r.meta)]
     if changed:
-        notes.append(f"measured with other versions than {base.dir}: {', '.join(changed)}")
+        mix["versions"] = ", ".join(changed)
+    return mix
 
 
-def check_comparable(base_runs: list[Run], cand: Run, common: bool = False) -> list[str]:
-    """Raise CompareError when the runs cannot be compared; return run-level notes otherwise."""
+def check_comparable(base_runs: list[Run], cand: Run, common: bool = False,
+                     mixed_baselines: bool = False) -> list[str]:
+    """Raise CompareError when the runs cannot be compared; return run-level notes otherwise.
+    Baseline runs of different commits are refused unless `mixed_baselines`: their envelope
+    would take the code change between them for between-run noise."""
     notes: list[str] = []
+    mix = baseline_mix(base_runs)
+    if "commits" in mix and not mixed_baselines:
+        raise CompareError(f"the baseline runs were measured at different commits "
+                           f"({mix['commits']}): their envelope would count the change between "
+                           "them as between-run noise; re-run the baseline at one commit, or "
+                           "pass --mixed-baselines to compare with that envelope")
+    if mix:
+        notes.append("the baseline runs differ in "
+                     + "; ".join(f"{k} ({v})" for k, v in mix.items())
+                     + ": their between-run envelope includes that change, not only noise")
+    unknown = [r.dir for r in base_runs if not _commit(r)]
+    if len(base_runs) > 1 and unknown:
+        notes.append(f"git_commit unknown for {', '.join(unknown)}: whether the baseline runs "
+                     "share a commit is not checked")
     for b in base_runs:
         _check_pair(b, cand, common, notes)
     if all(timer_kind(r.meta, r.records) == "cpu_wall" for r in base_runs + [cand]):
@@ -283,8 +330,13 @@ def method_text(metric: str = "call") -> str:
         f"one that failed by itself (error or timeout, {new_text}) is a regression.  "
         "--common compares two different configs on the cases they share (one-sided cases "
         "listed, not judged).  "
+        "Baseline runs of different commits are refused unless --mixed-baselines (their "
+        "envelope would count the change between them as noise); baseline runs of different "
+        "configs or versions, or of different commits so accepted, are named in the summary: "
+        "their envelope includes that change.  "
         "Exit code 0: no regression; 1: regression(s); 2: the runs cannot be compared "
         "(different device model, different config without --common, interpreter CPU timings "
-        "against GPU timings, no common case, no GPU time for --metric gpu, a bad argument); "
+        "against GPU timings, baseline runs of different commits without --mixed-baselines, "
+        "no common case, no GPU time for --metric gpu, a bad argument); "
         "every exit code prints its explanation in the chosen --format."
     )

@@ -727,3 +727,39 @@ def test_a_gated_property_none_in_an_ok_candidate_record_regresses(tmp_path):
     # a column not gated stays so (last_call_compared: records before session 43 lack it)
     lcc = {i: dict(last_call_compared=True) for i in ("torch", "disjoint_block", "atomic")}
     assert cmp.exit_code(cmp.compare(_one(tmp_path, "new", **lcc), _one(tmp_path, "e"))) == 0
+
+
+def test_baseline_runs_of_different_commits_are_refused_unless_mixed(tmp_path):
+    """Baseline runs of two commits would make an envelope of the change between them: a
+    candidate 29 % slower than the first run read 'unchanged inside the envelope'.  Refused
+    (exit 2) unless --mixed-baselines; a config or version difference is said in the summary
+    and the notes."""
+    b1 = _one(tmp_path, "b1", disjoint_block=dict(time_ms=0.080))
+    b2 = _one(tmp_path, "b2", meta=dict(git_commit="9aeab51" + "0" * 33),
+              disjoint_block=dict(time_ms=0.101))
+    cand = _one(tmp_path, "cand", disjoint_block=dict(time_ms=0.103))     # 29 % over b1
+    with pytest.raises(cmp.CompareError, match=r"baseline runs were measured at different "
+                       r"commits \(0123456 in .*b1, 9aeab51 in .*b2\).*--mixed-baselines"):
+        cmp.compare([b1, b2], cand)
+    text, code = cmp.run_cli([b1, b2], cand, "5%", "markdown")
+    assert code == 2 and "different commits" in text
+    res = cmp.compare([b1, b2], cand, mixed_baselines=True)
+    assert cmp.exit_code(res) == 0 and res.baseline_mix == {
+        "commits": f"0123456 in {b1}, 9aeab51 in {b2}"}
+    assert "2 baseline runs of different commits: the envelope includes that change" in \
+        res.summary()
+    assert any(n.startswith("the baseline runs differ in commits (0123456 in ") for n in res.notes)
+    assert json.loads(cmp.render(res, "json"))["noise"]["baselines_differ_in"] == res.baseline_mix
+    # config text and versions: not refused, said
+    b3 = _one(tmp_path, "b3", meta=dict(config_hash="def456", torch_version="2.7.0"))
+    res = cmp.compare([b1, b3], cand)
+    assert set(res.baseline_mix) == {"configs", "versions"}
+    assert "of different configs and versions: the envelope includes" in res.summary()
+    assert any("torch 2.6.0 -> 2.7.0 in" in n and "hash def456" in n for n in res.notes)
+    # one commit: nothing said (and one run has no envelope to mix)
+    same = cmp.compare([b1, _one(tmp_path, "b4")], cand)
+    assert not same.baseline_mix and "differ" not in " ".join(same.notes)
+    from typer.testing import CliRunner
+    from normbench.harness.cli import app
+    r = CliRunner().invoke(app, ["compare", str(b1), str(b2), str(cand), "--mixed-baselines"])
+    assert r.exit_code == 0 and "different commits" in " ".join(r.output.split())
