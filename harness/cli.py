@@ -168,7 +168,9 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
                                               "empty, or a run directory "
                                               "[default: runs/NAME-TIMESTAMP]"),
         resume: bool = typer.Option(False, "--resume", help="finish the run in --out: skip "
-                                    "records it already holds"),
+                                    "records it already holds; the implementations it planned "
+                                    "are planned again, those unavailable here recorded as "
+                                    "skipped"),
         dry_run: bool = typer.Option(False, "--dry-run", help="print the plan and an estimated "
                                      "time; run nothing"),
         only: Optional[List[str]] = typer.Option(None, "--only", metavar="NAMES",
@@ -239,12 +241,31 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
     # cluster (--scheduler: its workers measure, not this login node) or a resume of a merge
     # of shards (its plan is theirs) plans every one known, the unavailable recorded as
     # skipped where they are — so I/N is the same part anywhere, and a merge's missing cases
-    # are all measured or recorded
+    # are all measured or recorded; a plain resume plans what its run planned (meta.json's
+    # plan_implementations), those this machine lacks recorded as skipped, never dropped
     from normbench.harness.merge import is_merged
+    from normbench.harness.run import resumed_implementations
+    from normbench.harness.store import StoreError
     everywhere = (shard is not None or scheduler is not None
                   or (resume and out_dir is not None and is_merged(out_dir)))
-    cases = expand(sweep, uses_groups=lambda n: s.get(n).uses_groups, available=s.known()
-                   if sweep.implementations or everywhere else s.names())
+    names = s.known() if sweep.implementations is not None or everywhere else s.names()
+    from_here = sweep.implementations is None and not everywhere   # this machine's names()
+    if resume and out_dir is not None and from_here:
+        try:
+            kept = resumed_implementations(out_dir, s.known(), s.names())
+        except StoreError as e:
+            fail(f"run: {e}")
+        if kept is not None:
+            (names, note), from_here = kept, False
+            lost = [n for n in names if n not in s.known()]
+            if lost and not only:
+                fail(f"run: cannot resume {out_dir}: its plan includes implementation "
+                     f"{lost[0]!r}, which is not registered here (load the plugin that "
+                     "registers it, or --only the others)")
+            names = [n for n in names if n in s.known()]
+            if note:
+                say(err, f"note: {note}")
+    cases = expand(sweep, uses_groups=lambda n: s.get(n).uses_groups, available=names)
     only = ",".join(only) if only else None        # --only a --only b: both
     if only is not None:
         wanted = [n.strip() for n in only.split(",") if n.strip()]
@@ -259,7 +280,7 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
             e = s.get(absent[0])
             # not planned because this machine lacks it (the config names none, and nothing
             # above planned every known one): say why
-            if not e.available and not sweep.implementations and not everywhere:
+            if not e.available and from_here:
                 fail(f"run: --only: {absent[0]!r} is unavailable here: {e.reason}")
             fail(f"run: --only: {absent[0]!r} is not in this sweep; it runs: {', '.join(planned)}")
         cases = [c for c in cases if c.implementation in wanted]
@@ -323,7 +344,9 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
              + ("  [CPU wall-clock times: Triton interpreter]" if s.interpreted() else ""))
     try:
         outcome = execute(sweep, cases, out_dir, resume=resume, isolate=isolate, console=err,
-                          shard=shard_meta, executor=executor, force_resume=force_resume)
+                          shard=shard_meta, executor=executor, force_resume=force_resume,
+                          implementations=names if sweep.implementations is None else
+                          list(sweep.implementations))
     except StoreWriteError as e:    # the machine's fault mid-run, not the input's
         fail(f"run: {e}", 1)
     except StoreError as e:

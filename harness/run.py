@@ -30,7 +30,7 @@ from normbench.harness.isolate import Worker, WorkerCrashed, WorkerStartError, W
 from normbench.harness.measure import Settings, failed_record, measure
 from normbench.harness.plan import Case
 from normbench.harness.store import (RunStore, StoreError, check_not_in_use, check_out_dir,
-                                     load_meta, load_records)
+                                     is_run_dir, load_meta, load_records)
 from normbench.harness.text import one_line
 
 
@@ -137,6 +137,35 @@ def held_keys(out_dir) -> set:
         return set()
 
 
+def resumed_implementations(out_dir, known: list[str],
+                            available: list[str]) -> tuple[list[str], str | None] | None:
+    """The implementations a resume of `out_dir` plans when its config names none, and a note
+    to print (or None): those its meta.json's `plan_implementations` lists — the plan it
+    started with, whatever this machine lacks (measure records an unavailable one `skipped`);
+    for a run written before that was recorded, those its records hold and those available
+    here (in `known`'s order; a held name unknown here last).  None where `out_dir` holds no
+    run whose meta is complete (a new plan starts).  StoreError: meta.json cannot be read."""
+    meta = load_meta(out_dir) if is_run_dir(out_dir) else {}    # else preflight refuses it
+    if not _complete(meta):
+        return None
+    listed = meta.get("plan_implementations")
+    if listed is not None:
+        return list(listed), None
+    held = {str(n) for n in _held_column(out_dir, "implementation")}
+    names = [n for n in known if n in held or n in available]
+    names += sorted(held - set(known))
+    return names, (f"{Path(out_dir) / 'meta.json'} does not list its plan's implementations "
+                   "(written before plan_implementations was recorded): resuming with those "
+                   f"its records hold and those available here ({', '.join(names)})")
+
+
+def _held_column(out_dir, column: str) -> list:
+    try:
+        return list(load_records(out_dir)[column].dropna().unique())
+    except (OSError, ValueError, KeyError, StoreError):
+        return []
+
+
 def _complete(meta: dict) -> bool:
     """meta.json says which config and device its records were measured with."""
     return bool(meta.get("device_name") and meta.get("config_hash"))
@@ -158,9 +187,11 @@ def _settings(sweep: Sweep, meta: dict) -> Settings:
                     device_name=meta["device_name"])
 
 
-def _new_meta(sweep: Sweep, console: Console, facts: dict | None = None) -> dict:
+def _new_meta(sweep: Sweep, console: Console, facts: dict | None = None,
+              implementations: list[str] | None = None) -> dict:
     """`facts`: what a distributed executor learnt from its workers (env.describe() of one
-    of them, their GPUs and copy ceilings); else this machine's, its ceiling measured here."""
+    of them, their GPUs and copy ceilings); else this machine's, its ceiling measured here.
+    `implementations`: the plan's (plan_implementations, which a resume plans again)."""
     meta = dict(facts) if facts else env.describe()
     on_gpu = not meta["interpreted"]
     if not facts:
@@ -175,6 +206,8 @@ def _new_meta(sweep: Sweep, console: Console, facts: dict | None = None) -> dict
         gpu_timer=timing.GPU_TIMER if on_gpu else timing.NO_GPU_NOTE,
         ended_at=None, completed=False,
         argv=list(sys.argv), invocations=[env.invocation()])   # this command's, not a worker's
+    if implementations is not None:
+        meta["plan_implementations"] = list(implementations)
     return meta
 
 
@@ -277,13 +310,16 @@ def _merge_whole(merge, done: set) -> bool:
 
 def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = False,
             isolate: bool = False, console: Console | None = None, shard: dict | None = None,
-            executor=None, force_resume: bool = False) -> Outcome:
+            executor=None, force_resume: bool = False,
+            implementations: list[str] | None = None) -> Outcome:
     """Measure `cases` into `out_dir`.  StoreError propagates (the CLI turns it into exit 2):
     among others for a resume of another config or on another device, unless force_resume.
 
     shard: harness.shard.meta_entry of a --shard run (recorded in meta.json, checked on resume).
     executor: a harness.distributed executor (start(console) -> facts, records(todo, settings,
-    timeout_s) -> an iterator of records, close()); None measures here, one case at a time."""
+    timeout_s) -> an iterator of records, close()); None measures here, one case at a time.
+    implementations: the implementations of the plan `cases` come from (before --only and
+    --shard), recorded in a new run's meta.json as plan_implementations."""
     console = console or Console(stderr=True)
     outcome = Outcome(out_dir=Path(out_dir))
     propagating = None
@@ -299,7 +335,7 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
         facts = executor.start(console) if executor is not None else None
         fresh = not meta.get("device_name")
         if fresh:                            # new, or stopped before its meta was complete
-            meta = _new_meta(sweep, console, facts)
+            meta = _new_meta(sweep, console, facts, implementations)
             if shard:
                 meta["shard"] = shard
             store.write_meta(meta)

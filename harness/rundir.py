@@ -185,12 +185,14 @@ def meta_format_version(meta: dict) -> int:
 META_TYPES = {"completed": bool, "shard": dict, "shard.spec": str, "shard.plan_keys": list,
               "shard.keys": list, "merge": dict, "merge.plan_size": int, "merge.missing": int,
               "merge.missing_keys": list, "merge.finished": bool, "merged_from": list,
-              "resumes": list}
+              "resumes": list, "plan_implementations": list}
+# the lists of META_TYPES whose items a reader uses as such, by the items' type
+META_ITEMS = {"plan_implementations": str}
 
 
 def check_meta_types(meta: dict, where: str = "meta.json") -> None:
     """StoreError (one line, naming `where` and the field) unless each field of META_TYPES is
-    absent, null or of its type."""
+    absent, null or of its type, and each item of a META_ITEMS list of its type."""
     for name, typ in META_TYPES.items():
         outer, _, inner = name.partition(".")
         v = meta.get(outer)
@@ -199,6 +201,11 @@ def check_meta_types(meta: dict, where: str = "meta.json") -> None:
         if v is not None and (not isinstance(v, typ) or (typ is int and isinstance(v, bool))):
             raise StoreError(f"{where}: {name}: expected {typ.__name__}, got "
                              f"{type(v).__name__}")
+        item = META_ITEMS.get(name)
+        bad = [x for x in v if not isinstance(x, item)] if item and v else []
+        if bad:
+            raise StoreError(f"{where}: {name}: expected a list of {item.__name__}, got an "
+                             f"item of {type(bad[0]).__name__}")
 
 
 def write_file_atomic(path: str | os.PathLike, data: bytes | str) -> None:

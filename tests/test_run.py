@@ -631,3 +631,60 @@ def test_a_resume_that_completes_a_stopped_merge_finishes_it(stub_run):
     resume()
     meta = load_meta(d)
     assert meta["completed"] and meta["merge"]["finished"] is True
+
+
+def test_a_resume_on_a_machine_without_a_peer_records_it_skipped_never_dropped(tmp_path):
+    """The README's workflow with a config that names no implementation: a run stopped on one
+    machine, --resume on another that lacks a peer the run planned.  The resume planned only
+    what the second machine had: the peer's cases were neither measured nor recorded, and
+    meta.json said completed: true.  It now finishes the plan the run started with (meta.json
+    plan_implementations), the peer recorded skipped with the reason."""
+    from normbench.harness.store import load_meta
+    cfg = config(tmp_path, groups=[2], determinism={"repeats": 2})     # names none
+    out, env = tmp_path / "run", {**ENV, "NORMBENCH_PLUGINS": "tests.optional_peer"}
+
+    def run(*args, **extra):
+        return subprocess.run([sys.executable, str(ROOT / "run_bench.py"), "run", str(cfg),
+                               "--out", str(out), "--no-report", *args], cwd=ROOT,
+                              env={**env, **extra}, capture_output=True, text=True, timeout=300)
+    # the peer comes last in the plan (plugins register after the shipped ones): Ctrl-C
+    # while it is measured leaves every other record of the case
+    r = run(NORMBENCH_TEST_PEER_SIGINT="1")
+    assert r.returncode == 128 + signal.SIGINT, r.stderr
+    held = load_records(out)
+    meta = load_meta(out)
+    assert "test_optional_peer" not in set(held["implementation"]) and not meta["completed"]
+    r = run("--resume", NORMBENCH_TEST_PEER_MISSING="1")
+    assert r.returncode == 0, r.stderr
+    df = load_records(out).set_index("implementation")
+    assert len(df) == len(held) + 1
+    assert df.loc["test_optional_peer", "status"] == "skipped"
+    assert "not installed here" in df.loc["test_optional_peer", "error"]
+    assert load_meta(out)["completed"] is True
+    assert "test_optional_peer" in load_meta(out)["plan_implementations"]
+    # a plan naming an implementation no plugin registers here: refused, unless --only
+    # leaves it out
+    meta = json.loads((out / "meta.json").read_text())
+    (out / "meta.json").write_text(json.dumps({**meta, "plan_implementations":
+                                               meta["plan_implementations"] + ["test_gone"]}))
+    r = run("--resume")
+    assert r.returncode == 2 and "'test_gone', which is not registered here" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert run("--resume", "--only", "torch").returncode == 0
+    (out / "meta.json").write_text(json.dumps({**meta, "plan_implementations": ["torch", 3]}))
+    r = run("--resume")
+    assert r.returncode == 2 and r.stderr.strip() == (
+        f"run: {out / 'meta.json'}: plan_implementations: expected a list of str, got an item "
+        "of int")
+    # a run written before plan_implementations: those its records hold and those available
+    # here, with a note
+    from normbench.harness.run import resumed_implementations
+    (out / "meta.json").write_text(json.dumps({k: v for k, v in meta.items()
+                                               if k != "plan_implementations"}))
+    names, note = resumed_implementations(out, ["torch", "test_other", "atomic"],
+                                          ["test_other"])
+    assert names == ["torch", "test_other", "atomic"] + sorted(
+        set(df.index) - {"torch", "atomic"}) and "plan_implementations" in note
+    r = run("--resume", NORMBENCH_TEST_PEER_MISSING="1")
+    assert r.returncode == 0 and "does not list its plan's implementations" in r.stderr
+    assert resumed_implementations(tmp_path / "none", ["torch"], ["torch"]) is None
