@@ -18,7 +18,8 @@ per GPU, CUDA_VISIBLE_DEVICES and CPU affinity set per worker).  This module is 
 * a worker that dies while measuring (the Dask worker itself: kill -9) costs that case, an
   `error` record (the scheduler's allowed-failures is 0 on a cluster we start); the nanny
   replaces the worker.  Crashes and hangs inside a worker's measuring child are records of
-  harness.gpuworker.  Ctrl-C stops the cluster we started; the run directory resumes.
+  harness.gpuworker.  Ctrl-C stops the cluster we started; the cases finished by then are
+  recorded, those still running cancelled; the run directory resumes.
 
 Without a GPU, `--gpus N` starts N stand-in workers (a LocalCluster of processes, a GPU
 resource each) that run under the Triton interpreter — how the tests run it.
@@ -45,6 +46,7 @@ from normbench.harness.shard import case_costs
 START_TIMEOUT_S = 300.0        # for the first worker (and its facts) to appear
 NO_WORKER_TIMEOUT_S = 300.0    # with work left and no worker at all: give up
 POLL_S = 0.02
+STOP_FETCH_S = 10.0            # at a stop, for each finished task's result
 REFRESH_S = 1.0
 
 
@@ -295,15 +297,22 @@ class Executor:
         return Counter(w["host"] for w in (gpu or workers))
 
     def records(self, todo, settings, timeout_s):
-        """(case, record) as each case finishes."""
+        """(case, record) as each case finishes.  A stop (a signal, a fault) leaves the records
+        of tasks that had finished but were not yet handed out, and those held for their
+        exclusive re-run, to unsaved() (measured: never lost); only tasks still running are
+        cancelled."""
+        self._gen = self._records(todo, settings, timeout_s)
+        return self._gen
+
+    def _records(self, todo, settings, timeout_s):
         from normbench.harness import gpuworker
-        from normbench.harness.measure import failed_record
         queue = Queue(todo, case_costs(todo, self.sweep), call_us, self.x)
         s = asdict(settings)
         in_flight: dict = {}
-        # concurrent records waiting for their exclusive re-run, case key -> (case, record); on
-        # the executor, so that what a stop leaves here is saved by the caller (unsaved())
-        self._held = held = {}
+        # concurrent records waiting for their exclusive re-run, case key -> (case, record), and
+        # the records of tasks found finished at a stop: on the executor, so that what a stop
+        # leaves here is saved by the caller (unsaved())
+        self._held, self._stopped = {}, []
         hosts, refreshed, lonely = self._hosts(), time.monotonic(), None
         try:
             while queue or in_flight:
@@ -329,26 +338,51 @@ class Executor:
                 for fut in [f for f in in_flight if f.done()]:
                     if fut.cancelled():  # not by this run (_reclaim's are no longer in flight):
                         raise ClusterError(_LOST)   # the scheduler was lost, not the case
-                    case, host, alone, _ = in_flight.pop(fut)
-                    self._note_worker(fut)
-                    rec = _record(fut, case, settings, failed_record)
-                    if not queue.finished(host, case, alone, rec):
-                        held[case.key] = (case, rec)
-                        continue
-                    prior = held.pop(case.key, None)
-                    if prior is not None and rec.get("status") != "ok":
-                        # a failed re-run does not replace a good measurement: kept, said so
-                        rec = _noted(prior[1], f"its exclusive re-run failed ({rec.get('status')}: "
-                                               f"{rec.get('error')}); measured beside other cases")
-                    yield case, rec
+                    if (got := self._finished(fut, in_flight, queue, settings)) is not None:
+                        yield got
         except GeneratorExit:            # the caller stopped: it saves unsaved()
-            self._cancel(in_flight)
+            self._stop(in_flight, queue, settings)
             raise
         except BaseException:
-            self._cancel(in_flight)
-            while held:                  # measured: never lost
-                yield self._unheld(held.popitem()[1])
+            self._stop(in_flight, queue, settings)
+            yield from self._take_unsaved()     # measured: never lost
             raise
+
+    def _finished(self, fut, in_flight, queue, settings, timeout=None):
+        """(case, record) of a finished task in flight; None where its record is held for an
+        exclusive re-run.  ClusterError where the task stands for no measurement (_record)."""
+        from normbench.harness.measure import failed_record
+        case, host, alone, _ = in_flight[fut]
+        rec = _record(fut, case, settings, failed_record, timeout)
+        self._note_worker(fut)
+        del in_flight[fut]      # once fetched: a stop while it is fetched finds it in flight
+        if not queue.finished(host, case, alone, rec):
+            self._held[case.key] = (case, rec)
+            return None
+        prior = self._held.pop(case.key, None)
+        if prior is not None and rec.get("status") != "ok":
+            # a failed re-run does not replace a good measurement: kept, said so
+            rec = _noted(prior[1], f"its exclusive re-run failed ({rec.get('status')}: "
+                                   f"{rec.get('error')}); measured beside other cases")
+        return case, rec
+
+    def _stop(self, in_flight, queue, settings) -> None:
+        """The sweep stopped: every task already finished becomes a record (for unsaved()), as
+        it would have at the next poll — a case that finished while the last record was being
+        kept, or during the poll's sleep, is measured; the tasks still running are cancelled.
+        Not where the scheduler is lost (nothing can be fetched), nor a task that stands for
+        no measurement (a transport failure, a result not fetched within STOP_FETCH_S): those
+        cases are left for --resume."""
+        if self.client is None or self.client.status != "running":
+            return
+        for fut in [f for f in in_flight if f.done() and not f.cancelled()]:
+            try:
+                got = self._finished(fut, in_flight, queue, settings, timeout=STOP_FETCH_S)
+            except ClusterError:
+                continue
+            if got is not None:
+                self._stopped.append(got)
+        self._cancel(in_flight)
 
     def _cancel(self, in_flight) -> None:
         """Cancel the tasks in flight, where the scheduler can still be told (a lost one would
@@ -358,9 +392,18 @@ class Executor:
                 fut.cancel()
 
     def unsaved(self) -> list:
-        """(case, record) of the concurrent measurements still waiting for their exclusive
-        re-run when records() stopped: the caller stores them (measured: never lost)."""
-        held, out = getattr(self, "_held", {}), []
+        """(case, record) of the tasks found finished when records() stopped, and of the
+        concurrent measurements still waiting for their exclusive re-run: the caller stores
+        them (measured: never lost).  Closes the records() iterator first, so that its stop
+        has run."""
+        gen = getattr(self, "_gen", None)
+        if gen is not None:
+            gen.close()
+        return self._take_unsaved()
+
+    def _take_unsaved(self) -> list:
+        out, self._stopped = getattr(self, "_stopped", []), []
+        held = getattr(self, "_held", {})
         while held:
             out.append(self._unheld(held.popitem()[1]))
         return out
@@ -423,8 +466,9 @@ def _noted(rec: dict, note: str) -> dict:
     return {**rec, "notes": f"{old}; {note}" if isinstance(old, str) and old else note}
 
 
-def _record(fut, case, settings, failed_record) -> dict:
-    """The record of a finished task, or the failure it stands for.
+def _record(fut, case, settings, failed_record, timeout=None) -> dict:
+    """The record of a finished task, or the failure it stands for (its result fetched within
+    `timeout` seconds, None: no limit).
 
     gpuworker.measure_task returns a case's every failure (an error, a crash or a hang of
     its measuring child) as {"failed": ...}; it raises only where it did not measure.  So a
@@ -435,7 +479,7 @@ def _record(fut, case, settings, failed_record) -> dict:
     died while it ran the task (KilledWorker) — the case's own crash, an `error` record."""
     from normbench.harness.measure import Settings
     try:
-        out = fut.result()
+        out = fut.result(timeout) if timeout is not None else fut.result()
     except Exception as e:
         name, text = type(e).__name__, " ".join(str(e).split())
         if name in ("CancelledError", "FutureCancelledError"):

@@ -255,6 +255,104 @@ def test_a_worker_that_joins_mid_run_is_added_to_meta(tmp_path):
         assert store.meta["workers"] == 2
 
 
+class _Task:
+    """A stand-in Dask future: pending until the test finishes it; its result what
+    gpuworker.measure_task returns for a case it measured."""
+
+    def __init__(self, case, settings):
+        self.case, self.settings, self.status = case, settings, "pending"
+        self.on_fetch = None
+
+    def done(self):
+        return self.status != "pending"
+
+    def cancelled(self):
+        return self.status == "cancelled"
+
+    def cancel(self):
+        self.status = "cancelled"       # a finished one too: Dask releases its result
+
+    def result(self, timeout=None):
+        assert self.status == "finished", self.status
+        if self.on_fetch is not None:
+            self.on_fetch, hook = None, self.on_fetch
+            hook()
+        return {"failed": ("error", f"measured {self.case['rows']}"), "settings": self.settings,
+                "duration_s": 0.0, "concurrent_cases": 3,
+                "where": {"hostname": "h", "gpu_index": 0, "gpu_uuid": None}}
+
+
+class _Client:
+    """A stand-in Dask client of three workers on one host; each task submitted is kept in
+    `tasks`, the first finished at once (and `on_fetch` run as its result is first fetched)."""
+    status, dashboard_link = "running", ""
+
+    def __init__(self):
+        self.tasks, self.on_fetch = [], None
+
+    def scheduler_info(self, n_workers=-1):
+        return {"workers": {w: {"host": "h", "resources": {"GPU": 1}} for w in "abc"}}
+
+    def submit(self, fn, case, settings, timeout_s, **kw):
+        self.tasks.append(_Task(case, settings))
+        if len(self.tasks) == 1:
+            self.tasks[0].status, self.tasks[0].on_fetch = "finished", self.on_fetch
+        return self.tasks[-1]
+
+    def run(self, *a, **kw):
+        pass
+
+    def close(self, timeout=None):
+        pass
+
+
+@pytest.mark.parametrize("where", ["keeping a record", "polling", "fetching a result"])
+def test_a_stop_keeps_the_cases_the_workers_finished(tmp_path, monkeypatch, where):
+    """A signal while the driver kept a record (records.csv written and fsynced), slept
+    between polls or fetched a finished task's result: a task that had finished meanwhile
+    (or the one being fetched) was cancelled with the running ones and its measurement lost
+    (1 record kept where the workers had measured 2).  Every finished task is now a record;
+    only the running ones are cancelled."""
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from normbench import strategies
+    from normbench.harness import distributed, run
+    from normbench.harness.config import parse_config
+    from normbench.harness.interrupt import Interrupted
+    from normbench.harness.plan import expand
+    sweep = parse_config("rows: [4, 6, 8, 10, 12]\nd: [8]\nimplementations: [torch]\n"
+                         "timing: {warmup_ms: 1, rep_ms: 1}\n")
+    cases = expand(sweep, uses_groups=lambda n: strategies.get(n).uses_groups,
+                   available=strategies.known())
+    ex = distributed.Executor(gpus=None, scheduler="tcp://x:1", sweep=sweep,
+                              exclusive_below_us=None)
+    ex.client = client = _Client()
+    ex.start = lambda console: None      # this machine's facts for meta.json
+
+    def stop(*_):                         # the second task finishes, then the signal lands
+        client.tasks[1].status = "finished"
+        raise Interrupted(signal.SIGINT)
+    if where == "keeping a record":
+        ex.joined = stop                  # called by execute once the record is kept
+    elif where == "fetching a result":    # the first task's, by the first poll
+        client.on_fetch = stop
+    else:                                 # the poll after the first record was yielded
+        sleeps = iter([lambda s: None, stop])
+        monkeypatch.setattr(distributed, "time", SimpleNamespace(
+            monotonic=time.monotonic, sleep=lambda s: next(sleeps)(s)))
+    out = run.execute(sweep, cases, tmp_path / "r", executor=ex,
+                      console=Console(stderr=True, quiet=True))
+    assert out.interrupted == signal.SIGINT and out.measured == 2
+    df = load_records(tmp_path / "r")
+    finished = [t for t in client.tasks if t.status == "finished"]
+    assert len(finished) == 2 and sorted(df["error"]) == sorted(
+        f"measured {t.case['rows']}" for t in finished)
+    assert all(t.status == "cancelled" for t in client.tasks if t not in finished)
+    assert len(client.tasks) >= 3
+
+
 @needs_dask
 def test_workers_that_cannot_load_a_plugin_stop_the_run_not_each_case(tmp_path):
     """NORMBENCH_PLUGINS naming a module a node lacks: the run stops at the start, one line,
