@@ -179,15 +179,28 @@ def meta_format_version(meta: dict) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) else 1
 
 
-# the meta.json fields that coverage, merge and --resume read, by type (run, run --shard and
-# merge write them so); a hand-edited one of another type is refused by name, never read as
-# something else
+NUMBER = (int, float)          # a JSON number; true and false are not numbers
+
+# the meta.json fields that coverage, merge, report and --resume read, by type (run, run
+# --shard and merge write them so); a hand-edited one of another type is refused by name,
+# never read as something else (a copy ceiling of "fast" made every resumed case an error)
 META_TYPES = {"completed": bool, "shard": dict, "shard.spec": str, "shard.plan_keys": list,
               "shard.keys": list, "merge": dict, "merge.plan_size": int, "merge.missing": int,
               "merge.missing_keys": list, "merge.finished": bool, "merged_from": list,
-              "resumes": list, "plan_implementations": list}
+              "resumes": list, "plan_implementations": list, "copy_ceiling_gbps": NUMBER,
+              "peak_tbps": NUMBER, "invocations": list, "argv": list, "gpus": list,
+              "workers": int}
 # the lists of META_TYPES whose items a reader uses as such, by the items' type
-META_ITEMS = {"plan_implementations": str}
+META_ITEMS = {"plan_implementations": str, "invocations": dict, "argv": str, "gpus": dict}
+
+
+def _type_name(typ) -> str:
+    return "number" if typ == NUMBER else typ.__name__
+
+
+def _is(v, typ) -> bool:
+    """v is of `typ` (a type or NUMBER); a bool is an int to Python, not to meta.json."""
+    return isinstance(v, typ) and not (isinstance(v, bool) and typ is not bool)
 
 
 def check_meta_types(meta: dict, where: str = "meta.json") -> None:
@@ -198,14 +211,14 @@ def check_meta_types(meta: dict, where: str = "meta.json") -> None:
         v = meta.get(outer)
         if inner:
             v = v.get(inner) if isinstance(v, dict) else None
-        if v is not None and (not isinstance(v, typ) or (typ is int and isinstance(v, bool))):
-            raise StoreError(f"{where}: {name}: expected {typ.__name__}, got "
+        if v is not None and not _is(v, typ):
+            raise StoreError(f"{where}: {name}: expected {_type_name(typ)}, got "
                              f"{type(v).__name__}")
         item = META_ITEMS.get(name)
-        bad = [x for x in v if not isinstance(x, item)] if item and v else []
+        bad = [x for x in v if not _is(x, item)] if item and v else []
         if bad:
-            raise StoreError(f"{where}: {name}: expected a list of {item.__name__}, got an "
-                             f"item of {type(bad[0]).__name__}")
+            raise StoreError(f"{where}: {name}: expected a list of {_type_name(item)}, got "
+                             f"an item of {type(bad[0]).__name__}")
 
 
 def write_file_atomic(path: str | os.PathLike, data: bytes | str) -> None:

@@ -688,3 +688,48 @@ def test_a_resume_on_a_machine_without_a_peer_records_it_skipped_never_dropped(t
     r = run("--resume", NORMBENCH_TEST_PEER_MISSING="1")
     assert r.returncode == 0 and "does not list its plan's implementations" in r.stderr
     assert resumed_implementations(tmp_path / "none", ["torch"], ["torch"]) is None
+
+
+@pytest.fixture(scope="module")
+def torch_only_run(tmp_path_factory):
+    """A run of [torch, disjoint_block] that measured torch only (--only): a resume has a
+    case left to measure."""
+    tmp = tmp_path_factory.mktemp("torch_only")
+    cfg = config(tmp, implementations=["torch", "disjoint_block"])
+    r = cli("run", cfg, "--out", tmp / "run", "--no-report", "--only", "torch")
+    assert r.returncode == 0, r.stderr
+    return cfg, tmp / "run"
+
+
+@pytest.mark.parametrize("field,value,needle", [
+    ("copy_ceiling_gbps", "fast", "copy_ceiling_gbps: expected number, got str"),
+    ("peak_tbps", "fast", "peak_tbps: expected number, got str"),
+    ("peak_tbps", True, "peak_tbps: expected number, got bool"),
+    ("invocations", 5, "invocations: expected list, got int"),
+    ("invocations", ["run"], "invocations: expected a list of dict, got an item of str"),
+    ("argv", "run", "argv: expected list, got str"),
+    ("argv", [1], "argv: expected a list of str, got an item of int"),
+    ("gpus", {"0": {}}, "gpus: expected list, got dict"),
+    ("gpus", [0], "gpus: expected a list of dict, got an item of int"),
+    ("workers", "2", "workers: expected int, got str"),
+    ("plan_implementations", "torch", "plan_implementations: expected list, got str"),
+])
+def test_a_resume_of_a_mistyped_meta_field_measures_nothing(torch_only_run, tmp_path, field,
+                                                            value, needle):
+    """--resume reads the copy ceiling and peak (each record's % of copy and of peak), the
+    invocations and argv (the history it extends) and the GPUs (a cluster's): a copy ceiling
+    of "fast" made every resumed case an `error` record (a TypeError in the measurement) that
+    no later resume measured again, invocations: 5 was a traceback (exit 1) leaving meta
+    incomplete with a resume entry.  Refused at once: one line naming meta.json and the
+    field, exit 2, nothing measured, meta.json as it was."""
+    cfg, run = torch_only_run
+    d = tmp_path / "run"
+    shutil.copytree(run, d)
+    meta = json.loads((d / "meta.json").read_text())
+    (d / "meta.json").write_text(json.dumps({**meta, field: value}))
+    before = {n: (d / n).read_bytes() for n in ("meta.json", "records.csv")}
+    for extra in (("--dry-run",), ()):
+        r = cli("run", cfg, "--out", d, "--resume", "--no-report", *extra)
+        assert r.returncode == 2 and r.stderr.strip() == f"run: {d / 'meta.json'}: {needle}", \
+            r.stderr
+    assert {n: (d / n).read_bytes() for n in before} == before
