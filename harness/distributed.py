@@ -127,7 +127,8 @@ class Queue:
 
 def _check_scheduler(target: str) -> None:
     """--scheduler names a scheduler file (JSON with its "address") or an address with a
-    port (tcp://host:8786, host:8786); anything else is refused before a run starts."""
+    port of 1-65535 (tcp://host:8786, host:8786); anything else is refused before a run
+    starts (a port out of range waited 30 s to fail to connect)."""
     from distributed.comm import get_address_host_port
     address = target
     if Path(target).is_file():
@@ -139,7 +140,9 @@ def _check_scheduler(target: str) -> None:
         if not isinstance(address, str):
             raise ClusterError(f"--scheduler {target}: its \"address\" is not a string")
     try:
-        get_address_host_port(address)
+        _, port = get_address_host_port(address)
+        if not 0 < port < 65536:
+            raise ValueError(f"port {port} is outside 1-65535")
     except ValueError as e:
         raise ClusterError(f"--scheduler {target!r}: not a scheduler address ({e}); give "
                            "tcp://HOST:PORT or a scheduler file") from None

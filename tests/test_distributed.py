@@ -391,11 +391,19 @@ def test_bad_cluster_options_are_one_line_and_exit_2(tmp_path):
                          (["--exclusive-below-us", "5"], "needs --gpus"),
                          (["--shard", "3/3"], "0 <= I < N"),
                          (["--scheduler", "garbage"], "not a scheduler address"),
+                         (["--scheduler", "tcp://127.0.0.1:99999"], "port 99999 is outside"),
+                         (["--scheduler", "127.0.0.1:0"], "port 0 is outside"),
                          (["--scheduler", str(cfg)], "not a Dask scheduler file")):
         r = cli("run", cfg, *args, "--out", tmp_path / "x", "--dry-run")
         assert r.returncode == 2, (args, r.stderr)
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1 and needle in lines[0] and lines[0].startswith("run: "), r.stderr
+    # a port out of range passed the check, waited 30 s to connect and exited 1
+    (tmp_path / "s.json").write_text('{"address": "tcp://127.0.0.1:99999"}')
+    start = time.monotonic()
+    r = cli("run", cfg, "--scheduler", tmp_path / "s.json", "--out", tmp_path / "y")
+    assert r.returncode == 2 and "port 99999 is outside 1-65535" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and time.monotonic() - start < 25
 
 
 def test_a_task_the_cluster_could_not_run_stops_the_run_and_records_nothing():
