@@ -2,7 +2,9 @@
 
 Order of work, and why:
   1. skip (with the reason) what cannot run: an unavailable implementation, a case larger
-     than the free device memory — decided before anything is launched;
+     than the free device memory — decided before anything is launched, once the previous
+     case's inputs are dropped (memory PyTorch caches unused counts as free), so that a case
+     that fits alone is measured whatever ran before it;
   2. correctness against the fp64 reference (harness.inputs.reference) on inputs drawn from
      the sweep's seed and the case, identical for every implementation of a case: each
      implementation gets its own copies, compared bit for bit with the originals after its
@@ -65,8 +67,13 @@ _cache: dict = {}   # the inputs and reference of the last case (copied for each
 _INPUT_NAMES = ("x", "dy", "weight", "mean", "rstd")
 
 
+def _inputs_key(case: Case, s: Settings) -> tuple:
+    """What a case's inputs and reference depend on: the implementations of one case share them."""
+    return (case.norm, case.rows, case.d, case.dtype, case.weight_dtype, s.seed)
+
+
 def _case_inputs(case: Case, s: Settings, device):
-    key = (case.norm, case.rows, case.d, case.dtype, case.weight_dtype, s.seed)
+    key = _inputs_key(case, s)
     if _cache.get("key") != key:
         _cache.clear()
         inputs = make_inputs(case.norm, case.rows, case.d, case.dtype, case.weight_dtype,
@@ -81,7 +88,7 @@ def _stable_seed(key) -> int:
     return int.from_bytes(hashlib.sha256(repr(key).encode()).digest()[:4], "little")
 
 
-def _bytes_needed(case: Case, ws: int) -> int:
+def _bytes_needed(case: Case, ws: int, held: bool = False) -> int:
     n = case.rows * case.d
     act = model.ITEMSIZE[case.dtype]
     # while the fp64 reference is computed: the pristine x and dy, and the reference's seven
@@ -89,19 +96,40 @@ def _bytes_needed(case: Case, ws: int) -> int:
     # implementation gets, the first dx (kept for the GPU timer), its copy for the comparison
     # of the repeats and the last timed call, a repeat's dx and a third in the GPU timer's
     # graph (while timed: the last timed call's dx and the next one's), the reference's dx
-    return max(2 * n * act + 7 * n * 8, 8 * n * act + n * 8 + ws)
+    steady = 8 * n * act + n * 8 + ws
+    if held:    # the case's inputs and reference are held already: no reference to compute,
+        return steady - (2 * n * act + n * 8)      # and x, dy and its dx are not new
+    return max(2 * n * act + 7 * n * 8, steady)
 
 
-def memory_shortfall(case: Case, workspace_bytes: int, free_bytes: int) -> str | None:
-    """Why a case cannot fit in `free_bytes` of device memory, or None if it can.
+def memory_shortfall(case: Case, workspace_bytes: int, free_bytes: int,
+                     held: bool = False) -> str | None:
+    """Why a case cannot fit in `free_bytes` of device memory, or None if it can; `held`: its
+    inputs and fp64 reference are already held (by an earlier implementation of the case), so
+    only the rest is needed.
 
     Decided before launch, so that a case too large becomes a `skipped` record rather than an
     out-of-memory failure halfway through (10 % of the free memory is kept as a margin)."""
-    need = _bytes_needed(case, workspace_bytes)
+    need = _bytes_needed(case, workspace_bytes, held)
     if need <= 0.9 * free_bytes:
         return None
-    return (f"needs about {need / 2**30:.1f} GiB of device memory, "
+    more = " more than its inputs and reference, held already" if held else ""
+    return (f"needs about {need / 2**30:.1f} GiB of device memory{more}, "
             f"{free_bytes / 2**30:.1f} GiB free")
+
+
+def _device_shortfall(case: Case, s: Settings, workspace_bytes: int) -> str | None:
+    """memory_shortfall on the current CUDA device, the same whatever case ran before: another
+    case's inputs and reference are dropped first and the memory PyTorch caches is returned
+    to the device; memory PyTorch holds cached but unallocated counts as free (its allocator
+    reuses it), and this case's inputs and reference, if held, are not counted again."""
+    held = _cache.get("key") == _inputs_key(case, s)
+    if not held:
+        _cache.clear()
+        torch.cuda.empty_cache()
+    free = torch.cuda.mem_get_info()[0] + torch.cuda.memory_reserved() \
+        - torch.cuda.memory_allocated()
+    return memory_shortfall(case, workspace_bytes, free, held)
 
 
 def _nonfinite(outputs) -> list[str]:
@@ -265,7 +293,7 @@ def measure(case: Case, s: Settings) -> dict:
 
     if device.type == "cuda":
         ws = rec["workspace_bytes"]
-        short = memory_shortfall(case, 0 if is_missing(ws) else ws, torch.cuda.mem_get_info()[0])
+        short = _device_shortfall(case, s, 0 if is_missing(ws) else ws)
         if short:
             return done("skipped", short)
     try:

@@ -603,3 +603,98 @@ def test_the_memory_check_counts_the_fp64_references_peak():
     c = Case(norm="layernorm", implementation="torch", rows=1 << 20, d=2688, dtype="bf16",
              weight_dtype="bf16", groups="-")
     assert memory_shortfall(c, 0, 140 << 30) is not None
+
+
+# ------------------------------------------------------------- the memory check, in any order
+_GiB = 1 << 30
+
+
+class _FakeAllocator:
+    """The CUDA caching allocator as the memory check sees it, on a CPU: the cached inputs and
+    reference of measure's last case are allocated (`held` bytes while measure._cache holds
+    them), a case's run leaves `left_cached` bytes reserved but unallocated, empty_cache
+    returns those to the device."""
+
+    def __init__(self, monkeypatch, total, held, left_cached):
+        import torch
+        from normbench import strategies
+        from normbench.harness import measure as m
+        self.m, self.total, self.held, self.left_cached = m, total, held, left_cached
+        self.reserved, self.measured, self.emptied = 0, [], 0
+        monkeypatch.setattr(torch.cuda, "memory_allocated", self.allocated)
+        monkeypatch.setattr(torch.cuda, "memory_reserved", lambda *a: max(self.reserved,
+                                                                           self.allocated()))
+        monkeypatch.setattr(torch.cuda, "mem_get_info",
+                            lambda *a: (self.total - torch.cuda.memory_reserved(), self.total))
+        monkeypatch.setattr(torch.cuda, "empty_cache", self.empty_cache)
+        monkeypatch.setattr(strategies, "default_device", lambda: torch.device("cuda", 0))
+        monkeypatch.setattr(m, "_measure", self.run)     # what a case's run leaves behind
+        monkeypatch.setattr(m, "_cache", {})
+
+    def allocated(self, *a):
+        return self.held(self.m._cache["key"]) if self.m._cache else 0
+
+    def empty_cache(self):
+        self.emptied += 1
+        self.reserved = self.allocated()
+
+    def run(self, case, s, entry, groups, rec, device, nbytes, done):
+        self.m._cache.update(key=(case.norm, case.rows, case.d, case.dtype, case.weight_dtype,
+                                  s.seed))                      # as _case_inputs does
+        self.reserved = self.allocated() + self.left_cached(case)
+        self.measured.append((case.rows, case.implementation))
+        return done("ok")
+
+
+def _ln_fp32(rows, impl="torch"):
+    return Case(norm="layernorm", implementation=impl, rows=rows, d=16384, dtype="fp32",
+                weight_dtype="fp32", groups="-")
+
+
+def _held_bytes(key):       # x, dy (fp32) and the fp64 reference's dx of the case
+    rows, d = key[1], key[2]
+    return rows * d * (4 + 4 + 8)
+
+
+def test_a_case_that_fits_alone_is_measured_after_a_smaller_one(monkeypatch):
+    """H100 (78 GiB): LN fp32 60416 × 16384 needs about 59.0 GiB (the reference's peak) and was
+    measured alone, but skipped after a 30208-row case ("56.0 GiB free"): that case's inputs
+    and reference (7.7 GiB) were still held, and the 22.4 GiB PyTorch kept cached counted as
+    used.  The previous case's inputs are dropped and the cache emptied before the check."""
+    from normbench.harness.measure import measure
+    fake = _FakeAllocator(monkeypatch, total=78 * _GiB, held=_held_bytes,
+                          left_cached=lambda c: 22 * _GiB)
+    s = _rel_settings()
+    big = measure(_ln_fp32(60416), s)                          # alone: fits
+    assert big["status"] == "ok", big["error"]
+    for order in ((30208, 60416), (60416, 30208, 60416)):
+        for rows in order:
+            rec = measure(_ln_fp32(rows), s)
+            assert rec["status"] == "ok", (order, rows, rec["error"])
+    assert fake.emptied >= 4
+
+
+def test_every_implementation_of_a_case_needing_most_of_the_card_is_measured(monkeypatch):
+    """Implementations loop innermost: the second of a 59 GiB case found the first one's inputs
+    and reference held (14.7 GiB, counted again as needed) and the ~40 GiB its run had freed
+    cached in PyTorch (counted as used), so only the first implementation was measured."""
+    from normbench.harness.measure import measure
+    fake = _FakeAllocator(monkeypatch, total=78 * _GiB, held=_held_bytes,
+                          left_cached=lambda c: 40 * _GiB)
+    for name in ("test_second", "test_third"):
+        _fake(monkeypatch, name, None)              # never called: _measure is the stand-in
+    s = _rel_settings()
+    recs = [measure(_ln_fp32(60416, impl), s) for impl in ("torch", "test_second", "test_third")]
+    assert [r["status"] for r in recs] == ["ok"] * 3, [r["error"] for r in recs]
+    assert len(fake.measured) == 3 and fake.emptied == 1     # the held inputs were kept
+
+
+def test_the_held_inputs_count_once_and_cached_memory_counts_as_free():
+    c = _ln_fp32(60416)
+    n = 60416 * 16384
+    assert memory_shortfall(c, 0, 0).startswith("needs about 59.0 GiB of device memory, ")
+    # held: only what the implementation adds (x, dy copies, four dx: 6n·4 bytes)
+    assert memory_shortfall(c, 0, int(6 * n * 4 / 0.89), held=True) is None
+    msg = memory_shortfall(c, 0, int(6 * n * 4 / 0.91), held=True)
+    assert msg and "more than its inputs and reference, held already" in msg
+    assert memory_shortfall(c, 0, int(6 * n * 4 / 0.89), held=False) is not None
