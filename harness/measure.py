@@ -171,10 +171,19 @@ def base_record(case: Case, s: Settings) -> dict:
 _OUTPUTS = ("dx", "dw", "db")
 
 
+# What each output tensor must match, in the order checked: (how the error words it, the
+# output's value, what it must be for (dx, dγ, dβ) given x and the weight)
+_FORM = (("of shape", lambda t: tuple(t.shape),
+          lambda x, w: (tuple(x.shape), tuple(w.shape), tuple(w.shape))),
+         ("as", lambda t: t.dtype, lambda x, w: (x.dtype, w.dtype, w.dtype)),
+         ("on", lambda t: t.device, lambda x, w: (x.device,) * 3))
+
+
 def _malformed(out, x, w, has_bias: bool = True) -> str:
     """Why the outputs are not the contract's: the tuple (dx, dγ, dβ) — dβ a tensor for
     LayerNorm, None for RMSNorm — dx of x's shape and dtype, dγ, dβ of the weight's (an output
-    in a narrower dtype would be judged, and credited bytes, as one it is not)."""
+    in a narrower dtype would be judged, and credited bytes, as one it is not), every one on
+    x's device (one on another would be judged there, and its copy never timed)."""
     if not isinstance(out, (tuple, list)):
         return f"returned {type(out).__name__}, not the tuple (dx, dγ, dβ)"
     if len(out) != 3:
@@ -184,16 +193,13 @@ def _malformed(out, x, w, has_bias: bool = True) -> str:
             return f"returned {SHOWN['err_' + k]} as {type(o).__name__}, not a tensor"
         if not need and o is not None:
             return f"returned {SHOWN['err_' + k]} for RMSNorm, which has none (expected None)"
-    shapes = (tuple(x.shape), tuple(w.shape), tuple(w.shape))
-    bad = [f"{SHOWN['err_' + k]} of shape {tuple(o.shape)} (expected {t})"
-           for k, o, t in zip(_OUTPUTS, out, shapes) if isinstance(o, torch.Tensor)
-           and tuple(o.shape) != t]
-    if bad:
-        return "returned " + ", ".join(bad)
-    want = (x.dtype, w.dtype, w.dtype)
-    bad = [f"{SHOWN['err_' + k]} as {o.dtype} (expected {t})"
-           for k, o, t in zip(_OUTPUTS, out, want) if isinstance(o, torch.Tensor) and o.dtype != t]
-    return "returned " + ", ".join(bad) if bad else ""
+    for words, got, want in _FORM:
+        bad = [f"{SHOWN['err_' + k]} {words} {got(o)} (expected {t})"
+               for k, o, t in zip(_OUTPUTS, out, want(x, w))
+               if isinstance(o, torch.Tensor) and got(o) != t]
+        if bad:
+            return "returned " + ", ".join(bad)
+    return ""
 
 
 class _Distinct:

@@ -124,6 +124,15 @@ def narrow_dw(x, dy, weight, mean, rstd, *, groups=None):
     return dx, dw.to(torch.bfloat16), db.to(torch.bfloat16) if db is not None else None
 
 
+@register("test_other_device", kind="strategy", deterministic_by_design=True, uses_groups=False)
+def other_device(x, dy, weight, mean, rstd, *, groups=None):
+    """dγ and dβ on another device than x's: the CPU for CUDA inputs (a `.cpu()` left in),
+    `meta` for CPU ones — right values (on the CPU), but not where the caller needs them."""
+    dx, dw, db = _torch.fn(x, dy, weight, mean, rstd)
+    there = "meta" if x.device.type == "cpu" else "cpu"
+    return dx, dw.to(there), db.to(there) if db is not None else None
+
+
 @register("test_fails_odd_d", kind="strategy", deterministic_by_design=True, uses_groups=False)
 def fails_odd_d(x, dy, weight, mean, rstd, *, groups=None):
     """torch's answer where d is even; raises where it is odd (a shape no record passes)."""

@@ -698,3 +698,14 @@ def test_the_held_inputs_count_once_and_cached_memory_counts_as_free():
     msg = memory_shortfall(c, 0, int(6 * n * 4 / 0.91), held=True)
     assert msg and "more than its inputs and reference, held already" in msg
     assert memory_shortfall(c, 0, int(6 * n * 4 / 0.89), held=False) is not None
+
+
+@pytest.mark.parametrize("norm,named", [("layernorm", "dγ on meta (expected cpu), dβ on meta"),
+                                        ("rmsnorm", "dγ on meta (expected cpu)")])
+def test_an_output_on_another_device_is_an_error(fakes, norm, named):
+    """dγ.cpu() for CUDA inputs was recorded ok, correct and deterministic on an H100 (the
+    comparison moves every output to the CPU first): an output not on x's device is an error
+    naming it, as one in another dtype is."""
+    rec = _measure_impl(_fake_name("test_other_device"), norm=norm)
+    assert rec["status"] == "error" and rec["error"].startswith("returned " + named), rec["error"]
+    assert rec.get("time_ms") is None
