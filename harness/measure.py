@@ -20,6 +20,9 @@ Order of work, and why:
      wrong after the repeats makes the record incorrect and not deterministic, so the time
      recorded is never that of unjudged results (`distinct_results` may reach `repeats` + 1;
      `last_call_compared` True says so, where records from before it compared the repeats only);
+     a last timed call whose output is not the contract's (`_malformed`) makes the record an
+     error that keeps the samples, its verdict (`deterministic`, `distinct_results`) empty as
+     a malformed repeat leaves it: that output can be neither compared nor judged;
   5. GPU time (harness.timing.gpu_time): the same call replayed from a CUDA graph, so that the
      samples hold only the time its kernels keep the GPU busy (`gpu_time_ms`);
      `host_overhead_ms` = time_ms − gpu_time_ms.  Empty without a GPU, with the reason.
@@ -368,29 +371,33 @@ def _measure(case, s, entry, groups, rec, device, nbytes, done):
     #    judged against the reference) — the time recorded is that of the results judged, not
     #    of a call that goes wrong after the repeats (a workspace that fills up, a counter).
     #    Nothing runs between it and the comparison, so buffers it shares with later calls
-    #    cannot have been overwritten; the distinct results are copies.
-    last = [None]
+    #    cannot have been overwritten; the distinct results are copies.  The samples are
+    #    recorded first: whatever the check finds, what was measured is kept.
+    last = []
 
     def timed():
-        last[0] = call()
+        last[:] = [call()]
 
     samples = timing.bench(timed, s.warmup_ms, s.rep_ms, on_gpu)
-    rec["last_call_compared"] = False     # what distinct_results counts: reports word it by this
-    if last[0] is not None:
-        if wrong := _malformed(last[0], x, w, mean is not None):
-            return done("error", f"the last timed call: {wrong}")
-        nonfinite += [f"{k} of the last timed call" for k in _nonfinite(last[0])]
-        if distinct.add(last[0]):
-            _judge(rec, last[0], ref)
-        rec["last_call_compared"] = True
-    last[0] = None
-    distinct.verdict(rec)
-    del distinct
     rec.update(timing.summarize(samples))
     rec["time_samples_ms"] = json.dumps([round(t, 6) for t in samples])
     rec["gbps"] = model.gbps(nbytes, rec["time_ms"])
     rec["pct_peak"] = model.pct(rec["gbps"], s.peak_tbps * 1e3 if s.peak_tbps else None)
     rec["pct_copy"] = model.pct(rec["gbps"], s.copy_gbps)
+    rec["last_call_compared"] = False     # what distinct_results counts: reports word it by this
+    if last:
+        if wrong := _malformed(last[0], x, w, mean is not None):
+            # not the contract's result: neither compared nor judged, so the repeats' verdict
+            # is not one over the calls compared — left empty, as a malformed repeat leaves it
+            rec.update(deterministic=None, distinct_results=None)
+            return done("error", f"the last timed call: {wrong}")
+        nonfinite += [f"{k} of the last timed call" for k in _nonfinite(last[0])]
+        if distinct.add(last[0]):
+            _judge(rec, last[0], ref)
+        rec["last_call_compared"] = True
+    last.clear()
+    distinct.verdict(rec)
+    del distinct
     # 4. GPU time: what the call's kernels keep the GPU busy; the rest of time_ms is the host's
     rec.update(timing.gpu_time(call, time_ms=rec["time_ms"], rep_ms=s.rep_ms, on_gpu=on_gpu,
                                eager_out=first))

@@ -709,3 +709,33 @@ def test_an_output_on_another_device_is_an_error(fakes, norm, named):
     rec = _measure_impl(_fake_name("test_other_device"), norm=norm)
     assert rec["status"] == "error" and rec["error"].startswith("returned " + named), rec["error"]
     assert rec.get("time_ms") is None
+
+
+@pytest.mark.parametrize("late,why", [
+    (lambda out: (out[0], out[1].double(), out[2]),
+     "returned dγ as torch.float64 (expected torch.float32)"),
+    (lambda out: None, "returned NoneType, not the tuple (dx, dγ, dβ)"),
+])
+def test_a_malformed_last_timed_call_keeps_the_time_and_claims_no_determinism(monkeypatch, late,
+                                                                             why):
+    """dγ in another dtype from call 4 on (the timed calls): the record threw its samples away
+    (time_ms empty) yet said deterministic, 1 distinct result — a verdict that did not cover
+    the call it blamed.  The samples are kept; deterministic and distinct_results are left
+    empty, as a malformed repeat leaves them (the output can be neither compared nor judged).
+    A last timed call returning None was not checked at all."""
+    import json
+    from normbench import strategies
+    torch_fn = strategies.get("torch").fn
+    calls = [0]
+
+    def late_fn(x, dy, w, mean, rstd, *, groups=None):
+        calls[0] += 1
+        out = torch_fn(x, dy, w, mean, rstd)
+        return out if calls[0] < 4 else late(out)
+    _fake(monkeypatch, "test_malformed_late", late_fn)
+    rec = _measure_impl("test_malformed_late", repeats=3)
+    assert rec["status"] == "error" and rec["error"] == "the last timed call: " + why
+    assert rec["time_ms"] > 0 and rec["time_p20_ms"] > 0 and rec["gbps"] > 0
+    assert len(json.loads(rec["time_samples_ms"])) >= 3
+    assert rec["deterministic"] is None and rec["distinct_results"] is None
+    assert rec["last_call_compared"] is False
