@@ -432,7 +432,9 @@ def merge(out_dir: Path = typer.Argument(..., help="the run directory to write (
     Refused (exit 2, one line) when they come from different configs, GPU models, package
     versions or commits, when two hold the same case, or when a case is missing.  A write
     that fails midway (a full disk) exits 1; until every record is in, meta.json says
-    completed: false and merge.finished: false.
+    completed: false and merge.finished: false.  meta.json's top level keeps what every shard
+    agrees on (what they differ in is null there, named in merge.differs; each shard's own is
+    in merged_from); environment variables set differently are named on stderr.
     """
     from normbench.harness.merge import MergeError, merge as do_merge
     from normbench.harness.store import StoreError, StoreWriteError
@@ -453,6 +455,10 @@ def merge(out_dir: Path = typer.Argument(..., help="the run directory to write (
              f"{info['plan_size'] - info['missing']} of {info['plan_size']} cases into {out_dir}"
              + (f" (partial: {info['missing']} missing, listed in meta.json)" if info["partial"]
                 else ""))
+    if info.get("environment_differs"):
+        say(err, "merge: note: the shards ran with environment variables set differently: "
+                 f"{', '.join(info['environment_differs'])} (each shard's environment is in "
+                 "meta.json's merged_from, the names in merge.environment_differs)")
     if not no_report:
         paths = _report_after(out_dir)
         say(err, f"report: {paths['report.html']}")

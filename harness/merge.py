@@ -4,10 +4,14 @@ Refused (MergeError, one line) when the shards cannot make one honest run: not s
 different plans or shard counts, from different configs (hash), GPU models, package versions
 or commits, a case held by two shards, or cases that no shard holds (named; `allow_partial`
 merges what exists and says so in meta.json).  The records are written through the store, in
-plan order; meta.json is the first shard's, with `merged_from` (one entry per shard: where,
-when, on which host and GPUs, its copy ceiling, its resumes) and `merge` (shards, partial,
-missing cases) in place of `shard` and `resumes`.  Each record keeps the `pct_copy` of the
-GPU that measured it.
+plan order.  meta.json's top level holds what every shard's agrees on — a key they differ in
+(a GPU's UUID or clocks, cpu_model, the environment, argv, workers ...) is null there and
+named in `merge.differs`, the TRITON_*/CUDA_*/PYTORCH_*/NORMBENCH_* variables set
+differently in `merge.environment_differs` — whatever order the shards are given in; the
+copy ceiling is the shards' median, the times span them all.  `merged_from` has one entry per
+shard with its own: where, when, on which host and GPUs, its copy ceiling, environment,
+command lines and resumes; `merge` (shards, partial, missing cases) replaces `shard` and
+`resumes`.  Each record keeps the `pct_copy` of the GPU that measured it.
 """
 from __future__ import annotations
 
@@ -203,20 +207,33 @@ def merge(out: str | os.PathLike, dirs: list[str | os.PathLike], *,
         return store.meta
 
 
+# meta keys of the merged run as a whole, which no merged_from entry repeats: those check()
+# finds equal in every shard (SAME, every "*_version" key, package_versions), the config's
+# and the format's; every other key is a fact of the shard's machine or command (its GPU and
+# clocks, cpu_model, environment, argv and invocations, workers and gpus ...), kept per shard
+_OF_THE_RUN = {*dict(SAME), "config_name", "config_text", "format", "format_version",
+               "package_versions", "shard", "merge", "merged_from", "resumes"}
+# what the merge writes at the top level itself, from every shard (not "the same or null")
+_COMPUTED = ("merged_from", "merge", "copy_ceiling_gbps", "started_at", "ended_at",
+             "completed", "git_dirty", "git_commit", "hostname")
+
+
 def _merged_meta(dirs, metas, plan, missing) -> dict:
-    # each shard's resumes stay in its merged_from entry: a resume of the merged directory
-    # starts a list of its own
-    meta = {k: v for k, v in metas[0].items() if k not in ("shard", "resumes")}
+    # in shard order, whatever order the shards were given in: the result is the same
     order = sorted(range(len(dirs)), key=lambda i: metas[i]["shard"]["index"])
+    dirs, metas = [dirs[i] for i in order], [metas[i] for i in order]
+    meta, differs = _agreed(metas)
     sources = []
-    for i in order:
-        m = metas[i]
-        sources.append({"dir": str(dirs[i]), "shard": m["shard"]["spec"],
+    for d, m in zip(dirs, metas):
+        # each shard's resumes stay in its entry: a resume of the merged directory starts a
+        # list of its own
+        sources.append({"dir": str(d), "shard": m["shard"]["spec"],
                         "cases": len(m["shard"].get("keys") or []),
-                        "hostname": m.get("hostname"), "gpus": m.get("gpus"),
-                        "copy_ceiling_gbps": m.get("copy_ceiling_gbps"),
-                        "started_at": m.get("started_at"), "ended_at": m.get("ended_at"),
-                        "completed": m.get("completed"), "git_dirty": m.get("git_dirty"),
+                        **{k: m.get(k) for k in ("hostname", "gpus", "copy_ceiling_gbps",
+                                                 "started_at", "ended_at", "completed",
+                                                 "git_dirty")},
+                        **{k: v for k, v in m.items() if k not in _OF_THE_RUN
+                           and k not in versions(m)},
                         "resumes": m.get("resumes") or []})
     ceilings = [s["copy_ceiling_gbps"] for s in sources if s["copy_ceiling_gbps"]]
     started = [m["started_at"] for m in metas if m.get("started_at")]
@@ -225,7 +242,9 @@ def _merged_meta(dirs, metas, plan, missing) -> dict:
         merged_from=sources,
         merge={"shards": len(dirs), "count": metas[0]["shard"]["count"],
                "plan_size": len(plan), "partial": bool(missing), "missing": len(missing),
-               "missing_keys": missing, "finished": True},
+               "missing_keys": missing, "finished": True,
+               "differs": [k for k in differs if k not in _COMPUTED],
+               "environment_differs": environment_differs(metas)},
         copy_ceiling_gbps=statistics.median(ceilings) if ceilings else None,
         started_at=min(started) if started else None, ended_at=max(ended) if ended else None,
         completed=not missing and all(m.get("completed") for m in metas),
@@ -237,6 +256,30 @@ def _merged_meta(dirs, metas, plan, missing) -> dict:
     if len({s["hostname"] for s in sources}) > 1:
         meta["hostname"] = ", ".join(dict.fromkeys(str(s["hostname"]) for s in sources))
     return meta
+
+
+def _agreed(metas: list[dict]) -> tuple[dict, list[str]]:
+    """The top level of a merge: each key (but a shard's `shard` and `resumes`) with the value
+    every shard has (a shard without the key has null), else null; and the keys whose values
+    differ, sorted — each shard's own is in its merged_from entry."""
+    keys = dict.fromkeys(k for m in metas for k in m if k not in ("shard", "resumes"))
+    meta, differs = {}, []
+    for k in keys:
+        values = [m.get(k) for m in metas]
+        same = all(v == values[0] for v in values[1:])
+        meta[k] = values[0] if same else None
+        if not same:
+            differs.append(k)
+    return meta, sorted(differs)
+
+
+def environment_differs(metas: list[dict]) -> list[str]:
+    """The TRITON_*/CUDA_*/PYTORCH_*/NORMBENCH_* variables (meta's `environment`) that are not
+    set alike in every shard — set differently, or set in some shards only."""
+    envs = [m.get("environment") if isinstance(m.get("environment"), dict) else {}
+            for m in metas]
+    names = {k for e in envs for k in e}
+    return sorted(k for k in names if len({repr(e.get(k)) for e in envs}) > 1)
 
 
 __all__ = ["MergeError", "StoreError", "check", "is_merged", "merge"]

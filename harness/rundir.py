@@ -189,9 +189,10 @@ META_TYPES = {"completed": bool, "shard": dict, "shard.spec": str, "shard.plan_k
               "merge.missing_keys": list, "merge.finished": bool, "merged_from": list,
               "resumes": list, "plan_implementations": list, "copy_ceiling_gbps": NUMBER,
               "peak_tbps": NUMBER, "invocations": list, "argv": list, "gpus": list,
-              "workers": int}
+              "workers": int, "merge.differs": list, "merge.environment_differs": list}
 # the lists of META_TYPES whose items a reader uses as such, by the items' type
-META_ITEMS = {"plan_implementations": str, "invocations": dict, "argv": str, "gpus": dict}
+META_ITEMS = {"plan_implementations": str, "invocations": dict, "argv": str, "gpus": dict,
+              "merge.differs": str, "merge.environment_differs": str}
 
 
 def _type_name(typ) -> str:

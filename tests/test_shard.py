@@ -269,6 +269,51 @@ def test_the_merged_tree_state_is_unknown_where_a_shard_s_was(runs, tmp_path):
         assert merge(tmp_path / "m", [tmp_path / f"s{i}" for i in range(3)])["git_dirty"] is want
 
 
+def test_the_merged_meta_keeps_each_shard_s_machine_and_only_what_all_agree_on(runs,
+                                                                               tmp_path):
+    """The merged meta.json was the first-listed shard's: its GPU facts, cpu_model,
+    environment, argv and workers/gpus stood for the whole run, the argument order changed
+    the result (a shard run with --gpus 2 merged with plain ones: workers 2 or null), and a
+    shard run with TRITON_DEFAULT_FP_FUSION=0 lost the setting silently.  Each merged_from
+    entry keeps its shard's; the top level keeps what every shard agrees on (else null, named
+    in merge.differs), the same in any order; a variable set differently is named on stderr,
+    in merge.environment_differs and in the report."""
+    from normbench.harness.store import load_meta
+    tmp, _ = runs
+    shards = [tmp_path / f"s{i}" for i in range(3)]
+    for i, d in enumerate(shards):
+        shutil.copytree(tmp / f"s{i}", d)
+    env = json.loads((shards[1] / "meta.json").read_text())["environment"]
+    gpus = [{"hostname": "h", "gpu_uuid": f"GPU-{i}", "gpu_index": i} for i in range(2)]
+    _edit_meta(shards[1], workers=2, gpus=gpus, cpu_model="Another CPU", gpu_uuid="GPU-1",
+               power_limit_w=500.0, environment={**env, "TRITON_DEFAULT_FP_FUSION": "0"})
+    metas = []
+    for name, order in (("m1", shards), ("m2", shards[::-1])):
+        r = cli("merge", tmp_path / name, *order)
+        assert r.returncode == 0, r.stderr
+        assert ("merge: note: the shards ran with environment variables set differently: "
+                "TRITON_DEFAULT_FP_FUSION (") in r.stderr
+        report = (tmp_path / name / "report.md").read_text()
+        assert "`TRITON_DEFAULT_FP_FUSION`" in report and "`cpu_model`" in report
+        metas.append(load_meta(tmp_path / name))
+    m = metas[0]
+    assert metas[1] == {**m, "merged_from": metas[1]["merged_from"]}
+    assert [e["dir"] for e in metas[1]["merged_from"]] == [str(d) for d in shards]
+    for key in ("workers", "gpus", "cpu_model", "gpu_uuid", "power_limit_w", "environment",
+                "argv", "invocations"):
+        assert m[key] is None and key in m["merge"]["differs"], key
+    assert m["merge"]["environment_differs"] == ["TRITON_DEFAULT_FP_FUSION"]
+    own = m["merged_from"][1]
+    assert (own["workers"], own["gpus"], own["cpu_model"], own["gpu_uuid"]) == (
+        2, gpus, "Another CPU", "GPU-1")
+    assert own["environment"]["TRITON_DEFAULT_FP_FUSION"] == "0"
+    assert "1/3" in own["argv"] and "1/3" in own["invocations"][0]["argv"]
+    assert m["merged_from"][0]["cpu_model"] == m["merged_from"][2]["cpu_model"] != "Another CPU"
+    # what all agree on stays, and no shard's entry repeats the run's config or versions
+    assert m["config_path"] and m["plan_implementations"] and m["torch_version"]
+    assert "config_text" not in own and "torch_version" not in own and "shard" in own
+
+
 def test_merge_refuses_duplicates_missing_cases_and_non_shards(runs, tmp_path):
     tmp, _ = runs
     _refusal(cli("merge", tmp_path / "m", tmp / "s0", tmp / "s1", tmp / "s1", tmp / "s2"),

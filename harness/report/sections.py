@@ -112,9 +112,24 @@ def environment_section(rep: Report, meta: dict, interp: bool) -> None:
              (json.dumps(meta[k]) if isinstance(meta[k], (dict, list)) else str(meta[k]))}
             for k in keys]
     rep.table(pd.DataFrame(rows), cls="env")
+    _merge_differs(rep, meta.get("merge") if isinstance(meta.get("merge"), dict) else {})
     if meta.get("config_text"):
         rep.pre(str(meta["config_text"]),
                 f"Config `{meta.get('config_name') or ''}` as run (verbatim)")
+
+
+def _merge_differs(rep: Report, merge: dict) -> None:
+    """What the shards of a merge did not share (merge.differs, merge.environment_differs):
+    empty in the table above, each shard's own in merged_from."""
+    differs, env = merge.get("differs") or [], merge.get("environment_differs") or []
+    if differs:
+        rep.p(f"The merged shards' meta.json differ in {', '.join(f'`{k}`' for k in differs)}: "
+              "those are empty above; each shard's own is in `merged_from`.")
+    if env:
+        rep.warn("the shards ran with environment variables set differently: "
+                 + ", ".join(f"`{k}`" for k in env) + " (each shard's `environment` is in "
+                 "`merged_from`); one that steers Triton's, CUDA's or PyTorch's code or "
+                 "timing makes the shards' records not alike.")
 
 
 # ---------------------------------------------------------------------------------------------
