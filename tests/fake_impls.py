@@ -133,6 +133,22 @@ def other_device(x, dy, weight, mean, rstd, *, groups=None):
     return dx, dw.to(there), db.to(there) if db is not None else None
 
 
+_kept: dict = {}
+
+
+@register("test_same_buffers", kind="strategy", deterministic_by_design=True, uses_groups=False)
+def same_buffers(x, dy, weight, mean, rstd, *, groups=None):
+    """Right values, copied into the same three buffers on every call (kept per shape): a
+    caller keeping an earlier call's gradients finds them overwritten."""
+    out = _torch.fn(x, dy, weight, mean, rstd)
+    key = (x.shape, x.dtype, weight.dtype, x.device, mean is None)
+    bufs = _kept.setdefault(key, [torch.empty_like(o) if o is not None else None for o in out])
+    for b, o in zip(bufs, out):
+        if o is not None:
+            b.copy_(o)
+    return tuple(bufs)
+
+
 @register("test_fails_odd_d", kind="strategy", deterministic_by_design=True, uses_groups=False)
 def fails_odd_d(x, dy, weight, mean, rstd, *, groups=None):
     """torch's answer where d is even; raises where it is odd (a shape no record passes)."""

@@ -434,6 +434,7 @@ def test_the_last_timed_calls_output_is_compared_though_its_buffers_are_reused(m
     _fake(monkeypatch, "test_reuses", reuses)
     rec = _measure_impl("test_reuses", repeats=3)
     assert rec["correct"] and rec["deterministic"] and rec["distinct_results"] == 1
+    assert rec["status"] == "error" and "first call's output storage" in rec["error"]
     calls[0], first_wrong[0] = 0, 4
     rec = _measure_impl("test_reuses", repeats=3)
     assert rec["correct"] is False and rec["deterministic"] is False
@@ -552,6 +553,7 @@ def test_outputs_reused_across_calls_are_still_compared(monkeypatch):
     _fake(monkeypatch, "test_aliasing", aliasing)
     rec = _measure_impl("test_aliasing", repeats=4)
     assert rec["deterministic"] is False and rec["distinct_results"] > 1
+    assert rec["status"] == "error" and "first call's output storage" in rec["error"]
 
 
 def test_an_output_of_another_shape_is_named(monkeypatch):
@@ -739,3 +741,48 @@ def test_a_malformed_last_timed_call_keeps_the_time_and_claims_no_determinism(mo
     assert len(json.loads(rec["time_samples_ms"])) >= 3
     assert rec["deterministic"] is None and rec["distinct_results"] is None
     assert rec["last_call_compared"] is False
+
+
+@pytest.mark.parametrize("norm,names", [("layernorm", "dx, dγ, dβ"), ("rmsnorm", "dx, dγ")])
+def test_outputs_in_the_same_storage_every_call_are_an_error(fakes, norm, names):
+    """Copies into three kept buffers: right and deterministic, and it was recorded ok — but a
+    caller keeping the first result (gradient accumulation) has it overwritten by the next
+    call, and the time leaves out the output allocation the timed call should include."""
+    rec = _measure_impl(_fake_name("test_same_buffers"), norm=norm)
+    assert rec["status"] == "error", rec
+    assert rec["error"] == (f"returns {names} in its first call's output storage again "
+                            "(repeat 2): a caller's earlier gradients are overwritten")
+    assert rec["correct"] and rec["deterministic"] and rec["time_ms"] > 0   # measured still
+
+
+def test_the_last_timed_call_in_the_first_calls_storage_is_an_error(monkeypatch):
+    """Fresh outputs for the repeats, the first call's buffers again once timed: seen there."""
+    from normbench import strategies
+    torch_fn = strategies.get("torch").fn
+    calls, first = [0], []
+
+    def late_reuse(x, dy, w, mean, rstd, *, groups=None):
+        calls[0] += 1
+        out = torch_fn(x, dy, w, mean, rstd)
+        if calls[0] == 1:
+            first.extend(out)
+        elif calls[0] > 3:
+            first[1].copy_(out[1])
+            return out[0], first[1], out[2]
+        return out
+    _fake(monkeypatch, "test_late_reuse", late_reuse)
+    rec = _measure_impl("test_late_reuse", repeats=3)
+    assert rec["status"] == "error" and rec["error"].startswith(
+        "returns dγ in its first call's output storage again (the last timed call)")
+
+
+def test_fresh_outputs_are_not_taken_for_reused_ones():
+    """torch, torch_compile (mode default) and ours allocate their outputs: ok (a repeat's freed
+    outputs may be reallocated at the same address, the first call's are held meanwhile)."""
+    from normbench import strategies
+    impls = ["torch", "disjoint_block", "atomic"] + [
+        n for n in ("torch_compile",) if n in strategies.known() and strategies.get(n).available]
+    for norm in ("layernorm", "rmsnorm"):
+        for impl in impls:
+            rec = _measure_impl(impl, norm=norm, repeats=4)
+            assert rec["status"] == "ok", (impl, norm, rec["error"])
