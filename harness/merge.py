@@ -1,9 +1,9 @@
 """`merge OUT DIR1 DIR2 …`: one run directory from the shard directories of one plan.
 
 Refused (MergeError, one line) when the shards cannot make one honest run: not shards, of
-different plans or shard counts, from different configs (hash), GPU models, package versions
-or commits, a case held by two shards, or cases that no shard holds (named; `allow_partial`
-merges what exists and says so in meta.json).  The records are written through the store, in
+different plans or shard counts, one shard (I/N) given twice, from different configs (hash),
+GPU models, package versions or commits, a case held by two shards, or cases that no shard
+holds (named; `allow_partial` merges what exists and says so in meta.json).  The records are written through the store, in
 plan order.  meta.json's top level holds what every shard's agrees on — a key they differ in
 (a GPU's UUID or clocks, cpu_model, the environment, argv, workers ...) is null there and
 named in `merge.differs`, the TRITON_*/CUDA_*/PYTORCH_*/NORMBENCH_* variables set
@@ -105,6 +105,15 @@ def check(dirs: list[Path], metas: list[dict]) -> None:
             raise MergeError(f"different plans: {dirs[0]} ({first.get('plan_size')} cases, "
                              f"plan {first.get('plan_digest')}) and {d} ({s.get('plan_size')} "
                              f"cases, plan {s.get('plan_digest')})")
+    given: dict[int, Path] = {}
+    for d, m in zip(dirs, metas):
+        # an attempt of a shard beside its rerun: which one's records and meta are the
+        # shard's is the user's to say, not the merge's
+        i = m["shard"]["index"]
+        if i in given:
+            raise MergeError(f"shard {m['shard']['spec']} is given twice: {given[i]} and {d} "
+                             "(give one directory per shard)")
+        given[i] = d
     stacks = [(d, {k: m.get(k) for k, _ in SAME} | versions(m)) for d, m in zip(dirs, metas)]
     keys = sorted({k for _, v in stacks for k in v})
     stacks = [(d, {k: v.get(k) for k in keys}) for d, v in stacks]

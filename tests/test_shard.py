@@ -327,7 +327,18 @@ def test_merge_refuses_duplicates_missing_cases_and_non_shards(runs, tmp_path):
              "twice")
     shutil.copytree(tmp / "s1", tmp_path / "s1copy")   # the same records in two directories
     _refusal(cli("merge", tmp_path / "m", tmp / "s0", tmp / "s1", tmp_path / "s1copy",
-                 tmp / "s2"), "in two shards")
+                 tmp / "s2"), f"shard 1/3 is given twice: {tmp / 's1'} and {tmp_path / 's1copy'}")
+    # a first attempt of shard 0/3 that recorded nothing, beside the real 0/3: merged as 4
+    # shards of 3, 12 of 12 cases, and meta.json said completed: false
+    failed = tmp_path / "s0failed"
+    shutil.copytree(tmp / "s0", failed)
+    (failed / "records.parquet").unlink()
+    header = (failed / "records.csv").read_text().splitlines()[0]
+    (failed / "records.csv").write_text(header + "\n")
+    _edit_meta(failed, completed=False, ended_at=None)
+    _refusal(cli("merge", tmp_path / "m", failed, tmp / "s0", tmp / "s1", tmp / "s2"),
+             f"shard 0/3 is given twice: {failed} and {tmp / 's0'}", "one directory per shard")
+    assert not (tmp_path / "m" / "records.csv").exists()
     r = cli("merge", tmp_path / "m", tmp / "s0", tmp / "s2")
     first = load_records(tmp / "s1")["case_id"].iloc[0]
     _refusal(r, "in no shard", "0/3, 2/3", first, "--allow-partial")
