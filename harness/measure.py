@@ -16,9 +16,10 @@ Order of work, and why:
   4. time: every call is timed whole — argument checks, output and workspace allocation, the
      zeroing of workspaces and locks, every kernel including the reduce — because a user pays
      all of it on every call (`time_ms`, do_bench); the last timed call's output, once timing
-     is over, goes through step 3's comparison (and, if new, the reference): a call that goes
-     wrong after the repeats makes the record incorrect and not deterministic, so the time
-     recorded is never that of unjudged results (`distinct_results` may reach `repeats` + 1;
+     is over, goes through step 3's comparison (and, if new, the reference), the only one of
+     the warm-up and timed calls checked (checking each would add to the time): a last timed
+     call gone wrong makes the record incorrect and not deterministic; one wrong only in
+     earlier timed calls is not seen (`distinct_results` may reach `repeats` + 1;
      `last_call_compared` True says so, where records from before it compared the repeats only);
      a last timed call whose output is not the contract's (`_malformed`) makes the record an
      error that keeps the samples, its verdict (`deterministic`, `distinct_results`) empty as
@@ -139,8 +140,8 @@ def _device_shortfall(case: Case, s: Settings, workspace_bytes: int) -> str | No
 
 
 def _nonfinite(outputs) -> list[str]:
-    """Names of the outputs holding a NaN or Inf."""
-    return [k for k, o in zip(("dx", "dw", "db"), outputs)
+    """Names of the outputs holding a NaN or Inf, as errors show them (dx, dγ, dβ)."""
+    return [SHOWN["err_" + k] for k, o in zip(_OUTPUTS, outputs)
             if o is not None and not bool(torch.isfinite(o).all())]
 
 
@@ -389,8 +390,9 @@ def _measure(case, s, entry, groups, rec, device, nbytes, done):
 
     # 3. time. The last timed call's output is kept and, once timing is over, checked as a
     #    repeat's is: NaN/Inf, and compared bit for bit with the distinct results (new bits are
-    #    judged against the reference) — the time recorded is that of the results judged, not
-    #    of a call that goes wrong after the repeats (a workspace that fills up, a counter).
+    #    judged against the reference) — a call that keeps going wrong once the repeats are
+    #    over (a workspace that fills up, a counter) is seen there.  It is the only timed (or
+    #    warm-up) call checked: one wrong only in earlier timed calls is not seen.
     #    Nothing runs between it and the comparison, so buffers it shares with later calls
     #    cannot have been overwritten; the distinct results are copies.  The samples are
     #    recorded first: whatever the check finds, what was measured is kept.

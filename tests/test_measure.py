@@ -343,7 +343,7 @@ def test_non_finite_values_after_the_first_call_are_an_error(fakes):
     import sys
     sys.modules["tests.fake_impls"]._later[0] = 0
     rec = _measure_impl(_fake_name("test_inf_later"), repeats=2)
-    assert rec["status"] == "error" and "dw of repeat 2" in rec["error"]
+    assert rec["status"] == "error" and "dγ of repeat 2" in rec["error"]   # named as elsewhere
     assert rec["correct"] is False   # the first call was right, the repeat's inf was not
     assert rec["err_dx"] < 1e-5 and rec["err_dw"] == float("inf")
     # the last timed call is checked too (a stated sample): inf only from the 4th call on
@@ -786,3 +786,25 @@ def test_fresh_outputs_are_not_taken_for_reused_ones():
         for impl in impls:
             rec = _measure_impl(impl, norm=norm, repeats=4)
             assert rec["status"] == "ok", (impl, norm, rec["error"])
+
+
+def test_only_the_last_timed_call_is_checked(monkeypatch):
+    """What README and the docstring say is checked: the repeats and the last timed call.  A
+    dγ doubled in calls 3–5 only (warm-up and the first timed samples; repeats=2, and at least
+    one warm-up call and three samples follow) is not seen — the record is ok, correct and
+    deterministic — and doubled in every call from the 3rd on it is, through the last one."""
+    from normbench import strategies
+    torch_fn = strategies.get("torch").fn
+    calls, wrong = [0], [range(3, 6)]
+
+    def sometimes(x, dy, w, mean, rstd, *, groups=None):
+        calls[0] += 1
+        dx, dw, db = torch_fn(x, dy, w, mean, rstd)
+        return dx, (dw * 2 if calls[0] in wrong[0] else dw), db
+    _fake(monkeypatch, "test_sometimes", sometimes)
+    rec = _measure_impl("test_sometimes", repeats=2)
+    assert calls[0] >= 6 and rec["status"] == "ok"
+    assert rec["correct"] and rec["deterministic"] and rec["distinct_results"] == 1
+    calls[0], wrong[0] = 0, range(3, 10**9)
+    rec = _measure_impl("test_sometimes", repeats=2)
+    assert rec["correct"] is False and rec["deterministic"] is False
