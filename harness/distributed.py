@@ -19,7 +19,10 @@ per GPU, CUDA_VISIBLE_DEVICES and CPU affinity set per worker).  This module is 
   `error` record (the scheduler's allowed-failures is 0 on a cluster we start); the nanny
   replaces the worker.  Crashes and hangs inside a worker's measuring child are records of
   harness.gpuworker.  Ctrl-C stops the cluster we started; the cases finished by then are
-  recorded, those still running cancelled; the run directory resumes.
+  recorded (not a crash of a measuring child: the stop's signal may have caused it), those
+  still running cancelled; the run directory resumes.  The workers of a
+  cluster we start leave SIGINT and SIGTERM to the driver (a terminal and SLURM signal the
+  whole process group; gpuworker.dask_setup is their preload), so a stop prints one line.
 
 Without a GPU, `--gpus N` starts N stand-in workers (a LocalCluster of processes, a GPU
 resource each) that run under the Triton interpreter — how the tests run it.
@@ -48,6 +51,7 @@ NO_WORKER_TIMEOUT_S = 300.0    # with work left and no worker at all: give up
 POLL_S = 0.02
 STOP_FETCH_S = 10.0            # at a stop, for each finished task's result
 REFRESH_S = 1.0
+WORKER_PRELOAD = "normbench.harness.gpuworker"   # its dask_setup: the workers of --gpus
 
 
 _LOST = ("lost the Dask scheduler: the cases being measured were not recorded; the records "
@@ -208,11 +212,20 @@ class Executor:
     def start(self, console) -> dict:
         import dask
         from distributed import Client
+        from distributed.utils import silence_logging_cmgr
+        # this process's Dask logs at CRITICAL only while it runs, its cluster's close
+        # included: a lost scheduler was logged by distributed.client at ERROR with a 30-line
+        # traceback before the run's own line said so
+        self._quiet.enter_context(silence_logging_cmgr(logging.CRITICAL))
         if self.devices is not None:
-            # a worker's measuring child is a process of its own: workers must not be daemons
+            # a worker's measuring child is a process of its own: workers must not be daemons;
+            # each worker leaves a signal to the driver (gpuworker.dask_setup, its preload)
+            preload = list(dask.config.get("distributed.worker.preload", default=None) or [])
             dask.config.set({"distributed.scheduler.allowed-failures": 0,
                              "distributed.scheduler.worker-saturation": 1.0,
-                             "distributed.worker.daemon": False})
+                             "distributed.worker.daemon": False,
+                             "distributed.worker.preload": preload + [WORKER_PRELOAD] * (
+                                 WORKER_PRELOAD not in preload)})
             # dask's own logs at CRITICAL only: a worker whose scheduler has gone (the run
             # interrupted, the cluster closing) logs its failed heartbeat at ERROR with a
             # traceback; what a worker's death does to a case the run records itself
@@ -236,11 +249,6 @@ class Executor:
             where = f"{len(self.devices)} {'stand-in ' if self.standin else ''}worker(s) on " \
                     f"{'this host' if self.standin else 'GPUs ' + ','.join(self.devices)}"
         else:
-            # this process's Dask logs at CRITICAL only while it runs, as --gpus's
-            # silence_logs has them: a lost scheduler was logged by distributed.client at
-            # ERROR with a 30-line traceback before the run's own line said so
-            from distributed.utils import silence_logging_cmgr
-            self._quiet.enter_context(silence_logging_cmgr(logging.CRITICAL))
             target = self.scheduler
             kw = {"scheduler_file": target} if Path(target).is_file() else {"address": target}
             try:
@@ -351,12 +359,12 @@ class Executor:
             yield from self._take_unsaved()     # measured: never lost
             raise
 
-    def _finished(self, fut, in_flight, queue, settings, timeout=None):
+    def _finished(self, fut, in_flight, queue, settings, stopping_s=None):
         """(case, record) of a finished task in flight; None where its record is held for an
         exclusive re-run.  ClusterError where the task stands for no measurement (_record)."""
         from normbench.harness.measure import failed_record
         case, host, alone, _ = in_flight[fut]
-        rec = _record(fut, case, settings, failed_record, timeout)
+        rec = _record(fut, case, settings, failed_record, stopping_s)
         self._note_worker(fut)
         del in_flight[fut]      # once fetched: a stop while it is fetched finds it in flight
         if not queue.finished(host, case, alone, rec):
@@ -374,14 +382,16 @@ class Executor:
         it would have at the next poll — a case that finished while the last record was being
         kept, or during the poll's sleep, is measured; the tasks still running are cancelled.
         Not where the scheduler is lost (nothing can be fetched), nor a task that stands for
-        no measurement (a transport failure, a result not fetched within STOP_FETCH_S): those
-        cases are left for --resume."""
+        no measurement (a transport failure, a result not fetched within STOP_FETCH_S), nor a
+        case whose measuring child died (the stop's SIGTERM, which SLURM sends to every
+        process of the job, kills it too): those cases are left for --resume."""
         if self.client is None or self.client.status != "running":
             return
         for fut in [f for f in in_flight if f.done() and not f.cancelled()]:
             try:
-                got = self._finished(fut, in_flight, queue, settings, timeout=STOP_FETCH_S)
+                got = self._finished(fut, in_flight, queue, settings, stopping_s=STOP_FETCH_S)
             except ClusterError:
+                in_flight.pop(fut)          # done: nothing to cancel
                 continue
             if got is not None:
                 self._stopped.append(got)
@@ -469,9 +479,10 @@ def _noted(rec: dict, note: str) -> dict:
     return {**rec, "notes": f"{old}; {note}" if isinstance(old, str) and old else note}
 
 
-def _record(fut, case, settings, failed_record, timeout=None) -> dict:
-    """The record of a finished task, or the failure it stands for (its result fetched within
-    `timeout` seconds, None: no limit).
+def _record(fut, case, settings, failed_record, stopping_s=None) -> dict:
+    """The record of a finished task, or the failure it stands for.  stopping_s: the run is
+    stopping — the result is fetched within stopping_s seconds, and a crash of the case's
+    measuring child is ClusterError (no record: the stop's signal may have killed it).
 
     gpuworker.measure_task returns a case's every failure (an error, a crash or a hang of
     its measuring child) as {"failed": ...}; it raises only where it did not measure.  So a
@@ -482,7 +493,7 @@ def _record(fut, case, settings, failed_record, timeout=None) -> dict:
     died while it ran the task (KilledWorker) — the case's own crash, an `error` record."""
     from normbench.harness.measure import Settings
     try:
-        out = fut.result(timeout) if timeout is not None else fut.result()
+        out = fut.result(stopping_s) if stopping_s is not None else fut.result()
     except Exception as e:
         name, text = type(e).__name__, " ".join(str(e).split())
         if name in ("CancelledError", "FutureCancelledError"):
@@ -499,6 +510,8 @@ def _record(fut, case, settings, failed_record, timeout=None) -> dict:
                              f"of memory): {text}"[:500], None)
     if "record" in out:
         rec = out["record"]
+    elif stopping_s is not None and out.get("crashed"):
+        raise ClusterError(f"case {case.key}: its measuring child died as the run stopped")
     else:
         status, error = out["failed"]
         rec = failed_record(case, Settings(**out["settings"]), status, error, out["duration_s"])

@@ -74,13 +74,37 @@ def measure_task(case: dict, settings: dict, timeout_s: float) -> dict:
                 raise
             except WorkerTimeout as e:
                 out = {"failed": ("timeout", str(e))}
-            except WorkerCrashed as e:
-                out = {"failed": ("error", f"worker crashed: {e}")}
+            except WorkerCrashed as e:      # "crashed": a stopping driver keeps no record
+                out = {"failed": ("error", f"worker crashed: {e}"), "crashed": True}
             except RuntimeError as e:       # measure() itself raised: a bug, still a record
                 out = {"failed": ("error", " ".join(str(e).split())[:500])}
         out.update(duration_s=time.perf_counter() - t0, where=f["where"],
                    concurrent_cases=load.count, settings=s, facts=f, worker=_address())
     return out
+
+
+def dask_setup(worker) -> None:
+    """The preload of the workers of a cluster `--gpus` starts: the driver alone answers a
+    signal.  A terminal's Ctrl-C and SLURM's SIGTERM reach the run's whole process group,
+    these workers included: SIGINT ended each with a KeyboardInterrupt traceback, and Dask's
+    comm loggers printed as the cluster closed (a worker's silence_logs lasts only until it
+    closes).  So SIGINT is ignored (the measuring child ignores it too: harness.isolate),
+    SIGTERM is caught and does nothing (a handler, not SIG_IGN, which the measuring child
+    would inherit: a timeout's stop sends it SIGTERM), and Dask's loggers here say nothing
+    below CRITICAL.  The driver closes the cluster; a worker whose driver is gone exits
+    (Dask's parent watch)."""
+    import logging
+    import signal
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, _ignore)
+    except ValueError:          # not the main thread: a worker of this process, no process
+        pass
+
+
+def _ignore(signum, frame) -> None:
+    pass
 
 
 def _address() -> str | None:

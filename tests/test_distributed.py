@@ -36,10 +36,10 @@ def cli(*args, timeout=300, env=ENV):
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
 
 
-def popen(*args, env=ENV):
+def popen(*args, env=ENV, **kw):
     return subprocess.Popen([sys.executable, str(ROOT / "run_bench.py"), *map(str, args)],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, **kw)
 
 
 def wait_for_records(out, n, p, limit_s=240):
@@ -197,15 +197,18 @@ def test_a_killed_worker_a_segfault_and_a_hang_cost_one_case_each(tmp_path):
 def test_an_interrupted_distributed_run_resumes(serial, tmp_path):
     cfg, base = serial
     out = tmp_path / "d"
-    p = popen("run", cfg, "--gpus", "2", "--out", out, "--no-report", "--exclusive-below-us", "1e9")
+    # Ctrl-C in a terminal: SIGINT to the run's whole process group, its Dask workers too
+    p = popen("run", cfg, "--gpus", "2", "--out", out, "--no-report", "--exclusive-below-us", "1e9",
+              start_new_session=True)
     try:
         assert wait_for_records(out, 3, p)
-        p.send_signal(signal.SIGINT)
+        os.killpg(p.pid, signal.SIGINT)
         _, err = p.communicate(timeout=120)
     finally:
         p.kill()
     assert p.returncode == 130, err
-    assert "--resume" in err and "Traceback" not in err
+    assert "--resume" in err and "Traceback" not in err and "distributed" not in err, err
+    assert err.strip().splitlines()[-1].startswith("interrupted by SIGINT"), err
     kept = load_records(out)
     assert 3 <= len(kept) < 12
     r = cli("run", cfg, "--gpus", "2", "--out", out, "--no-report", "--resume",
@@ -261,7 +264,7 @@ class _Task:
 
     def __init__(self, case, settings):
         self.case, self.settings, self.status = case, settings, "pending"
-        self.on_fetch = None
+        self.on_fetch, self.crashed = None, False
 
     def done(self):
         return self.status != "pending"
@@ -278,7 +281,7 @@ class _Task:
             self.on_fetch, hook = None, self.on_fetch
             hook()
         return {"failed": ("error", f"measured {self.case['rows']}"), "settings": self.settings,
-                "duration_s": 0.0, "concurrent_cases": 3,
+                "duration_s": 0.0, "concurrent_cases": 3, "crashed": self.crashed,
                 "where": {"hostname": "h", "gpu_index": 0, "gpu_uuid": None}}
 
 
@@ -306,13 +309,16 @@ class _Client:
         pass
 
 
-@pytest.mark.parametrize("where", ["keeping a record", "polling", "fetching a result"])
-def test_a_stop_keeps_the_cases_the_workers_finished(tmp_path, monkeypatch, where):
+@pytest.mark.parametrize("where,crashed", [("keeping a record", False), ("polling", False),
+                                           ("fetching a result", False),
+                                           ("keeping a record", True)])
+def test_a_stop_keeps_the_cases_the_workers_finished(tmp_path, monkeypatch, where, crashed):
     """A signal while the driver kept a record (records.csv written and fsynced), slept
     between polls or fetched a finished task's result: a task that had finished meanwhile
     (or the one being fetched) was cancelled with the running ones and its measurement lost
     (1 record kept where the workers had measured 2).  Every finished task is now a record;
-    only the running ones are cancelled."""
+    only the running ones are cancelled.  Not a case whose measuring child died as the run
+    stopped (crashed): the stop's SIGTERM reaches every process of a SLURM job."""
     from types import SimpleNamespace
 
     from rich.console import Console
@@ -332,7 +338,7 @@ def test_a_stop_keeps_the_cases_the_workers_finished(tmp_path, monkeypatch, wher
     ex.start = lambda console: None      # this machine's facts for meta.json
 
     def stop(*_):                         # the second task finishes, then the signal lands
-        client.tasks[1].status = "finished"
+        client.tasks[1].status, client.tasks[1].crashed = "finished", crashed
         raise Interrupted(signal.SIGINT)
     if where == "keeping a record":
         ex.joined = stop                  # called by execute once the record is kept
@@ -344,13 +350,55 @@ def test_a_stop_keeps_the_cases_the_workers_finished(tmp_path, monkeypatch, wher
             monotonic=time.monotonic, sleep=lambda s: next(sleeps)(s)))
     out = run.execute(sweep, cases, tmp_path / "r", executor=ex,
                       console=Console(stderr=True, quiet=True))
-    assert out.interrupted == signal.SIGINT and out.measured == 2
-    df = load_records(tmp_path / "r")
     finished = [t for t in client.tasks if t.status == "finished"]
-    assert len(finished) == 2 and sorted(df["error"]) == sorted(
-        f"measured {t.case['rows']}" for t in finished)
+    assert len(finished) == 2
+    kept = [t for t in finished if not t.crashed]
+    assert out.interrupted == signal.SIGINT and out.measured == len(kept) == 2 - crashed
+    df = load_records(tmp_path / "r")
+    assert sorted(df["error"]) == sorted(f"measured {t.case['rows']}" for t in kept)
     assert all(t.status == "cancelled" for t in client.tasks if t not in finished)
     assert len(client.tasks) >= 3
+
+
+def _signals_here():
+    """On a Dask worker: the SIGINT/SIGTERM dispositions of this process and of its measuring
+    child ("ignored", "caught" or "default", from /proc), and its Dask log level."""
+    import logging
+    from normbench.harness import gpuworker
+
+    def disposition(pid):
+        masks = dict(line.split(":\t") for line in open(f"/proc/{pid}/status").read().splitlines()
+                     if line.startswith(("SigIgn", "SigCgt")))
+        ign, cgt = int(masks["SigIgn"], 16), int(masks["SigCgt"], 16)
+        return {s.name: "ignored" if ign >> (s - 1) & 1 else "caught" if cgt >> (s - 1) & 1
+                else "default" for s in (signal.SIGINT, signal.SIGTERM)}
+    return {"worker": disposition(os.getpid()),
+            "child": disposition(gpuworker._state["worker"]._proc.pid),
+            "log_level": logging.getLogger("distributed").getEffectiveLevel()}
+
+
+@needs_dask
+def test_the_workers_of_gpus_leave_sigint_and_sigterm_to_the_driver():
+    """A terminal's Ctrl-C (and SLURM's SIGTERM) reaches the run's whole process group: a
+    stand-in worker died of SIGINT with 'Process Dask Worker process (from Nanny): Traceback
+    … KeyboardInterrupt', and Dask's comm loggers printed 'Batched Comm Closed' as the
+    cluster closed.  Each worker now ignores SIGINT, catches SIGTERM and logs nothing below
+    CRITICAL (its preload, gpuworker.dask_setup); its measuring child ignores SIGINT and keeps
+    SIGTERM's default action, which a timeout's stop relies on."""
+    import logging
+    from rich.console import Console
+    from normbench.harness.distributed import make_executor
+    ex = make_executor(gpus="2", scheduler=None, sweep=None, exclusive_below_us=None)
+    try:
+        ex.start(Console(stderr=True, quiet=True))
+        got = list(ex.client.run(_signals_here).values())
+    finally:
+        ex.close()
+    assert len(got) == 2
+    for w in got:
+        assert w["worker"] == {"SIGINT": "ignored", "SIGTERM": "caught"}, w
+        assert w["child"] == {"SIGINT": "ignored", "SIGTERM": "default"}, w
+        assert w["log_level"] == logging.CRITICAL, w
 
 
 @needs_dask
