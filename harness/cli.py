@@ -7,7 +7,6 @@ after saving every measured record.
 from __future__ import annotations
 
 import os
-import shlex
 import signal
 import sys
 from enum import Enum
@@ -100,11 +99,12 @@ err = Console(file=_Lossless("stderr"))
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def fail(message: str, code: int = 2):
+def fail(message: str, code: int = 2, command: str = ""):
     """One line on stderr, no traceback, and the exit code (a path or message holding a
-    newline is folded onto the line)."""
+    newline is folded onto the line).  `command`, a shell command from text.shell_join (one
+    line already), ends the line as it is: folded, 'my  runs' would paste as 'my runs'."""
     from normbench.harness.text import one_line
-    say(err, one_line(message))
+    say(err, one_line(message) + (f" {command}" if command else ""))
     raise typer.Exit(code)
 
 
@@ -372,7 +372,7 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
                        no_report=no_report, strict=strict, force_resume=force_resume,
                        out_dir=out_dir)
         fail(f"interrupted by {signal.Signals(outcome.interrupted).name}: {len(df)} records kept in "
-             f"{out_dir}; finish with: {again}", 128 + outcome.interrupted)
+             f"{out_dir}; finish with:", 128 + outcome.interrupted, command=again)
     if not no_report:
         paths = _report_after(out_dir)
         say(err, f"report: {paths['report.html']}")
@@ -509,9 +509,12 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory"),
 
 def _again(config, overrides, shape, *, out_dir, **options) -> str:
     """The command that finishes an interrupted run: the same config, overrides, shapes and
-    options (the plan and the shard must match), --resume, quoted for a POSIX shell.  A config
-    read from standard input must be piped in again: the command ends `< CONFIG.yaml`, and a
-    shell comment after it says so (the line still pastes as a command)."""
+    options (the plan and the shard must match), --resume, on one line that gives back every
+    argument exactly when pasted into a shell (text.shell_join: bash's $'…' for a word with a
+    tab or a newline).  A config read from standard input must be piped in again: the command
+    ends `< CONFIG.yaml`, and a shell comment after it says so (the line still pastes as a
+    command)."""
+    from normbench.harness.text import shell_join
     words = ["normbench", "run", config, *(overrides or ())]
     for x in shape or ():
         words += ["--shape", x]
@@ -523,21 +526,22 @@ def _again(config, overrides, shape, *, out_dir, **options) -> str:
             words += [flag, str(value)]
     words += ["--out", str(out_dir), "--resume"]
     if config == "-":       # stdin is spent (or a terminal): run as printed, it would refuse
-        return (shlex.join(words) + " < CONFIG.yaml  # the config came on standard input: "
+        return (shell_join(words) + " < CONFIG.yaml  # the config came on standard input: "
                 "pipe the same one in again")
-    return shlex.join(words)
+    return shell_join(words)
 
 
 def _report_after(out_dir: Path) -> dict:
     """The report of a run or merge whose records are all written: a signal while it is made
     costs the report only, and the message says how to make it."""
     from normbench.harness.interrupt import Interrupted
+    from normbench.harness.text import shell_join
     try:
         return _write_report(out_dir, None)
     except Interrupted as e:
         fail(f"interrupted by {signal.Signals(e.signum).name} while writing the report: the "
-             f"records in {out_dir} are complete; write it with: "
-             f"{shlex.join(['normbench', 'report', str(out_dir)])}", 128 + e.signum)
+             f"records in {out_dir} are complete; write it with:", 128 + e.signum,
+             command=shell_join(["normbench", "report", out_dir]))
 
 
 def _write_report(run_dir: Path, baseline: Optional[str], table: bool = False):

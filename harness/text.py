@@ -1,5 +1,10 @@
-"""Small text helpers shared by the harness: one-line messages that never fail themselves."""
+"""Small text helpers shared by the harness: one-line messages that never fail themselves,
+and shell commands printed for the user to paste."""
 from __future__ import annotations
+
+import shlex
+
+_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r", "\\": "\\\\", "'": "\\'"}
 
 
 def one_line(text: object) -> str:
@@ -20,3 +25,33 @@ def describe_exception(e: BaseException, limit: int = 500) -> str:
     msg = one_line(e)
     text = f"{type(e).__name__}: {msg}" if msg else type(e).__name__
     return text[:limit]
+
+
+def shell_quote(word: str) -> str:
+    """`word` as one shell word that gives it back exactly: shlex.quote's, or, for a word
+    holding a character a terminal line cannot show as it is (a tab, a newline, any other
+    control or non-printing character, a path's undecodable byte), bash's $'…' (zsh and ksh
+    read it too) with such a character escaped: \\t, \\n, \\r or \\xNN for each byte of its
+    UTF-8 (of the byte itself for an undecodable one).  Never a line break, never a tab."""
+    if all(c.isprintable() for c in word):       # ' '.isprintable(); '\xa0', '\u2028' not
+        return shlex.quote(word)
+    out = []
+    for c in word:
+        if c in _ESCAPES:
+            out.append(_ESCAPES[c])
+        elif c.isprintable():
+            out.append(c)
+        else:
+            try:
+                raw = c.encode("utf-8", "surrogateescape")     # os.fsencode's byte
+            except UnicodeEncodeError:                         # a lone surrogate no path has
+                raw = c.encode("utf-8", "surrogatepass")
+            out.append("".join(f"\\x{b:02x}" for b in raw))
+    return "$'" + "".join(out) + "'"
+
+
+def shell_join(words) -> str:
+    """The command `words` on one line for a shell (bash, zsh, ksh; POSIX sh where no word
+    needs $'…'): pasted, it runs with exactly these arguments.  Print it as it is -- one_line
+    would fold the spaces inside a quoted word ('my  runs' became 'my runs')."""
+    return " ".join(shell_quote(str(w)) for w in words)

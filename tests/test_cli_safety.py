@@ -371,6 +371,59 @@ def test_a_signal_while_the_report_is_written_costs_the_report_only(tmp_path):
     assert len(load_records(out)) == 1 and load_meta(out)["completed"] is True
 
 
+def _pasted(command: str) -> list:
+    """The arguments bash gives the printed `normbench ...` command when it is pasted."""
+    assert command.startswith("normbench ") and not any(c in command for c in "\n\r\t"), command
+    r = subprocess.run(["bash", "-c", "printf '%s\\0' " + command[len("normbench "):]],
+                       capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.split(b"\0")[:-1]
+
+
+def test_shell_join_gives_back_every_word_when_pasted():
+    from normbench.harness.text import shell_join
+    words = ["my  runs", "a\tb", "x\ny\r", "it's", "back\\slash", "\xa0nbsp", "\u2028", "γ×µ",
+             "undecodable\udcff", "$HOME `id` *", "", " ", "\x1b[31mred", "ok"]
+    command = shell_join(["normbench", *words])
+    assert _pasted(command) == [os.fsencode(w) for w in words]
+    assert shell_join(["normbench", "run", "cpu", "d=[8]"]) == "normbench run cpu 'd=[8]'"
+
+
+def test_the_printed_resume_and_report_commands_give_back_every_argument(tmp_path, monkeypatch,
+                                                                         capsys):
+    """Arguments with repeated spaces, a tab or a newline: the line's message is folded onto one
+    line, but the command it ends with was folded too ('my  runs' printed 'my runs': pasted,
+    it started a new run elsewhere, and 'description=a  b' was refused as another config)."""
+    import typer
+    from typer.testing import CliRunner
+    from normbench.harness import cli as c, run as run_mod
+    from normbench.harness.interrupt import Interrupted
+    real = run_mod.execute
+
+    def stopped(*args, **kwargs):
+        outcome = real(*args, **kwargs)
+        outcome.interrupted = signal.SIGINT
+        return outcome
+    monkeypatch.setattr(run_mod, "execute", stopped)
+    cfg = config(tmp_path).rename(tmp_path / "c  fg\t.yaml")
+    out = tmp_path / "my  runs\tx\ny"
+    given = [str(cfg), "description=a  b", "seed=1 ", "--only", "torch", "--no-report",
+             "--out", str(out)]
+    r = CliRunner().invoke(c.app, ["run", *given])
+    assert r.exit_code == 130, r.output
+    command = r.output.split("finish with: ", 1)[1].rstrip("\n")
+    assert _pasted(command) == [os.fsencode(w) for w in ["run", *given, "--resume"]]
+
+    def stop(run_dir, baseline):
+        raise Interrupted(signal.SIGINT)
+    monkeypatch.setattr(c, "_write_report", stop)
+    capsys.readouterr()
+    with pytest.raises(typer.Exit):
+        c._report_after(out)
+    command = capsys.readouterr().err.split("write it with: ", 1)[1].rstrip("\n")
+    assert _pasted(command) == [b"report", os.fsencode(out)]
+
+
 def test_the_version_flag_acts_on_true_only():
     """typer 0.12 with click >= 8.2 handed the eager --version callback the string 'False':
     every command printed the version and exited 0 (a CI gate passing silently)."""
