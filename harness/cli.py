@@ -142,11 +142,13 @@ def default(ctx: typer.Context,
                                          is_eager=True, help="print the version and exit")):
     if ctx.invoked_subcommand is not None:
         return
+    from normbench.harness.overrides import shipped
     s = _strategies()
     config = "cpu" if s.interpreted() else "default"
     say(err, f"no command given: running the shipped config {config} (configs/{config}.yaml; "
              f"{'no GPU: Triton interpreter on CPU' if s.interpreted() else 'on the GPU'})")
-    run(config=config, overrides=None, shape=None, out_dir=None, resume=False, dry_run=False,
+    # its file, not its name: a file or folder `./cpu` here is not what the line says runs
+    run(config=str(shipped()[config]), overrides=None, shape=None, out_dir=None, resume=False, dry_run=False,
         only=None, isolate=False, no_report=False, shard=None, gpus=None, scheduler=None,
         exclusive_below_us=None, strict=False, force_resume=False)
 

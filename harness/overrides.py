@@ -1,7 +1,8 @@
 """Where a sweep comes from on the command line, and what the command line changes in it.
 
     normbench run quick                        a shipped config, by name (normbench.configs)
-    normbench run path/to/sweep.yaml           a file (a path always wins over a name)
+    normbench run path/to/sweep.yaml           a file (a path that exists as a file wins over
+                                               a shipped name; a directory never does)
     normbench run - < sweep.yaml               the config on standard input
     normbench run quick d=[5120] dtype=fp16    overrides: KEY=VALUE, VALUE read as YAML
     normbench run quick --shape 16384x5120     shapes: [[16384, 5120]] instead of rows and d
@@ -56,15 +57,16 @@ def shipped() -> dict[str, Path]:
 
 
 def locate(config: str) -> Path:
-    """The file `config` names: a path that exists, else a shipped config's name (with or
-    without .yaml).  A name that is neither is returned as a path (read_config_file then says
-    it does not exist)."""
+    """The file `config` names: a path that exists as a file, else a shipped config's name
+    (with or without .yaml).  A directory is no config: `cpu` is the shipped one though a
+    run's folder `./cpu` exists.  A name that is neither, or a path with a folder in it, is
+    returned as a path (read_config_file then says what is wrong with it)."""
     p = Path(config)
     try:
-        exists = p.exists()
+        file = p.exists() and not p.is_dir()
     except OSError:            # a name too long: read_config_file says what is wrong with it
-        exists = False
-    if exists or "/" in config or "\\" in config:
+        file = False
+    if file or "/" in config or "\\" in config:
         return p
     found = shipped().get(config.removesuffix(".yaml"))
     return found if found is not None else p
@@ -260,7 +262,13 @@ def load(config: str, overrides: Iterable[str] = (), shapes: Iterable[str] = (),
     try:
         text = read_config_file(path)       # file faults name the path
     except ConfigError as e:
-        if e.problem == "does not exist" and path == Path(config) and "/" not in config:
-            e.problem += f" (nor is it a shipped config: {', '.join(sorted(shipped()))})"
+        if e.problem == "does not exist":
+            names = shipped()
+            if path.stem in names and path.suffix in ("", ".yaml", ".yml"):
+                # configs/default.yaml outside a checkout (the shipped file is in the package)
+                e.problem += (f" (a config named {path.stem} is shipped with normbench: give "
+                              f"it by name, normbench run {path.stem})")
+            elif "/" not in config:
+                e.problem += f" (nor is it a shipped config: {', '.join(sorted(names))})"
         raise
     return apply(text, str(path), overrides, shapes, known_implementations)

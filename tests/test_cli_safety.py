@@ -424,6 +424,26 @@ def test_the_printed_resume_and_report_commands_give_back_every_argument(tmp_pat
     assert _pasted(command) == [b"report", os.fsencode(out)]
 
 
+def test_the_command_less_default_runs_the_shipped_file_whatever_this_folder_holds(tmp_path,
+                                                                                  monkeypatch):
+    """Bare `normbench` said "running the shipped config cpu" but read ./cpu: a folder there
+    failed ("is a directory"), a file there ran instead.  It passes the shipped file; and
+    `run cpu` beside a run's folder named cpu is the shipped config too."""
+    from typer.testing import CliRunner
+    from normbench.harness import cli as c
+    from normbench.harness.overrides import shipped
+    (tmp_path / "cpu").mkdir()
+    (tmp_path / "default").write_text("name: not-shipped\n")
+    monkeypatch.chdir(tmp_path)
+    given = []
+    monkeypatch.setattr(c, "run", lambda config, **_: given.append(config))
+    r = CliRunner().invoke(c.app, [])
+    assert r.exit_code == 0, r.output
+    assert [Path(g) for g in given] in ([shipped()["cpu"]], [shipped()["default"]]), given
+    r = cli("run", "cpu", "--dry-run", cwd=tmp_path)
+    assert r.returncode == 0 and b"plan: cpu" in r.stdout, r.stderr
+
+
 def test_the_version_flag_acts_on_true_only():
     """typer 0.12 with click >= 8.2 handed the eager --version callback the string 'False':
     every command printed the version and exited 0 (a CI gate passing silently)."""

@@ -36,6 +36,33 @@ def test_shipped_configs_are_found_by_name_and_a_path_wins():
         load("nosuch")
 
 
+def test_a_directory_never_hides_a_shipped_config_and_a_missing_copy_names_it(tmp_path,
+                                                                            monkeypatch):
+    """`normbench run cpu --out cpu`, then `run cpu` again: the run's folder ./cpu was taken
+    for the config ("cpu: (file): is a directory").  A directory is no config; a file of the
+    name still wins; configs/default.yaml outside a checkout says the shipped one is by name."""
+    names = shipped()
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cpu").mkdir()
+    (tmp_path / "quick.yaml").mkdir()
+    assert locate("cpu") == names["cpu"] and locate("quick.yaml") == names["quick"]
+    assert load("cpu").name == "cpu"
+    (tmp_path / "default").write_text(BASE)
+    assert locate("default").resolve() == tmp_path / "default" and load("default").name == "base"
+    (tmp_path / "mine").mkdir()
+    with pytest.raises(ConfigError, match=r"mine: \(file\): is a directory"):
+        load("mine")
+    for given, name in (("configs/default.yaml", "default"), ("x/quick", "quick"),
+                        ("cpu.yml", "cpu")):
+        with pytest.raises(ConfigError) as info:
+            load(given)
+        assert str(info.value) == (f"config error: {given}: (file): does not exist (a config "
+                                   f"named {name} is shipped with normbench: give it by name, "
+                                   f"normbench run {name})")
+    with pytest.raises(ConfigError, match=r"x/nosuch.yaml: \(file\): does not exist$"):
+        load("x/nosuch.yaml")
+
+
 def test_overrides_change_the_config_and_its_recorded_text():
     s = apply(BASE, "base.yaml", ["d=[5120]", "dtype=fp16", "timing.rep_ms=50",
                                   "implementations=[disjoint_block, torch]"], known_implementations=IMPLS)

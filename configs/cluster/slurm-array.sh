@@ -1,7 +1,8 @@
 #!/bin/bash
 # A sweep as a SLURM job array, one GPU per task, no engine: each task runs its shard, then
 # one merge joins them (refused, with the missing cases named, until every shard is complete).
-#   sbatch configs/cluster/slurm-array.sh configs/default.yaml runs/default 8
+#   sbatch configs/cluster/slurm-array.sh default runs/default 8
+# CONFIG (the first argument, default `default`) is a shipped config's name or a file.
 # then:  python -m normbench merge runs/default runs/default-{0..7}
 # `python -m normbench`: the command from a checkout (its root the working directory) or an
 # install alike.
@@ -12,7 +13,7 @@
 #SBATCH --array=0-7
 #SBATCH --gres=gpu:1
 #SBATCH --time=02:00:00
-CONFIG=${1:-configs/default.yaml}; OUT=${2:-runs/default}; N=${3:-8}
+CONFIG=${1:-default}; OUT=${2:-runs/default}; N=${3:-8}
 I=${SLURM_ARRAY_TASK_ID}
 RESUME=; [ -f "$OUT-$I/meta.json" ] && RESUME=--resume
 python -m normbench run "$CONFIG" --shard "$I/$N" --out "$OUT-$I" --no-report $RESUME
