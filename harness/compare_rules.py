@@ -200,10 +200,16 @@ key_label = schema.case_label
 
 
 def _names(arg) -> list[str]:
+    """The names of --only/--exclude, blanks stripped (`kind: strategy` is kind:strategy)."""
     if arg is None:
         return []
     items = arg.split(",") if isinstance(arg, str) else [x for a in arg for x in str(a).split(",")]
-    return [x.strip() for x in items if x.strip()]
+    return [_name(x) for x in items if x.strip()]
+
+
+def _name(text: str) -> str:
+    head, sep, kind = text.partition(":")
+    return f"kind:{kind.strip()}" if sep and head.strip() == "kind" else text.strip()
 
 
 def select(cand_idx: dict, bases: list[dict], only, exclude):

@@ -364,6 +364,10 @@ def test_only_and_exclude_choose_what_is_gated(tmp_path):
     assert [c.key["implementation"] for c in res.regressions] == ["torch"]
     with pytest.raises(cmp.CompareError, match="--only: no case has implementation 'trch'"):
         cmp.compare(a, b, only="trch")
+    # blanks around a kind are stripped, as around a name (it said "no case has kind ' strategy'")
+    res = cmp.compare(a, b, only="kind: strategy", exclude=" kind :baseline ")
+    assert res.selection == "--only kind:strategy --exclude kind:baseline"
+    assert sorted(c.key["implementation"] for c in res.regressions) == ["atomic"]
     # a selection that gates nothing is refused, as a typo would be
     with pytest.raises(cmp.CompareError, match="leave no case to gate"):
         cmp.compare(a, b, exclude="torch,disjoint_block,atomic")
