@@ -665,8 +665,8 @@ def export(run_dir: Path = typer.Argument(..., help="a run directory"),
            fmt: str = typer.Option(..., "--format", help="github-action-benchmark "
                                    "(customSmallerIsBetter) or bencher (BMF)"),
            metric: str = typer.Option("call", "--metric", help=_METRICS_HELP),
-           out_file: Optional[Path] = typer.Option(None, "--out", help="write here instead of "
-                                                   "stdout")):
+           out: Optional[str] = typer.Option(None, "--out", metavar="FILE", help="write here "
+                                             "instead of stdout (- is stdout; ./- a file)")):
     """A run's records as JSON for a benchmark tracker: github-action-benchmark's
     customSmallerIsBetter array (us, median, ± half the p20-p80) or Bencher's BMF (latency ns
     with p20/p80 bounds, throughput calls/s, bandwidth GB/s). Records that are not ok,
@@ -678,20 +678,21 @@ def export(run_dir: Path = typer.Argument(..., help="a run directory"),
         text, skipped = do_export(run_dir, fmt, metric)
     except ExportError as e:
         fail(f"export: {e}")
-    if out_file is None:
+    if out is None or out == "-":         # the string: Path('./-') would be '-' too
         _emit(text)
     else:
         from normbench.harness.store import write_file_atomic
+        out_file = Path(out)
         try:
-            if out_file.is_dir():           # '' arrives as Path('.'): a directory too
-                fail(f"export: --out {str(out_file)!r}: give a file path, not a directory")
+            if out_file.is_dir():           # '' is Path('.'): a directory too
+                fail(f"export: --out {out!r}: give a file path, not a directory")
             if (run := _own_file_of_a_run(out_file)) is not None:
-                fail(f"export: --out {out_file}: one of the files of the run directory "
+                fail(f"export: --out {out}: one of the files of the run directory "
                      f"{run} (records, meta.json, lock, report), which report, compare and "
                      "--resume read; write the export elsewhere")
             write_file_atomic(out_file, text + "\n")
         except OSError as e:
-            fail(f"export: --out {out_file}: cannot write it: {e.strerror or e}")
+            fail(f"export: --out {out}: cannot write it: {e.strerror or e}")
     from normbench.harness.text import one_line
     for line in skipped.notes + ((skipped.note(),) if skipped else ()):
         say(err, one_line(f"export: {line}"))

@@ -111,7 +111,7 @@ def test_schemas_reject_the_compare_document(tmp_path):
         jsonschema.validate({"x": {"latency": {"lower_value": 1.0}}}, BMF)
 
 
-def test_export_errors_and_cli(tmp_path):
+def test_export_errors_and_cli(tmp_path, monkeypatch):
     from typer.testing import CliRunner
     from normbench.harness.cli import app
     run = _run(tmp_path)
@@ -127,6 +127,13 @@ def test_export_errors_and_cli(tmp_path):
     jsonschema.validate(json.loads((tmp_path / "bmf.json").read_text()), BMF)
     r = CliRunner().invoke(app, ["export", str(run), "--format", "nope"])
     assert r.exit_code == 2 and "export: --format" in r.output
+    # --out - is stdout, as - is elsewhere on the command line (it wrote a file named '-')
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(app, ["export", str(run), "--format", "bencher", "--out", "-"])
+    assert r.exit_code == 0 and not (tmp_path / "-").exists(), r.output
+    jsonschema.validate(json.loads(r.stdout), BMF)
+    r = CliRunner().invoke(app, ["export", str(run), "--format", "bencher", "--out", "./-"])
+    assert r.exit_code == 0 and (tmp_path / "-").is_file(), r.output     # ./- is a file
 
 
 def test_out_writes_through_a_fifo_or_a_descriptor_and_still_refuses_a_run_s_own_file(tmp_path):
