@@ -332,8 +332,9 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
     est = estimate_seconds(left, sweep, s.interpreted() and scheduler is None)
     if executor is not None:
         est = executor.estimate(est)
+    from normbench.harness.text import count as counted
     count = (f"{len(left)} of {len(cases)} records left" if len(left) < len(cases)
-             else f"{len(cases)} records")
+             else counted(len(cases), "record"))
     if dry_run:
         _print_plan(left, count, est, sweep)
         return
@@ -373,8 +374,9 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
                        gpus=gpus, scheduler=scheduler, exclusive_below_us=exclusive_below_us,
                        no_report=no_report, strict=strict, force_resume=force_resume,
                        out_dir=out_dir)
-        fail(f"interrupted by {signal.Signals(outcome.interrupted).name}: {len(df)} records kept in "
-             f"{out_dir}; finish with:", 128 + outcome.interrupted, command=again)
+        fail(f"interrupted by {signal.Signals(outcome.interrupted).name}: "
+             f"{counted(len(df), 'record')} kept in {out_dir}; finish with:",
+             128 + outcome.interrupted, command=again)
     if not no_report:
         paths = _report_after(out_dir)
         say(err, f"report: {paths['report.html']}")
@@ -420,7 +422,9 @@ def _print_plan(cases, count: str, est, sweep):
         t.add_row(c.norm, str(c.rows), str(c.d), c.dtype, c.weight_dtype, c.implementation, c.groups)
     out.print(t)
     if len(cases) > PLAN_ROWS:
-        say(out, f"… and {len(cases) - PLAN_ROWS} more records (the first {PLAN_ROWS} shown)")
+        from normbench.harness.text import count as counted
+        say(out, f"… and {counted(len(cases) - PLAN_ROWS, 'more record')} (the first "
+                 f"{PLAN_ROWS} shown)")
 
 
 @app.command()

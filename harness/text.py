@@ -12,6 +12,11 @@ def one_line(text: object) -> str:
     return " ".join(safe_str(text).split())
 
 
+def count(n: int, noun: str) -> str:
+    """'1 record', '2 records', '0 records': `noun` (a regular plural) counted."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def safe_str(value: object) -> str:
     """str(value), or a placeholder naming its type when its __str__ itself raises."""
     try:

@@ -410,7 +410,7 @@ def test_the_printed_resume_and_report_commands_give_back_every_argument(tmp_pat
     given = [str(cfg), "description=a  b", "seed=1 ", "--only", "torch", "--no-report",
              "--out", str(out)]
     r = CliRunner().invoke(c.app, ["run", *given])
-    assert r.exit_code == 130, r.output
+    assert r.exit_code == 130 and ": 1 record kept in " in r.output, r.output
     command = r.output.split("finish with: ", 1)[1].rstrip("\n")
     assert _pasted(command) == [os.fsencode(w) for w in ["run", *given, "--resume"]]
 

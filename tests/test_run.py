@@ -242,6 +242,13 @@ def test_dry_run_and_list():
     n = int(re.match(r"plan: cpu — (\d+) records, about ", r.stdout).group(1))
     assert r.returncode == 0 and n > 200
     assert f"… and {n - 200} more records (the first 200 shown)" in r.stdout
+    # one record is one record ("plan: cpu — 1 records")
+    r = cli("run", "configs/cpu.yaml", "rows=[4]", "d=[8]", "norm=rmsnorm", "--only", "torch",
+            "--dry-run")
+    assert r.returncode == 0 and r.stdout.startswith("plan: cpu — 1 record, about "), r.stdout
+    from normbench.harness.text import count
+    assert [count(k, "more record") for k in (0, 1, 2)] == [
+        "0 more records", "1 more record", "2 more records"]
 
 
 def test_paths_and_errors_are_printed_as_text_not_markup(tmp_path):
