@@ -31,7 +31,7 @@ from normbench.harness.measure import Settings, failed_record, measure
 from normbench.harness.plan import Case
 from normbench.harness.store import (RunStore, StoreError, check_not_in_use, check_out_dir,
                                      is_run_dir, load_meta, load_records)
-from normbench.harness.text import one_line
+from normbench.harness.text import count, one_line
 
 
 @dataclass
@@ -98,7 +98,7 @@ def preflight(sweep: Sweep, out_dir: Path, *, resume: bool, force_resume: bool =
     if not resume and Path(out_dir).is_dir():
         held = _held(out_dir)           # RunStore refuses it too, after the status line
         if held:
-            raise StoreError(f"{out_dir} already holds {held} records; use --resume to finish "
+            raise StoreError(f"{out_dir} already holds {count(held, 'record')}; use --resume to finish "
                              "it or choose another --out")
     meta = load_meta(out_dir) if resume and Path(out_dir).is_dir() else None
     if meta is not None:
@@ -355,7 +355,7 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
         if outcome.skipped_done:
             # of this plan; a directory may hold more (records of cases --only leaves out)
             more = f" ({len(done)} in all)" if len(done) > outcome.skipped_done else ""
-            console.print(f"resuming: {outcome.skipped_done} records already in {out_dir}{more}",
+            console.print(f"resuming: {count(outcome.skipped_done, 'record')} already in {out_dir}{more}",
                           markup=False, highlight=False)
         if isolate:
             worker = Worker("normbench.harness.measure:measure_payload",

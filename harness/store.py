@@ -52,6 +52,7 @@ from normbench.harness.rundir import (  # noqa: F401  (re-exported: the store's 
     check_meta_types, check_run_dir, is_run_dir, meta_format_version, run_dir_version,
     write_file_atomic)
 from normbench.harness.schema import COLUMNS, STATUSES
+from normbench.harness.text import count
 
 
 # --------------------------------------------------------------------------- module level
@@ -173,7 +174,8 @@ class RunStore:
         has_records = (self.run_dir / RECORDS_CSV).exists() or (self.run_dir / RECORDS_PARQUET).exists()
         frame = load_records(self.run_dir) if has_records else _empty_frame()
         if len(frame) and not resume:
-            raise StoreError(f"{self.run_dir} already holds {len(frame)} records; {self._occupied_hint}")
+            raise StoreError(f"{self.run_dir} already holds {count(len(frame), 'record')}; "
+                             f"{self._occupied_hint}")
         extra = [c for c in frame.columns if c not in COLUMNS]
         if extra:
             raise StoreError(

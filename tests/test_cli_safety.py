@@ -231,7 +231,7 @@ def test_a_finished_run_without_its_provenance_is_not_resumed_or_overwritten(tmp
     assert cli("run", cfg, "--out", run, "--no-report").returncode == 0
     # --out of a run that holds records, without --resume: refused before anything is said
     r = cli("run", cfg, "--out", run, "--no-report")
-    one_line(r, "already holds 1 records", "--resume")
+    one_line(r, "already holds 1 record;", "--resume")
     assert b"writing" not in r.stderr
     # its meta.json cut to the marker: records whose config and device nobody can tell
     meta = load_meta(run)
