@@ -599,6 +599,21 @@ def test_device_round48_script_on_cpu(tmp_path):
         assert "./gpu-tests.log" in tar.getnames()
 
 
+def test_device_round49_script_on_cpu(tmp_path):
+    """Round 49's call, tiny: each of the reduce-tile steps lands in its folder with the rule
+    and both 64-column tiles timed and correct, and the GPU tests' log is in the tarball."""
+    _device_script(tmp_path, "device_round49.sh", SHAPES_WIDE="4x48,5x64", SHAPES_WIDE_W="4x48",
+                   SHAPES_FP32="4x48", SHAPE_LN_FP32="5x64", SHAPE_8192="6x32", ROUNDS="1",
+                   G_T="60")
+    with tarfile.open(tmp_path / "round49.tgz") as tar:
+        for step in ("rms_bf16", "rms_bf16w", "rms_fp32", "ln_bf16", "ln_bf16w", "ln_fp32",
+                     "rms_8192"):
+            rows = list(csv.DictReader(io.TextIOWrapper(tar.extractfile(f"./{step}/ab.csv"))))
+            assert rows and all(x["status"] == "ok" for x in rows), step
+            assert len({x["config"] for x in rows}) == 3, step
+        assert "./gpu-tests.log" in tar.getnames()
+
+
 def test_device_round23c_script_on_cpu(tmp_path):
     """Round 23's third call, tiny: device_start.sh's shared `ab` step runs each A/B comparison
     into its own folder, every timing correct, the configurations in a rotated order."""
