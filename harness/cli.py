@@ -72,10 +72,14 @@ def _nonblocking_fd(stream) -> int | None:
         return None
 
 
-def _emit(text: str, end: str = "\n") -> None:
+def _emit(text: str, end: str = "\n", product: str = "") -> None:
     """print() to stdout that a closed pipe or a full disk cannot turn into a traceback or an
     exit code of its own (compare's exit code is its verdict).  A non-blocking stdout (a
-    pipe its reader set so) is waited on, not cut at the pipe's 64 KiB."""
+    pipe its reader set so) is waited on, not cut at the pipe's 64 KiB.  `product`, a
+    command's name (export): the text is what the command makes, so a write that fails is
+    one line on stderr and exit 2, as a failed --out is ("export: cannot write to stdout:
+    No space left on device"); a reader that closed its pipe (`| head`) took what it wanted
+    and stays quiet."""
     from normbench.harness.rundir import flush_std, write_all
     try:
         fd = _nonblocking_fd(sys.stdout)
@@ -85,12 +89,16 @@ def _emit(text: str, end: str = "\n") -> None:
             write_all(fd, (text + end).encode(enc, "backslashreplace"))
             return
         print(text, end=end)
+        if sys.stdout is not None:    # flushed here, not in flush_std: its failure is ours
+            sys.stdout.flush()
         flush_std()
-    except (OSError, ValueError):
+    except (OSError, ValueError) as e:
         try:                      # what Python would flush at exit fails no more
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         except (OSError, ValueError, AttributeError):
             pass
+        if product and not isinstance(e, BrokenPipeError):
+            fail(f"{product}: cannot write to stdout: {getattr(e, 'strerror', None) or e}")
 
 
 _stdout = _Lossless("stdout")
@@ -683,7 +691,7 @@ def export(run_dir: Path = typer.Argument(..., help="a run directory"),
     except ExportError as e:
         fail(f"export: {e}")
     if out is None or out == "-":         # the string: Path('./-') would be '-' too
-        _emit(text)
+        _emit(text, product="export")
     else:
         from normbench.harness.store import write_file_atomic
         out_file = Path(out)

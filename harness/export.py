@@ -210,7 +210,8 @@ def bencher(records, metric: str = "call", meta: dict | None = None,
 
 def export(run_dir, fmt: str, metric: str = "call") -> tuple[str, LeftOut]:
     """(JSON text, records left out: a count with its note() and notes) of a run directory in
-    `fmt` (one of FORMATS)."""
+    `fmt` (one of FORMATS).  The text is ASCII (another character, the range's ±, a \\u
+    escape): a stream of any encoding carries it unchanged."""
     from normbench.harness import store
     if fmt not in FORMATS:
         raise ExportError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
@@ -223,4 +224,4 @@ def export(run_dir, fmt: str, metric: str = "call") -> tuple[str, LeftOut]:
         raise ExportError(" ".join(f"cannot read {run_dir}: {e}".split())) from e
     make = github_action_benchmark if fmt == "github-action-benchmark" else bencher
     doc, skipped = make(records, metric, meta, str(store.records_path(run_dir)))
-    return json.dumps(doc, indent=2, ensure_ascii=False), skipped
+    return json.dumps(doc, indent=2, ensure_ascii=True), skipped

@@ -400,3 +400,44 @@ def test_a_case_recorded_twice_is_exported_once_from_its_last_record(tmp_path):
     assert len(json.loads(r.stdout)) == 2
     lines = r.stderr.splitlines()
     assert lines[0] == f"export: {note}" and lines[1] == "export: 1 record(s) left out: 1 not ok"
+
+
+def _export_cli(args, stdout, env=None):
+    import os
+    import subprocess
+    import sys
+    root = Path(__file__).resolve().parent.parent
+    return subprocess.run([sys.executable, str(root / "run_bench.py"), "export", *args],
+                          stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(root), **(env or {})})
+
+
+def test_stdout_is_ascii_json_and_a_failed_write_to_it_is_an_error(tmp_path):
+    """`export RUN > /dev/full` said nothing and exited 0 (the document lost), and a stdout
+    of another encoding (PYTHONIOENCODING=ascii) got `"range": "\\xb1 ..."`, no JSON.  The
+    document is ASCII (the ± a \\u escape); a write that fails is one line and exit 2, as a
+    failed --out is; a reader that closed its pipe (`| head`) is no error."""
+    import os
+    run = _run(tmp_path)
+    text, _ = ex.export(run, "github-action-benchmark")
+    assert text.isascii() and "\\u00b1 " in text
+    assert json.loads(text)[0]["range"].startswith("± ")
+    out = tmp_path / "a.json"
+    with open(out, "w") as f:
+        r = _export_cli([str(run), "--format", "github-action-benchmark"], f,
+                        env={"PYTHONIOENCODING": "ascii"})
+    assert r.returncode == 0, r.stderr
+    assert json.loads(out.read_text()) == json.loads(text)
+    if os.path.exists("/dev/full"):
+        with open("/dev/full", "w") as f:
+            r = _export_cli([str(run), "--format", "bencher"], f)
+        assert r.returncode == 2
+        assert r.stderr == "export: cannot write to stdout: No space left on device\n"
+    rfd, wfd = os.pipe()
+    os.close(rfd)
+    try:
+        r = _export_cli([str(run), "--format", "bencher"], wfd)
+    finally:
+        os.close(wfd)
+    assert r.returncode == 0 and "cannot write" not in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
