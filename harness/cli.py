@@ -684,7 +684,8 @@ def export(run_dir: Path = typer.Argument(..., help="a run directory"),
     with p20/p80 bounds, throughput calls/s, bandwidth GB/s). Records that are not ok,
     incorrect (correct false) or without a time are left out (compare gates those); stderr
     counts them by reason. A case recorded twice is exported once, from its last record
-    (stderr says so)."""
+    (stderr says so). --metric gpu is a series of its own: names end " [gpu]", Bencher
+    measures are gpu-latency, gpu-throughput and gpu-bandwidth."""
     from normbench.harness.export import ExportError, export as do_export
     try:
         text, skipped = do_export(run_dir, fmt, metric)

@@ -11,7 +11,10 @@
   p20 and p80 as bounds), the built-in `throughput` measure in calls per second (its bounds
   from p80 and p20), and a `bandwidth` measure in GB/s (harness.model's minimal bytes).
 The GB/s and % of copy follow the exported time: under `--metric gpu` they are the records'
-(call-time) figures scaled by call time / GPU time.
+(call-time) figures scaled by call time / GPU time.  A metric other than `call` is a series of
+its own (series()): its entries are named "<case> [gpu]", its measures `gpu-latency`,
+`gpu-throughput` and `gpu-bandwidth` (Bencher creates a measure the first time a slug comes),
+so a tracker fed both never joins two clocks in one chart; `call`'s names stay as they were.
 
 Only records with status ok, a result not found incorrect and a time are exported: a tracker
 has no place for a failure or a wrong result (its time would chart as an ordinary point;
@@ -31,6 +34,13 @@ from normbench.harness.cells import num as _num
 from normbench.harness.compare_rules import isna, key_label, key_tuple, timer_kind
 
 FORMATS = ("github-action-benchmark", "bencher")
+
+
+def series(metric: str) -> tuple[str, str]:
+    """(the suffix of a github-action-benchmark entry's name, the prefix of a Bencher measure's
+    slug) of `metric`'s series: none for `call` (the names trackers have held since export
+    began), " [gpu]" and "gpu-" for `gpu`."""
+    return ("", "") if metric == "call" else (f" [{metric}]", f"{metric}-")
 
 
 class ExportError(Exception):
@@ -160,9 +170,9 @@ def github_action_benchmark(records, metric: str = "call", meta: dict | None = N
     the run's, says why where none has the metric's time; `source` names the records in
     notes and errors)."""
     rows, skipped = _rows(records, metric, meta, source)
-    entries = []
+    suffix, entries = series(metric)[0], []
     for name, r, col in rows:
-        e = {"name": name, "unit": "us", "value": float(r[col.name]) * 1e3}
+        e = {"name": name + suffix, "unit": "us", "value": float(r[col.name]) * 1e3}
         p20, p80 = _num(r.get(col.p20)) if col.p20 else None, _num(r.get(col.p80)) if col.p80 else None
         if p20 is not None and p80 is not None:
             e["range"] = f"± {(p80 - p20) / 2 * 1e3:.3g}"
@@ -191,19 +201,19 @@ def bencher(records, metric: str = "call", meta: dict | None = None,
     """The BMF document of a run, and how many records were left out (`meta`, `source` as
     above)."""
     rows, skipped = _rows(records, metric, meta, source)
-    doc = {}
+    slug, doc = series(metric)[1], {}
     for name, r, col in rows:
         med = float(r[col.name]) * 1e6                                   # ms -> ns
         p20 = _num(r.get(col.p20)) if col.p20 else None
         p80 = _num(r.get(col.p80)) if col.p80 else None
         p20 = p20 * 1e6 if p20 is not None else None
         p80 = p80 * 1e6 if p80 is not None else None
-        measures = {"latency": _metric(med, p20, p80),
-                    "throughput": _metric(1e9 / med, 1e9 / p80 if p80 and p80 > 0 else None,
-                                          1e9 / p20 if p20 and p20 > 0 else None)}
+        measures = {f"{slug}latency": _metric(med, p20, p80),
+                    f"{slug}throughput": _metric(1e9 / med, 1e9 / p80 if p80 and p80 > 0 else None,
+                                                 1e9 / p20 if p20 and p20 > 0 else None)}
         gbps = _rates(r, col)[0]
         if gbps is not None:
-            measures["bandwidth"] = {"value": gbps}
+            measures[f"{slug}bandwidth"] = {"value": gbps}
         doc[name] = measures
     return doc, skipped
 

@@ -296,10 +296,27 @@ def test_gpu_metric_exports_rates_at_gpu_time(tmp_path):
     call = json.loads(ex.export(run, "bencher", metric="call")[0])
     gpu = json.loads(ex.export(run, "bencher", metric="gpu")[0])
     (c,), (g,) = call.values(), gpu.values()
-    assert g["bandwidth"]["value"] == pytest.approx(2 * c["bandwidth"]["value"])
-    assert g["latency"]["value"] == pytest.approx(c["latency"]["value"] / 2)
+    assert g["gpu-bandwidth"]["value"] == pytest.approx(2 * c["bandwidth"]["value"])
+    assert g["gpu-latency"]["value"] == pytest.approx(c["latency"]["value"] / 2)
     (e,) = json.loads(ex.export(run, "github-action-benchmark", metric="gpu")[0])
     assert f"GB/s: {2 * rec['gbps']:.0f}" in e["extra"]
+
+
+def test_the_gpu_metric_is_a_series_of_its_own(tmp_path):
+    """--metric gpu wrote the same names as --metric call (Bencher: the same benchmark's
+    `latency` and `throughput`; github-action-benchmark: the same name and unit), so a
+    tracker fed both joined the two clocks in one chart.  Call's names are unchanged; gpu's
+    are its own."""
+    rec = synthetic.record(implementation="torch", time_ms=0.2)
+    rec["gpu_time_ms"] = 0.1
+    run = synthetic.write_run(tmp_path / "g", [rec], synthetic.meta())
+    label = "torch rmsnorm 1024x1024 bf16/fp32"
+    call, gpu = (json.loads(ex.export(run, "bencher", metric=m)[0]) for m in ("call", "gpu"))
+    assert set(call[label]) == {"latency", "throughput", "bandwidth"}
+    assert set(gpu[label]) == {"gpu-latency", "gpu-throughput", "gpu-bandwidth"}
+    (c,), (g,) = (json.loads(ex.export(run, "github-action-benchmark", metric=m)[0])
+                  for m in ("call", "gpu"))
+    assert c["name"] == label and g["name"] == label + " [gpu]"
 
 
 def test_incorrect_records_are_left_out_and_counted(tmp_path):
