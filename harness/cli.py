@@ -684,8 +684,11 @@ def export(run_dir: Path = typer.Argument(..., help="a run directory"),
     with p20/p80 bounds, throughput calls/s, bandwidth GB/s). Records that are not ok,
     incorrect (correct false) or without a time are left out (compare gates those); stderr
     counts them by reason. A case recorded twice is exported once, from its last record
-    (stderr says so). --metric gpu is a series of its own: names end " [gpu]", Bencher
-    measures are gpu-latency, gpu-throughput and gpu-bandwidth."""
+    (stderr says so). stderr also says what report says: a run stopped early, one shard,
+    a run still measuring, records timed under the Triton interpreter or host-bound and
+    measured next to other cases (these two also in an entry's extra). --metric gpu is a
+    series of its own: names end " [gpu]", Bencher measures are gpu-latency, gpu-throughput
+    and gpu-bandwidth."""
     from normbench.harness.export import ExportError, export as do_export
     try:
         text, skipped = do_export(run_dir, fmt, metric)

@@ -22,6 +22,12 @@ has no place for a failure or a wrong result (its time would chart as an ordinar
 note() why.  Which time is exported follows `compare --metric` (harness.schema.metrics()).
 A case recorded more than once (a hand-joined records file) is exported once, from its last
 record, as `compare` and `report` take it; the count's `notes` say so.
+
+The caveats `report` and `compare` print go with it: the notes say where the run holds less
+than its plan (stopped early, one shard, still running: harness/report/coverage.py's warning)
+and how many exported records were timed under the Triton interpreter or are host-bound calls
+measured next to other cases (harness/hostload.py); a github-action-benchmark entry's extra
+says the last two of its own record.
 """
 from __future__ import annotations
 
@@ -96,6 +102,43 @@ def _no_time_hint(col: schema.Column, metric: str, timer: str | None) -> str:
             "harness that records it)")
 
 
+INTERPRETED = "CPU wall-clock under the Triton interpreter: not GPU performance"
+
+
+def _caveats(r: dict, timer: str | None) -> list[str]:
+    """What a record's time must be read with (its extra's last lines): timed under the
+    interpreter (its `timer`, else the run's), measured next to other cases on its host."""
+    from normbench.harness.hostload import contention_note
+    own = r.get("timer")
+    lines = [INTERPRETED] if (timer if isna(own) else str(own)) == "cpu_wall" else []
+    return lines + [n for n in (contention_note(r),) if n]
+
+
+def _caveat_counts(rows: list[tuple[str, dict, schema.Column]], timer: str | None) -> tuple:
+    """The notes counting the exported records with each caveat ("" where none has it)."""
+    from normbench.harness.hostload import contention_note
+    slow = sum(INTERPRETED in _caveats(r, timer) for _, r, _ in rows)
+    busy = sum(contention_note(r) is not None for _, r, _ in rows)
+    of = f" of the {len(rows)} exported record(s)"
+    return tuple(n for n in (
+        slow and f"{slow}{of} are CPU wall-clock timing under the Triton interpreter: they say "
+                 "nothing about GPU speed",
+        busy and f"{busy}{of} are host-bound calls measured while other cases ran on their "
+                 "host: they may be inflated by host contention (--exclusive-below-us runs "
+                 "such cases alone)") if n)
+
+
+def coverage_note(run_dir, records, meta: dict) -> tuple[str, ...]:
+    """report's top warning where the directory holds less than its plan: stopped early
+    (meta.json `completed: false`), one shard of a sharded run, a partial merge, a run still
+    measuring (its lock held)."""
+    from normbench.harness import store
+    from normbench.harness.report.coverage import coverage, last_of_each_key
+    from normbench.harness.report.fmt import plain
+    cov = coverage(last_of_each_key(plain(records))[0], meta, live=store.in_use(run_dir))
+    return (f"incomplete run: {cov.warning}",) if cov.incomplete else ()
+
+
 def _last_of_each_key(records, source: str) -> tuple[list[dict], tuple[str, ...]]:
     """The last record of each case key, in the order the keys first appear (as compare's
     index takes them), and a note where earlier ones were set aside."""
@@ -136,7 +179,7 @@ def _rows(records, metric: str, meta: dict | None = None,
     names = Counter(n for n, _, _ in out)   # two keys, one label: "-" and an empty GROUPS
     if (twice := next((n for n, c in names.items() if c > 1), None)) is not None:
         raise ExportError(f"{source}: two different case keys read as {twice!r}")
-    return out, LeftOut(left, notes)
+    return out, LeftOut(left, notes + _caveat_counts(out, timer_kind(meta or {}, records)))
 
 
 def _rates(r: dict, col: schema.Column) -> tuple[float | None, float | None]:
@@ -170,7 +213,7 @@ def github_action_benchmark(records, metric: str = "call", meta: dict | None = N
     the run's, says why where none has the metric's time; `source` names the records in
     notes and errors)."""
     rows, skipped = _rows(records, metric, meta, source)
-    suffix, entries = series(metric)[0], []
+    suffix, entries, timer = series(metric)[0], [], timer_kind(meta or {}, records)
     for name, r, col in rows:
         e = {"name": name + suffix, "unit": "us", "value": float(r[col.name]) * 1e3}
         p20, p80 = _num(r.get(col.p20)) if col.p20 else None, _num(r.get(col.p80)) if col.p80 else None
@@ -184,7 +227,7 @@ def github_action_benchmark(records, metric: str = "call", meta: dict | None = N
             if v is not None:
                 extra.append(f"{text}: {schema.column_format(c, v)}")
         extra.append(f"determinism: {_determinism(r)}")
-        e["extra"] = "\n".join(extra)
+        e["extra"] = "\n".join(extra + _caveats(r, timer))
         entries.append(e)
     return entries, skipped
 
@@ -230,8 +273,10 @@ def export(run_dir, fmt: str, metric: str = "call") -> tuple[str, LeftOut]:
     try:
         meta = store.load_meta(run_dir) or {}   # refuses a format newer than this one reads
         records = store.load_records(run_dir)
+        run_notes = coverage_note(run_dir, records, meta)
     except (OSError, ValueError, getattr(store, "StoreError", OSError)) as e:
         raise ExportError(" ".join(f"cannot read {run_dir}: {e}".split())) from e
     make = github_action_benchmark if fmt == "github-action-benchmark" else bencher
     doc, skipped = make(records, metric, meta, str(store.records_path(run_dir)))
+    skipped = LeftOut(Counter(skipped.reasons), run_notes + skipped.notes)
     return json.dumps(doc, indent=2, ensure_ascii=True), skipped

@@ -458,3 +458,49 @@ def test_stdout_is_ascii_json_and_a_failed_write_to_it_is_an_error(tmp_path):
         os.close(wfd)
     assert r.returncode == 0 and "cannot write" not in r.stderr, r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_the_caveats_report_and_compare_print_go_with_the_export(tmp_path):
+    """An interrupted run, one shard of a plan, a run still measuring, records timed under
+    the interpreter and host-contended ones were exported without a word.  stderr says each
+    (one line), a github-action-benchmark entry's extra says its own record's, and stdout
+    stays the document."""
+    from typer.testing import CliRunner
+    from normbench.harness.cli import app
+    from normbench.harness.store import RunStore
+    recs = [synthetic.record(implementation="torch", time_ms=0.1, gpu_time_ms=0.09),
+            synthetic.record(implementation="atomic", time_ms=0.01, gpu_time_ms=0.002,
+                             concurrent_cases=4, hostname="node7"),
+            synthetic.record(implementation="disjoint_block", time_ms=50, timer="cpu_wall")]
+    run = synthetic.write_run(tmp_path / "run", recs, synthetic.meta(completed=False))
+    r = CliRunner().invoke(app, ["export", str(run), "--format", "github-action-benchmark"])
+    assert r.exit_code == 0, r.output
+    extra = {e["name"].split()[0]: e["extra"] for e in json.loads(r.stdout)}
+    assert extra["disjoint_block"].endswith("\n" + ex.INTERPRETED)
+    assert extra["atomic"].endswith("\nhost-bound call measured while 4 cases ran on node7: the "
+                                    "time may be inflated by host contention (--exclusive-"
+                                    "below-us runs such cases alone)")
+    assert "Triton" not in extra["torch"] and "contention" not in extra["torch"]
+    assert r.stderr.splitlines() == [
+        "export: incomplete run: the run stopped before it finished (meta.json `completed: "
+        "false`: interrupted, or stopped by a fault): 3 records are here; meta.json does not "
+        "record how many cases were planned — `run … --out DIR --resume` measures the rest",
+        "export: 1 of the 3 exported record(s) are CPU wall-clock timing under the Triton "
+        "interpreter: they say nothing about GPU speed",
+        "export: 1 of the 3 exported record(s) are host-bound calls measured while other cases "
+        "ran on their host: they may be inflated by host contention (--exclusive-below-us runs "
+        "such cases alone)"]
+    r = CliRunner().invoke(app, ["export", str(run), "--format", "bencher"])
+    assert r.exit_code == 0 and len(r.stderr.splitlines()) == 3, r.output
+    jsonschema.validate(json.loads(r.stdout), BMF)
+    with RunStore(run, resume=True):                      # a run still measuring
+        (note, *_), = [ex.export(run, "bencher")[1].notes]
+    assert note.startswith("incomplete run: it is still running (its lock is held): 3 records")
+    plan = [r["case_id"] for r in recs] + ["rmsnorm|spin_lock|1024|1|1024|bf16|fp32|-"]
+    shard = synthetic.write_run(tmp_path / "shard", recs[:1], synthetic.meta(
+        shard={"spec": "0/2", "plan_keys": plan, "keys": plan[:1]}))
+    (note, *_), = [ex.export(shard, "bencher")[1].notes]
+    assert note.startswith("incomplete run: shard 0/2 of a sharded run: 1 of the plan's 4 "
+                           "cases are recorded here")
+    whole = synthetic.write_run(tmp_path / "whole", recs[:1], synthetic.meta(completed=True))
+    assert ex.export(whole, "bencher")[1].notes == ()
