@@ -682,7 +682,8 @@ def export(run_dir: Path = typer.Argument(..., help="a run directory"),
     """A run's records as JSON for a benchmark tracker: github-action-benchmark's
     customSmallerIsBetter array (us, median, ± half the p20-p80) or Bencher's BMF (latency ns
     with p20/p80 bounds, throughput calls/s, bandwidth GB/s). Records that are not ok,
-    incorrect (correct false) or without a time are left out (compare gates those); stderr
+    incorrect (correct false), without a time or with one past float's range in ns or calls/s
+    are left out (compare gates those; the JSON is strict, bounds only where ordered); stderr
     counts them by reason. A case recorded twice is exported once, from its last record
     (stderr says so). stderr also says what report says: a run stopped early, one shard,
     a run still measuring, records timed under the Triton interpreter or host-bound and

@@ -18,7 +18,9 @@ so a tracker fed both never joins two clocks in one chart; `call`'s names stay a
 
 Only records with status ok, a result not found incorrect and a time are exported: a tracker
 has no place for a failure or a wrong result (its time would chart as an ordinary point;
-`compare` gates those).  The count export() returns says how many were left out, and its
+`compare` gates those); a time past float's range in ns or calls/s (a broken record) is left
+out too: the JSON is strict, never Infinity.  Bounds (range, lower/upper_value) are written
+only where they are finite and hold the value (p20 <= median <= p80).  The count export() returns says how many were left out, and its
 note() why.  Which time is exported follows `compare --metric` (harness.schema.metrics()).
 A case recorded more than once (a hand-joined records file) is exported once, from its last
 record, as `compare` and `report` take it; the count's `notes` say so.
@@ -88,7 +90,18 @@ def _left_out_why(r: dict, col: schema.Column) -> str | None:
     # one without a time is: a tracker would take it as infinitely fast
     if not stats.is_time(r.get(col.name)):
         return f"without a {col.name} > 0"
+    ns = float(r[col.name]) * 1e6        # the formats' units: us, ns, calls/s (1e9 / ns)
+    if not (math.isfinite(ns) and math.isfinite(1e9 / ns)):
+        return f"with a {col.name} not finite in ns or calls/s"
     return None
+
+
+def _ordered(value: float, lower: float | None, upper: float | None) -> bool:
+    """Bounds a tracker can draw: finite and 0 < lower <= value <= upper (a broken or
+    hand-edited record's p20 above its median is no band around it)."""
+    return (lower is not None and upper is not None
+            and all(math.isfinite(v) for v in (value, lower, upper))
+            and 0 < lower <= value <= upper)
 
 
 def _no_time_hint(col: schema.Column, metric: str, timer: str | None) -> str:
@@ -192,8 +205,9 @@ def _rates(r: dict, col: schema.Column) -> tuple[float | None, float | None]:
     call, t = _num(r.get("time_ms")), _num(r.get(col.name))
     if call is None or t is None or t <= 0:
         return None, None
-    scale = call / t
-    return (gbps * scale if gbps is not None else None), (pct * scale if pct is not None else None)
+    scale = call / t                         # a product past float's range: none, not inf
+    return (_num(gbps * scale) if gbps is not None else None), \
+        (_num(pct * scale) if pct is not None else None)
 
 
 def _determinism(r: dict) -> str:
@@ -217,12 +231,12 @@ def github_action_benchmark(records, metric: str = "call", meta: dict | None = N
     for name, r, col in rows:
         e = {"name": name + suffix, "unit": "us", "value": float(r[col.name]) * 1e3}
         p20, p80 = _num(r.get(col.p20)) if col.p20 else None, _num(r.get(col.p80)) if col.p80 else None
-        if p20 is not None and p80 is not None:
+        band = _ordered(float(r[col.name]), p20, p80) and math.isfinite((p80 - p20) / 2 * 1e3)
+        if band:
             e["range"] = f"± {(p80 - p20) / 2 * 1e3:.3g}"
         # what the value is, as its column declares it (compare words it the same way)
         extra = [(col.doc or col.label or col.name)
-                 + (f"; p20-p80 {p20 * 1e3:.4g}-{p80 * 1e3:.4g} us"
-                    if p20 is not None and p80 is not None else "")]
+                 + (f"; p20-p80 {p20 * 1e3:.4g}-{p80 * 1e3:.4g} us" if band else "")]
         for c, text, v in zip(("gbps", "pct_copy"), ("GB/s", "% of copy"), _rates(r, col)):
             if v is not None:
                 extra.append(f"{text}: {schema.column_format(c, v)}")
@@ -234,7 +248,7 @@ def github_action_benchmark(records, metric: str = "call", meta: dict | None = N
 
 def _metric(value: float, lower: float | None, upper: float | None) -> dict:
     m = {"value": value}
-    if lower is not None and upper is not None and math.isfinite(lower) and math.isfinite(upper):
+    if _ordered(value, lower, upper):
         m["lower_value"], m["upper_value"] = lower, upper
     return m
 
@@ -279,4 +293,5 @@ def export(run_dir, fmt: str, metric: str = "call") -> tuple[str, LeftOut]:
     make = github_action_benchmark if fmt == "github-action-benchmark" else bencher
     doc, skipped = make(records, metric, meta, str(store.records_path(run_dir)))
     skipped = LeftOut(Counter(skipped.reasons), run_notes + skipped.notes)
-    return json.dumps(doc, indent=2, ensure_ascii=True), skipped
+    # strict JSON: a number past float's range left out above, never written as Infinity
+    return json.dumps(doc, indent=2, ensure_ascii=True, allow_nan=False), skipped

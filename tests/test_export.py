@@ -504,3 +504,32 @@ def test_the_caveats_report_and_compare_print_go_with_the_export(tmp_path):
                            "cases are recorded here")
     whole = synthetic.write_run(tmp_path / "whole", recs[:1], synthetic.meta(completed=True))
     assert ex.export(whole, "bencher")[1].notes == ()
+
+
+def test_strict_json_and_only_ordered_bounds(tmp_path):
+    """A time of 1e306 ms was written as `"value": Infinity` (no JSON a tracker parses), one
+    of 1e-310 ms as a throughput of Infinity, and a p20 twice the median as lower_value >
+    value (and a negative range).  Such records are left out and counted by reason; bounds
+    are written only where finite and p20 <= median <= p80."""
+    recs = [synthetic.record(implementation="torch", time_ms=1e306),
+            synthetic.record(implementation="atomic", time_ms=1e-310),
+            synthetic.record(implementation="disjoint_block", time_ms=0.1),
+            synthetic.record(implementation="spin_lock", time_ms=0.1)]
+    recs[2]["time_p20_ms"] = 0.2
+    run = synthetic.write_run(tmp_path / "run", recs, synthetic.meta())
+    for fmt in ex.FORMATS:
+        text, skipped = ex.export(run, fmt)
+        doc = json.loads(text, parse_constant=lambda c: pytest.fail(f"{fmt}: {c} in {text}"))
+        assert skipped.reasons == {"with a time_ms not finite in ns or calls/s": 2}
+        assert skipped.note() == "2 record(s) left out: 2 with a time_ms not finite in ns or calls/s"
+        entries = ({e["name"].split()[0]: e for e in doc} if isinstance(doc, list) else
+                   {n.split()[0]: m for n, m in doc.items()})
+        assert set(entries) == {"disjoint_block", "spin_lock"}
+        bad, good = entries["disjoint_block"], entries["spin_lock"]
+        if fmt == "bencher":
+            assert set(bad["latency"]) == set(bad["throughput"]) == {"value"}
+            for m in ("latency", "throughput"):
+                assert good[m]["lower_value"] <= good[m]["value"] <= good[m]["upper_value"]
+        else:
+            assert "range" not in bad and "p20-p80" not in bad["extra"]
+            assert good["range"].startswith("± ") and "p20-p80" in good["extra"]
