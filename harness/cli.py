@@ -705,8 +705,8 @@ def export(run_dir: Path = typer.Argument(..., help="a run directory"),
                 fail(f"export: --out {out!r}: give a file path, not a directory")
             if (run := _own_file_of_a_run(out_file)) is not None:
                 fail(f"export: --out {out}: one of the files of the run directory "
-                     f"{run} (records, meta.json, lock, report), which report, compare and "
-                     "--resume read; write the export elsewhere")
+                     f"{run} (records, meta.json, lock, report, plots), which report, "
+                     "compare and --resume read or write; write the export elsewhere")
             write_file_atomic(out_file, text + "\n")
         except OSError as e:
             fail(f"export: --out {out}: cannot write it: {e.strerror or e}")
@@ -716,13 +716,13 @@ def export(run_dir: Path = typer.Argument(..., help="a run directory"),
 
 
 def _own_file_of_a_run(path: Path) -> Optional[Path]:
-    """The run directory whose own file (records, meta.json, lock, report, plots) `path`
-    names, else None.  The path as written to: its folders resolved, not its last part (a
+    """The run directory whose own file (records, meta.json, lock, report, plots/ or a file
+    in it) `path` names, else None.  The path as written to: its folders resolved, not its last part (a
     symlink there is replaced, not its target)."""
     from normbench.harness import store
     from normbench.harness.report.fmt import PLOTS_DIR, REPORT_HTML, REPORT_MD, REPORT_TABLE
     own = {store.RECORDS_CSV, store.RECORDS_PARQUET, store.META_JSON, store.LOCK_FILE,
-           store.LOCK_INFO, REPORT_HTML, REPORT_MD, REPORT_TABLE}
+           store.LOCK_INFO, REPORT_HTML, REPORT_MD, REPORT_TABLE, PLOTS_DIR}
     try:
         folder = path.parent.resolve()
     except (OSError, RuntimeError):

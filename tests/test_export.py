@@ -533,3 +533,20 @@ def test_strict_json_and_only_ordered_bounds(tmp_path):
         else:
             assert "range" not in bad and "p20-p80" not in bad["extra"]
             assert good["range"].startswith("± ") and "p20-p80" in good["extra"]
+
+
+def test_out_the_run_s_plots_folder_is_refused(tmp_path):
+    """--out RUN/plots (no plots/ yet: a report-less run) wrote a file named plots, and the
+    run's next `report` failed ("RUN/plots is not a directory").  Refused as the run's other
+    own paths are; plots/<name> inside it still is."""
+    from typer.testing import CliRunner
+    from normbench.harness.cli import app
+    run = _run(tmp_path)
+    other = synthetic.write_run(tmp_path / "other", synthetic.sweep_records(), synthetic.meta())
+    for out in (run / "plots", tmp_path / "other" / ".." / "run" / "plots"):
+        r = CliRunner().invoke(app, ["export", str(other), "--format", "bencher",
+                                     "--out", str(out)])
+        assert r.exit_code == 2, r.output
+        assert r.output.startswith(f"export: --out {out}: one of the files of the run "
+                                   f"directory {run} (records, meta.json, lock, report, plots)")
+        assert not (run / "plots").exists()
