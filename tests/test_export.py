@@ -550,3 +550,54 @@ def test_out_the_run_s_plots_folder_is_refused(tmp_path):
         assert r.output.startswith(f"export: --out {out}: one of the files of the run "
                                    f"directory {run} (records, meta.json, lock, report, plots)")
         assert not (run / "plots").exists()
+
+
+def _workflow_steps() -> dict:
+    import yaml
+    wf = yaml.safe_load((RESULTS.parent / ".github" / "workflows" / "benchmark.yml").read_text())
+    (job,) = wf["jobs"].values()
+    return {s.get("id") or s.get("name") or s["uses"]: s for s in job["steps"]}
+
+
+@pytest.mark.parametrize("event", ["pull_request", "workflow_dispatch"])
+def test_the_workflow_keeps_the_history_only_where_its_branch_is_or_is_made(tmp_path, event):
+    """benchmark.yml ran github-action-benchmark on every event, and the action fetches the
+    history branch, which only a push to main made: a same-repository pull request before
+    main's first push failed the job.  The history step runs the workflow's own script:
+    on another event it finds no branch and the action is skipped; a push to main makes the
+    branch, after which the other event runs the action (which pushes nothing there).  And
+    save-data-file, which gh-pages mode ignores, is not set as if it decided anything."""
+    import os
+    import subprocess
+    steps = _workflow_steps()
+    find = steps["history"]
+    keep = next(s for s in steps.values() if "github-action-benchmark" in str(s.get("uses")))
+    names = list(steps)
+    assert names.index("history") < names.index(keep["name"])
+    assert "steps.history.outputs.exists == 'true'" in keep["if"]
+    assert "save-data-file" not in keep["with"] or "external-data-json-path" in keep["with"]
+    origin, work = tmp_path / "origin.git", tmp_path / "work"
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
+    subprocess.run([*git, "init", "-q", "--bare", str(origin)], check=True)
+    subprocess.run([*git, "clone", "-q", str(origin), str(work)], check=True,
+                   capture_output=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "x"], cwd=work, check=True)
+    subprocess.run(["git", "push", "-q", "origin", "HEAD:main"], cwd=work, check=True,
+                   capture_output=True)
+
+    def step(name, ref):
+        out = tmp_path / f"out-{name}"
+        out.write_text("")
+        env = {**os.environ, "GITHUB_EVENT_NAME": name, "GITHUB_REF": ref,
+               "GITHUB_OUTPUT": str(out), "GIT_TERMINAL_PROMPT": "0"}
+        r = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c",
+                            find["run"]], cwd=work, env=env, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        return out.read_text().split(), r.stdout
+    heads = ["git", "ls-remote", "--heads", str(origin), "benchmark-history"]
+    got, said = step(event, "refs/pull/1/merge" if event == "pull_request" else "refs/heads/x")
+    assert got == ["exists=false"] and "::notice::no benchmark-history branch yet" in said
+    assert subprocess.run(heads, capture_output=True, text=True).stdout == ""   # none made
+    assert step("push", "refs/heads/main")[0] == ["exists=true"]
+    assert subprocess.run(heads, capture_output=True, text=True).stdout != ""   # made
+    assert step(event, "refs/heads/x")[0] == ["exists=true"]
