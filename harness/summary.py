@@ -134,12 +134,13 @@ def answer(df: pd.DataFrame, order: str = "sorted") -> pd.DataFrame:
     r_pct_copy, r_spread (p80/p20), r_contended (harness/hostload.py flags it: host-bound and
     measured next to other cases), and with GPU time r_gpu_us, r_host_us.  Then
     det_over_nondet (t_det / t_nondet: what determinism costs, > 1 slower), peer_over_det
-    (t_peer / t_det, > 1: ours is faster), fastest (the role of the fastest of the three),
-    passing / recorded (implementations), r_recorded (implementations of role r recorded at
-    the shape, whatever their status: 0 where the run has none), and with GPU time
-    r_gpu_best_impl and r_gpu_best_us (the role's least GPU time over its competing records,
-    which need not be its fastest per call), gpu_fastest (the role with the least of those)
-    and decided_on ("GPU" or "host", with why)."""
+    (t_peer / t_det, > 1: ours is faster; `lead` reads it against TIE), fastest (the role of
+    the fastest of the three, the first in ROLES on an exact tie: `tied` says which others are
+    level with it), passing / recorded (implementations), r_recorded (implementations of
+    role r recorded at the shape, whatever their status: 0 where the run has none), and with
+    GPU time r_gpu_best_impl and r_gpu_best_us (the role's least GPU time over its competing
+    records, which need not be its fastest per call), gpu_fastest (the role with the least of
+    those) and decided_on ("GPU" or "host", with why)."""
     out = []
     gpu = has_gpu_time(df)
     if df.empty:
@@ -215,6 +216,24 @@ def _argmin(values: dict) -> str | None:
 
 
 TIE = 0.015      # two medians closer than this are a tie: the spread of same-commit reruns
+
+
+def tied(a, b) -> bool:
+    """Two finite positive times within TIE of each other (the slower over the faster - 1):
+    neither is the faster one; an exact tie included."""
+    a, b = float(a), float(b)
+    if not (np.isfinite(a) and np.isfinite(b) and a > 0 and b > 0):
+        return False
+    return max(a, b) / min(a, b) - 1 <= TIE
+
+
+def lead(ratio) -> str | None:
+    """A ratio t_other / t_ours read against TIE: "faster" (ours, beyond a tie), "level"
+    (within TIE either way) or "slower"; None where it is not a finite positive number."""
+    r = np.nan if ratio is None else float(ratio)
+    if not (np.isfinite(r) and r > 0):
+        return None
+    return "level" if tied(r, 1.0) else "faster" if r > 1 else "slower"
 
 
 def _decided_on(row: dict) -> str:

@@ -9,6 +9,7 @@ import pandas as pd
 
 from normbench.harness import summary
 from normbench.harness.summary import CONTENDED_MARK, ROLE_TEXT, ROLES, SPREAD_MARK
+from normbench.harness.text import count
 
 from .coverage import Coverage
 from .document import Report, md_table
@@ -77,6 +78,16 @@ def _range(values) -> str:
             f"{fmt_ratio(v.max())}, {len(v)} shapes)")
 
 
+def _leads(ratios) -> str:
+    """'the deterministic strategy is faster on N, level on K and slower on M of T shapes':
+    a lead within summary.TIE (the spread of same-commit reruns) is no lead either way."""
+    leads = [summary.lead(r) for r in ratios]
+    n = {k: leads.count(k) for k in ("faster", "level", "slower")}
+    return (f"the deterministic strategy is faster on {n['faster']}, level (within "
+            f"{summary.TIE:.1%}) on {n['level']} and slower on {n['slower']} of "
+            f"{count(sum(n.values()), 'shape')}.")
+
+
 def answer_section(rep: Report, df: pd.DataFrame, cov: Coverage | None = None) -> None:
     rep.h(2, "The answer: best deterministic, best nondeterministic and best peer, per shape",
           "answer")
@@ -97,10 +108,8 @@ def answer_section(rep: Report, df: pd.DataFrame, cov: Coverage | None = None) -
                         "and a nondeterministic strategy passing)."))
         peer = _range(a["peer_over_det"])
         if peer:
-            wins = int((a["peer_over_det"] > 1).sum())
             lines.append(f"Against the best peer — t(best peer) ÷ t(best deterministic): {peer}; "
-                         f"the deterministic strategy is faster on {wins} of "
-                         f"{int(a['peer_over_det'].notna().sum())} shapes.")
+                         + _leads(a["peer_over_det"]))
         else:
             lines.append("No peer (baseline) passed on a shape where a deterministic strategy "
                          "passed.")
@@ -129,7 +138,8 @@ def answer_section(rep: Report, df: pd.DataFrame, cov: Coverage | None = None) -
           "a peer is a baseline (kind). Times are medians in µs with the p20–p80 interval of "
           f"the samples; † marks p80/p20 > {SPREAD_MARK}; {CONTENDED_MARK} a host-bound time "
           "measured next to other cases. det ÷ nondet = t_det / t_nondet; "
-          "peer ÷ det = t_peer / t_det (> 1: the deterministic strategy is faster). "
+          "peer ÷ det = t_peer / t_det (> 1: the deterministic strategy is faster; within "
+          f"{summary.TIE:.1%} of 1 either way, a tie: the spread of same-commit reruns). "
           "\"passing\" counts implementations that passed out of those recorded for the shape. "
           "A role without a time: \"none passed\" (recorded there, none competed), \"not "
           "measured here\" (the plan may have one this directory has no record of: an "
@@ -180,11 +190,19 @@ def _cell(us, spread, bold: bool) -> str:
     return f"**{s}**" if bold else s
 
 
+def _leads_row(us, fastest) -> bool:
+    """Bold: the row's fastest time, or one within summary.TIE of it (a tie: no single
+    fastest is claimed, every time tied with the fastest is bold)."""
+    return finite(us) and (us == fastest or summary.tied(us, fastest))
+
+
 def markdown_table(df: pd.DataFrame) -> str:
     """The README's results table from a run: shape, ours (the best deterministic strategy, and
     which), its % of the copy ceiling, each peer's best time, and t(best peer) / t(ours).
-    Shapes in run order; µs; the row's fastest in bold; † a wide spread (p80/p20 > 1.15); ✗ a
-    peer whose result failed against fp64 there (it does not compete)."""
+    Shapes in run order; µs; the row's fastest in bold, and every time within summary.TIE
+    (1.5 %) of it: a tie bolds both; † a wide spread (p80/p20 > 1.15); ✗ a peer whose result
+    failed against fp64 there (it does not compete); the ratio in italics where ours is
+    slower by more than a tie."""
     a = summary.answer(df, order="run")
     if a.empty:
         return "(no records)\n"
@@ -215,14 +233,14 @@ def markdown_table(df: pd.DataFrame) -> str:
                "rows × d": f"{fmt_int(r['rows'])} × {fmt_int(r['d'])}"}
         if many:
             row["dtype"] = f"{r['dtype']}/{r['weight_dtype']}"
-        ours = _cell(r["det_us"], r["det_spread"], finite(r["det_us"]) and r["det_us"] == fastest)
+        ours = _cell(r["det_us"], r["det_spread"], _leads_row(r["det_us"], fastest))
         row["ours"] = f"{ours} {short[r['det_impl']]}" if ours else ""
         row["% copy"] = f"{r['det_pct_copy']:.0f} %" if finite(r["det_pct_copy"]) else ""
         for p in peers:
             t, s = peer_t.get(p, (np.nan, np.nan))
-            row[p] = _cell(t, s, finite(t) and t == fastest) or ("✗" if (*key, p) in wrong else "")
+            row[p] = _cell(t, s, _leads_row(t, fastest)) or ("✗" if (*key, p) in wrong else "")
         ratio = r["peer_over_det"]
-        row["vs best peer"] = ("" if not finite(ratio) else
-                               f"*{fmt_ratio(ratio)}*" if ratio < 1 else fmt_ratio(ratio))
+        row["vs best peer"] = ("" if not finite(ratio) else f"*{fmt_ratio(ratio)}*"
+                               if summary.lead(ratio) == "slower" else fmt_ratio(ratio))
         rows.append(row)
     return "\n".join(md_table(pd.DataFrame(rows))) + "\n"

@@ -1,6 +1,7 @@
 """The end-of-run tables in the terminal (rich): per (norm, dtype, weight dtype), shape ×
 implementation median µs of the best GROUPS, the best deterministic strategy marked ◆, the
-fastest of the shape ★, and the ratios of harness/summary.py's answer."""
+fastest of the shape ★ (every time within summary.TIE of the fastest: a tie marks each), and
+the ratios of harness/summary.py's answer."""
 from __future__ import annotations
 
 import numpy as np
@@ -46,7 +47,7 @@ def print_tables(df, meta: dict, console) -> None:
             sel = ans[(ans.norm == norm) & (ans.dtype == dtype) & (ans.weight_dtype == wdt)
                       & (ans.rows == rows) & (ans.d == d)]
             a = sel.iloc[0] if len(sel) else None
-            fastest = None if a is None or is_missing(a["fastest"]) else a[f"{a['fastest']}_impl"]
+            fastest = np.nan if a is None or is_missing(a["fastest"]) else a[f"{a['fastest']}_us"]
             cells = []
             for n in impls:
                 rec = best[(best.norm == norm) & (best.dtype == dtype) & (best.weight_dtype == wdt)
@@ -56,7 +57,8 @@ def print_tables(df, meta: dict, console) -> None:
                     cells.append("" if mine.empty else f"[red]✗ {escape(_why_not(mine.iloc[0]))}[/]")
                     continue
                 r = rec.iloc[0]
-                txt = fmt_us(float(r["time_ms"]) * 1000)
+                us = float(r["time_ms"]) * 1000
+                txt = fmt_us(us)
                 if gpu:
                     g = summary.times(rec, "gpu_time_ms").iloc[0]
                     txt += " / " + (fmt_us(g * 1000) if np.isfinite(g) else "–")
@@ -65,7 +67,7 @@ def print_tables(df, meta: dict, console) -> None:
                 if hostload.contention_note(r) is not None:
                     txt += f" {summary.CONTENDED_MARK}"
                     contended = True
-                if n == fastest:
+                if us == fastest or summary.tied(us, fastest):     # ties: every one ★
                     txt = f"[bold green]★ {txt}[/]"
                 if a is not None and n == a["det_impl"]:
                     txt = f"[bold cyan]◆ {txt}[/]"
@@ -81,8 +83,9 @@ def print_tables(df, meta: dict, console) -> None:
 def _caption(contended: bool, gpu: bool, meta: dict) -> str:
     """The legend of one table: the ‡ line only where a cell carries the mark (a record
     measured next to others that is not host-bound carries none)."""
-    caption = ("★ fastest   ◆ best deterministic   ✗ incorrect/error   "
-               "det÷nondet: what determinism costs   peer÷det: > 1 ours is faster")
+    caption = (f"★ fastest, or tied with it (within {summary.TIE:.1%})   ◆ best deterministic   "
+               "✗ incorrect/error   det÷nondet: what determinism costs   "
+               "peer÷det: > 1 ours is faster")
     if contended:
         caption += (f"\n{summary.CONTENDED_MARK} host-bound and measured next to other cases "
                     "on its host: may be inflated by host contention")

@@ -1,0 +1,68 @@
+"""What the report, the README table and the end-of-run terminal tables claim about a run:
+no lead inside the noise (summary.TIE), no record shown for a role it does not hold, a peer
+that failed never a blank (CPU only, no kernels)."""
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+import pytest
+from rich.console import Console
+
+import synthetic
+from normbench.harness import summary
+from normbench.harness.report import build_report
+from normbench.harness.report.answer import markdown_table
+from normbench.harness.report.fmt import fmt_ratio
+from normbench.harness.report.terminal import print_tables
+
+
+def _duel(peer_ms: float, det_ms: float = 0.040) -> list[dict]:
+    """One shape: a deterministic strategy and a peer."""
+    return [synthetic.record(implementation="disjoint_block", kind="strategy", groups=4,
+                             groups_effective=4, deterministic_by_design=True, time_ms=det_ms),
+            synthetic.record(implementation="torch", kind="baseline", time_ms=peer_ms, seed=2)]
+
+
+def _cells(table: str) -> dict:
+    header, _, row = table.splitlines()[:3]
+    return dict(zip((c.strip() for c in header.strip("|").split("|")),
+                    (c.strip() for c in row.strip("|").split("|"))))
+
+
+def _terminal(recs) -> str:
+    buf = io.StringIO()
+    print_tables(pd.DataFrame(recs), {}, Console(file=buf, width=250, color_system=None))
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("factor,verdict", [(1.001, "level"), (1.0, "level"),
+                                            (1 - 0.01, "level"), (1.02, "faster"),
+                                            (0.97, "slower")])
+def test_a_lead_inside_the_noise_is_a_tie_not_a_win_or_a_loss(factor, verdict):
+    """The peer 0.1 % slower than ours was "faster on 1 of 1 shapes", an exact tie "faster
+    on 0 of 1" (a loss): within summary.TIE both are level, the ratio itself unchanged."""
+    md = build_report(pd.DataFrame(_duel(0.040 * factor)), synthetic.meta()).markdown()
+    counts = {"faster": 0, "level": 0, "slower": 0, verdict: 1}
+    assert (f"the deterministic strategy is faster on {counts['faster']}, level (within "
+            f"{summary.TIE:.1%}) on {counts['level']} and slower on {counts['slower']} of "
+            "1 shape.") in md
+    assert f"median **{fmt_ratio(factor)}**" in md
+
+
+def test_a_tie_bolds_and_stars_both_never_one_by_order():
+    """README table: the row's fastest in bold, and each time within TIE of it — a tie bolded
+    ours alone (or the peer alone, by 0.1 %); the ratio is italic only where the peer leads by
+    more than a tie.  Terminal: ★ on both, not on the first in the roles' order."""
+    cells = _cells(markdown_table(pd.DataFrame(_duel(0.040))))
+    assert cells["ours"] == "**40.0** disjoint_block" and cells["torch"] == "**40.0**"
+    cells = _cells(markdown_table(pd.DataFrame(_duel(0.0399))))     # the peer 0.25 % ahead
+    assert cells["ours"] == "**40.0** disjoint_block" and cells["torch"] == "**39.9**"
+    assert cells["vs best peer"] == "0.997"                        # not *0.997*: a tie
+    cells = _cells(markdown_table(pd.DataFrame(_duel(0.038))))     # 5 % ahead: a lead
+    assert cells["ours"] == "40.0 disjoint_block" and cells["torch"] == "**38.0**"
+    assert cells["vs best peer"] == "*0.950*"
+    text = _terminal(_duel(0.040))
+    assert "★ 40.0 G4" in text and "★ 40.0 │" in text
+    text = _terminal(_duel(0.050))
+    assert "★ 40.0 G4" in text and "★ 50.0" not in text
