@@ -66,3 +66,28 @@ def test_a_tie_bolds_and_stars_both_never_one_by_order():
     assert "★ 40.0 G4" in text and "★ 40.0 │" in text
     text = _terminal(_duel(0.050))
     assert "★ 40.0 G4" in text and "★ 50.0" not in text
+
+
+def test_the_best_deterministic_mark_shows_the_deterministic_record():
+    """disjoint_block's fastest GROUPS (2) was measured nondeterministic: it competes as
+    nondet, and the answer's best deterministic is its G=4.  The terminal's ◆ cell showed
+    the G=2 record's time; it shows G=4's, and G=2's under it marked nondet."""
+    common = dict(norm="layernorm", rows=4096, d=1024, deterministic_by_design=True,
+                  kind="strategy", implementation="disjoint_block")
+    recs = [synthetic.record(groups=2, groups_effective=2, time_ms=0.030, deterministic=False,
+                             distinct_results=2, **common),
+            synthetic.record(groups=4, groups_effective=4, time_ms=0.045, seed=3, **common),
+            synthetic.record(implementation="atomic", kind="strategy", norm="layernorm",
+                             rows=4096, d=1024, deterministic_by_design=False, time_ms=0.050),
+            synthetic.record(implementation="torch", kind="baseline", norm="layernorm",
+                             rows=4096, d=1024, time_ms=0.090)]
+    a = summary.answer(pd.DataFrame(recs)).iloc[0]
+    assert (a.det_impl, a.det_groups, a.nondet_impl, a.nondet_groups) == \
+        ("disjoint_block", "4", "disjoint_block", "2")
+    text = _terminal(recs)
+    assert "◆ 45.0 G4" in text and "◆ 30.0" not in text
+    assert "★ 30.0 G2 nondet" in text and "marked nondet" in text
+    # the same implementation deterministic at its fastest GROUPS: one line, no legend for it
+    recs[0].update(deterministic=True, distinct_results=1)
+    text = _terminal(recs)
+    assert "◆ ★ 30.0 G2" in text and "nondet" not in text.replace("det÷nondet", "")

@@ -1,7 +1,8 @@
 """The end-of-run tables in the terminal (rich): per (norm, dtype, weight dtype), shape ×
-implementation median µs of the best GROUPS, the best deterministic strategy marked ◆, the
-fastest of the shape ★ (every time within summary.TIE of the fastest: a tie marks each), and
-the ratios of harness/summary.py's answer."""
+implementation median µs of the best GROUPS, the best deterministic strategy marked ◆ (its
+deterministic record: a faster GROUPS of it measured nondeterministic follows on a second
+line, marked nondet), the fastest of the shape ★ (every time within summary.TIE of the
+fastest: a tie marks each), and the ratios of harness/summary.py's answer."""
 from __future__ import annotations
 
 import numpy as np
@@ -24,18 +25,41 @@ def _why_not(rec) -> str:
     return "no time" if summary.is_true(rec.get("correct")) else "wrong"
 
 
+def _at(frame, key: tuple, impl):
+    """The rows of `frame` at shape key = (norm, dtype, weight dtype, rows, d) of `impl`."""
+    norm, dtype, wdt, rows, d = key
+    return frame[(frame.norm == norm) & (frame.dtype == dtype) & (frame.weight_dtype == wdt)
+                 & (frame.rows == rows) & (frame.d == d) & (frame.implementation == impl)]
+
+
+def _text(r, gpu: bool) -> tuple[str, bool]:
+    """(one record's cell text: call time, GPU time, GROUPS, ‡; whether it carries ‡)."""
+    txt = fmt_us(float(r["time_ms"]) * 1000)
+    if gpu:
+        g = summary.times(r.to_frame().T, "gpu_time_ms").iloc[0]
+        txt += " / " + (fmt_us(g * 1000) if np.isfinite(g) else "–")
+    if r["groups"] not in ("-", None) and finite(r["groups_effective"]):
+        txt += f" G{int(r['groups_effective'])}"
+    contended = hostload.contention_note(r) is not None
+    return txt + (f" {summary.CONTENDED_MARK}" if contended else ""), contended
+
+
 def print_tables(df, meta: dict, console) -> None:
     if df.empty:
         return
     ans = summary.answer(df)
     best = summary.best_groups(df)
+    # the deterministic role's records: ◆ shows the answer's det record, which need not be its
+    # implementation's best GROUPS (a faster GROUPS measured nondeterministic competes as nondet)
+    det_rows = df[[summary.role(r) == "det" for _, r in df.iterrows()]]
+    best_det = summary.best_groups(det_rows)
     gpu = "decided_on" in ans.columns
     impls = list(dict.fromkeys(df["implementation"]))
     clock = "call µs / GPU µs" if gpu else "median µs"
     for (norm, dtype, wdt), part in df.groupby(["norm", "dtype", "weight_dtype"], sort=False):
         t = Table(title=escape(f"{norm}, {dtype} (weight {wdt}) — {clock}, best GROUPS per "
                                "implementation"))
-        contended = False          # a cell of this table carries the mark: its legend is due
+        contended = split = False   # a cell of this table carries the mark: its legend is due
         t.add_column("rows × d")
         for n in impls:
             t.add_column(escape(str(n)), justify="right")
@@ -44,48 +68,55 @@ def print_tables(df, meta: dict, console) -> None:
         if gpu:
             t.add_column("decided on")
         for (rows, d), shape in part.groupby(["rows", "d"], sort=True):
+            key = (norm, dtype, wdt, rows, d)
             sel = ans[(ans.norm == norm) & (ans.dtype == dtype) & (ans.weight_dtype == wdt)
                       & (ans.rows == rows) & (ans.d == d)]
             a = sel.iloc[0] if len(sel) else None
             fastest = np.nan if a is None or is_missing(a["fastest"]) else a[f"{a['fastest']}_us"]
             cells = []
             for n in impls:
-                rec = best[(best.norm == norm) & (best.dtype == dtype) & (best.weight_dtype == wdt)
-                           & (best.rows == rows) & (best.d == d) & (best.implementation == n)]
+                rec = _at(best, key, n)
                 if rec.empty:
                     mine = shape[shape.implementation == n]
                     cells.append("" if mine.empty else f"[red]✗ {escape(_why_not(mine.iloc[0]))}[/]")
                     continue
-                r = rec.iloc[0]
-                us = float(r["time_ms"]) * 1000
-                txt = fmt_us(us)
-                if gpu:
-                    g = summary.times(rec, "gpu_time_ms").iloc[0]
-                    txt += " / " + (fmt_us(g * 1000) if np.isfinite(g) else "–")
-                if r["groups"] not in ("-", None) and finite(r["groups_effective"]):
-                    txt += f" G{int(r['groups_effective'])}"
-                if hostload.contention_note(r) is not None:
-                    txt += f" {summary.CONTENDED_MARK}"
-                    contended = True
-                if us == fastest or summary.tied(us, fastest):     # ties: every one ★
-                    txt = f"[bold green]★ {txt}[/]"
+                shown = [(rec.iloc[0], "")]
                 if a is not None and n == a["det_impl"]:
-                    txt = f"[bold cyan]◆ {txt}[/]"
-                cells.append(txt)
+                    det = _at(best_det, key, n).iloc[0]
+                    shown = [(det, "◆")] + ([] if det.name == rec.index[0] else
+                                            [(rec.iloc[0], "nondet")])
+                lines = []
+                for r, mark in shown:
+                    txt, c = _text(r, gpu)
+                    contended |= c
+                    us = float(r["time_ms"]) * 1000
+                    if us == fastest or summary.tied(us, fastest):     # ties: every one ★
+                        txt = f"[bold green]★ {txt}[/]"
+                    if mark == "◆":
+                        txt = f"[bold cyan]◆ {txt}[/]"
+                    elif mark:
+                        txt, split = f"{txt} {mark}", True
+                    lines.append(txt)
+                cells.append("\n".join(lines))
             ratios = ["" if a is None else fmt_ratio(a[c])
                       for c in ("det_over_nondet", "peer_over_det")]
             extra = [escape(str(a["decided_on"])) if a is not None else ""] if gpu else []
             t.add_row(f"{fmt_int(rows)} × {fmt_int(d)}", *cells, *ratios, *extra)
-        t.caption = _caption(contended, gpu, meta)
+        t.caption = _caption(contended, gpu, meta, split)
         console.print(t)
 
 
-def _caption(contended: bool, gpu: bool, meta: dict) -> str:
+def _caption(contended: bool, gpu: bool, meta: dict, split: bool = False) -> str:
     """The legend of one table: the ‡ line only where a cell carries the mark (a record
-    measured next to others that is not host-bound carries none)."""
+    measured next to others that is not host-bound carries none); the "nondet" line only
+    where a ◆ cell shows a second, faster GROUPS measured nondeterministic."""
     caption = (f"★ fastest, or tied with it (within {summary.TIE:.1%})   ◆ best deterministic   "
                "✗ incorrect/error   det÷nondet: what determinism costs   "
                "peer÷det: > 1 ours is faster")
+    if split:
+        caption += ("\n◆ the best deterministic record; under it, marked nondet, the "
+                    "implementation's faster GROUPS whose repeats differed (it competes as "
+                    "nondeterministic)")
     if contended:
         caption += (f"\n{summary.CONTENDED_MARK} host-bound and measured next to other cases "
                     "on its host: may be inflated by host contention")
