@@ -35,11 +35,16 @@ def _require_browser():
 
 @pytest.fixture(scope="module")
 def page():
+    run_dir, _ = synthetic.reported_run()
+    yield from _chromium(run_dir / "report.html")
+
+
+def _chromium(html: Path):
+    """A headless Chromium showing `html`, quit (and its profile removed) when done."""
     _require_browser()
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
-    run_dir, _ = synthetic.reported_run()
     profile = tempfile.mkdtemp(prefix="normbench-chromium-")
     opts = webdriver.ChromeOptions()
     opts.binary_location = str(CHROMIUM)
@@ -51,7 +56,7 @@ def page():
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=opts)
     try:
-        driver.get((run_dir / "report.html").resolve().as_uri())
+        driver.get(html.resolve().as_uri())
         yield driver
     finally:
         driver.quit()
@@ -148,3 +153,32 @@ def test_answer_and_sample_views_render(page):
             f"const im = document.querySelector('#plot-{name} img');"
             "return im !== null && im.complete && im.naturalWidth > 300;")
         assert ok, name
+
+
+def test_widget_shows_medians_of_correct_records_only_and_both_dtypes(tmp_path):
+    """A record that ran but failed against fp64 was shown as a measured median, and two
+    records of one shape told apart by their weight dtype both read "(bf16)".  Now: a median
+    only where the record is correct, ✗ incorrect where it is not, each labelled dtype /
+    weight dtype; the records table has a correctness column."""
+    from normbench.harness.report import write_report
+    common = dict(norm="layernorm", rows=1024, d=1024, implementation="torch", kind="baseline")
+    run = synthetic.write_run(tmp_path / "run", [
+        synthetic.record(weight_dtype="bf16", time_ms=0.020, **common),
+        synthetic.record(weight_dtype="fp32", time_ms=0.010, correct=False, **common)],
+        synthetic.meta())
+    write_report(run)
+    for driver in _chromium(run / "report.html"):
+        _set(driver, "w-norm", "layernorm")
+        _set(driver, "w-rows", 1024)
+        _set(driver, "w-d", 1024)
+        assert _row(driver, "torch")["meas"] == "20.0 µs (bf16 / bf16); ✗ incorrect (bf16 / fp32)"
+        rows = driver.execute_script(
+            "return Array.from(document.querySelectorAll('#w-measured tr'))"
+            ".map(t => Array.from(t.cells).map(c => c.textContent));")
+        heads = driver.execute_script(
+            "return Array.from(document.querySelectorAll('#w-measured-table th'))"
+            ".map(t => t.textContent);")
+        got = {r[2]: dict(zip(heads, r)) for r in rows}
+        assert got["bf16 / bf16"]["correct (vs fp64)"] == "yes"
+        assert got["bf16 / fp32"]["correct (vs fp64)"] == "✗ no"
+        assert not [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]

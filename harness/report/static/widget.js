@@ -18,6 +18,7 @@
     return (v >= 10000 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2)) + " µs";
   }
   function text(el, t) { el.textContent = t; }
+  function dtypes(r) { return r.dtype + " / " + r.weight_dtype; }
   function cell(tr, t, cls) {
     var td = document.createElement("td");
     td.textContent = t;
@@ -110,17 +111,20 @@
         return geff === null || r.groups_effective === geff;
       });
       shown = shown.concat(mine);
-      var ok = mine.filter(function (r) { return r.status === "ok" && r.time_ms !== null; });
-      text(c.meas, ok.length ? ok.map(function (r) {
-        return fmtUs(r.time_ms) + " (" + r.dtype + ")";
+      // a median only of a record that competes (ok and correct against fp64); one that ran
+      // but failed against fp64 is named ✗, never shown as a time
+      var ran = mine.filter(function (r) { return r.status === "ok" && r.time_ms !== null; });
+      text(c.meas, ran.length ? ran.map(function (r) {
+        return (r.correct === true ? fmtUs(r.time_ms) : "✗ incorrect") + " (" + dtypes(r) + ")";
       }).join("; ") : "not measured");
     });
     var mbody = $("w-measured");
     while (mbody.firstChild) { mbody.removeChild(mbody.firstChild); }
     shown.forEach(function (r) {
       var tr = document.createElement("tr");
-      [r.implementation, r.norm, r.dtype + " / " + r.weight_dtype,
+      [r.implementation, r.norm, dtypes(r),
        (r.groups_effective === null ? "—" : String(r.groups_effective)), r.status,
+       (r.correct === null ? "—" : r.correct ? "yes" : "✗ no"),
        (r.status === "ok" ? fmtUs(r.time_ms) : "—"),
        (r.deterministic === null ? "—" : (r.deterministic ? "yes" : "no") +
         (r.distinct_results !== null ? " (" + r.distinct_results + "/" + r.repeats + " distinct)" : ""))
