@@ -194,14 +194,10 @@ def _new_meta(sweep: Sweep, console: Console, facts: dict | None = None,
     `implementations`: the plan's (plan_implementations, which a resume plans again)."""
     meta = dict(facts) if facts else env.describe()
     on_gpu = not meta["interpreted"]
-    if not facts:
-        console.print("measuring the device-to-device copy ceiling …")
     meta.update(
         config_name=sweep.name, config_path=sweep.source_path, config_text=sweep.source_text,
         config_hash=sweep.config_hash,
-        copy_ceiling_gbps=meta.get("copy_ceiling_gbps") if facts else
-        timing.copy_ceiling_gbps(strategies.default_device(), on_gpu),
-        peak_tbps=model.peak_tbps(meta["device_name"], sweep.peak_tbps) if on_gpu else sweep.peak_tbps,
+        **_ceilings(sweep, console, facts, meta["device_name"], on_gpu),
         started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         gpu_timer=timing.GPU_TIMER if on_gpu else timing.NO_GPU_NOTE,
         ended_at=None, completed=False,
@@ -211,27 +207,41 @@ def _new_meta(sweep: Sweep, console: Console, facts: dict | None = None,
     return meta
 
 
+def _ceilings(sweep: Sweep, console: Console, facts: dict | None, device_name: str,
+              on_gpu: bool) -> dict:
+    """The copy ceiling and datasheet peak the records about to be measured use: the
+    ceiling measured here and now (a cluster's workers measured their own; `facts` holds
+    their median), as at the start of every run and every resume — never one measured
+    on another machine or at another time."""
+    if not facts:
+        console.print("measuring the device-to-device copy ceiling …")
+    return {"copy_ceiling_gbps": facts.get("copy_ceiling_gbps") if facts else
+            timing.copy_ceiling_gbps(strategies.default_device(), on_gpu),
+            "peak_tbps": model.peak_tbps(device_name, sweep.peak_tbps) if on_gpu
+            else sweep.peak_tbps}
+
+
 def _resumed(store: RunStore, sweep: Sweep, meta: dict, force: bool, console: Console,
              facts: dict | None = None) -> dict:
     """Check a resume (StoreError unless compatible or forced) and record it in meta.json's
-    `resumes` list; the meta the new records take their device facts from."""
+    `resumes` list; the meta the new records take their device facts from — the copy ceiling
+    and peak measured now (_ceilings), also in the resume's entry: a resume runs on another
+    machine, or the same one later, whose ceiling the start's is not."""
     why = resume_mismatch(meta, sweep, facts, held=len(store))
     if why and not force:
         raise StoreError(f"cannot resume {store.run_dir}: {'; '.join(why)} "
                          "(--force-resume resumes anyway and records both in meta.json)")
-    here, _ = _here(facts)
+    here, interp = _here(facts)
     entry = {"at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
              "forced": bool(why), "differs": why, "config_hash": sweep.config_hash,
              "config_path": sweep.source_path, "device_name": here,
              "hostname": socket.gethostname(), **_stack(facts)}
-    used = dict(meta, device_name=here)      # new records name the device they ran on
     if why:
         console.print(f"[yellow]note:[/] {escape(f'resuming {store.run_dir} although ' + '; '.join(why))}")
         entry["config_text"] = sweep.source_text
-        if here != meta.get("device_name"):
-            fresh = _new_meta(sweep, console, facts)
-            entry.update(copy_ceiling_gbps=fresh["copy_ceiling_gbps"], peak_tbps=fresh["peak_tbps"])
-            used.update(copy_ceiling_gbps=fresh["copy_ceiling_gbps"], peak_tbps=fresh["peak_tbps"])
+    measured = _ceilings(sweep, console, facts, here, not interp)
+    entry.update(measured)
+    used = dict(meta, device_name=here, **measured)   # new records: the device they ran on
     # not complete while this resume measures: a resume killed hard (no ended_at written)
     # left the run's earlier "completed: true", older than the records it added
     store.update_meta(resumes=list(meta.get("resumes") or []) + [entry], completed=False,

@@ -111,3 +111,26 @@ def test_no_timed_record_says_no_time_not_no_bytes():
     recs = [synthetic.record(implementation="torch", status="failed", error="boom")]
     sec = _prediction_text(build_report(pd.DataFrame(recs), synthetic.meta()).markdown())
     assert "No ok record has a positive finite measured time" in sec and "— ." not in sec
+
+
+def test_a_resume_whose_ceiling_differs_is_named_as_the_cause():
+    """A run resumed on another machine: its resume measured its own ceiling (run.py), so
+    its records' % of copy is against another ceiling than the start's.  The report blamed
+    "GPUs of merged shards or workers", of which this run has none; it names the resume."""
+    recs = [synthetic.record(implementation=n, time_ms=0.2, seed=k)
+            for k, n in enumerate(("torch", "disjoint_block"))]
+    for r, ceiling in zip(recs, (2000, 2500)):
+        r["pct_copy"] = r["gbps"] / ceiling * 100
+    resume = {"at": "2025-01-02T00:00:00+00:00", "forced": False, "differs": [],
+              "device_name": synthetic.DEVICE, "hostname": "other-host",
+              "copy_ceiling_gbps": 2500.0, "measured": 1}
+    meta = synthetic.meta(copy_ceiling_gbps=2000.0, resumes=[resume])
+    md = build_report(pd.DataFrame(recs), meta).markdown()
+    assert ("The records were measured against different copy ceilings (1 resume measured a "
+            "ceiling of its own): each record's % of copy") in _prediction_text(md)
+    assert "merged shards or workers" not in md
+    # a merge of two shards, one of them resumed: both causes
+    shards = [{"dir": "a", "resumes": []}, {"dir": "b", "resumes": [resume, resume]}]
+    merged = synthetic.meta(copy_ceiling_gbps=2000.0, merged_from=shards)
+    assert ("(2 merged shards measured one each; 2 resumes measured ceilings of their own)"
+            in build_report(pd.DataFrame(recs), merged).markdown())

@@ -640,6 +640,35 @@ def test_a_resume_that_completes_a_stopped_merge_finishes_it(stub_run):
     assert meta["completed"] and meta["merge"]["finished"] is True
 
 
+def test_a_resume_measures_its_own_copy_ceiling_and_its_records_use_it(tmp_path, monkeypatch):
+    """The README's workflow: --out DIR in one device call, --resume in the next — a fresh
+    machine.  The resume measured no copy ceiling: its records' pct_copy was against the
+    ceiling meta.json holds, measured at the start on another machine.  A resume measures
+    its own, as a start does, records it in its `resumes` entry and its records use it."""
+    from rich.console import Console
+    from normbench.harness import run
+    from normbench.harness.measure import failed_record
+    from normbench.harness.store import load_meta
+    sweep, cases = _sweep_and_cases()
+    ceilings, used = iter([50.0, 80.0]), []
+    monkeypatch.setattr(run.timing, "copy_ceiling_gbps", lambda device, on_gpu: next(ceilings))
+
+    def measure(case, settings):
+        used.append(settings.copy_gbps)
+        return failed_record(case, settings, "error", "stub", 0.0)
+    monkeypatch.setattr(run, "measure", measure)
+    console = Console(stderr=True, record=True, width=200)
+    run.execute(sweep, cases[:1], tmp_path, console=console)
+    console.export_text()
+    run.execute(sweep, cases, tmp_path, resume=True, console=console)
+    assert "measuring the device-to-device copy ceiling" in console.export_text()
+    assert used == [50.0] + [80.0] * (len(cases) - 1)
+    meta = load_meta(tmp_path)
+    assert meta["copy_ceiling_gbps"] == 50.0            # the start's, as its records' own
+    (entry,) = meta["resumes"]
+    assert entry["copy_ceiling_gbps"] == 80.0 and "peak_tbps" in entry
+
+
 def test_a_resume_on_a_machine_without_a_peer_records_it_skipped_never_dropped(tmp_path):
     """The README's workflow with a config that names no implementation: a run stopped on one
     machine, --resume on another that lacks a peer the run planned.  The resume planned only

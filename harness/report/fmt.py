@@ -9,6 +9,7 @@ import pandas as pd
 from normbench.harness.cells import is_finite, is_missing, sig
 from normbench.harness.schema import COLUMNS
 from normbench.harness.summary import SHAPE, competing
+from normbench.harness.text import count
 
 PLOTS_DIR = "plots"
 # the report's files in a run directory (report/build.py writes them; export --out refuses them)
@@ -195,8 +196,30 @@ def interpreted(meta: dict, df: pd.DataFrame) -> bool:
 def no_ceiling(meta: dict) -> str:
     """Why no single copy ceiling is drawn (one_copy_ceiling gave None), as a sentence start."""
     if finite(meta.get("copy_ceiling_gbps")):
-        return "The records were measured against different copy ceilings (GPUs of merged shards or workers)"
+        return ("The records were measured against different copy ceilings ("
+                + ceiling_sources(meta) + ")")
     return "meta.json has no copy ceiling"
+
+
+def ceiling_sources(meta: dict) -> str:
+    """What measured more than one copy ceiling in this run, from its meta.json: the shards
+    merged (`merged_from`), several workers' GPUs (`gpus`), the `--resume`s (each measures
+    its own: `resumes` entries with a ceiling, the run's or its shards')."""
+    def listed(m: dict, key: str) -> list:
+        return m.get(key) if isinstance(m.get(key), list) else []
+    shards = [s for s in listed(meta, "merged_from") if isinstance(s, dict)]
+    runs = [meta, *shards]
+    found = []
+    if len(shards) > 1:
+        found.append(f"{len(shards)} merged shards measured one each")
+    if any(len(listed(m, "gpus")) > 1 for m in runs):
+        found.append("the workers measured one per GPU")
+    again = sum(isinstance(e, dict) and finite(e.get("copy_ceiling_gbps"))
+                for m in runs for e in listed(m, "resumes"))
+    if again:
+        found.append(f"{count(again, 'resume')} measured "
+                     + ("a ceiling of its own" if again == 1 else "ceilings of their own"))
+    return "; ".join(found) or "measured on other GPUs or at other times"
 
 
 def one_copy_ceiling(df: pd.DataFrame, meta: dict) -> float | None:
