@@ -91,3 +91,29 @@ def test_the_best_deterministic_mark_shows_the_deterministic_record():
     recs[0].update(deterministic=True, distinct_results=1)
     text = _terminal(recs)
     assert "◆ ★ 30.0 G2" in text and "nondet" not in text.replace("det÷nondet", "")
+
+
+def test_a_peer_that_failed_is_never_a_blank_in_the_markdown_table(tmp_path):
+    """A peer whose case errored or timed out showed a blank cell, as one never measured;
+    it says ✗ error / ✗ timeout (the terminal's words), an incorrect one ✗, a skipped one
+    (not run) stays blank.  report-table.md of a run timed under the interpreter carries
+    report.md's warning about it."""
+    from normbench.harness.report import write_table
+    recs = _duel(0.050) + [
+        synthetic.record(implementation="liger", kind="baseline", status="error", error="boom"),
+        synthetic.record(implementation="quack", kind="baseline", status="timeout", error="t"),
+        synthetic.record(implementation="torch_compile", kind="baseline", status="skipped",
+                         error="not installed"),
+        synthetic.record(implementation="peer_x", kind="baseline", correct=False)]
+    cells = _cells(markdown_table(pd.DataFrame(recs)))
+    assert (cells["liger"], cells["quack"], cells["torch_compile"], cells["peer_x"]) == \
+        ("✗ error", "✗ timeout", "", "✗")
+    assert "✗ error" in _terminal(recs)                    # the same words as the terminal
+    gpu = write_table(synthetic.write_run(tmp_path / "gpu", recs, synthetic.meta()))
+    assert "Triton interpreter" not in gpu
+    cpu = synthetic.write_run(tmp_path / "cpu", [dict(r, timer="cpu_wall") for r in recs],
+                              synthetic.meta(interpreted=True, timer="cpu_wall"))
+    text = write_table(cpu)
+    assert text.startswith("> **Warning:** these timings are **CPU wall-clock under the Triton "
+                           "interpreter**")
+    assert text.endswith(markdown_table(pd.DataFrame(recs)))

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from normbench.harness import summary
+from normbench.harness.schema import FAILED
 from normbench.harness.summary import CONTENDED_MARK, ROLE_TEXT, ROLES, SPREAD_MARK
 from normbench.harness.text import count
 
@@ -196,13 +197,31 @@ def _leads_row(us, fastest) -> bool:
     return finite(us) and (us == fastest or summary.tied(us, fastest))
 
 
+def _failed_peers(df: pd.DataFrame) -> dict:
+    """{(*shape, implementation): what its cell says} for a peer recorded at a shape without
+    a competing record there, never a blank (which reads as "not measured"): "✗" for a result
+    not found correct against fp64, "✗ error" / "✗ timeout" for a case that ran and failed
+    (as the terminal says), "✗ no time" for one without a positive finite median.  A skipped
+    case (not run: a package not installed) stays blank."""
+    out = {}
+    for rec in df.itertuples(index=False):
+        key = (*(getattr(rec, k) for k in summary.SHAPE), rec.implementation)
+        if rec.status == "ok" and not summary.is_true(rec.correct):
+            out[key] = "✗"
+        elif key not in out and rec.status in FAILED:
+            out[key] = f"✗ {rec.status}"
+        elif key not in out and rec.status == "ok":
+            out[key] = "✗ no time"     # correct, without a positive finite median
+    return out
+
+
 def markdown_table(df: pd.DataFrame) -> str:
     """The README's results table from a run: shape, ours (the best deterministic strategy, and
     which), its % of the copy ceiling, each peer's best time, and t(best peer) / t(ours).
     Shapes in run order; µs; the row's fastest in bold, and every time within summary.TIE
     (1.5 %) of it: a tie bolds both; † a wide spread (p80/p20 > 1.15); ✗ a peer whose result
-    failed against fp64 there (it does not compete); the ratio in italics where ours is
-    slower by more than a tie."""
+    failed against fp64 there (it does not compete), ✗ error / ✗ timeout one whose case
+    failed there; the ratio in italics where ours is slower by more than a tie."""
     a = summary.answer(df, order="run")
     if a.empty:
         return "(no records)\n"
@@ -210,9 +229,7 @@ def markdown_table(df: pd.DataFrame) -> str:
     peers = list(dict.fromkeys(df.loc[df["kind"] == "baseline", "implementation"].dropna()))
     short = _short_names(a["det_impl"])
     many = df[["dtype", "weight_dtype"]].drop_duplicates().shape[0] > 1
-    # a peer measured at a shape whose every result failed against fp64: "✗", not a blank
-    bad = df[(df["status"] == "ok") & df["correct"].map(summary.is_false)]
-    wrong = set(bad[[*summary.SHAPE, "implementation"]].itertuples(index=False, name=None))
+    failed = _failed_peers(df)
     rows = []
     for _, r in a.iterrows():
         key = tuple(r[k] for k in summary.SHAPE)
@@ -238,7 +255,7 @@ def markdown_table(df: pd.DataFrame) -> str:
         row["% copy"] = f"{r['det_pct_copy']:.0f} %" if finite(r["det_pct_copy"]) else ""
         for p in peers:
             t, s = peer_t.get(p, (np.nan, np.nan))
-            row[p] = _cell(t, s, _leads_row(t, fastest)) or ("✗" if (*key, p) in wrong else "")
+            row[p] = _cell(t, s, _leads_row(t, fastest)) or failed.get((*key, p), "")
         ratio = r["peer_over_det"]
         row["vs best peer"] = ("" if not finite(ratio) else f"*{fmt_ratio(ratio)}*"
                                if summary.lead(ratio) == "slower" else fmt_ratio(ratio))

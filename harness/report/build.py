@@ -21,6 +21,11 @@ from .sections import (contention_section, environment_section, failures_section
 from .widget import widget_section
 
 
+INTERPRETER_WARNING = ("these timings are **CPU wall-clock under the Triton interpreter** "
+                       "(TRITON_INTERPRET=1), not GPU time: they check that the pipeline runs "
+                       "and say nothing about which implementation is faster on a GPU.")
+
+
 class ReportError(Exception):
     """A run directory the report cannot be written into, or a bad argument: one line."""
 
@@ -50,11 +55,13 @@ def write_table(run_dir) -> str:
 
 def _table_text(records: pd.DataFrame, meta: dict, live: bool,
                 load_error: str | None = None) -> str:
-    """report-table.md's text: the table, below the warnings report.md opens with."""
+    """report-table.md's text: the table, below the warnings report.md opens with (an
+    incomplete run, duplicates set aside, a load error, timings under the interpreter)."""
     df, dups = last_of_each_key(plain(records))
     cov = coverage(df, meta, live=live)
     notes = ([f"Incomplete run: {cov.warning}."] if cov.incomplete else []) + \
-        ([duplicates_warning(dups)] if dups else []) + ([load_error] if load_error else [])
+        ([duplicates_warning(dups)] if dups else []) + ([load_error] if load_error else []) + \
+        ([INTERPRETER_WARNING] if interpreted(meta, df) else [])
     return "".join(f"> **Warning:** {n}\n\n" for n in notes) + markdown_table(df)
 
 
@@ -157,9 +164,7 @@ def build_report(records: pd.DataFrame, meta: dict, baseline: str | None = None,
     if load_error:
         rep.warn(load_error)
     if interp:
-        rep.warn("these timings are **CPU wall-clock under the Triton interpreter** "
-                 "(TRITON_INTERPRET=1), not GPU time: they check that the pipeline runs and say "
-                 "nothing about which implementation is faster on a GPU.")
+        rep.warn(INTERPRETER_WARNING)
 
     answer_section(rep, df, cov)
     failures_section(rep, df, cov.incomplete)
