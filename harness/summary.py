@@ -7,6 +7,8 @@ import numpy as np
 import pandas as pd
 
 from normbench.harness import hostload
+from normbench.harness.cells import is_missing
+from normbench.harness.text import count
 
 # What identifies a shape, in the order tables sort by.
 SHAPE = ("norm", "rows", "d", "dtype", "weight_dtype")
@@ -140,7 +142,9 @@ def answer(df: pd.DataFrame, order: str = "sorted") -> pd.DataFrame:
     role r recorded at the shape, whatever their status: 0 where the run has none), and with
     GPU time r_gpu_best_impl and r_gpu_best_us (the role's least GPU time over its competing
     records, which need not be its fastest per call), gpu_fastest (the role with the least of
-    those) and decided_on ("GPU" or "host", with why)."""
+    those) and decided_on ("GPU" or "host", with why); devices (the `device` of the shape's
+    competing records, each once: more than one, and its ratios compare machines —
+    mixed_devices says so)."""
     out = []
     gpu = has_gpu_time(df)
     if df.empty:
@@ -154,6 +158,7 @@ def answer(df: pd.DataFrame, order: str = "sorted") -> pd.DataFrame:
         g = comp.loc[comp.index.intersection(idx)]
         row["recorded"] = df.loc[idx, "implementation"].nunique()
         row["passing"] = g["implementation"].nunique()
+        row["devices"] = _devices(g)
         for r in ROLES:
             of_r = g[roles.loc[g.index] == r] if len(g) else g
             _fill(row, r, _fastest(of_r), gpu)
@@ -169,6 +174,28 @@ def answer(df: pd.DataFrame, order: str = "sorted") -> pd.DataFrame:
             row["decided_on"] = _decided_on(row)
         out.append(row)
     return pd.DataFrame(out)
+
+
+def _devices(frame: pd.DataFrame) -> tuple:
+    """The devices (`device` column) a frame's records were measured on, each once, in order."""
+    if "device" not in frame.columns:
+        return ()
+    return tuple(dict.fromkeys(str(v) for v in frame["device"] if not is_missing(v)))
+
+
+def mixed_devices(a: pd.DataFrame) -> str | None:
+    """One line where, at some shape of answer() `a`, the competing records were measured on
+    more than one device (a cluster of mixed GPU models, a --force-resume on another GPU):
+    the ratios there divide one machine's time by another's.  None where every shape's
+    records are one device's."""
+    if "devices" not in a.columns:
+        return None
+    mixed = [d for d in a["devices"] if len(d) > 1]
+    if not mixed:
+        return None
+    names = ", ".join(dict.fromkeys(n for d in mixed for n in d))
+    return (f"At {len(mixed)} of {count(len(a), 'shape')} the records compared were measured "
+            f"on different devices ({names}): their ratios compare machines, not strategies.")
 
 
 def _fill(row: dict, r: str, best, gpu: bool) -> None:

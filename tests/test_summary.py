@@ -199,3 +199,30 @@ def test_markdown_table_marks_an_incorrect_peer():
     cells = dict(zip((c.strip() for c in header.strip("|").split("|")),
                      (c.strip() for c in row.strip("|").split("|"))))
     assert cells["peer_e"] == "✗" and cells["peer_c"] == "60.0" and cells["vs best peer"] == "1.50"
+
+
+def test_records_of_different_devices_compared_at_a_shape_are_named_in_report_and_terminal():
+    """A cluster of mixed GPU models, or a --force-resume on another GPU: the answer divided
+    an H100 time by an A100 time and nothing said so.  The report's answer section and the
+    terminal table's legend say at how many shapes, naming the devices; a run measured on
+    one device says nothing."""
+    from normbench.harness.report import build_report
+    a100 = "NVIDIA A100-SXM4-80GB"
+    recs = _shape() + _shape(dtype="fp16")
+    for r in recs[6:]:
+        if r["implementation"] == "peer_c":
+            r["device"] = a100                  # the peer measured elsewhere, at one shape
+    a = summary.answer(pd.DataFrame(recs))
+    assert list(a["dtype"]) == ["bf16", "fp16"] and [len(d) for d in a["devices"]] == [1, 2]
+    line = (f"At 1 of 2 shapes the records compared were measured on different devices "
+            f"({synthetic.DEVICE}, {a100}): their ratios compare machines, not strategies.")
+    assert summary.mixed_devices(a) == line
+    assert f"> **Warning:** {line}" in build_report(pd.DataFrame(recs), synthetic.meta()).markdown()
+    buf = io.StringIO()
+    print_tables(pd.DataFrame(recs), {}, Console(file=buf, width=400, color_system=None))
+    text = " ".join(buf.getvalue().split())
+    assert "At 1 of 1 shape the records compared were measured on different devices" in text
+    assert text.count("compare machines") == 1            # the fp16 table's only
+    same = _shape()
+    assert summary.mixed_devices(summary.answer(pd.DataFrame(same))) is None
+    assert "different devices" not in build_report(pd.DataFrame(same), synthetic.meta()).markdown()

@@ -131,6 +131,8 @@ def answer_section(rep: Report, df: pd.DataFrame, cov: Coverage | None = None) -
         else:
             lines.append("GPU time not measured: every time here is the whole call as the host "
                          "sees it.")
+    if mixed := summary.mixed_devices(a):
+        rep.warn(mixed)
     rep.bullets(lines)
     rep.table(table, cls="answer")
     rep.p("Only records with status ok and a correct result compete; a grouped implementation "

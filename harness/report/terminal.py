@@ -103,6 +103,10 @@ def print_tables(df, meta: dict, console) -> None:
             extra = [escape(str(a["decided_on"])) if a is not None else ""] if gpu else []
             t.add_row(f"{fmt_int(rows)} × {fmt_int(d)}", *cells, *ratios, *extra)
         t.caption = _caption(contended, gpu, meta, split)
+        mixed = summary.mixed_devices(ans[(ans.norm == norm) & (ans.dtype == dtype)
+                                          & (ans.weight_dtype == wdt)])
+        if mixed:
+            t.caption += "\n" + escape(mixed)
         console.print(t)
 
 
