@@ -117,3 +117,39 @@ def test_a_peer_that_failed_is_never_a_blank_in_the_markdown_table(tmp_path):
     assert text.startswith("> **Warning:** these timings are **CPU wall-clock under the Triton "
                            "interpreter**")
     assert text.endswith(markdown_table(pd.DataFrame(recs)))
+
+
+@pytest.mark.parametrize("impls,line", [
+    (("torch",), "Against the best peer: not measurable here (this run records no "
+                 "deterministic strategy)."),
+    (("atomic",), "Against the best peer: not measurable here (this run records no "
+                  "deterministic strategy and no peer (baseline))."),
+    (("disjoint_block",), "Against the best peer: not measurable here (this run records no "
+                          "peer (baseline))."),
+])
+def test_a_run_without_a_role_says_so_instead_of_none_passed(impls, line):
+    """A peers-only or atomic-only run read "No peer (baseline) passed on a shape where a
+    deterministic strategy passed", as if one had been measured and failed."""
+    kinds = {"torch": "baseline", "atomic": "strategy", "disjoint_block": "strategy"}
+    recs = [synthetic.record(implementation=i, kind=kinds[i],
+                             deterministic_by_design=i.startswith("disjoint")) for i in impls]
+    md = build_report(pd.DataFrame(recs), synthetic.meta()).markdown()
+    assert line in md and "No peer (baseline) passed" not in md
+    # both in the run, but never passing at one shape: the old sentence is the true one
+    both = _duel(0.05)
+    both[1].update(status="error", error="x", time_ms=None, correct=None)
+    md = build_report(pd.DataFrame(both), synthetic.meta()).markdown()
+    assert "No peer (baseline) passed on a shape where a deterministic strategy passed." in md
+
+
+def test_counts_of_one_are_singular():
+    """ "1 records, 1 implementations, 1 shapes", "(range …, 1 shapes)", "Show all 1
+    records" read wrong."""
+    rep = build_report(pd.DataFrame(_duel(0.05)[:1]), synthetic.meta())
+    md, html = rep.markdown(), rep.html()
+    assert "1 record, 1 implementation, 1 shape" in md
+    assert "1 record; the markdown report leaves this table out" in md
+    assert "Show the record" in html and "Show all 1" not in html
+    md = build_report(pd.DataFrame(_duel(0.05)), synthetic.meta()).markdown()
+    assert "2 records, 2 implementations, 1 shape ·" in md
+    assert "(range 1.25–1.25, 1 shape)" in md and "1 shapes" not in md

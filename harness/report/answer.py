@@ -76,7 +76,7 @@ def _range(values) -> str:
     if not len(v):
         return ""
     return (f"median **{fmt_ratio(np.median(v))}** (range {fmt_ratio(v.min())}–"
-            f"{fmt_ratio(v.max())}, {len(v)} shapes)")
+            f"{fmt_ratio(v.max())}, {count(len(v), 'shape')})")
 
 
 def _leads(ratios) -> str:
@@ -87,6 +87,17 @@ def _leads(ratios) -> str:
     return (f"the deterministic strategy is faster on {n['faster']}, level (within "
             f"{summary.TIE:.1%}) on {n['level']} and slower on {n['slower']} of "
             f"{count(sum(n.values()), 'shape')}.")
+
+
+ROLE_NOUN = {"det": "deterministic strategy", "nondet": "nondeterministic strategy",
+             "peer": "peer (baseline)"}
+
+
+def _unrecorded(a: pd.DataFrame, roles) -> str:
+    """'this run records no deterministic strategy and no peer (baseline)' for the roles no
+    record of the run holds, at any shape and whatever its status; "" where each has one."""
+    none = [ROLE_NOUN[r] for r in roles if not a[f"{r}_recorded"].any()]
+    return "this run records no " + " and no ".join(none) if none else ""
 
 
 def answer_section(rep: Report, df: pd.DataFrame, cov: Coverage | None = None) -> None:
@@ -105,15 +116,18 @@ def answer_section(rep: Report, df: pd.DataFrame, cov: Coverage | None = None) -
         cost = _range(a["det_over_nondet"])
         lines.append("What determinism costs — t(best deterministic) ÷ t(best nondeterministic): "
                      + (cost + "; below 1 the deterministic strategy is the faster one."
-                        if cost else "not measurable here (no shape has both a deterministic "
-                        "and a nondeterministic strategy passing)."))
+                        if cost else "not measurable here ("
+                        + (_unrecorded(a, ("det", "nondet")) or "no shape has both a "
+                           "deterministic and a nondeterministic strategy passing") + ")."))
         peer = _range(a["peer_over_det"])
         if peer:
             lines.append(f"Against the best peer — t(best peer) ÷ t(best deterministic): {peer}; "
                          + _leads(a["peer_over_det"]))
         else:
-            lines.append("No peer (baseline) passed on a shape where a deterministic strategy "
-                         "passed.")
+            missing = _unrecorded(a, ("det", "peer"))
+            lines.append(f"Against the best peer: not measurable here ({missing})." if missing
+                         else "No peer (baseline) passed on a shape where a deterministic "
+                         "strategy passed.")
         away = sum(u and not isinstance(i, str)
                    for u, i in zip(unmeasured(a, cov, "peer"), a["peer_impl"]))
         if away:

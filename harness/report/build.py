@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from normbench.harness.schema import COLUMNS
+from normbench.harness.text import count
 
 from .document import PlotFigure, Report  # noqa: F401  (PlotFigure re-exported for callers)
 from .fmt import (PLOTS_DIR, REPORT_HTML, REPORT_MD, REPORT_TABLE, interpreted, plain,
@@ -147,9 +148,10 @@ def build_report(records: pd.DataFrame, meta: dict, baseline: str | None = None,
     rep = Report(title=title)
 
     bits = [f"device **{meta.get('device_name') or 'unknown'}**",
-            f"{len(df)} records{f' of {cov.planned} planned' if cov.planned is not None else ''}, "
-            f"{df['implementation'].nunique()} implementations, "
-            f"{df.groupby(list(SHAPE), dropna=False).ngroups if len(df) else 0} shapes",
+            f"{count(len(df), 'record')}"
+            f"{f' of {cov.planned} planned' if cov.planned is not None else ''}, "
+            f"{count(df['implementation'].nunique(), 'implementation')}, "
+            f"{count(df.groupby(list(SHAPE), dropna=False).ngroups if len(df) else 0, 'shape')}",
             f"timer `{meta.get('timer') or ('cpu_wall' if interp else 'unknown')}`"]
     if meta.get("git_commit"):
         bits.append(f"git `{str(meta['git_commit'])[:10]}`{' (dirty tree)' if meta.get('git_dirty') else ''}")

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from normbench.harness import hostload, model, schema, summary
+from normbench.harness.text import count
 
 from .document import Report
 from .fmt import (SHAPE, differ, finite, fmt_bytes, fmt_int, impl_label, measured_against,
@@ -259,10 +260,11 @@ def records_section(rep: Report, df: pd.DataFrame) -> None:
         if col.name not in df.columns or (not col.key and df[col.name].map(na).all()):
             continue
         t[_heading(col)] = df[col.name].map(lambda v, c=col: _cell(c, v))
-    rep.p(f"{len(df)} records; the markdown report leaves this table out (see records.csv). "
-          "Columns as declared in harness/schema.py; a column no record fills is left out.")
+    rep.p(f"{count(len(df), 'record')}; the markdown report leaves this table out (see "
+          "records.csv). Columns as declared in harness/schema.py; a column no record fills is "
+          "left out.")
     rep.table(t.reset_index(drop=True), cls="records", html_only=True,
-              summary=f"Show all {len(df)} records")
+              summary=f"Show all {len(df)} records" if len(df) > 1 else "Show the record")
 
 
 def _heading(col: schema.Column) -> str:
