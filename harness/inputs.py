@@ -167,9 +167,14 @@ def errors(out, ref) -> list:
     return [rel_error(o, r, s) for o, r, s in zip(out, ref, scales)]
 
 
+def errors_within(errs, dtype: str, weight_dtype: str) -> bool:
+    """Whether each of `errs` (`errors`' dx, dγ, dβ; None: not judged) is within its own
+    tolerance (output_tolerances: dx by the activations' dtype, dγ and dβ by the weight's)."""
+    tol_x, tol_w = output_tolerances(dtype, weight_dtype)
+    return all(e is None or e <= t for e, t in zip(errs, (tol_x, tol_w, tol_w)))
+
+
 def within_tolerances(out, ref, dtype: str, weight_dtype: str) -> bool:
     """Whether every output of `out` (dx, dγ, dβ) is within its own tolerance of the fp64
-    `ref` (output_tolerances: dx by the activations' dtype, dγ and dβ by the weight's)."""
-    tol_x, tol_w = output_tolerances(dtype, weight_dtype)
-    errs = errors(out, ref)
-    return all(e is None or e <= t for e, t in zip(errs, (tol_x, tol_w, tol_w)))
+    `ref` (`errors_within`)."""
+    return errors_within(errors(out, ref), dtype, weight_dtype)

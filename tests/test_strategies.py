@@ -45,6 +45,24 @@ def test_mixed_weight_dtype(poisoned, name, norm):
     check(name, norm, 6, 64, "fp16", weight_dtype="fp32")
 
 
+@pytest.mark.parametrize("norm", NORMS)
+def test_check_judges_an_fp32_dw_of_bf16_x_to_fp32s_tolerance(monkeypatch, norm):
+    """check() judges each output by its own dtype, as the harness does: an fp32 dγ/dβ of bf16
+    activations rounded through bf16 (a precision regression) fails it, as the harness's
+    within_tolerances says — judged by the coarser bf16 tolerance it passed."""
+    e = strategies.get("disjoint_block")
+    real = e.fn
+
+    def rounded(*args, groups):
+        dx, dw, db = real(*args, groups=groups)
+        through_bf16 = lambda t: None if t is None else t.bfloat16().to(t.dtype)   # noqa: E731
+        return dx, through_bf16(dw), through_bf16(db)
+    monkeypatch.setattr(e, "fn", rounded)
+    with pytest.raises(AssertionError, match="'dw': '.* > 0.0001'"):
+        check("disjoint_block", norm, 9, 130, "bf16", weight_dtype="fp32", groups=2)
+    check("disjoint_block", norm, 9, 130, "bf16", weight_dtype="bf16", groups=2)
+
+
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
 @pytest.mark.parametrize("norm", NORMS)
 @pytest.mark.parametrize("name", STRATEGIES)
@@ -479,6 +497,8 @@ def test_torch_takes_autocasts_fp32_path_where_the_native_kernel_refuses(poisone
         return real(dy, x, weight, mean, rstd)
     monkeypatch.setattr(tn, "_native", refusing)
     monkeypatch.setattr(tn, "_paths", {})
+    import checks       # the fp32 path owes fp32 dγ/dβ: not the CPU native kernel's ✗
+    monkeypatch.delitem(checks.FP32_DW_OF_16BIT_X_OFF, ("torch", "layernorm", "cpu"))
     check("torch", "layernorm", 9, 130, "bf16", weight_dtype="fp32")
     x, dy, w, mean, rstd = make_inputs("layernorm", 3, 8, "bf16", "fp32", seed=0, device="cpu")
     note = tn.notes(x, dy, w, mean, rstd)
