@@ -13,9 +13,11 @@ name            text, letters/digits/``._-``, at most 64 characters.  Default: t
                 (``configs/quick.yaml`` -> ``quick``), or ``sweep`` for a string.
 description     free text.  Default: empty.
 norm            ``layernorm`` and/or ``rmsnorm``.  Default: both.
-rows            B*T, the number of rows reduced into dγ/dβ: integers >= 1.
+rows            B*T, the number of rows reduced into dγ/dβ: integers 1..1073741824 (2^30,
+                what the kernels' int32 row numbers can index: strategies/_args.MAX_ROWS).
 batch, seq      instead of ``rows``: both lists, every batch*seq product becomes a row count
-                (the record keeps batch and seq).  Not allowed together with ``rows``.
+                (at most 2^30; the record keeps batch and seq).  Not allowed together with
+                ``rows``.
 d               the normalized (hidden) size: integers 1..65536.
 shapes          instead of rows (or batch+seq) and d, when the shapes of interest are not a
                 product: a list of ``[rows, d]`` pairs or ``{rows: R, d: D}`` mappings, run in

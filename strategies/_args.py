@@ -5,6 +5,12 @@ import torch
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 MAX_D = 65536
+# The kernels hold row numbers in int32 (program ids, a program's first and last row, a loop's
+# row + step): every sum of two of them must stay below 2^31.  At rows ≤ 2^30 it does — a
+# GROUPS·⌈rows/GROUPS⌉ is under 2·rows, a round-robin row + GROUPS too — where at 2^31 − 1
+# rows the last program's end wrapped negative and a grid of one program a row passed CUDA's
+# 2^31 − 1.  The config's rows share the limit (harness/config_fields.MAX_ROWS).
+MAX_ROWS = 2**30
 
 
 _F32 = torch.float32
@@ -22,7 +28,7 @@ def check_args(x, dy, weight, mean, rstd, groups) -> None:
     if (isinstance(x, T) and isinstance(dy, T) and isinstance(weight, T) and isinstance(rstd, T)
             and (mean is None or isinstance(mean, T))):
         xs, dt, dev = x.shape, x.dtype, x.device
-        if (len(xs) == 2 and xs[0] >= 1 and 1 <= xs[1] <= MAX_D and dt in DTYPES
+        if (len(xs) == 2 and 1 <= xs[0] <= MAX_ROWS and 1 <= xs[1] <= MAX_D and dt in DTYPES
                 and (x.stride()[1] == 1 or xs[1] == 1) and dy.shape == xs and dy.dtype is dt
                 and (dy.stride()[1] == 1 or xs[1] == 1)
                 and weight.shape == (xs[1],) and weight.dtype in DTYPES
@@ -50,6 +56,8 @@ def _explain(x, dy, weight, mean, rstd, groups) -> None:
     rows, d = x.shape
     if rows < 1 or d < 1:
         bad("x", f"must have rows >= 1 and d >= 1, got shape {tuple(x.shape)}")
+    if rows > MAX_ROWS:
+        bad("x", f"rows = {rows} is over the supported maximum {MAX_ROWS}")
     if d > MAX_D:
         bad("x", f"d = {d} is over the supported maximum {MAX_D}")
     if x.dtype not in DTYPES:

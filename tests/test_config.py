@@ -174,6 +174,9 @@ BAD = [
     (with_(d=[1024, 0]), "d[1]", "at least 1"),
     (with_(rows=[-3]), "rows[0]", "at least 1"),
     (with_(d=[1024, 4096, 65537]), "d[2]", "at most 65536"),
+    # what the kernels can index (strategies/_args.MAX_ROWS): 2^31 − 1 rows wrapped
+    (with_(rows=[2**31 - 1]), "rows[0]", "at most 1073741824"),
+    (with_(rows=..., batch=[2**15], seq=[2**15 + 1]), "seq", "batch*seq must be at most 1073741824"),
     (with_(d=[]), "d", "must not be empty"),
     (with_(d=[1024, 1024]), "d[1]", "duplicate"),
     (with_(groups=["auto", "auto"]), "groups[1]", "duplicate"),

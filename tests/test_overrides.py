@@ -216,10 +216,11 @@ def test_any_command_line_is_a_sweep_or_one_config_error(overrides, shapes):
 
 @pytest.mark.parametrize("raw,problem", [
     ("0100x33", "leading zero"), ("１２x33", "expected ROWSxD"),
-    ("12345678901x33", "must be at most 2147483647"), ("0x5", "must be at least 1"),
-    ("99999999999999999999x5", "must be at most 2147483647"),     # 20 digits: said so too
+    ("12345678901x33", "must be at most 1073741824"), ("0x5", "must be at least 1"),
+    ("2147483647x8", "must be at most 1073741824"),      # 2^31 − 1 rows: the kernels wrapped
+    ("99999999999999999999x5", "must be at most 1073741824"),     # 20 digits: said so too
     ("5x" + "9" * 400, "d must be at most 65536, got a 400-digit number"),
-    ("9" * 5000 + "x5", "rows must be at most 2147483647, got a 5000-digit number"),
+    ("9" * 5000 + "x5", "rows must be at most 1073741824, got a 5000-digit number"),
 ])
 def test_shape_numbers_are_plain_ascii_decimals_in_range(raw, problem):
     with pytest.raises(ConfigError, match=problem):

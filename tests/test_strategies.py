@@ -146,6 +146,38 @@ def test_bad_groups(groups):
         strategies.get("disjoint_block").backward(**_args(), groups=groups)
 
 
+@pytest.mark.parametrize("name", IMPLS)
+def test_rows_past_what_the_kernels_index_are_refused(name):
+    """More rows than strategies/_args.MAX_ROWS (2^30): refused, naming x's rows and the
+    maximum — at 2^31 − 1 rows disjoint_block's last program's end wrapped negative and a
+    grid of one program a row passed CUDA's limit.  (Expanded views: no 4 GB tensors.)"""
+    from normbench.strategies._args import MAX_ROWS
+    rows, d = MAX_ROWS + 1, 8
+    x = torch.zeros(1, d).expand(rows, d)
+    rstd = torch.ones(1).expand(rows)
+    with pytest.raises(ValueError, match=f"^x: rows = {rows} is over the supported maximum "
+                                         f"{MAX_ROWS}$"):
+        strategies.get(name).backward(x, x, torch.ones(d), rstd, rstd, groups=2)
+
+
+@pytest.mark.parametrize("name", [n for n in IMPLS if strategies.get(n).uses_groups])
+@pytest.mark.parametrize("rows", [2**30, 2**30 - 1, 2**30 - 35, 1073741789])   # the last: prime
+def test_row_numbers_stay_within_int32_at_the_most_rows(name, rows):
+    """The kernels hold row numbers in int32: at rows ≤ MAX_ROWS neither the last program's
+    end (GROUPS·⌈rows/GROUPS⌉, before it is capped at rows) nor the last row + GROUPS (a
+    round-robin step) reaches 2^31, whatever GROUPS is asked; and the harness's config takes
+    no more rows than the kernels can index."""
+    from normbench.harness import config_fields
+    from normbench.strategies import _args
+    assert (config_fields.MAX_ROWS, config_fields.MAX_D) == (_args.MAX_ROWS, _args.MAX_D)
+    assert rows <= _args.MAX_ROWS
+    e = strategies.get(name)
+    for groups in (None, 2, 3, 7, 264, 46341, 2**20, rows - 1, rows, 2**40):
+        g = e.effective_groups(rows, 64, groups)
+        per = -(-rows // g)
+        assert g * per <= 2**31 - 1 and (rows - 1) + g <= 2**31 - 1, (groups, g, per)
+
+
 @pytest.mark.parametrize("name", [n for n in STRATEGIES if strategies.get(n).deterministic_by_design])
 def test_deterministic_strategies_repeat_their_bits(name):
     x, dy, w, mean, rstd = make_inputs("layernorm", 20, 96, "bf16", "bf16", seed=1, device="cpu")
