@@ -134,3 +134,38 @@ def test_a_resume_whose_ceiling_differs_is_named_as_the_cause():
     merged = synthetic.meta(copy_ceiling_gbps=2000.0, merged_from=shards)
     assert ("(2 merged shards measured one each; 2 resumes measured ceilings of their own)"
             in build_report(pd.DataFrame(recs), merged).markdown())
+
+
+def test_a_resume_that_measured_every_record_names_itself_and_both_ceilings_differ_in_print():
+    """A run stopped inside its first case and resumed (one machine, the interpreter's 8-ish
+    GB/s): every record is the resume's, measured against its 8.396 GB/s, meta.json's top
+    level holds the start's 8.004.  The sentence read "copy ceiling 8 GB/s (... not
+    meta.json's 8 GB/s: a merge's or a cluster's median)" — two ceilings printed alike and a
+    cause this run does not have."""
+    recs = [synthetic.record(implementation=n, time_ms=0.2, seed=k)
+            for k, n in enumerate(("torch", "torch_compile"))]
+    for r in recs:
+        r["pct_copy"] = r["gbps"] / 8.396418768725788 * 100
+    resume = {"at": "2025-01-02T00:00:00+00:00", "forced": False, "differs": [],
+              "device_name": synthetic.DEVICE, "copy_ceiling_gbps": 8.396418768725788,
+              "measured": 2}
+    meta = synthetic.meta(copy_ceiling_gbps=8.003500561871876, resumes=[resume])
+    sec = _prediction_text(build_report(pd.DataFrame(recs), meta).markdown())
+    assert ("the measured device-to-device copy ceiling 8.396 GB/s (the one the records were "
+            "measured against, not meta.json's 8.004 GB/s: 1 resume measured a ceiling of its "
+            "own)") in sec
+    assert "median" not in sec and "cluster" not in sec
+
+
+def test_records_of_different_ceilings_are_each_against_the_one_measured_with_them():
+    """A plain resume on one machine is no GPU of its own: the sentence names no GPU."""
+    recs = [synthetic.record(implementation=n, time_ms=0.2, seed=k)
+            for k, n in enumerate(("torch", "disjoint_block"))]
+    for r, ceiling in zip(recs, (2000, 2500)):
+        r["pct_copy"] = r["gbps"] / ceiling * 100
+    resume = {"at": "2025-01-02T00:00:00+00:00", "forced": False, "differs": [],
+              "device_name": synthetic.DEVICE, "copy_ceiling_gbps": 2500.0, "measured": 1}
+    meta = synthetic.meta(copy_ceiling_gbps=2000.0, resumes=[resume])
+    sec = _prediction_text(build_report(pd.DataFrame(recs), meta).markdown())
+    assert "each record's % of copy is against the ceiling measured with it" in sec
+    assert "GPU" not in sec

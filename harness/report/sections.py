@@ -8,11 +8,12 @@ import numpy as np
 import pandas as pd
 
 from normbench.harness import hostload, model, schema, summary
+from normbench.harness.cells import sig
 from normbench.harness.text import count
 
 from .document import Report
-from .fmt import (SHAPE, differ, finite, fmt_bytes, fmt_int, impl_label, measured_against,
-                  ms_to_us, na, no_ceiling, one_copy_ceiling, show_weight)
+from .fmt import (SHAPE, ceiling_sources, differ, finite, fmt_bytes, fmt_int, impl_label,
+                  measured_against, ms_to_us, na, no_ceiling, one_copy_ceiling, show_weight)
 
 META_ORDER = ("config_name", "config_path", "config_hash", "device_name", "sm_count",
               "peak_tbps", "copy_ceiling_gbps", "timer", "interpreted", "driver_version",
@@ -146,8 +147,8 @@ def prediction_section(rep: Report, df: pd.DataFrame, meta: dict, interp: bool) 
         return
     rep.h(2, "Measured time against the bandwidth bound", "prediction")
     if mixed:
-        rep.p(f"{no_ceiling(meta)}: each record's % of copy is against its own GPU's, and no "
-              "single ceiling is drawn or predicted from here.")
+        rep.p(f"{no_ceiling(meta)}: each record's % of copy is against the ceiling measured "
+              "with it, and no single ceiling is drawn or predicted from here.")
     t = summary.times(df)          # a median that is not positive and finite is no time
     has_time = (df["status"] == "ok") & np.isfinite(t) & (t > 0)
     timed = df[has_time & np.isfinite(df["bytes_moved"])]
@@ -164,9 +165,10 @@ def prediction_section(rep: Report, df: pd.DataFrame, meta: dict, interp: bool) 
                  + ", ".join(f"{p:g}" for p in used) + " TB/s)")
     rep.p("The floor a pass cannot beat by much: bytes_moved (every input read once, every "
           "output written once; workspace traffic excluded) divided by the bandwidth — "
-          + (f"the measured device-to-device copy ceiling {copy:.0f} GB/s" if copy else "")
-          + (f" (the one the records were measured against, not meta.json's {meta_copy:.0f} "
-             "GB/s: a merge's or a cluster's median)" if differ(meta_copy, copy) else "")
+          + (f"the measured device-to-device copy ceiling {sig(copy, 4)} GB/s" if copy else "")
+          + (f" (the one the records were measured against, not meta.json's "
+             f"{sig(meta_copy, 4)} GB/s: {ceiling_sources(meta)})"
+             if differ(meta_copy, copy) else "")
           + (" and " if copy and peak_text else "") + peak_text + ". "
           "measured / floor is how many times slower than the floor (the copy-ceiling floor "
           "when known) the record ran.")
