@@ -136,15 +136,15 @@ def answer(df: pd.DataFrame, order: str = "sorted") -> pd.DataFrame:
     r_pct_copy, r_spread (p80/p20), r_contended (harness/hostload.py flags it: host-bound and
     measured next to other cases), and with GPU time r_gpu_us, r_host_us.  Then
     det_over_nondet (t_det / t_nondet: what determinism costs, > 1 slower), peer_over_det
-    (t_peer / t_det, > 1: ours is faster; `lead` reads it against TIE), fastest (the role of
-    the fastest of the three, the first in ROLES on an exact tie: `tied` says which others are
-    level with it), passing / recorded (implementations), r_recorded (implementations of
-    role r recorded at the shape, whatever their status: 0 where the run has none), and with
-    GPU time r_gpu_best_impl and r_gpu_best_us (the role's least GPU time over its competing
-    records, which need not be its fastest per call), gpu_fastest (the role with the least of
-    those) and decided_on ("GPU" or "host", with why); devices (the `device` of the shape's
-    competing records, each once: more than one, and its ratios compare machines —
-    mixed_devices says so)."""
+    (t_peer / t_det, > 1: ours is faster; `lead` reads peer_us against det_us, not this
+    rounded ratio, against TIE), fastest (the role of the fastest of the three, the first in
+    ROLES on an exact tie: `tied` says which others are level with it), passing / recorded
+    (implementations), r_recorded (implementations of role r recorded at the shape, whatever
+    its status: 0 where the run has none), and with GPU time r_gpu_best_impl and
+    r_gpu_best_us (the role's least GPU time over its competing records, which need not be its
+    fastest per call), gpu_fastest (the role with the least of those) and decided_on ("GPU"
+    or "host", with why); devices (the `device` of the shape's competing records, each once:
+    more than one, and its ratios compare machines — mixed_devices says so)."""
     out = []
     gpu = has_gpu_time(df)
     if df.empty:
@@ -246,21 +246,25 @@ TIE = 0.015      # two medians closer than this are a tie: the spread of same-co
 
 
 def tied(a, b) -> bool:
-    """Two finite positive times within TIE of each other (the slower over the faster - 1):
-    neither is the faster one; an exact tie included."""
+    """Two finite positive times within TIE of each other (the slower at most 1 + TIE times
+    the faster): neither is the faster one; an exact tie included, and exactly TIE apart at
+    any scale (a relative epsilon absorbs the rounding of the product, so 10.15 against 10.0
+    reads as 101.5 against 100 does).  The one verdict the bullet, the README table's bold
+    and italics, the terminal's stars and decided_on all read."""
     a, b = float(a), float(b)
     if not (np.isfinite(a) and np.isfinite(b) and a > 0 and b > 0):
         return False
-    return max(a, b) / min(a, b) - 1 <= TIE
+    return max(a, b) <= min(a, b) * (1 + TIE) * (1 + 1e-12)
 
 
-def lead(ratio) -> str | None:
-    """A ratio t_other / t_ours read against TIE: "faster" (ours, beyond a tie), "level"
-    (within TIE either way) or "slower"; None where it is not a finite positive number."""
-    r = np.nan if ratio is None else float(ratio)
-    if not (np.isfinite(r) and r > 0):
+def lead(other, ours) -> str | None:
+    """Our time against another's, read with `tied`: "faster" (ours, beyond a tie), "level"
+    (within TIE either way) or "slower"; None where either is not a finite positive time.
+    From the two times, never from their rounded ratio, so that it agrees with the bold."""
+    a, b = (np.nan if v is None else float(v) for v in (other, ours))
+    if not (np.isfinite(a) and np.isfinite(b) and a > 0 and b > 0):
         return None
-    return "level" if tied(r, 1.0) else "faster" if r > 1 else "slower"
+    return "level" if tied(a, b) else "faster" if a > b else "slower"
 
 
 def _decided_on(row: dict) -> str:
@@ -277,9 +281,8 @@ def _decided_on(row: dict) -> str:
            for r in ROLES):
         return ""                  # a role without a (usable) GPU time: unknown
     if call != gpu:
-        gaps = (row[f"{gpu}_us"] / row[f"{call}_us"] - 1,          # per call: call's lead
-                row[f"{call}_gpu_best_us"] / row[f"{gpu}_gpu_best_us"] - 1)  # GPU: gpu's lead
-        if max(gaps) <= TIE:
+        if (tied(row[f"{gpu}_us"], row[f"{call}_us"])                      # per call
+                and tied(row[f"{call}_gpu_best_us"], row[f"{gpu}_gpu_best_us"])):  # GPU
             return (f"tie: {ROLE_TEXT[call]} and {ROLE_TEXT[gpu]} within {TIE:.1%} on both "
                     "clocks")
         other = row[f"{gpu}_gpu_best_impl"]      # named where not the record shown per call

@@ -50,6 +50,32 @@ def test_a_lead_inside_the_noise_is_a_tie_not_a_win_or_a_loss(factor, verdict):
     assert f"median **{fmt_ratio(factor)}**" in md
 
 
+@pytest.mark.parametrize("det_us,peer_us", [(10.15, 10.0), (100.0, 101.5), (10.0, 10.15),
+                                            (101.5, 100.0), (1015.0, 1000.0), (0.1, 0.1015)])
+def test_exactly_a_tie_apart_is_level_in_the_bullet_the_bold_the_italics_and_the_stars(
+        det_us, peer_us):
+    """Exactly 1.5 % apart is a tie at any scale, and every claim reads the one verdict.
+    The bullet read the rounded ratio (1/r - 1) and the bold the two times (max/min - 1), so
+    det 10.15 µs against a peer's 10.0 read "level" while the peer alone was bold, and 100
+    against 101.5 read level with both bold."""
+    recs = _duel(peer_us / 1000, det_us / 1000)
+    for r, us in zip(recs, (det_us, peer_us)):
+        r["time_ms"] = us / 1000
+    assert summary.tied(det_us, peer_us) and summary.lead(peer_us, det_us) == "level"
+    md = build_report(pd.DataFrame(recs), synthetic.meta()).markdown()
+    assert (f"faster on 0, level (within {summary.TIE:.1%}) on 1 and slower on 0 of 1 shape."
+            in md)
+    cells = _cells(markdown_table(pd.DataFrame(recs)))
+    assert cells["ours"].startswith("**") and cells["torch"].startswith("**")
+    assert not cells["vs best peer"].startswith("*")
+    row = next(line for line in _terminal(recs).splitlines() if line.startswith("│ 1024"))
+    assert row.count("★ ") == 2
+    # just past a tie, either way, is a lead at every scale
+    for k in (1 + 1e-9, 1 - 1e-9):
+        assert not summary.tied(min(det_us, peer_us) * (1 + summary.TIE) * 1.0001 * k,
+                                min(det_us, peer_us))
+
+
 def test_a_tie_bolds_and_stars_both_never_one_by_order():
     """README table: the row's fastest in bold, and each time within TIE of it — a tie bolded
     ours alone (or the peer alone, by 0.1 %); the ratio is italic only where the peer leads by

@@ -79,10 +79,11 @@ def _range(values) -> str:
             f"{fmt_ratio(v.max())}, {count(len(v), 'shape')})")
 
 
-def _leads(ratios) -> str:
-    """'the deterministic strategy is faster on N, level on K and slower on M of T shapes':
-    a lead within summary.TIE (the spread of same-commit reruns) is no lead either way."""
-    leads = [summary.lead(r) for r in ratios]
+def _leads(a: pd.DataFrame) -> str:
+    """'the deterministic strategy is faster on N, level on K and slower on M of T shapes'
+    over answer() `a`'s shapes with both a peer and a deterministic time: a lead within
+    summary.TIE (the spread of same-commit reruns) is no lead either way."""
+    leads = [v for v in map(summary.lead, a["peer_us"], a["det_us"]) if v]
     n = {k: leads.count(k) for k in ("faster", "level", "slower")}
     return (f"the deterministic strategy is faster on {n['faster']}, level (within "
             f"{summary.TIE:.1%}) on {n['level']} and slower on {n['slower']} of "
@@ -122,7 +123,7 @@ def answer_section(rep: Report, df: pd.DataFrame, cov: Coverage | None = None) -
         peer = _range(a["peer_over_det"])
         if peer:
             lines.append(f"Against the best peer — t(best peer) ÷ t(best deterministic): {peer}; "
-                         + _leads(a["peer_over_det"]))
+                         + _leads(a))
         else:
             missing = _unrecorded(a, ("det", "peer"))
             lines.append(f"Against the best peer: not measurable here ({missing})." if missing
@@ -274,6 +275,7 @@ def markdown_table(df: pd.DataFrame) -> str:
             row[p] = _cell(t, s, _leads_row(t, fastest)) or failed.get((*key, p), "")
         ratio = r["peer_over_det"]
         row["vs best peer"] = ("" if not finite(ratio) else f"*{fmt_ratio(ratio)}*"
-                               if summary.lead(ratio) == "slower" else fmt_ratio(ratio))
+                               if summary.lead(r["peer_us"], r["det_us"]) == "slower"
+                               else fmt_ratio(ratio))
         rows.append(row)
     return "\n".join(md_table(pd.DataFrame(rows))) + "\n"
