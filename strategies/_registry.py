@@ -26,7 +26,7 @@ from typing import Callable
 import torch
 
 from . import _device, _tuning
-from ._args import check_args
+from ._args import MAX_D, MAX_ROWS, check_args
 from ._contention import Contention
 
 KINDS = ("strategy", "baseline")
@@ -72,11 +72,14 @@ class Entry:
 
         More partial rows than rows would leave some empty, so GROUPS is capped so that every
         partial row receives at least one row — at the entry's `max_groups` where its kernel
-        deals rows out in larger units (tiles dealt round-robin: one partial row a tile)."""
+        deals rows out in larger units (tiles dealt round-robin: one partial row a tile).
+
+        rows and d are checked as `backward` checks x's shape (ValueError "rows: …" / "d: …"),
+        for every entry: the model functions built on this one (workspace_bytes,
+        writers_per_slot, default_groups) answer only for shapes backward would run."""
+        rows, d = _as_size("rows", rows, MAX_ROWS), _as_size("d", d, MAX_D)
         if not self.uses_groups:
             return None
-        if rows < 1 or d < 1:
-            raise ValueError(f"rows and d must be >= 1, got rows={rows}, d={d}")
         if groups is not None:
             groups = _as_groups(groups)
             if isinstance(groups, bool) or not isinstance(groups, int):
@@ -107,9 +110,8 @@ class Entry:
         return self.workspace(rows, d, self.effective_groups(rows, d, groups), has_bias)
 
     def writers_per_slot(self, rows: int, d: int, groups: int | None) -> int | None:
-        if self.writers is None:
-            return None
-        return self.writers(rows, self.effective_groups(rows, d, groups))
+        g = self.effective_groups(rows, d, groups)     # checks the arguments, for every entry
+        return None if self.writers is None else self.writers(rows, g)
 
     def backward(self, x, dy, weight, mean, rstd, groups=None):
         """dx, dγ, dβ (dβ None for RMSNorm, i.e. mean=None).  Raises ValueError on bad arguments."""
@@ -129,6 +131,16 @@ class Entry:
             if not _tuning.OVERRIDE:
                 self._groups[key] = g
         return self.fn(x, dy, weight, mean, rstd, groups=g)
+
+
+def _as_size(arg: str, value, most: int) -> int:
+    """rows or d as an int in 1..most (a numpy integer, read from records, taken); ValueError
+    naming the argument otherwise."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{arg}: must be an int, got {value!r}")
+    if not 1 <= value <= most:
+        raise ValueError(f"{arg}: must be in 1..{most}, got {value}")
+    return int(value)
 
 
 def _as_groups(groups):

@@ -726,11 +726,37 @@ def test_groups_from_records_and_bad_groups_in_the_models():
     x, dy, w, mean, rstd = _ln_inputs(8, 32)
     same_bits(e.backward(x, dy, w, mean, rstd, groups=np.int64(2)),
               e.backward(x, dy, w, mean, rstd, groups=2))
-    assert e.effective_groups(np.int64(8), 32, np.int64(3)) == 3
+    assert e.effective_groups(np.int64(8), np.int64(32), np.int64(3)) == 3
     for rows, g, text in ((8, 0, "groups: must be >= 1"), (8, -2, "groups: must be >= 1"),
-                          (0, 2, "rows and d must be >= 1"), (8, 2.5, "positive int")):
+                          (0, 2, "rows: must be in 1..1073741824, got 0"),
+                          (8, 2.5, "positive int")):
         with pytest.raises(ValueError, match=text):
             e.workspace_bytes(rows, 32, g)
+
+
+BAD_SIZES = [((4, 131072), "^d: must be in 1..65536, got 131072$"),       # backward refuses it
+             ((4, 0), "^d: must be in 1..65536, got 0$"),
+             ((4, 100.0), "^d: must be an int, got 100.0$"),
+             ((4, 8.0), "^d: must be an int, got 8.0$"),
+             ((4.5, 8), "^rows: must be an int, got 4.5$"),
+             ((True, 8), "^rows: must be an int, got True$"),
+             ((2**30 + 1, 8), "^rows: must be in 1..1073741824, got 1073741825$"),
+             ((0, 8), "^rows: must be in 1..1073741824, got 0$")]
+
+
+@pytest.mark.parametrize("name", IMPLS)
+@pytest.mark.parametrize("size,text", BAD_SIZES, ids=[str(s) for s, _ in BAD_SIZES])
+def test_the_model_functions_refuse_the_shapes_backward_refuses(name, size, text):
+    """effective_groups and the model functions on it (workspace_bytes, writers_per_slot,
+    default_groups) answer only for a shape backward would run, for every entry, and name the
+    argument: d = 131072 gave 4 GROUPS, d = 100.0 an AttributeError, d = 8.0 float bytes after
+    a cache hit, rows = 4.5 blamed the implementation's rule and rows = True was taken."""
+    e = strategies.get(name)
+    for model in (lambda: e.effective_groups(*size, None), lambda: e.workspace_bytes(*size, 2),
+                  lambda: e.writers_per_slot(*size, None),
+                  lambda: strategies.default_groups(name, *size)):
+        with pytest.raises(ValueError, match=text):
+            model()
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter's case: no CUDA GPU")
