@@ -143,8 +143,9 @@ def answer(df: pd.DataFrame, order: str = "sorted") -> pd.DataFrame:
     its status: 0 where the run has none), and with GPU time r_gpu_best_impl and
     r_gpu_best_us (the role's least GPU time over its competing records, which need not be its
     fastest per call), gpu_fastest (the role with the least of those) and decided_on ("GPU"
-    or "host", with why); devices (the `device` of the shape's competing records, each once:
-    more than one, and its ratios compare machines — mixed_devices says so)."""
+    or "host", with why); devices (the `device` of the records the shape's ratios compare —
+    each role's fastest — each once: more than one, and its ratios compare machines —
+    mixed_devices says so; a slower record of another device compares nothing)."""
     out = []
     gpu = has_gpu_time(df)
     if df.empty:
@@ -158,14 +159,16 @@ def answer(df: pd.DataFrame, order: str = "sorted") -> pd.DataFrame:
         g = comp.loc[comp.index.intersection(idx)]
         row["recorded"] = df.loc[idx, "implementation"].nunique()
         row["passing"] = g["implementation"].nunique()
-        row["devices"] = _devices(g)
+        shown = []                  # each role's fastest: the records behind the ratios
         for r in ROLES:
             of_r = g[roles.loc[g.index] == r] if len(g) else g
-            _fill(row, r, _fastest(of_r), gpu)
+            shown.append(_fastest(of_r))
+            _fill(row, r, shown[-1], gpu)
             if gpu:
                 row[f"{r}_gpu_best_impl"], row[f"{r}_gpu_best_us"] = _gpu_best(of_r)
             mine = all_roles.loc[idx].map(lambda roles: r in roles)
             row[f"{r}_recorded"] = df.loc[idx][mine]["implementation"].nunique()
+        row["devices"] = _devices(pd.DataFrame([b for b in shown if b is not None]))
         row["det_over_nondet"] = _ratio(row["det_us"], row["nondet_us"])
         row["peer_over_det"] = _ratio(row["peer_us"], row["det_us"])
         row["fastest"] = _argmin({r: row[f"{r}_us"] for r in ROLES})
@@ -184,10 +187,10 @@ def _devices(frame: pd.DataFrame) -> tuple:
 
 
 def mixed_devices(a: pd.DataFrame) -> str | None:
-    """One line where, at some shape of answer() `a`, the competing records were measured on
-    more than one device (a cluster of mixed GPU models, a --force-resume on another GPU):
-    the ratios there divide one machine's time by another's.  None where every shape's
-    records are one device's."""
+    """One line where, at some shape of answer() `a`, the records compared (each role's
+    fastest) were measured on more than one device (a cluster of mixed GPU models, a
+    --force-resume on another GPU): the ratios there divide one machine's time by another's.
+    None where every shape's compared records are one device's."""
     if "devices" not in a.columns:
         return None
     mixed = [d for d in a["devices"] if len(d) > 1]

@@ -226,3 +226,25 @@ def test_records_of_different_devices_compared_at_a_shape_are_named_in_report_an
     same = _shape()
     assert summary.mixed_devices(summary.answer(pd.DataFrame(same))) is None
     assert "different devices" not in build_report(pd.DataFrame(same), synthetic.meta()).markdown()
+
+
+def test_a_record_of_another_device_that_no_ratio_compares_raises_no_warning():
+    """The devices were every competing record's at the shape, so a slower peer (peer_d) or
+    a slower GROUPS of ours (det_a G8) measured on another GPU warned 'their ratios compare
+    machines' though no ratio reads it; only each role's fastest counts, and where one of
+    those is another device's the warning stands."""
+    from normbench.harness.report import build_report
+    a100 = "NVIDIA A100-SXM4-80GB"
+    recs = _shape()
+    for r in recs:
+        if r["implementation"] == "peer_d" or r["groups"] == "8":
+            r["device"] = a100
+    a = summary.answer(pd.DataFrame(recs))
+    assert a.iloc[0].devices == (synthetic.DEVICE,)
+    assert summary.mixed_devices(a) is None
+    assert "different devices" not in build_report(pd.DataFrame(recs), synthetic.meta()).markdown()
+    buf = io.StringIO()
+    print_tables(pd.DataFrame(recs), {}, Console(file=buf, width=400, color_system=None))
+    assert "compare machines" not in buf.getvalue()
+    recs[2]["device"] = a100                    # the best nondeterministic: det ÷ nondet reads it
+    assert summary.answer(pd.DataFrame(recs)).iloc[0].devices == (synthetic.DEVICE, a100)
