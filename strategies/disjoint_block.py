@@ -245,6 +245,12 @@ def _disjoint_kernel(X, DY, DX, W, Mean, Rstd, PW, PB, XS, ROWS, N, ROWS_PER_PRO
                  INTERLEAVE)
 
 
+# Why interleave and col_split are refused together (here, and by disjoint_strided, whose rows
+# are always dealt round-robin).
+SPLIT_INTERLEAVED = ("interleave deals out tiles of whole rows: it does not combine with "
+                     "col_split (programs sharing rows)")
+
+
 def launch_partials(kernel, c, groups: int, params, extra: tuple = (), extra_meta=None):
     """Take the [GROUPS, d] partials (`_launch.scratch`: kept between calls) and launch
     `kernel` with GROUPS programs — col_split · GROUPS where programs share rows — at the
@@ -262,8 +268,7 @@ def launch_partials(kernel, c, groups: int, params, extra: tuple = (), extra_met
     pw, pb = scratch(groups, c.d, c.has_mean, c.x.device)
     p = params(c.d)
     if p["interleave"] and p["col_split"] > 1:
-        raise ValueError("interleave deals out tiles of whole rows: it does not combine with "
-                         "col_split (programs sharing rows)")
+        raise ValueError(SPLIT_INTERLEAVED)
     if p.get("balance") and not p["interleave"]:
         raise ValueError("balance spreads the last round of tiles dealt round-robin: it needs "
                          "interleave")

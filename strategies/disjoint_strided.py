@@ -47,7 +47,7 @@ from . import _groups, _tuning, disjoint_smem
 from ._contention import Contention
 from ._launch import prepare
 from ._registry import register
-from .disjoint_block import _disjoint_kernel, launch_partials
+from .disjoint_block import SPLIT_INTERLEAVED, _disjoint_kernel, launch_partials
 from .reduce import reduce_partials
 
 NAME = "disjoint_strided"
@@ -234,7 +234,13 @@ def path(d: int, elem: int, p) -> str:
     (rows of d ≤ 8192 whose x holds `stage_from` bytes or more, round 30: the staged kernel at
     `_row_staged`'s parameters, the row loop at p where it cannot) or "loop" (the row loop at
     p).  The one place the choice is made: `backward` runs it, its notes say it and
-    `staged_params` compiles it."""
+    `staged_params` compiles it.  A `col_split` (a tuning override) is refused here, one line
+    saying why: every path deals whole rows round-robin, and an override's col_split
+    parameters (`_tuning.overridden`: disjoint_block's rule at the part's width) would run
+    another strategy under this name."""
+    if p.get("col_split", 1) > 1:
+        raise ValueError(f"{NAME} deals its rows round-robin (interleave) on every path; "
+                         + SPLIT_INTERLEAVED)
     if p["staged"]:
         return "staged"
     if p.get("stage_from") and d * elem >= p["stage_from"]:

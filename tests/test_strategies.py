@@ -359,6 +359,25 @@ def test_interleave_refuses_rows_shared_by_programs(monkeypatch):
         strategies.get("disjoint_block").backward(*inputs, groups=2)
 
 
+def test_strided_refuses_col_split_saying_why(monkeypatch):
+    """disjoint_strided deals whole rows round-robin on every path: a col_split override is
+    refused in one line saying so — it raised KeyError: 'staged' (the override's parameters,
+    disjoint_block's rule at the part's width, lacked this rule's keys), and would otherwise
+    run contiguous blocks or the staged kernel unsplit under this name."""
+    from normbench.strategies import disjoint_smem, disjoint_strided
+    inputs = make_inputs("rmsnorm", 8, 64, "fp32", "fp32", seed=1, device="cpu")
+    why = "disjoint_strided deals its rows round-robin .*does not combine with col_split"
+    for ov in ({"col_split": 2}, {"col_split": 2, "interleave": False}):
+        monkeypatch.setitem(_tuning.OVERRIDE, "disjoint_strided", ov)
+        with pytest.raises(ValueError, match=why):
+            strategies.get("disjoint_strided").backward(*inputs, groups=2)
+    monkeypatch.setattr(disjoint_smem, "_WHY", "")      # a GPU's rule: rows of 16384 staged
+    assert disjoint_strided.path(16384, 2, disjoint_strided._rule(16384)) == "staged"
+    monkeypatch.setitem(_tuning.OVERRIDE, "disjoint_strided", {"col_split": 2, "num_stages": 2})
+    with pytest.raises(ValueError, match=why):
+        disjoint_strided.staged_params(16384, 2)
+
+
 @pytest.mark.parametrize("norm", NORMS)
 @pytest.mark.parametrize("name", STRATEGIES)
 def test_reloading_rows(poisoned, monkeypatch, name, norm):
