@@ -20,11 +20,26 @@ EPS = 1e-5
 TOLERANCE = {"fp32": 1e-4, "fp16": 4 * 2.0 ** -11, "bf16": 4 * 2.0 ** -8}
 
 
+def dtype_names(dtype: str, weight_dtype: str) -> tuple[str, str]:
+    """(dtype, weight_dtype) as DTYPES names, weight_dtype "same" (the config's default) being
+    the activations' dtype, as in the config; ValueError naming the field otherwise."""
+    names = ", ".join(DTYPES)
+    if not (isinstance(dtype, str) and dtype in DTYPES):
+        raise ValueError(f"dtype: unknown {dtype!r}; use {names}")
+    if weight_dtype == "same":
+        return dtype, dtype
+    if not (isinstance(weight_dtype, str) and weight_dtype in DTYPES):
+        raise ValueError(f"weight_dtype: unknown {weight_dtype!r}; use same, {names}")
+    return dtype, weight_dtype
+
+
 def output_tolerances(dtype: str, weight_dtype: str) -> tuple[float, float]:
     """(dx's, dγ's and dβ's) tolerance: each output is judged by its own dtype — dx by the
-    activations', dγ and dβ by the weight's.  The reference starts from the same rounded
-    inputs, so an fp32 dγ of bf16 activations owes fp32 accuracy (a kernel that rounds x̂
-    or its products through bf16 on the way fails there, as it should)."""
+    activations', dγ and dβ by the weight's (`dtype_names`: "same" is the activations').  The
+    reference starts from the same rounded inputs, so an fp32 dγ of bf16 activations owes
+    fp32 accuracy (a kernel that rounds x̂ or its products through bf16 on the way fails
+    there, as it should)."""
+    dtype, weight_dtype = dtype_names(dtype, weight_dtype)
     return TOLERANCE[dtype], TOLERANCE[weight_dtype]
 
 
@@ -44,7 +59,9 @@ def make_inputs(norm: str, rows: int, d: int, dtype: str, weight_dtype: str, *, 
     row's mean or rstd, or leaves a term out, is far off.  (Rows drawn alike made those terms
     shrink like 1/√d: at d ≥ 4096 a bf16 dx without them passed.)  weight: 1 + N(0, 0.5²).
 
-    `row_stride` > d makes x and dy slices of wider tensors (a strided-rows case)."""
+    `row_stride` > d makes x and dy slices of wider tensors (a strided-rows case).  dtype and
+    weight_dtype are DTYPES names, weight_dtype "same" the activations' (`dtype_names`)."""
+    dtype, weight_dtype = dtype_names(dtype, weight_dtype)
     g = torch.Generator(device="cpu").manual_seed(seed)
     dt, wdt = DTYPES[dtype], DTYPES[weight_dtype]
     if norm not in ("layernorm", "rmsnorm"):

@@ -158,3 +158,30 @@ def test_a_row_stride_below_d_is_refused(stride):
     x, dy, *_ = make_inputs("layernorm", 4, 16, "fp32", "fp32", seed=0, device="cpu",
                             row_stride=24)
     assert x.shape == dy.shape == (4, 16) and x.stride(0) == 24
+
+
+@pytest.mark.parametrize("dtype,weight_dtype,problem", [
+    ("float32", "fp32", "^dtype: unknown 'float32'; use fp32, fp16, bf16$"),
+    ("same", "fp32", "^dtype: unknown 'same'"),
+    (None, "fp32", "^dtype: unknown None"),
+    ("bf16", "float32", "^weight_dtype: unknown 'float32'; use same, fp32, fp16, bf16$"),
+    ("bf16", "int8", "^weight_dtype: unknown 'int8'"),
+])
+def test_a_dtype_name_is_checked_naming_the_field(dtype, weight_dtype, problem):
+    """make_inputs, tolerance and output_tolerances name the field and the names they take
+    (a bare KeyError: 'float32' before); weight_dtype "same" is the activations' dtype, as in
+    the config."""
+    from normbench.harness.inputs import tolerance
+    for call in (lambda: output_tolerances(dtype, weight_dtype),
+                 lambda: tolerance(dtype, weight_dtype),
+                 lambda: make_inputs("rmsnorm", 2, 3, dtype, weight_dtype, seed=0, device="cpu")):
+        with pytest.raises(ValueError, match=problem):
+            call()
+
+
+def test_weight_dtype_same_is_the_activations_dtype():
+    assert output_tolerances("bf16", "same") == output_tolerances("bf16", "bf16")
+    x, dy, w, mean, rstd = make_inputs("layernorm", 2, 3, "fp16", "same", seed=0, device="cpu")
+    assert x.dtype == dy.dtype == w.dtype == torch.float16
+    again = make_inputs("layernorm", 2, 3, "fp16", "fp16", seed=0, device="cpu")
+    assert all(torch.equal(a, b) for a, b in zip((x, dy, w, mean, rstd), again))
