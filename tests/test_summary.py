@@ -156,12 +156,73 @@ def _readme_tables() -> list[list[str]]:
                                    (33, "h200-targets-narrow-ln-7168-2858cdd"),
                                    (34, "h200-targets-bf16"),
                                    (35, "h200-targets-fp-wide"),
-                                   (36, "h200-peers")])
+                                   (36, "h200-peers"),
+                                   (37, "h200-targets-wide"),
+                                   (39, "h200-targets-fp")])
 def test_markdown_table_reproduces_the_readme(k, run):
     """README's results tables are `report --markdown-table` of their runs, line for line
     (both weight dtypes, in run order)."""
     ours = markdown_table(load_records(ROOT / "results" / run)).splitlines()
     assert ours == _readme_tables()[k]
+
+
+# The README's prose counts of ours against the best peer, beside the tables: (the sentence
+# with the counts as fields, the runs it reads — where a shape is in several, the last one's
+# record stands — and the dtype mix it counts, None for every mix).
+LEADS = "faster at {faster}, level (within 1.5 %) at {level} and slower at {slower} of"
+README_COUNTS = [
+    ("**Against the peers**: ours is " + LEADS + " {n} lines, all four with fp32",
+     ["h200-targets-narrow"], None),
+    ("**Against the peers**: ours is " + LEADS + " {n} lines;", ["h200-targets-widest"], None),
+    ("Ours is " + LEADS + " {n} lines: **with fp32 activations",
+     ["h200-targets-narrow-rms-rest"], None),
+    ("**Fastest call**: with a bf16 weight ours is " + LEADS + " {n} norm × shape pairs",
+     ["h200-targets-bf16"], ("bf16", "bf16")),
+    ("with an fp32 weight faster at {faster}, level at {level} and slower at {slower} of {n} "
+     "— slower at RMS 65536 × 1024", ["h200-targets-bf16"], ("bf16", "fp32")),
+    ("**Fastest, per weight dtype:** with a bf16 weight ours is " + LEADS + " {n} shapes",
+     ["h200-peers"], ("bf16", "bf16")),
+    ("with an fp32 weight faster at {faster}, level at {level} and slower at {slower} of {n} "
+     "— quack is faster", ["h200-peers"], ("bf16", "fp32")),
+    ("normbench strategy is " + LEADS + " the {n} norm × shape pairs of the runs (each pair by "
+     "its latest run)", ["h200-peers", "h200-targets-wide", "h200-targets-wide-ln"],
+     ("bf16", "bf16")),
+    ("ours is faster at {faster}, level at {level} and slower at {slower} of the {n} shapes of "
+     "`h200-peers`", ["h200-peers"], ("bf16", "fp32")),
+    ("faster at {faster}, level at {level} and slower at {slower} of the {n} of "
+     "`h200-targets-wide`", ["h200-targets-wide"], ("bf16", "fp32")),
+    ("with an fp16 weight ours is faster at {faster}, level at {level} and slower at {slower} of "
+     "{n} shapes", ["h200-targets-fp"], ("fp16", "fp16")),
+    ("with an fp32 weight faster at {faster}, level at {level} and slower at {slower} of {n} — "
+     "at LayerNorm rows read twice", ["h200-targets-fp"], ("fp16", "fp32")),
+    ("**By call time** ahead at {faster} of {n}.", ["h200-general-a156a9d"], None),
+    ("**By call time** ahead at {faster} of {n}.", ["h200-general-fp-2ec3192"], None),
+]
+
+
+def _leads_over(runs: list[str], mix) -> dict:
+    """Ours against the best peer (summary.lead) at each shape of the runs, the last run's
+    record standing where several have the shape: the counts of faster, level and slower."""
+    verdict = {}
+    for run in runs:
+        a = summary.answer(load_records(ROOT / "results" / run))
+        for _, r in a.iterrows():
+            if mix is None or (r["dtype"], r["weight_dtype"]) == mix:
+                verdict[tuple(r[k] for k in summary.SHAPE)] = summary.lead(r["peer_us"],
+                                                                           r["det_us"])
+    n = {k: list(verdict.values()).count(k) for k in ("faster", "level", "slower")}
+    return {**n, "n": sum(n.values())}
+
+
+@pytest.mark.parametrize("claim,runs,mix", README_COUNTS, ids=[
+    "+".join(runs) + ("" if mix is None else "-" + "/".join(mix)) for _, runs, mix in README_COUNTS])
+def test_readme_counts_of_leads_are_the_runs(claim, runs, mix):
+    """A README sentence counting where ours is the faster call says what summary.lead says
+    of its runs: it claimed "the fastest call at all 14 shapes" of h200-peers where the report
+    counts one tie (RMS 65536 × 1024, 112.3 against quack's 113.9 µs) and "at 48 of 50 lines"
+    of h200-targets-narrow where it counts 46, 3 level and 1 slower."""
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert claim.format(**_leads_over(runs, mix)) in readme
 
 
 def test_terminal_tables_mark_winners_and_ratios():
