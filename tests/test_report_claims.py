@@ -168,6 +168,32 @@ def test_a_run_without_a_role_says_so_instead_of_none_passed(impls, line):
     assert "No peer (baseline) passed on a shape where a deterministic strategy passed." in md
 
 
+def test_the_role_that_never_passed_is_the_one_named():
+    """Every deterministic strategy wrong against fp64, the peer correct: the answer read "No
+    peer (baseline) passed on a shape where a deterministic strategy passed", as if the peers
+    had failed.  It names the role that never passed, or says neither did, or that the two
+    passed only at different shapes."""
+    def said(recs):
+        md = build_report(pd.DataFrame(recs), synthetic.meta()).markdown()
+        assert "No peer (baseline) passed" not in md
+        return md
+    recs = _duel(0.05)
+    recs[0].update(correct=False)
+    assert ("No deterministic strategy passed on a shape where a peer (baseline) passed."
+            in said(recs))
+    recs = _duel(0.05) + [synthetic.record(implementation="atomic", kind="strategy",
+                                           deterministic_by_design=False, time_ms=0.03,
+                                           deterministic=False, distinct_results=2, seed=5)]
+    for r in recs[:2]:
+        r.update(correct=False)
+    assert ("Neither a deterministic strategy nor a peer (baseline) passed on any shape."
+            in said(recs))
+    recs = _duel(0.05) + [dict(r, d=2048, case_id=f"{r['case_id']}-2048") for r in _duel(0.05)]
+    recs[0].update(correct=False)                       # ours at 1024 wrong, the peer at 2048
+    recs[3].update(status="error", error="x", time_ms=None, correct=None)
+    assert "No shape has both a deterministic strategy and a peer (baseline) passing." in said(recs)
+
+
 def test_counts_of_one_are_singular():
     """ "1 records, 1 implementations, 1 shapes", "(range …, 1 shapes)", "Show all 1
     records" read wrong."""

@@ -90,6 +90,20 @@ def _leads(a: pd.DataFrame) -> str:
             f"{count(sum(n.values()), 'shape')}.")
 
 
+def _never_both(a: pd.DataFrame) -> str:
+    """Why no shape has a peer ÷ det ratio where the run records both roles: the role that
+    never passed (status ok, correct, a time) at a shape where the other did — or neither,
+    or each somewhere but never at one shape."""
+    det, peer = (bool(np.isfinite(a[f"{r}_us"].astype(float)).any()) for r in ("det", "peer"))
+    if det and not peer:
+        return "No peer (baseline) passed on a shape where a deterministic strategy passed."
+    if peer and not det:
+        return "No deterministic strategy passed on a shape where a peer (baseline) passed."
+    if not (det or peer):
+        return "Neither a deterministic strategy nor a peer (baseline) passed on any shape."
+    return "No shape has both a deterministic strategy and a peer (baseline) passing."
+
+
 ROLE_NOUN = {"det": "deterministic strategy", "nondet": "nondeterministic strategy",
              "peer": "peer (baseline)"}
 
@@ -127,8 +141,7 @@ def answer_section(rep: Report, df: pd.DataFrame, cov: Coverage | None = None) -
         else:
             missing = _unrecorded(a, ("det", "peer"))
             lines.append(f"Against the best peer: not measurable here ({missing})." if missing
-                         else "No peer (baseline) passed on a shape where a deterministic "
-                         "strategy passed.")
+                         else _never_both(a))
         away = sum(u and not isinstance(i, str)
                    for u, i in zip(unmeasured(a, cov, "peer"), a["peer_impl"]))
         if away:
