@@ -76,10 +76,10 @@ def _emit(text: str, end: str = "\n", product: str = "") -> None:
     """print() to stdout that a closed pipe or a full disk cannot turn into a traceback or an
     exit code of its own (compare's exit code is its verdict).  A non-blocking stdout (a
     pipe its reader set so) is waited on, not cut at the pipe's 64 KiB.  `product`, a
-    command's name (export): the text is what the command makes, so a write that fails is
-    one line on stderr and exit 2, as a failed --out is ("export: cannot write to stdout:
-    No space left on device"); a reader that closed its pipe (`| head`) took what it wanted
-    and stays quiet."""
+    command's name (export; report, whose --markdown-table prints the table): the text is
+    what the command makes, so a write that fails is one line on stderr and exit 2, as a
+    failed --out is ("export: cannot write to stdout: No space left on device"); a reader
+    that closed its pipe (`| head`) took what it wanted and stays quiet."""
     from normbench.harness.rundir import flush_std, write_all
     try:
         fd = _nonblocking_fd(sys.stdout)
@@ -515,7 +515,7 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory"),
     except StoreError as e:
         fail(f"report: {e}")
     if markdown_table:
-        _emit(_write_report(run_dir, None, table=True), end="")
+        _emit(_write_report(run_dir, None, table=True), end="", product="report")
         return
     for k, v in _write_report(run_dir, baseline).items():
         out.print(f"{k}: {v}", markup=False, highlight=False)

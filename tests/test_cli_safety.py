@@ -317,6 +317,28 @@ def test_export_never_replaces_a_file_of_a_run_directory(tmp_path):
     assert r.exit_code == 0 and (run / "bencher.json").exists(), r.output
 
 
+def test_report_markdown_table_that_cannot_be_written_to_stdout_is_an_error(tmp_path):
+    """`report RUN --markdown-table > /dev/full` printed nothing and exited 0, the table lost
+    (export's fix, 7042ad9, was not carried to it): one line and exit 2, as export says; a
+    reader that closed its pipe (`| head`) took what it wanted, quiet and exit 0."""
+    import synthetic
+    run = synthetic.write_run(tmp_path / "run", synthetic.sweep_records(), synthetic.meta())
+    args = [sys.executable, str(ROOT / "run_bench.py"), "report", str(run), "--markdown-table"]
+    if os.path.exists("/dev/full"):
+        with open("/dev/full", "w") as f:
+            r = subprocess.run(args, stdout=f, stderr=subprocess.PIPE, env=ENV, timeout=300)
+        assert r.returncode == 2, r.stderr
+        assert r.stderr == b"report: cannot write to stdout: No space left on device\n"
+    rfd, wfd = os.pipe()
+    os.close(rfd)
+    try:
+        r = subprocess.run(args, stdout=wfd, stderr=subprocess.PIPE, env=ENV, timeout=300)
+    finally:
+        os.close(wfd)
+    assert r.returncode == 0 and not r.stderr.strip(), r.stderr
+    assert (run / "report-table.md").exists()
+
+
 def test_the_resume_hint_of_a_config_from_stdin_pipes_it_in_again(tmp_path):
     """`run -` interrupted: the hint cannot be run as printed without the config on stdin (a
     terminal or nothing there): it ends `< CONFIG.yaml` and says why; with the config piped in
