@@ -176,7 +176,8 @@ _plugins_loaded = False
 def register(name: str, *, kind: str, deterministic_by_design: bool, uses_groups: bool,
              launch: _tuning.Rule | None = None, auto_groups=None, contention: Contention | None = None,
              workspace=None, writers=None, max_groups=None, doc: str | None = ""):
-    """Decorator registering `fn(x, dy, weight, mean, rstd, *, groups)` under `name`.
+    """Decorator registering `fn(x, dy, weight, mean, rstd, *, groups)` under `name` (a
+    function that cannot be called so, its signature read where Python can, is refused here).
 
     launch: the launch rule (`_tuning.Rule`); the decorated function gets `fn.params(d)`, its
     parameters at d (overrides applied), so its body never repeats the name.  auto_groups:
@@ -234,9 +235,10 @@ def _check_type(name, field_name: str, value, want: type) -> None:
 
 
 def _check_fields(e: Entry) -> None:
-    """The declared fields are of their types, so that a plugin's mistake is one line when
-    it loads (PluginError, exit 2), not a traceback at its first record (a flag of 1 that the
-    boolean column refuses), in `list` (a doc of 5) or a model called with nonsense."""
+    """The declared fields are of their types, and the function takes the call, so that a
+    plugin's mistake is one line when it loads (PluginError, exit 2), not a traceback at its
+    first record (a flag of 1 that the boolean column refuses), in `list` (a doc of 5), a
+    model called with nonsense or every record a TypeError (a function without `groups`)."""
     _check_kind(e.kind)
     for flag in ("deterministic_by_design", "uses_groups"):
         if not isinstance(getattr(e, flag), bool):       # strictly: 1 is not True here
@@ -247,6 +249,8 @@ def _check_fields(e: Entry) -> None:
             raise TypeError(f"implementation {e.name!r}: no function, yet available")
     elif not callable(e.fn):
         raise TypeError(f"implementation {e.name!r}: {e.fn!r} is not callable")
+    else:
+        _check_signature(e.name, e.fn)
     if e.doc is None:
         e.doc = ""
     _check_type(e.name, "doc", e.doc, str)
@@ -262,6 +266,24 @@ def _check_fields(e: Entry) -> None:
         e.workspace = _no_workspace
     _check_type(e.name, "launch", e.launch, _tuning.Rule)
     _check_type(e.name, "contention", e.contention, Contention)
+
+
+def _check_signature(name: str, fn: Callable) -> None:
+    """fn can be called as Entry.backward calls it, `fn(x, dy, weight, mean, rstd,
+    groups=...)`: a function without `groups`, or with four positional arguments, passed
+    `list` and then made every record "TypeError: f() got an unexpected keyword argument".
+    A callable whose signature Python cannot read (some C or wrapped callables) is taken as
+    it is: its first call will tell."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return
+    try:
+        sig.bind(*(None,) * 5, groups=None)
+    except TypeError as e:
+        label = getattr(fn, "__name__", type(fn).__name__)
+        raise TypeError(f"implementation {name!r}: its function {label}{sig} cannot be called "
+                        f"as fn(x, dy, weight, mean, rstd, groups=...): {e}") from None
 
 
 def add(entry: Entry) -> Entry:

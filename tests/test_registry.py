@@ -1,5 +1,6 @@
 """The registry refuses a registration whose fields are not of their types (one line when a
 plugin loads), and a GROUPS rule whose answer is no GROUPS is the case's error, not a record."""
+import functools
 import os
 import subprocess
 import sys
@@ -85,3 +86,78 @@ def test_an_auto_rule_that_gives_no_groups_is_the_cases_error(registry, value):
     e = strategies.get("x_auto")
     e.auto_groups = lambda rows, d, sms, launch: np.int64(2)
     assert e.effective_groups(4, 8, None, "cpu") == 2
+
+
+def _no_groups(x, dy, weight, mean, rstd):
+    return _fn(x, dy, weight, mean, rstd)
+
+
+def _four_args(x, dy, weight, rstd, *, groups=None):
+    return _fn(x, dy, weight, None, rstd)
+
+
+def _extra_keyword(x, dy, weight, mean, rstd, *, groups, scale):
+    return _fn(x, dy, weight, mean, rstd)
+
+
+@pytest.mark.parametrize("fn, fault", [
+    (_no_groups, "got an unexpected keyword argument 'groups'"),
+    (_four_args, "too many positional arguments"),
+    (_extra_keyword, "missing a required argument: 'scale'")])
+def test_a_function_that_cannot_take_the_call_is_refused_at_registration(registry, fn, fault):
+    """def f(x, dy, weight, mean, rstd) (no groups) passed `list`, then every record was
+    'TypeError: f() got an unexpected keyword argument 'groups''."""
+    with pytest.raises(TypeError, match=f"implementation 'x_sig': its function {fn.__name__}"
+                                        rf"\(.*cannot be called as fn\(x, dy, weight, mean, "
+                                        rf"rstd, groups=\.\.\.\): {fault}"):
+        _registry.register("x_sig", kind="strategy", deterministic_by_design=True,
+                           uses_groups=False)(fn)
+    assert "x_sig" not in _registry.known()
+
+
+class _Callable:
+    def __call__(self, x, dy, weight, mean, rstd, groups=None):
+        return _fn(x, dy, weight, mean, rstd)
+
+
+class _Unreadable:
+    """A callable whose signature inspect cannot read: taken as it is."""
+    __signature__ = "not a signature"
+
+    def __call__(self, *args, **kwargs):
+        return _fn(*args, **kwargs)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda *a, **k: None, lambda x, dy, weight, mean, rstd, *, groups: None,
+    lambda x, dy, weight, mean, rstd, *rest, groups=None, **more: None,
+    functools.partial(lambda scale, x, dy, weight, mean, rstd, *, groups: None, 2.0),
+    _Callable(), _Unreadable(), max])
+def test_callables_that_can_take_the_call_are_registered(registry, fn):
+    _registry.register("x_ok", kind="baseline", deterministic_by_design=True,
+                       uses_groups=False, doc="d")(fn)
+    assert _registry.get("x_ok").fn is fn
+
+
+def test_every_shipped_implementation_registers_with_its_signature_checked():
+    """The shipped strategies and peers (and the test plugins) pass the check: their
+    functions are called as fn(x, dy, weight, mean, rstd, groups=...)."""
+    for e in _registry.entries():
+        if e.fn is not None:
+            _registry._check_signature(e.name, e.fn)
+
+
+def test_a_plugin_with_a_wrong_signature_is_one_line_when_it_loads(tmp_path):
+    (tmp_path / "nb_sig.py").write_text(
+        "from normbench.strategies import register\n"
+        "@register('nb_sig', kind='strategy', deterministic_by_design=True, uses_groups=False)\n"
+        "def f(x, dy, weight, mean, rstd):\n    pass\n")
+    env = {**os.environ, "NORMBENCH_PLUGINS": "nb_sig", "NORMBENCH_QUIET": "1",
+           "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
+    r = subprocess.run([sys.executable, str(ROOT / "run_bench.py"), "list"], cwd=tmp_path,
+                       env=env, capture_output=True, timeout=300)
+    err = [ln for ln in r.stderr.decode().splitlines() if ln.strip()]
+    assert r.returncode == 2 and len(err) == 1, r.stderr.decode()
+    assert err[0].startswith("plugin nb_sig (NORMBENCH_PLUGINS) cannot be loaded: TypeError: "
+                             "implementation 'nb_sig': its function f(x, dy, weight, mean, rstd) "
+                             "cannot be called"), err[0]
