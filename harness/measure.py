@@ -274,14 +274,31 @@ def failed_record(case: Case, s: Settings, status: str, error: str, duration_s: 
     return rec
 
 
-def _model_value(col: str, source: str, value):
+# The least value a contention model can give: every partial row and every dγ slot has a
+# writer; a workspace is 0 bytes or more.  Notes (text) have no least value.
+_MODEL_LEAST = {"groups_effective": 1, "writers_per_slot": 1, "workspace_bytes": 0}
+
+
+def model_value(col: str, source: str, value):
     """value, as the record's column col holds it (None for a missing one, as the rest of a
-    record in the making has it); ValueError naming the function that gave it."""
+    record in the making has it); ValueError naming the function that gave it and the value,
+    for one the column cannot hold (a float, inf, text) or one no call can have (NaN, a
+    workspace of -5 bytes, 0 writers).  The one check of a plugin's model values: the
+    records' (here) and the report's what-if widget's (harness/report/widget.py)."""
     try:
         v = fit(col, value)
     except ValueError as e:
         raise ValueError(f"its {source}(): {e}") from None
-    return None if is_missing(v) else v
+    least = _MODEL_LEAST.get(col)
+    if least is None:
+        return None if is_missing(v) else v
+    if value is None:               # no model (writers of a baseline that has none)
+        return None
+    if is_missing(v) or v < least:  # NaN is no count of writers or bytes either
+        shown = value if is_missing(v) else v
+        raise ValueError(f"its {source}(): column {col!r} cannot hold {shown!r}: it takes "
+                         f"an int >= {least}")
+    return v
 
 
 def measure(case: Case, s: Settings) -> dict:
@@ -304,12 +321,12 @@ def measure(case: Case, s: Settings) -> dict:
         # a value its column cannot hold (writers as rows / groups, a float) is this case's
         # error here, not the store's when the record is kept (that would stop the sweep)
         geff = entry.effective_groups(case.rows, case.d, groups, device)
-        rec["groups_effective"] = _model_value("groups_effective", "effective_groups", geff)
+        rec["groups_effective"] = model_value("groups_effective", "effective_groups", geff)
         # the models get geff as the API gives it (None where GROUPS is unused), not as a record
         # holds it (pd.NA)
-        rec["workspace_bytes"] = _model_value(
+        rec["workspace_bytes"] = model_value(
             "workspace_bytes", "workspace", entry.workspace(case.rows, case.d, geff, has_bias))
-        rec["writers_per_slot"] = _model_value(
+        rec["writers_per_slot"] = model_value(
             "writers_per_slot", "writers", entry.writers(case.rows, geff) if entry.writers else None)
     except BaseException as e:  # a plugin's model function may fail too
         reraise_if_interrupted(e)
@@ -356,7 +373,7 @@ def _measure(case, s, entry, groups, rec, device, nbytes, done):
     rec["compile_s"] = time.perf_counter() - t0
     notes = getattr(entry.fn, "notes", None)
     if notes is not None:
-        rec["notes"] = _model_value("notes", "notes", notes(x, dy, w, mean, rstd))
+        rec["notes"] = model_value("notes", "notes", notes(x, dy, w, mean, rstd))
     if wrong := _malformed(first, x, w, mean is not None):
         return done("error", wrong)
     _judge(rec, first, ref)

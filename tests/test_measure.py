@@ -120,6 +120,29 @@ def _case(impl, norm="layernorm"):
                 groups="-")
 
 
+@pytest.mark.parametrize("models, error", [
+    (dict(workspace=lambda rows, d, g, hb: -5),
+     "ValueError: its workspace(): column 'workspace_bytes' cannot hold -5: it takes an int >= 0"),
+    (dict(writers=lambda rows, g: 0),
+     "ValueError: its writers(): column 'writers_per_slot' cannot hold 0: it takes an int >= 1"),
+    (dict(writers=lambda rows, g: float("nan")),
+     "ValueError: its writers(): column 'writers_per_slot' cannot hold nan: it takes an int >= 1"),
+    (dict(writers=lambda rows, g: float("inf")),
+     "ValueError: its writers(): column 'writers_per_slot' (Int64) cannot hold float inf"),
+])
+def test_a_model_value_no_call_can_have_is_the_records_error(monkeypatch, models, error):
+    """A plugin's workspace of -5 bytes or 0 writers into a slot was recorded ok with
+    workspace_bytes -5 (writers 0), and NaN writers as none: each is now the case's error,
+    by the check the report's widget uses too (measure.model_value)."""
+    from normbench import strategies
+    from normbench.harness.measure import measure
+    e = _fake(monkeypatch, "test_bad_model", strategies.get("torch").fn)
+    monkeypatch.setattr(e, "workspace", models.get("workspace", e.workspace))
+    monkeypatch.setattr(e, "writers", models.get("writers", e.writers))
+    rec = measure(_case("test_bad_model"), _settings())
+    assert rec["status"] == "error" and rec["error"] == error
+
+
 def test_the_first_call_is_compile_s_and_never_a_sample(monkeypatch):
     import json
     import time as _time

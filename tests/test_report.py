@@ -419,3 +419,37 @@ def test_an_ok_correct_record_without_a_positive_finite_time_is_listed_not_dropp
     pred = next(t for t in md.split("\n\n") if "| measured µs |" in t)
     assert [r.split("|")[1].strip() for r in pred.splitlines()[2:]] == ["torch"]
     assert "-5000" not in md
+
+
+def test_a_plugin_model_giving_inf_or_negative_values_is_its_entry_error(tmp_path, monkeypatch):
+    """A plugin's writers model that gives inf at 2^20 rows (or a workspace of -5 bytes) made
+    every report fail, whatever the run measured: the widget's JSON cannot hold inf ('report:
+    cannot write the report of …: ValueError: Out of range float values are not JSON
+    compliant', exit 2, so every run ended without its report).  Each value is now checked as
+    a record's is: that entry alone says why, naming the value and the point of the grid."""
+    from normbench.strategies import _registry
+
+    def fake(name, **models):
+        e = _registry.Entry(name=name, kind="strategy", deterministic_by_design=False,
+                            uses_groups=False, fn=lambda *a, **k: None, doc="test", **models)
+        monkeypatch.setitem(_registry._REGISTRY, name, e)
+    fake("test_inf_writers", writers=lambda rows, g: float("inf") if rows > 2 ** 19 else rows)
+    fake("test_negative_workspace", workspace=lambda rows, d, g, hb: -5)
+    fake("test_zero_writers", writers=lambda rows, g: 0)
+    fake("test_nan_writers", writers=lambda rows, g: float("nan"))
+    run_dir = synthetic.write_run(tmp_path / "run", [synthetic.record(implementation="torch")],
+                                  synthetic.meta())
+    write_report(run_dir)
+    html = (run_dir / "report.html").read_text()
+    data = json.loads(re.search(r'<script type="application/json" id="w-data">(.*?)</script>',
+                                html, re.S).group(1))
+    errors = {e["name"]: e["error"] for e in data["entries"]}
+    assert errors["test_inf_writers"] == (
+        "model not evaluable here: ValueError: its writers(): column 'writers_per_slot' (Int64) "
+        "cannot hold float inf (at rows=1048576, d=16)")
+    assert errors["test_negative_workspace"].endswith(
+        "its workspace(): column 'workspace_bytes' cannot hold -5: it takes an int >= 0 "
+        "(at rows=1, d=16)")
+    assert "cannot hold 0: it takes an int >= 1" in errors["test_zero_writers"]
+    assert "cannot hold nan" in errors["test_nan_writers"]
+    assert errors["torch"] is None and errors["disjoint_block"] is None   # the others' models

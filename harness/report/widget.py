@@ -67,7 +67,10 @@ def _grid(df: pd.DataFrame, defaults) -> dict[str, list[int]]:
 def _evaluate(entry, grid) -> dict:
     """One registered entry's contention model over the grid, through its own functions:
     writers[ri][di][gi], workspace (with dβ: LayerNorm / without: RMSNorm) and the GROUPS it
-    would use; gi runs over the GROUPS grid only for entries that use GROUPS."""
+    would use; gi runs over the GROUPS grid only for entries that use GROUPS.  Every value is
+    checked as a record's is (measure.model_value): one that fails (inf writers at 2^20 rows,
+    a negative workspace) is this entry's error, naming the value and the point of the grid —
+    the page, whose data must be JSON, is still written."""
     groups = grid["groups"] if entry.uses_groups else [None]
     out = {"name": entry.name, "kind": entry.kind, "available": bool(entry.available),
            "reason": entry.reason or "", "doc": entry.doc or "",
@@ -76,15 +79,30 @@ def _evaluate(entry, grid) -> dict:
     if not entry.available:
         out["error"] = f"not available here: {entry.reason}"
         return out
+    from normbench.harness.measure import model_value
+
+    def value(col, source, r, d, g, f, *args):
+        """One value of the model, checked as a record's is (an int a record can hold, inf
+        and -5 bytes not), named with the point of the grid that gave it."""
+        try:
+            return model_value(col, source, f(r, d, g, *args))
+        except ValueError as e:
+            at = f", GROUPS={g}" if entry.uses_groups else ""
+            raise ValueError(f"{e} (at rows={r}, d={d}{at})") from None
+
     try:
         w, ln, rms, geff = [], [], [], []
         for r in grid["rows"]:
             w.append([]), ln.append([]), rms.append([]), geff.append([])
             for d in grid["d"]:
-                w[-1].append([entry.writers_per_slot(r, d, g) for g in groups])
-                ln[-1].append([entry.workspace_bytes(r, d, g, True) for g in groups])
-                rms[-1].append([entry.workspace_bytes(r, d, g, False) for g in groups])
-                geff[-1].append([entry.effective_groups(r, d, g) for g in groups])
+                w[-1].append([value("writers_per_slot", "writers", r, d, g,
+                                    entry.writers_per_slot) for g in groups])
+                ln[-1].append([value("workspace_bytes", "workspace", r, d, g,
+                                     entry.workspace_bytes, True) for g in groups])
+                rms[-1].append([value("workspace_bytes", "workspace", r, d, g,
+                                      entry.workspace_bytes, False) for g in groups])
+                geff[-1].append([value("groups_effective", "effective_groups", r, d, g,
+                                       entry.effective_groups) for g in groups])
         out.update(writers=w, workspace_ln=ln, workspace_rms=rms, groups_effective=geff)
     except Exception as e:                  # a model that needs a GPU, say: shown as such
         out["error"] = f"model not evaluable here: {type(e).__name__}: {e}"
