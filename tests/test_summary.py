@@ -252,6 +252,31 @@ def test_terminal_legend_of_the_contention_mark_only_where_a_cell_carries_it():
     assert f"{summary.CONTENDED_MARK} host-bound" in fast and "G8 ‡" in fast
 
 
+def test_a_terminal_table_wider_than_the_console_is_split_never_cut():
+    """With many implementations rich fitted the table to the console by cutting cells with
+    "…": a median of 1 500 538 µs read "15005…" (100 times too small) and two columns were
+    both headed "h5_d…".  At 100 columns every number and every header is now printed whole
+    (the implementations split over several tables, each with the shapes' column), the ratios
+    and the legend once, after the last."""
+    names = ["torch", "atomic", "grouped_atomic", "spin_lock", "disjoint_block",
+             "disjoint_fused", "disjoint_strided", "disjoint_smem", "h5_dup_one", "h5_dup_two",
+             "h5_slow", "liger", "quack"]
+    recs = [synthetic.record(implementation=n, rows=65536, d=4096, spread=0.0,
+                             time_ms=1500.538 if n == "h5_slow" else 0.0123 * (k + 1))
+            for k, n in enumerate(names)]
+    buf = io.StringIO()
+    print_tables(pd.DataFrame(recs), {}, Console(file=buf, width=100, color_system=None))
+    text = buf.getvalue()
+    assert "…" not in text and max(map(len, text.splitlines())) <= 100
+    headers = [c.strip() for line in text.splitlines() if line.startswith("┃")
+               for c in line.strip("┃").split("┃")]
+    assert sorted(h for h in headers if h in names) == sorted(names)     # each once, whole
+    assert "1500538" in text and "★ 12.3" in text and "◆ 61.5" in text
+    tables = text.count("┏")
+    assert tables > 1 and text.count("65536 × 4096") == tables    # the shape in each
+    assert text.count("det÷nondet") == 2 and text.count("★ fastest") == 1   # header, legend
+
+
 def test_markdown_table_marks_an_incorrect_peer():
     """A peer measured at a shape but wrong against fp64 there shows as ✗, not as a blank
     (which would read as "not run") nor as its time (it does not compete)."""

@@ -2,7 +2,8 @@
 implementation median µs of the best GROUPS, the best deterministic strategy marked ◆ (its
 deterministic record: a faster GROUPS of it measured nondeterministic follows on a second
 line, marked nondet), the fastest of the shape ★ (every time within summary.TIE of the
-fastest: a tie marks each), and the ratios of harness/summary.py's answer."""
+fastest: a tie marks each), and the ratios of harness/summary.py's answer.  A table wider than
+the console is split by implementations over as few tables as fit, never cut."""
 from __future__ import annotations
 
 import numpy as np
@@ -56,17 +57,12 @@ def print_tables(df, meta: dict, console) -> None:
     gpu = "decided_on" in ans.columns
     impls = list(dict.fromkeys(df["implementation"]))
     clock = "call µs / GPU µs" if gpu else "median µs"
+    tail = ["det÷nondet", "peer÷det"] + (["decided on"] if gpu else [])
     for (norm, dtype, wdt), part in df.groupby(["norm", "dtype", "weight_dtype"], sort=False):
-        t = Table(title=escape(f"{norm}, {dtype} (weight {wdt}) — {clock}, best GROUPS per "
-                               "implementation"))
+        title = escape(f"{norm}, {dtype} (weight {wdt}) — {clock}, best GROUPS per "
+                       "implementation")
         contended = split = False   # a cell of this table carries the mark: its legend is due
-        t.add_column("rows × d")
-        for n in impls:
-            t.add_column(escape(str(n)), justify="right")
-        t.add_column("det÷nondet", justify="right")
-        t.add_column("peer÷det", justify="right")
-        if gpu:
-            t.add_column("decided on")
+        body = []                   # per shape: (its label, a cell per implementation, the tail)
         for (rows, d), shape in part.groupby(["rows", "d"], sort=True):
             key = (norm, dtype, wdt, rows, d)
             sel = ans[(ans.norm == norm) & (ans.dtype == dtype) & (ans.weight_dtype == wdt)
@@ -101,13 +97,47 @@ def print_tables(df, meta: dict, console) -> None:
             ratios = ["" if a is None else fmt_ratio(a[c])
                       for c in ("det_over_nondet", "peer_over_det")]
             extra = [escape(str(a["decided_on"])) if a is not None else ""] if gpu else []
-            t.add_row(f"{fmt_int(rows)} × {fmt_int(d)}", *cells, *ratios, *extra)
-        t.caption = _caption(contended, gpu, meta, split)
+            body.append((f"{fmt_int(rows)} × {fmt_int(d)}", cells, ratios + extra))
+        caption = _caption(contended, gpu, meta, split)
         mixed = summary.mixed_devices(ans[(ans.norm == norm) & (ans.dtype == dtype)
                                           & (ans.weight_dtype == wdt)])
         if mixed:
-            t.caption += "\n" + escape(mixed)
-        console.print(t)
+            caption += "\n" + escape(mixed)
+        for t in _fitting(console, title, impls, body, tail, caption):
+            console.print(t)
+
+
+def _fitting(console, title: str, impls: list, body: list, tail: list, caption: str) -> list:
+    """The table, whole where it fits the console's width; else its implementations' columns
+    split over as few tables as fit (each with the shape's column, the last with the ratios
+    and the legend): rich fits a table too wide by cutting its cells with "…", which made a
+    median of 1 500 538 µs read "15005…" and two columns both "h5_d…".  Where even one
+    implementation a table is too wide, cells fold onto more lines, never cut."""
+    for k in range(1, len(impls) + 1):
+        size = -(-len(impls) // k)
+        parts = [range(i, min(i + size, len(impls))) for i in range(0, len(impls), size)]
+        tables = [_table(title if len(parts) == 1 else
+                         f"{title} ({j + 1} of {len(parts)})", impls, body, cols,
+                         tail if j == len(parts) - 1 else [],
+                         caption if j == len(parts) - 1 else None)
+                  for j, cols in enumerate(parts)]
+        wide = console.options.update_width(1 << 16)     # the width it needs, not the console's
+        if all(console.measure(t, options=wide).maximum <= console.width for t in tables):
+            break
+    return tables
+
+
+def _table(title: str, impls: list, body: list, cols: range, tail: list, caption) -> Table:
+    """One table of the implementations at `cols` (indices into impls), every shape a row."""
+    t = Table(title=title, caption=caption)
+    t.add_column("rows × d", overflow="fold")
+    for k in cols:
+        t.add_column(escape(str(impls[k])), justify="right", overflow="fold")
+    for h in tail:
+        t.add_column(h, justify="left" if h == "decided on" else "right", overflow="fold")
+    for label, cells, after in body:
+        t.add_row(label, *(cells[k] for k in cols), *(after if tail else []))
+    return t
 
 
 def _caption(contended: bool, gpu: bool, meta: dict, split: bool = False) -> str:
