@@ -29,8 +29,9 @@ Order of work, and why:
      `host_overhead_ms` = time_ms − gpu_time_ms.  Empty without a GPU, with the reason.
 The first call (step 2) compiles whatever the implementation compiles; its wall time is
 `compile_s`, and it is never a timed sample.  An implementation may name the path it takes for
-the inputs (`entry.fn.notes(x, dy, w, mean, rstd)` → the `notes` column); one that raises
-NotImplementedError on the first call does not take this combination: `skipped`, with why.
+the inputs (`entry.fn.notes(x, dy, w, mean, rstd)` → the `notes` column; a notes() that
+raises is the record's error, "its notes(): …"); one that raises NotImplementedError on the
+first call does not take this combination: `skipped`, with why.
 NaN/Inf: every output of the first call and of every repeat is checked, and the output of
 the last timed call (checking or comparing each timed call would add to the time measured).
 Fresh outputs: a repeat or the last timed call that returns an output in the storage of one of
@@ -373,7 +374,12 @@ def _measure(case, s, entry, groups, rec, device, nbytes, done):
     rec["compile_s"] = time.perf_counter() - t0
     notes = getattr(entry.fn, "notes", None)
     if notes is not None:
-        rec["notes"] = model_value("notes", "notes", notes(x, dy, w, mean, rstd))
+        try:
+            said = notes(x, dy, w, mean, rstd)
+        except BaseException as e:      # the record says whose failure it was
+            reraise_if_interrupted(e)
+            return done("error", f"its notes(): {describe_exception(e)}")
+        rec["notes"] = model_value("notes", "notes", said)
     if wrong := _malformed(first, x, w, mean is not None):
         return done("error", wrong)
     _judge(rec, first, ref)

@@ -778,6 +778,21 @@ def test_outputs_in_the_same_storage_every_call_are_an_error(fakes, norm, names)
     assert rec["correct"] and rec["deterministic"] and rec["time_ms"] > 0   # measured still
 
 
+def test_notes_that_raise_are_named_in_the_records_error(monkeypatch):
+    """A plugin's notes() that raised gave the record 'ZeroDivisionError: division by zero',
+    nothing saying it came from notes(), not from the implementation's call."""
+    from normbench import strategies
+    torch_fn = strategies.get("torch").fn
+
+    def noted(x, dy, w, mean, rstd, *, groups=None):
+        return torch_fn(x, dy, w, mean, rstd)
+    noted.notes = lambda *a: 1 / 0
+    _fake(monkeypatch, "test_notes_raise", noted)
+    rec = _measure_impl("test_notes_raise")
+    assert rec["status"] == "error"
+    assert rec["error"] == "its notes(): ZeroDivisionError: division by zero"
+
+
 def test_the_last_timed_call_in_the_first_calls_storage_is_an_error(monkeypatch):
     """Fresh outputs for the repeats, the first call's buffers again once timed: seen there."""
     from normbench import strategies
