@@ -34,9 +34,10 @@ raises is the record's error, "its notes(): …"); one that raises NotImplemente
 first call does not take this combination: `skipped`, with why.
 NaN/Inf: every output of the first call and of every repeat is checked, and the output of
 the last timed call (checking or comparing each timed call would add to the time measured).
-Fresh outputs: a repeat or the last timed call that returns an output in the storage of one of
-the first call's (still held) is an error once measured — a caller's earlier gradients would be
-overwritten, and output allocation, part of every call, would be missing from the time.
+Fresh outputs: a call that returns an output in the storage of one of its inputs (weight as
+dγ), or a repeat or the last timed call that returns one in the storage of one of the first
+call's (still held), is an error once measured — the caller's input, or its earlier gradients,
+would be overwritten, and output allocation, part of every call, would be missing from the time.
 A failure at any step becomes the record's status and error text; nothing is raised — not
 for a plugin's SystemExit or other BaseException either (only SIGINT/SIGTERM stop a sweep).
 """
@@ -146,15 +147,30 @@ def _nonfinite(outputs) -> list[str]:
             if o is not None and not bool(torch.isfinite(o).all())]
 
 
+def _storage(t):
+    """Where a tensor's storage starts (None for no tensor, or an empty one: it holds none)."""
+    return t.untyped_storage().data_ptr() if isinstance(t, torch.Tensor) and \
+        t.untyped_storage().nbytes() else None
+
+
 def _reused(out, earlier) -> list[str]:
     """Names of the outputs held in the storage of an output of `earlier` (an earlier call's
     result, still held): a caller that keeps that result (gradient accumulation) finds it
     overwritten, and the call's time leaves out the allocation of its outputs."""
-    def storage(t):
-        return t.untyped_storage().data_ptr() if isinstance(t, torch.Tensor) and \
-            t.untyped_storage().nbytes() else None     # an empty tensor holds no storage
-    held = {storage(t) for t in earlier} - {None}
-    return [SHOWN["err_" + k] for k, o in zip(_OUTPUTS, out) if storage(o) in held]
+    held = {_storage(t) for t in earlier} - {None}
+    return [SHOWN["err_" + k] for k, o in zip(_OUTPUTS, out) if _storage(o) in held]
+
+
+def _in_inputs(out, inputs) -> list[str]:
+    """"dγ in weight's storage" for each output held in the storage of one of the call's
+    inputs (the input itself or a view of it): the caller's gradient is its input, and
+    whatever it does to the one it does to the other."""
+    where = {}
+    for n, t in zip(_INPUT_NAMES, inputs):
+        where.setdefault(_storage(t), n)
+    where.pop(None, None)
+    return [f"{SHOWN['err_' + k]} in {where[_storage(o)]}'s storage"
+            for k, o in zip(_OUTPUTS, out) if _storage(o) in where]
 
 
 def _modified(work, pristine) -> list[str]:
@@ -392,18 +408,26 @@ def _measure(case, s, entry, groups, rec, device, nbytes, done):
     #    the first one's answer (a stale workspace, a lost update) is not correct
     distinct = _Distinct()
     distinct.add(first)
-    reused = []      # (the outputs a later call returned in the first call's storage, where)
+    reused = []      # why an output was not fresh: in an input's storage, or the first call's
 
-    def check_reuse(out, where: str):
-        if not reused and (names := _reused(out, first)):
-            reused.append((names, where))
+    def check_reuse(out, where: str, earlier=()):
+        if reused:
+            return
+        if held := _in_inputs(out, work):       # the input itself: the first thing to say
+            reused.append(f"returns {', '.join(held)} ({where}): a caller that changes the "
+                          "gradient changes its input")
+        elif names := _reused(out, earlier):
+            reused.append(f"returns {', '.join(names)} in its first call's output storage "
+                          f"again ({where}): a caller's earlier gradients are overwritten")
+
+    check_reuse(first, "its first call")
 
     for i in range(s.repeats - 1):
         out = call()
         if wrong := _malformed(out, x, w, mean is not None):
             return done("error", f"repeat {i + 2}: {wrong}")
         nonfinite += [f"{k} of repeat {i + 2}" for k in _nonfinite(out)]
-        check_reuse(out, f"repeat {i + 2}")
+        check_reuse(out, f"repeat {i + 2}", first)
         if distinct.add(out):
             _judge(rec, out, ref)
         del out
@@ -438,7 +462,7 @@ def _measure(case, s, entry, groups, rec, device, nbytes, done):
             rec.update(deterministic=None, distinct_results=None)
             return done("error", f"the last timed call: {wrong}")
         nonfinite += [f"{k} of the last timed call" for k in _nonfinite(last[0])]
-        check_reuse(last[0], "the last timed call")
+        check_reuse(last[0], "the last timed call", first)
         if distinct.add(last[0]):
             _judge(rec, last[0], ref)
         rec["last_call_compared"] = True
@@ -457,9 +481,7 @@ def _measure(case, s, entry, groups, rec, device, nbytes, done):
         shown = ", ".join(nonfinite[:3]) + (f" and {len(nonfinite) - 3} more" if len(nonfinite) > 3 else "")
         return done("error", f"non-finite values (NaN/Inf) in {shown}")
     if reused:
-        names, where = reused[0]
-        return done("error", f"returns {', '.join(names)} in its first call's output storage "
-                             f"again ({where}): a caller's earlier gradients are overwritten")
+        return done("error", reused[0])
     return done("ok")
 
 

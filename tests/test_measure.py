@@ -778,6 +778,26 @@ def test_outputs_in_the_same_storage_every_call_are_an_error(fakes, norm, names)
     assert rec["correct"] and rec["deterministic"] and rec["time_ms"] > 0   # measured still
 
 
+@pytest.mark.parametrize("norm, out, said", [
+    ("layernorm", lambda x, dy, w, o: (o[0], w, o[2]), "dγ in weight's storage"),
+    ("rmsnorm", lambda x, dy, w, o: (x.view(x.shape), o[1], None), "dx in x's storage"),
+    ("layernorm", lambda x, dy, w, o: (o[0], o[1], w[:]), "dβ in weight's storage"),
+])
+def test_an_output_in_an_inputs_storage_is_an_error_saying_so(monkeypatch, norm, out, said):
+    """A plugin returning its input weight as dγ was recorded as an error about 'dγ in its
+    first call's output storage again (repeat 2)' — true, but not the cause: the output is an
+    input (or a view of one).  The inputs are checked first, from the first call on."""
+    from normbench import strategies
+    torch_fn = strategies.get("torch").fn
+
+    def aliased(x, dy, w, mean, rstd, *, groups=None):
+        return out(x, dy, w, torch_fn(x, dy, w, mean, rstd))
+    _fake(monkeypatch, "test_aliased", aliased)
+    rec = _measure_impl("test_aliased", norm=norm)
+    assert rec["status"] == "error" and rec["error"] == (
+        f"returns {said} (its first call): a caller that changes the gradient changes its input")
+
+
 def test_notes_that_raise_are_named_in_the_records_error(monkeypatch):
     """A plugin's notes() that raised gave the record 'ZeroDivisionError: division by zero',
     nothing saying it came from notes(), not from the implementation's call."""
