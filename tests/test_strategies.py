@@ -1,6 +1,7 @@
 """Every implementation × norm × dtype against the fp64 reference, on CPU under the interpreter."""
 import math
 import os
+import re
 
 import pytest
 import torch
@@ -530,6 +531,34 @@ def test_the_fast_argument_check_is_never_looser_than_the_itemised_one(
     except ValueError as e:
         fast = str(e)
     assert fast == itemised
+
+
+@pytest.mark.parametrize("arg", ["x", "dy", "weight", "mean", "rstd"])
+@pytest.mark.parametrize("layout", ["to_sparse", "to_sparse_csr"])
+def test_a_sparse_argument_is_refused_naming_it(arg, layout):
+    """A sparse weight or rstd passed the checks and failed inside the implementation
+    ('RuntimeError: unsupported memory format option Contiguous'), a sparse x was refused as
+    'last dimension must be contiguous (stride 1), got strides (0, 0)', a CSR one as
+    'RuntimeError: Sparse CSR tensors do not have strides': each is now a ValueError naming
+    the argument and its layout, from the fast check and the itemised one alike."""
+    from normbench.strategies._args import _explain, check_args
+    args = dict(zip(("x", "dy", "weight", "mean", "rstd"),
+                    make_inputs("layernorm", 4, 8, "fp32", "fp32", seed=0, device="cpu")))
+    if layout == "to_sparse_csr" and args[arg].dim() != 2:
+        pytest.skip("CSR takes 2-D tensors only")
+    args[arg] = getattr(args[arg], layout)()
+    want = f"{arg}: must be a dense (strided) tensor, got layout {args[arg].layout}"
+    for check_fn in (check_args, _explain):
+        with pytest.raises(ValueError) as e:
+            check_fn(*args.values(), 2)
+        assert str(e.value) == want
+    with pytest.raises(ValueError, match=re.escape(want)):
+        strategies.get("disjoint_block").backward(*args.values(), groups=2)
+    one = dict(zip(args, make_inputs("rmsnorm", 3, 1, "fp32", "fp32", seed=0, device="cpu")))
+    if arg in ("x", "dy"):          # d = 1: a column has any stride, not any layout
+        one[arg] = one[arg].to_sparse()
+        with pytest.raises(ValueError, match=f"{arg}: must be a dense"):
+            check_args(*one.values(), None)
 
 
 # ------------------------------------------------------- the torch baseline follows PyTorch's path
