@@ -444,8 +444,8 @@ def merge(out_dir: Path = typer.Argument(..., help="the run directory to write (
     """Join the shards of one plan (run --shard I/N) into one complete run directory.
 
     Refused (exit 2, one line) when they come from different configs, GPU models, package
-    versions or commits, when one shard (I/N) is given twice, when two hold the same case, or
-    when a case is missing.  A write
+    versions, plugins (or plugin versions) or commits, when one shard (I/N) is given twice,
+    when two hold the same case, or when a case is missing.  A write
     that fails midway (a full disk) exits 1; until every record is in, meta.json says
     completed: false and merge.finished: false.  meta.json's top level keeps what every shard
     agrees on (what they differ in is null there, named in merge.differs; each shard's own is

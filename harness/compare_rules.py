@@ -104,15 +104,25 @@ def _check_pair(base: Run, cand: Run, common: bool, notes: list[str]) -> None:
         notes.append(f"measured with other versions than {base.dir}: {', '.join(changed)}")
 
 
+NOT_LOADED = "not loaded"
+
+
 def version_changes(a: dict, b: dict) -> list[str]:
-    """The package versions that differ between two runs' meta ("torch 2.11.0 -> 2.12.0")."""
-    from normbench.harness.merge import versions
+    """The package and plugin versions that differ between two runs' meta ("torch 2.11.0 ->
+    2.12.0", "plugin h5plug 0.0.1 -> 0.0.2"); a plugin only one of them loaded, where both say
+    which they loaded, too ("plugin h5plug not loaded -> 0.0.1")."""
+    from normbench.harness.merge import plugin_versions, version_name, versions
     bv, cv = versions(a), versions(b)
+    bp, cp = plugin_versions(a), plugin_versions(b)
+    if bp is not None and cp is not None:
+        for n in set(bp) ^ set(cp):
+            bv.setdefault(f"plugins.{n}", NOT_LOADED)
+            cv.setdefault(f"plugins.{n}", NOT_LOADED)
     # a package named both at the top ("torch_version": "2.11.0+cu130") and in
     # package_versions ("torch": "2.11.0") is one change, said once: the top-level spelling
     changes: dict[str, str] = {}
     for k in sorted(set(bv) & set(cv), key=lambda k: (k.startswith("package_versions."), k)):
-        name = k.split(".")[-1].removesuffix("_version")
+        name = version_name(k)
         if bv[k] != cv[k] and bv[k] is not None and cv[k] is not None:
             changes.setdefault(name, f"{name} {bv[k]} -> {cv[k]}")
         elif bv[k] == cv[k] and not k.startswith("package_versions."):

@@ -203,6 +203,7 @@ def describe() -> dict:
         "python_version": platform.python_version(),
         "normbench_version": __version__,
         "package_versions": package_versions(),
+        "plugins": strategies.plugins(),   # which plugin code: module, entry point, version
         "platform": platform.platform(),
         "hostname": socket.gethostname(),
         "cpu_model": cpu_model(),

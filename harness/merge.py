@@ -2,8 +2,8 @@
 
 Refused (MergeError, one line) when the shards cannot make one honest run: not shards, of
 different plans or shard counts, one shard (I/N) given twice, from different configs (hash),
-GPU models, package versions or commits, a case held by two shards, or cases that no shard
-holds (named; `allow_partial` merges what exists and says so in meta.json).  The records are written through the store, in
+GPU models, package versions, plugins (or their versions) or commits, a case held by two
+shards, or cases that no shard holds (named; `allow_partial` merges what exists and says so in meta.json).  The records are written through the store, in
 plan order.  meta.json's top level holds what every shard's agrees on — a key they differ in
 (a GPU's UUID or clocks, cpu_model, the environment, argv, workers ...) is null there and
 named in `merge.differs`, the TRITON_*/CUDA_*/PYTORCH_*/NORMBENCH_* variables set
@@ -44,13 +44,41 @@ def _version_keys(metas: list[dict]) -> list[str]:
 
 
 def versions(meta: dict) -> dict:
-    """What a run was measured with: every top-level "*_version" key and each package of
-    "package_versions" (the peers, numpy, ...) as "package_versions.NAME"."""
+    """What a run was measured with: every top-level "*_version" key, each package of
+    "package_versions" (the peers, numpy, ...) as "package_versions.NAME" and each plugin
+    loaded (meta's `plugins`) as "plugins.NAME" (plugin_versions)."""
     out = {k: meta.get(k) for k in _version_keys([meta])}
     pkgs = meta.get("package_versions")
     if isinstance(pkgs, dict):
         out.update({f"package_versions.{n}": v for n, v in sorted(pkgs.items())})
+    out.update({f"plugins.{n}": v for n, v in sorted((plugin_versions(meta) or {}).items())})
     return out
+
+
+UNVERSIONED = "no version known"      # a plugin loaded from a module no distribution installed
+
+
+def plugin_versions(meta: dict) -> dict[str, str] | None:
+    """meta's `plugins` as {name: version}: a plugin installed by a distribution under the
+    distribution's name, one on PYTHONPATH under its module's, with UNVERSIONED — loaded,
+    whatever its code.  None where meta does not say (written before plugins were kept)."""
+    plugins = meta.get("plugins")
+    if not isinstance(plugins, list):
+        return None
+    out = {}
+    for p in plugins:
+        if isinstance(p, dict) and (name := p.get("distribution") or p.get("module")):
+            out[str(name)] = str(p["version"]) if p.get("version") else UNVERSIONED
+    return out
+
+
+def version_name(key: str) -> str:
+    """A key of versions() as a reader names it: "torch" (torch_version), "liger-kernel"
+    (package_versions.liger-kernel), "plugin h5plug" (plugins.h5plug)."""
+    group, dot, name = key.partition(".")
+    if not dot:
+        return key.removesuffix("_version")
+    return f"plugin {name}" if group == "plugins" else name
 
 
 # what run --shard writes into meta.json's "shard" (harness/shard.meta_entry), by type
@@ -118,8 +146,8 @@ def check(dirs: list[Path], metas: list[dict]) -> None:
     keys = sorted({k for _, v in stacks for k in v})
     stacks = [(d, {k: v.get(k) for k in keys}) for d, v in stacks]
     stacks += [s for d, m in zip(dirs, metas) for s in _resumes(d, m)]
-    checks = list(SAME) + [(k, k.split(".")[-1].replace("_version", "") + " version")
-                           for k in keys if k not in dict(SAME)]
+    checks = list(SAME) + [(k, version_name(k) + " version") for k in keys
+                           if k not in dict(SAME)]
     for key, what in checks:
         has = [(d, v[key]) for d, v in stacks if key in v]
         got = [g for _, g in has]
@@ -217,11 +245,11 @@ def merge(out: str | os.PathLike, dirs: list[str | os.PathLike], *,
 
 
 # meta keys of the merged run as a whole, which no merged_from entry repeats: those check()
-# finds equal in every shard (SAME, every "*_version" key, package_versions), the config's
+# finds equal in every shard (SAME, every "*_version" key, package_versions, plugins), the config's
 # and the format's; every other key is a fact of the shard's machine or command (its GPU and
 # clocks, cpu_model, environment, argv and invocations, workers and gpus ...), kept per shard
 _OF_THE_RUN = {*dict(SAME), "config_name", "config_text", "format", "format_version",
-               "package_versions", "shard", "merge", "merged_from", "resumes"}
+               "package_versions", "plugins", "shard", "merge", "merged_from", "resumes"}
 # what the merge writes at the top level itself, from every shard (not "the same or null")
 _COMPUTED = ("merged_from", "merge", "copy_ceiling_gbps", "started_at", "ended_at",
              "completed", "git_dirty", "git_commit", "hostname")

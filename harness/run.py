@@ -251,12 +251,13 @@ def _resumed(store: RunStore, sweep: Sweep, meta: dict, force: bool, console: Co
 
 def _stack(facts: dict | None) -> dict:
     """What a resume's records are measured with, for its entry in `resumes`: the commit, its
-    dirty flag and every version meta.json's top level records (env.describe(); a cluster's:
-    its workers') — a run resumed at another commit or with another torch says so."""
+    dirty flag, every version meta.json's top level records and the plugins loaded
+    (env.describe(); a cluster's: its workers') — a run resumed at another commit, with
+    another torch or another version of a plugin says so."""
     got = facts if facts else env.describe()
     versions = {k: v for k, v in got.items() if k.endswith("_version") and k != "format_version"}
     return {"git_commit": got.get("git_commit"), "git_dirty": got.get("git_dirty"), **versions,
-            "package_versions": got.get("package_versions")}
+            "package_versions": got.get("package_versions"), "plugins": got.get("plugins")}
 
 
 def _ended(store: RunStore, completed: bool, wrote: str | None, measured: int) -> None:

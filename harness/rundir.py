@@ -189,10 +189,14 @@ META_TYPES = {"completed": bool, "shard": dict, "shard.spec": str, "shard.plan_k
               "merge.missing_keys": list, "merge.finished": bool, "merged_from": list,
               "resumes": list, "plan_implementations": list, "copy_ceiling_gbps": NUMBER,
               "peak_tbps": NUMBER, "invocations": list, "argv": list, "gpus": list,
-              "workers": int, "merge.differs": list, "merge.environment_differs": list}
+              "workers": int, "merge.differs": list, "merge.environment_differs": list,
+              "plugins": list}
 # the lists of META_TYPES whose items a reader uses as such, by the items' type
 META_ITEMS = {"plan_implementations": str, "invocations": dict, "argv": str, "gpus": dict,
-              "merge.differs": str, "merge.environment_differs": str}
+              "merge.differs": str, "merge.environment_differs": str, "plugins": dict}
+# the fields of those items that a reader uses (compare, merge: a plugin's version), by type
+META_ITEM_FIELDS = {"plugins": {"source": str, "module": str, "entry_point": str,
+                                "distribution": str, "version": str}}
 
 
 def _type_name(typ) -> str:
@@ -206,7 +210,8 @@ def _is(v, typ) -> bool:
 
 def check_meta_types(meta: dict, where: str = "meta.json") -> None:
     """StoreError (one line, naming `where` and the field) unless each field of META_TYPES is
-    absent, null or of its type, and each item of a META_ITEMS list of its type."""
+    absent, null or of its type, each item of a META_ITEMS list of its type, and each field
+    of such an item that META_ITEM_FIELDS names absent, null or of its type."""
     for name, typ in META_TYPES.items():
         outer, _, inner = name.partition(".")
         v = meta.get(outer)
@@ -220,6 +225,11 @@ def check_meta_types(meta: dict, where: str = "meta.json") -> None:
         if bad:
             raise StoreError(f"{where}: {name}: expected a list of {_type_name(item)}, got "
                              f"an item of {type(bad[0]).__name__}")
+        for i, x in enumerate(v if name in META_ITEM_FIELDS and v else []):
+            for key, typ in META_ITEM_FIELDS[name].items():
+                if x.get(key) is not None and not _is(x[key], typ):
+                    raise StoreError(f"{where}: {name}[{i}].{key}: expected {_type_name(typ)} "
+                                     f"or null, got {type(x[key]).__name__}")
 
 
 def write_file_atomic(path: str | os.PathLike, data: bytes | str) -> None:

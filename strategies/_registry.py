@@ -19,6 +19,7 @@ import math
 import numbers
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Callable
@@ -316,14 +317,17 @@ class PluginError(Exception):
 
 PLUGIN_GROUP = "normbench.implementations"
 _plugin_error: PluginError | None = None
+_PLUGINS: list[dict] = []               # the loaded plugins' provenance, in load order
 
 
-def _plugin_sources() -> list[tuple[str, str, Callable[[], object]]]:
-    """(plugin, where it was named, loader) for every plugin: the modules in NORMBENCH_PLUGINS
-    (comma-separated), then the installed packages' entry points in PLUGIN_GROUP."""
+def _plugin_sources() -> list[tuple[str, str, Callable[[], object], dict]]:
+    """(plugin, where it was named, loader, provenance) for every plugin: the modules in
+    NORMBENCH_PLUGINS (comma-separated), then the installed packages' entry points in
+    PLUGIN_GROUP.  The provenance is what plugins() reports once the plugin has loaded."""
     from importlib.metadata import entry_points
 
-    out = [(m, "NORMBENCH_PLUGINS", lambda m=m: importlib.import_module(m))
+    out = [(m, "NORMBENCH_PLUGINS", lambda m=m: importlib.import_module(m),
+            _provenance("NORMBENCH_PLUGINS", m))
            for m in dict.fromkeys(filter(None, (p.strip() for p in
                                                 os.environ.get("NORMBENCH_PLUGINS", "").split(","))))]
     for ep in sorted(entry_points(group=PLUGIN_GROUP), key=lambda ep: ep.name):
@@ -334,8 +338,34 @@ def _plugin_sources() -> list[tuple[str, str, Callable[[], object]]]:
             obj = ep.load()            # imports the module: its @register calls run
             if ep.attr and callable(obj):
                 obj()                  # module:function names a function that registers
-        out.append((ep.value, where, load))
+        out.append((ep.value, where, load, _provenance("entry point", ep.module, ep.name, dist)))
     return out
+
+
+def _provenance(source: str, module: str, entry_point: str | None = None, dist=None) -> dict:
+    """A plugin's entry in meta.json's `plugins`: how it was named (`source`: "entry point" or
+    "NORMBENCH_PLUGINS"), its module, its entry point's name, and the distribution that
+    installed it and that one's version (null where not known: a module on PYTHONPATH)."""
+    return {"source": source, "module": module, "entry_point": entry_point,
+            "distribution": getattr(dist, "name", None), "version": getattr(dist, "version", None)}
+
+
+def _installed_by(module: str) -> dict:
+    """The distribution whose files hold `module` (imported), as {"distribution", "version"};
+    nulls where none does (a module on PYTHONPATH, a checkout's tests)."""
+    from importlib import metadata
+
+    file = getattr(sys.modules.get(module), "__file__", None)
+    try:
+        for name in metadata.packages_distributions().get(module.split(".")[0], []) if file else []:
+            dist = metadata.distribution(name)
+            if any(os.path.basename(f) == os.path.basename(file)
+                   and os.path.realpath(dist.locate_file(f)) == os.path.realpath(file)
+                   for f in dist.files or []):
+                return {"distribution": dist.name, "version": dist.version}
+    except Exception:                   # an installed distribution's unreadable metadata
+        pass
+    return {"distribution": None, "version": None}
 
 
 def _load_plugins() -> None:
@@ -348,7 +378,7 @@ def _load_plugins() -> None:
     if _plugins_loaded:
         return
     _plugins_loaded = True              # before importing: a plugin may call get() itself
-    for plugin, where, load in _plugin_sources():
+    for plugin, where, load, about in _plugin_sources():
         try:
             load()
         except Exception as e:          # SyntaxError and ImportError included
@@ -364,6 +394,16 @@ def _load_plugins() -> None:
                 raise PluginError(f"plugin {plugin} ({where}) cannot be loaded: SystemExit: "
                                   f"{e.code}") from None
             raise
+        if about["source"] == "NORMBENCH_PLUGINS":
+            about = {**about, **_installed_by(about["module"])}
+        _PLUGINS.append(about)
+
+
+def plugins() -> list[dict]:
+    """The plugins loaded, in load order, each as _provenance gives it (meta.json's
+    `plugins`: which plugin code a run's records were measured with)."""
+    _load_plugins()
+    return [dict(p) for p in _PLUGINS]
 
 
 def known() -> list[str]:

@@ -521,6 +521,29 @@ def test_a_candidate_that_is_a_baseline_is_refused_and_versions_are_noted(tmp_pa
     assert note.count("torch ") == 1 and "torch 2.11.0+cu130 -> 2.12.0+cu130" in note, note
 
 
+def _plugin(dist, version, module=None):
+    return {"source": "entry point", "module": module or f"{dist}.impl", "entry_point": dist,
+            "distribution": dist, "version": version}
+
+
+def test_a_plugin_changed_between_the_runs_is_noted(tmp_path):
+    """A plugin's version moving (or a plugin loaded by one run only) said nothing: meta.json
+    did not record plugins.  It is noted as a package's is; a plugin on PYTHONPATH (no
+    distribution) is named by its module; a run written before `plugins` was kept, which
+    cannot say, is no change."""
+    local = {"source": "NORMBENCH_PLUGINS", "module": "my_local_norm", "entry_point": None,
+             "distribution": None, "version": None}
+    a = _one(tmp_path, "a", meta=dict(plugins=[_plugin("nb-p", "0.1"), _plugin("nb-q", "1.0")]))
+    b = _one(tmp_path, "b", meta=dict(plugins=[_plugin("nb-p", "0.2"), local]))
+    (note,) = [n for n in cmp.compare(a, b).notes if "other versions" in n]
+    assert ("plugin nb-p 0.1 -> 0.2" in note and "plugin nb-q 1.0 -> not loaded" in note
+            and "plugin my_local_norm not loaded -> no version known" in note), note
+    c = _one(tmp_path, "c", meta=dict(plugins=[_plugin("nb-p", "0.1"), _plugin("nb-q", "1.0")]))
+    old = _one(tmp_path, "old")                      # no `plugins`: an older run
+    for base, cand in ((a, c), (old, a), (a, old)):
+        assert not [n for n in cmp.compare(base, cand).notes if "other versions" in n]
+
+
 def test_a_candidate_whose_every_case_failed_is_regressions_not_refused(tmp_path):
     """A CUDA fault that fails every case: its records have no time at all, and each is a
     status regression (exit 1), not a run that 'cannot be compared' (exit 2)."""

@@ -131,3 +131,64 @@ def test_no_nvml_is_no_facts(monkeypatch):
     assert env._nvml("GPU-1") == {}
     monkeypatch.setitem(sys.modules, "pynvml", None)              # not installed
     assert env._nvml("GPU-1") == {}
+
+
+def _installed(site, dist: str, version: str, files: dict[str, str | None],
+               entry_points: str = "") -> None:
+    """A distribution as pip leaves it in `site`: its files (one of text None listed only),
+    and a dist-info whose RECORD lists them (and whose entry_points.txt declares
+    `entry_points`)."""
+    for path, text in files.items():
+        if text is not None:
+            (site / path).parent.mkdir(parents=True, exist_ok=True)
+            (site / path).write_text(text)
+    info = site / f"{dist}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
+    if entry_points:
+        (info / "entry_points.txt").write_text(entry_points)
+    (info / "RECORD").write_text("".join(f"{p},,\n" for p in [*files, f"{info.name}/METADATA"]))
+
+
+def test_a_run_records_the_plugins_it_loaded(tmp_path):
+    """A plugin installed with an entry point left no trace in meta.json (package_versions
+    lists fixed packages only): compare could not note its version changing, merge merged
+    shards measured with different versions.  meta.json's `plugins` names each: how it was
+    named, its module, its entry point, its distribution and version where one installed it
+    (a module named in NORMBENCH_PLUGINS included; one on PYTHONPATH has none, even where
+    another distribution ships a top-level package of its name)."""
+    import json
+    import os
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    site = tmp_path / "site"
+    _installed(site, "nb_ep_plugin", "0.3", {
+        "nb_ep_plugin/__init__.py": "",
+        "nb_ep_plugin/impl.py": (
+            "from normbench.strategies import register, get\n"
+            "@register('nb_ep_impl', kind='baseline', deterministic_by_design=True,"
+            " uses_groups=False)\n"
+            "def f(x, dy, weight, mean, rstd, *, groups=None):\n"
+            "    return get('torch').fn(x, dy, weight, mean, rstd)\n"),
+        "nb_ep_plugin/extra.py": "# registers nothing\n"},
+        "[normbench.implementations]\nnb_ep_impl = nb_ep_plugin.impl\n")
+    # claims the top-level package `tests` (its file not written: it would hide this one's)
+    _installed(site, "nb_claims_tests", "9.9", {"tests/__init__.py": None})
+    out = tmp_path / "run"
+    e = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{site}", "NORMBENCH_QUIET": "1",
+         "NORMBENCH_PLUGINS": "tests.optional_peer,nb_ep_plugin.extra"}
+    r = subprocess.run([sys.executable, str(root / "run_bench.py"), "run", "configs/cpu.yaml",
+                        "rows=[5]", "d=[33]", "norm=[layernorm]", "--only", "nb_ep_impl",
+                        "--no-report", "--out", str(out)],
+                       cwd=root, env=e, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    plugins = json.loads((out / "meta.json").read_text())["plugins"]
+    assert plugins == [
+        {"source": "NORMBENCH_PLUGINS", "module": "tests.optional_peer", "entry_point": None,
+         "distribution": None, "version": None},
+        {"source": "NORMBENCH_PLUGINS", "module": "nb_ep_plugin.extra", "entry_point": None,
+         "distribution": "nb_ep_plugin", "version": "0.3"},
+        {"source": "entry point", "module": "nb_ep_plugin.impl", "entry_point": "nb_ep_impl",
+         "distribution": "nb_ep_plugin", "version": "0.3"}], plugins

@@ -492,8 +492,9 @@ def _sweep_and_cases():
 def test_a_resume_is_incomplete_while_it_measures_and_records_its_stack(tmp_path, monkeypatch):
     """A resume killed hard (kill -9: no ended_at written) left the earlier run's
     "completed: true" and ended_at, older than the records it added: meta says neither
-    while the resume measures.  Its entry in `resumes` names the commit, dirty flag and
-    versions it measured with (a run resumed at another commit said nothing of it)."""
+    while the resume measures.  Its entry in `resumes` names the commit, dirty flag,
+    versions and plugins it measured with (a run resumed at another commit said nothing of
+    it)."""
     from rich.console import Console
     from normbench.harness import env, run
     from normbench.harness.measure import failed_record
@@ -517,6 +518,7 @@ def test_a_resume_is_incomplete_while_it_measures_and_records_its_stack(tmp_path
     commit, dirty = env.git_state()
     assert (entry["git_commit"], entry["git_dirty"]) == (commit, dirty)
     assert entry["package_versions"] == env.package_versions()
+    assert entry["plugins"] == env.strategies.plugins()      # which plugin code, as meta's
     assert entry["torch_version"] == meta["torch_version"] and "format_version" not in entry
 
 
@@ -749,6 +751,10 @@ def torch_only_run(tmp_path_factory):
     ("gpus", [0], "gpus: expected a list of dict, got an item of int"),
     ("workers", "2", "workers: expected int, got str"),
     ("plan_implementations", "torch", "plan_implementations: expected list, got str"),
+    ("plugins", "nb_p", "plugins: expected list, got str"),
+    ("plugins", ["nb_p"], "plugins: expected a list of dict, got an item of str"),
+    ("plugins", [{"module": "nb_p", "version": 2}],
+     "plugins[0].version: expected str or null, got int"),
 ])
 def test_a_resume_of_a_mistyped_meta_field_measures_nothing(torch_only_run, tmp_path, field,
                                                             value, needle):

@@ -212,6 +212,40 @@ def test_a_shard_resumed_at_another_commit_or_config_is_refused(runs, tmp_path):
         merge(tmp_path / "m2", shards)
 
 
+def test_merge_refuses_shards_measured_with_other_plugin_versions(runs, tmp_path):
+    """merge refuses shards whose package versions differ, yet merged shards measured with
+    different versions of a plugin silently (meta.json did not record plugins).  Now a
+    plugin's version is compared as a package's: shards of one version merge (`plugins` once,
+    at the top level), another version — in a shard, or in what a shard's resume measured
+    with — or a plugin one shard lacks is refused, naming it."""
+    from normbench.harness.merge import MergeError, merge
+    tmp, _ = runs
+    shards = [tmp_path / f"s{i}" for i in range(3)]
+    meta = json.loads((tmp / "s0" / "meta.json").read_text())
+    assert [p["module"] for p in meta["plugins"]] == ["tests.fake_impls"]
+
+    def plugin(version):
+        return {"source": "entry point", "module": "nb_p.impl", "entry_point": "nb_p",
+                "distribution": "nb-p", "version": version}
+    for i, d in enumerate(shards):
+        shutil.copytree(tmp / f"s{i}", d)
+        _edit_meta(d, plugins=meta["plugins"] + [plugin("0.1")])
+    merged = merge(tmp_path / "m", shards)
+    assert merged["plugins"] == meta["plugins"] + [plugin("0.1")]
+    assert all("plugins" not in s for s in merged["merged_from"])
+    _edit_meta(shards[1], plugins=meta["plugins"] + [plugin("0.2")])
+    with pytest.raises(MergeError, match=r"different plugin nb-p version: .*'0.1'.*'0.2'"):
+        merge(tmp_path / "m2", shards)
+    _edit_meta(shards[1], plugins=meta["plugins"])
+    with pytest.raises(MergeError, match=r"different plugin nb-p version: .*None"):
+        merge(tmp_path / "m3", shards)
+    resumed = {"at": "2026-12-05T00:00:00+00:00", "forced": False, "differs": [],
+               "device_name": meta["device_name"], "plugins": meta["plugins"] + [plugin("0.2")]}
+    _edit_meta(shards[1], plugins=meta["plugins"] + [plugin("0.1")], resumes=[resumed])
+    with pytest.raises(MergeError, match=r"different plugin nb-p version: .*its resume 1"):
+        merge(tmp_path / "m4", shards)
+
+
 def test_a_resume_that_measured_nothing_does_not_block_merge(runs, tmp_path):
     """`--resume` of a finished shard at another commit measures nothing: merge compares and
     folds in only resumes that measured records — a forced one of another config, from a

@@ -733,7 +733,7 @@ def test_a_plugin_that_exits_while_loading_is_never_silently_missing(monkeypatch
         raise SystemExit(3)
     monkeypatch.setattr(_registry, "_plugins_loaded", False)
     monkeypatch.setattr(_registry, "_plugin_error", None)
-    monkeypatch.setattr(_registry, "_plugin_sources", lambda: [("p_exit", "test", exits)])
+    monkeypatch.setattr(_registry, "_plugin_sources", lambda: [("p_exit", "test", exits, {})])
     # one line (PluginError, exit 2) now and on every later call; a bare SystemExit let
     # `report` and `merge` exit silently with the plugin's code
     with pytest.raises(_registry.PluginError, match="p_exit .* cannot be loaded: SystemExit: 3"):
