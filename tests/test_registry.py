@@ -48,19 +48,28 @@ def test_an_entry_added_whole_is_checked_too(registry):
     assert e.doc == ""
 
 
-def test_a_plugin_with_a_flag_of_1_is_one_line_when_it_loads(tmp_path):
-    """deterministic_by_design=1 passed `list`, then its first record stopped the sweep with a
-    traceback (the boolean column refuses 1)."""
-    (tmp_path / "nb_flag.py").write_text(
+def _list_with_plugin(tmp_path, name: str, flag: str, signature: str) -> list[str]:
+    """`run_bench.py list` with plugin module `name` registering one strategy (its
+    deterministic_by_design `flag`, its function `signature`): it must fail with exit 2 and
+    one line of stderr, which is returned."""
+    (tmp_path / f"{name}.py").write_text(
         "from normbench.strategies import register\n"
-        "@register('nb_flag', kind='strategy', deterministic_by_design=1, uses_groups=False)\n"
-        "def f(x, dy, weight, mean, rstd, *, groups=None):\n    pass\n")
-    env = {**os.environ, "NORMBENCH_PLUGINS": "nb_flag", "NORMBENCH_QUIET": "1",
+        f"@register('{name}', kind='strategy', {flag}, uses_groups=False)\n"
+        f"{signature}\n    pass\n")
+    env = {**os.environ, "NORMBENCH_PLUGINS": name, "NORMBENCH_QUIET": "1",
            "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
     r = subprocess.run([sys.executable, str(ROOT / "run_bench.py"), "list"], cwd=tmp_path,
                        env=env, capture_output=True, timeout=300)
     err = [ln for ln in r.stderr.decode().splitlines() if ln.strip()]
     assert r.returncode == 2 and len(err) == 1, r.stderr.decode()
+    return err
+
+
+def test_a_plugin_with_a_flag_of_1_is_one_line_when_it_loads(tmp_path):
+    """deterministic_by_design=1 passed `list`, then its first record stopped the sweep with a
+    traceback (the boolean column refuses 1)."""
+    err = _list_with_plugin(tmp_path, "nb_flag", "deterministic_by_design=1",
+                            "def f(x, dy, weight, mean, rstd, *, groups=None):")
     assert "plugin nb_flag " in err[0] and "deterministic_by_design must be True or False" in err[0]
 
 
@@ -148,16 +157,8 @@ def test_every_shipped_implementation_registers_with_its_signature_checked():
 
 
 def test_a_plugin_with_a_wrong_signature_is_one_line_when_it_loads(tmp_path):
-    (tmp_path / "nb_sig.py").write_text(
-        "from normbench.strategies import register\n"
-        "@register('nb_sig', kind='strategy', deterministic_by_design=True, uses_groups=False)\n"
-        "def f(x, dy, weight, mean, rstd):\n    pass\n")
-    env = {**os.environ, "NORMBENCH_PLUGINS": "nb_sig", "NORMBENCH_QUIET": "1",
-           "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
-    r = subprocess.run([sys.executable, str(ROOT / "run_bench.py"), "list"], cwd=tmp_path,
-                       env=env, capture_output=True, timeout=300)
-    err = [ln for ln in r.stderr.decode().splitlines() if ln.strip()]
-    assert r.returncode == 2 and len(err) == 1, r.stderr.decode()
+    err = _list_with_plugin(tmp_path, "nb_sig", "deterministic_by_design=True",
+                            "def f(x, dy, weight, mean, rstd):")
     assert err[0].startswith("plugin nb_sig (NORMBENCH_PLUGINS) cannot be loaded: TypeError: "
                              "implementation 'nb_sig': its function f(x, dy, weight, mean, rstd) "
                              "cannot be called"), err[0]
