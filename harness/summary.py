@@ -8,6 +8,7 @@ import pandas as pd
 
 from normbench.harness import hostload
 from normbench.harness.cells import is_missing
+from normbench.harness.stats import is_time
 from normbench.harness.text import count
 
 # What identifies a shape, in the order tables sort by.
@@ -254,9 +255,9 @@ def tied(a, b) -> bool:
     any scale (a relative epsilon absorbs the rounding of the product, so 10.15 against 10.0
     reads as 101.5 against 100 does).  The one verdict the bullet, the README table's bold
     and italics, the terminal's stars and decided_on all read."""
-    a, b = float(a), float(b)
-    if not (np.isfinite(a) and np.isfinite(b) and a > 0 and b > 0):
+    if not (is_time(a) and is_time(b)):
         return False
+    a, b = float(a), float(b)
     return max(a, b) <= min(a, b) * (1 + TIE) * (1 + 1e-12)
 
 
@@ -264,10 +265,9 @@ def lead(other, ours) -> str | None:
     """Our time against another's, read with `tied`: "faster" (ours, beyond a tie), "level"
     (within TIE either way) or "slower"; None where either is not a finite positive time.
     From the two times, never from their rounded ratio, so that it agrees with the bold."""
-    a, b = (np.nan if v is None else float(v) for v in (other, ours))
-    if not (np.isfinite(a) and np.isfinite(b) and a > 0 and b > 0):
+    if not (is_time(other) and is_time(ours)):
         return None
-    return "level" if tied(a, b) else "faster" if a > b else "slower"
+    return "level" if tied(other, ours) else "faster" if float(other) > float(ours) else "slower"
 
 
 def _decided_on(row: dict) -> str:
