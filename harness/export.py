@@ -118,19 +118,24 @@ def _no_time_hint(col: schema.Column, metric: str, timer: str | None) -> str:
 INTERPRETED = "CPU wall-clock under the Triton interpreter: not GPU performance"
 
 
+def _interpreted(r: dict, timer: str | None) -> bool:
+    """The record was timed under the interpreter (its `timer`, else the run's)."""
+    own = r.get("timer")
+    return (timer if isna(own) else str(own)) == "cpu_wall"
+
+
 def _caveats(r: dict, timer: str | None) -> list[str]:
     """What a record's time must be read with (its extra's last lines): timed under the
-    interpreter (its `timer`, else the run's), measured next to other cases on its host."""
+    interpreter, measured next to other cases on its host."""
     from normbench.harness.hostload import contention_note
-    own = r.get("timer")
-    lines = [INTERPRETED] if (timer if isna(own) else str(own)) == "cpu_wall" else []
+    lines = [INTERPRETED] if _interpreted(r, timer) else []
     return lines + [n for n in (contention_note(r),) if n]
 
 
 def _caveat_counts(rows: list[tuple[str, dict, schema.Column]], timer: str | None) -> tuple:
-    """The notes counting the exported records with each caveat ("" where none has it)."""
+    """The notes counting the exported records with each caveat (none where none has it)."""
     from normbench.harness.hostload import contention_note
-    slow = sum(INTERPRETED in _caveats(r, timer) for _, r, _ in rows)
+    slow = sum(_interpreted(r, timer) for _, r, _ in rows)
     busy = sum(contention_note(r) is not None for _, r, _ in rows)
     of = f" of the {len(rows)} exported record(s)"
     return tuple(n for n in (
