@@ -5,10 +5,18 @@ set -u
 export PYTHONUNBUFFERED=1 NORMBENCH_QUIET=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 T=$OUT/t; mkdir -p $T
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv | tee $T/gpu.txt
-python3 -c "import triton, torch; print('triton', triton.__version__, 'torch', torch.__version__)" | tee -a $T/gpu.txt
+# (the installed distributions' versions, as torch.__version__ and triton.__version__ give them,
+# without importing either: two seconds of a script's start on a CPU)
+python3 -c "from importlib.metadata import version as v; print('triton', v('triton'), 'torch', v('torch'))" \
+  | tee -a $T/gpu.txt
 gpu_tests() {   # default seconds, default -k expression: this call's GPU tests into $T/gpu-tests.log
-  timeout ${G_S:-$1} python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py -k "${K:-$2}" \
-    > $T/gpu-tests.log 2>&1
+  if [ "${DEVICE:-cuda}" = cpu ]; then   # the scripts' own CPU tests: every GPU test would skip
+    echo "DEVICE=cpu: tests/test_gpu.py -k \"${K:-$2}\" not run (each of its tests needs a CUDA GPU)" \
+      > $T/gpu-tests.log
+  else
+    timeout ${G_S:-$1} python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py -k "${K:-$2}" \
+      > $T/gpu-tests.log 2>&1
+  fi
   tail -n 3 $T/gpu-tests.log
 }
 ab() {   # ab NAME NORM SHAPES DTYPE WEIGHT CONFIG...: bench/ab_repeat.py of disjoint_strided (or
