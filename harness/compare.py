@@ -79,7 +79,7 @@ class CompareResult:
     metric: str
     cases: list[CaseResult]
     only_baseline: list[str]
-    only_candidate: list[str]
+    only_candidate: list[str]            # every case only the candidate holds ...
     notes: list[str]
     baseline_metas: list[dict]
     candidate_meta: dict
@@ -87,6 +87,21 @@ class CompareResult:
     common_only: bool = False            # --common
     baseline_mix: dict = field(default_factory=dict)   # compare_rules.baseline_mix: what
     # besides noise differs between the baseline runs (commit, config, versions)
+    only_candidate_listed: list[str] | None = None   # ... of them, those not among `cases`
+    # (a new case that failed by itself is one of the cases: judged, or reported where not
+    # gated); None: all of them
+
+    @property
+    def new_cases(self) -> list[CaseResult]:
+        """The cases only the candidate holds that are among `cases` (they failed by
+        themselves, without --common): counted with the cases, listed there, not again."""
+        return [c for c in self.cases if c.base_runs == 0]
+
+    @property
+    def listed_new(self) -> list[str]:
+        """The cases only the candidate holds that are listed only (not among `cases`)."""
+        return (list(self.only_candidate) if self.only_candidate_listed is None
+                else self.only_candidate_listed)
 
     @property
     def baseline_dir(self) -> str:
@@ -159,9 +174,13 @@ class CompareResult:
         # a baseline case the candidate lacks is judged (missing), and only_baseline is empty
         gone, where = ((len(self.only_baseline), "case(s) only in baseline") if self.common_only
                        else (len(self.missing), "case(s) missing from the candidate"))
+        # a new case that failed by itself is one of the cases counted above: said so, once
+        judged = len(self.new_cases)
         if gone or self.only_candidate:
             text += (f"; {gone} {where}, {len(self.only_candidate)} only in candidate"
-                     + (" (listed, not judged)" if self.common_only else ""))
+                     + (" (listed, not judged)" if self.common_only else
+                        f" ({judged} failed by themselves, counted above; "
+                        f"{len(self.listed_new)} listed, not judged)" if judged else ""))
         return text + "."
 
 
@@ -230,6 +249,7 @@ def compare_runs(base_runs: list[Run], cand: Run, *, threshold: float = 0.05,
                   for k in missing]
         # a case new in the candidate has no time to judge, but a failure of its own
         cases += [r for k in new if (r := _failed_new_case(k, cand_idx[k], wanted(k)))]
+    judged_new = {c.case_id for c in cases if c.base_runs == 0}
     check_gates_something(selection, [c.gated for c in cases], common)
     cases.sort(key=lambda c: (not c.is_regression, not c.is_improvement, not c.gated,
                               -(c.ratio or 0) if c.is_regression else (c.ratio or 0)))
@@ -240,6 +260,8 @@ def compare_runs(base_runs: list[Run], cand: Run, *, threshold: float = 0.05,
         alpha=alpha, metric=metric, cases=cases,
         only_baseline=[key_label(dict(zip(schema.KEY, k))) for k in missing] if common else [],
         only_candidate=[key_label(dict(zip(schema.KEY, k))) for k in new],
+        only_candidate_listed=[key_label(dict(zip(schema.KEY, k))) for k in new
+                               if "|".join(k) not in judged_new],
         notes=notes, baseline_metas=[dict(r.meta) for r in base_runs],
         candidate_meta=dict(cand.meta), selection=selection, common_only=common,
         baseline_mix=baseline_mix(base_runs))

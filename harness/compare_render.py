@@ -39,7 +39,8 @@ def _flag_rows(result) -> list[list[str]]:
         rows += [[c.label, "regression" if c.gated else "not gated", t] for t in c.regressions]
         rows += [[c.label, "flag", t] for t in c.flags]
     if not result.common_only:      # (only_baseline is empty here: those are cases, missing)
-        rows += [[cid, "flag", "only in candidate"] for cid in result.only_candidate]
+        # a new case that failed by itself is one of the cases above: not listed again
+        rows += [[cid, "flag", "only in candidate"] for cid in result.listed_new]
     return rows
 
 
@@ -234,7 +235,8 @@ def _render_json(result) -> str:
                                  for c in result.cases),
                    "missing": len(result.missing),
                    "only_baseline": len(result.only_baseline),
-                   "only_candidate": len(result.only_candidate)},
+                   "only_candidate": len(result.only_candidate),
+                   "only_candidate_judged": len(result.new_cases)},
         "geomean_ratio": result.geomean_ratio(),
         "cases": [_case_doc(c) for c in result.cases],
         "only_baseline": result.only_baseline,

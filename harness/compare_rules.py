@@ -180,6 +180,8 @@ def check_comparable(base_runs: list[Run], cand: Run, common: bool = False,
     if all(timer_kind(r.meta, r.records) == "cpu_wall" for r in base_runs + [cand]):
         notes.append("every run is CPU wall-clock timing under the Triton interpreter: "
                      "it says nothing about GPU speed")
+    for role, r in [("baseline", b) for b in base_runs] + [("candidate", cand)]:
+        notes += [f"{role} {r.dir}: {n}" for n in _coverage(r)]
     for r in base_runs + [cand]:
         if r.meta.get("git_dirty"):
             notes.append(f"{r.dir} was run from a dirty tree (git_commit {r.meta.get('git_commit')})")
@@ -188,6 +190,17 @@ def check_comparable(base_runs: list[Run], cand: Run, common: bool = False,
                      "single-run rule applies (see the method); pass several baseline runs "
                      "to measure it")
     return list(dict.fromkeys(notes))
+
+
+def _coverage(run: Run) -> tuple[str, ...]:
+    """The caveat report and export print where a run holds less than its plan (stopped
+    early, one shard, a partial merge, still running): export.coverage_note, one line."""
+    from normbench.harness.export import coverage_note
+    from normbench.harness.rundir import StoreError
+    try:
+        return coverage_note(run.dir, run.records, run.meta)
+    except StoreError as e:          # a meta field of the wrong type (compare_records' meta)
+        raise CompareError(" ".join(f"cannot read {run.dir}'s meta: {e}".split())) from None
 
 
 isna = is_missing           # harness/cells.py (compare.py and export.py import it from here)
@@ -343,7 +356,11 @@ def method_text(metric: str = "call") -> str:
         "candidate's is judged as a new case's); "
         "cases only in the "
         "candidate are listed, and "
-        f"one that failed by itself (error or timeout, {new_text}) is a regression.  "
+        f"one that failed by itself (error or timeout, {new_text}) is a regression (one of "
+        "the cases then, counted and listed with them, and not listed again as only in the "
+        "candidate; the JSON's only_candidate and counts.only_candidate hold every case only "
+        "in the candidate, counts.only_candidate_judged how many of them are among its cases, "
+        "with baseline_runs 0).  "
         "--common compares two different configs on the cases they share (one-sided cases "
         "listed, not judged).  "
         "Baseline runs of different commits are refused unless --mixed-baselines (their "

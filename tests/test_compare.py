@@ -790,3 +790,69 @@ def test_baseline_runs_of_different_commits_are_refused_unless_mixed(tmp_path):
     from normbench.harness.cli import app
     r = CliRunner().invoke(app, ["compare", str(b1), str(b2), str(cand), "--mixed-baselines"])
     assert r.exit_code == 0 and "different commits" in " ".join(r.output.split())
+
+
+def test_a_new_case_that_failed_is_listed_once_and_the_counts_add_up(tmp_path):
+    """A case only in the candidate that failed by itself was listed twice (a regression, and
+    again as a flag "only in candidate"), and the summary's "N only in candidate" held it
+    too: 10 regressions and 240 only in candidate sharing 10.  Now it is one of the cases,
+    listed once in every format; the summary and the JSON say how many of those only in the
+    candidate are among the cases (only_candidate keeps its meaning: every such case)."""
+    a = _one(tmp_path, "a")
+    bad = synthetic.record(implementation="disjoint_strided", rows=8192, d=4096, groups=64,
+                           groups_effective=64, seed=9, correct=False)
+    ok = synthetic.record(implementation="spin_lock", rows=8192, d=4096, groups=64,
+                          groups_effective=64, seed=10)
+    b = synthetic.write_run(tmp_path / "b", _cases() + [bad, ok], synthetic.meta())
+    bad_l, ok_l = "disjoint_strided G=64 rmsnorm 8192x4096", "spin_lock G=64 rmsnorm 8192x4096"
+    res = cmp.compare(a, b)
+    assert res.summary().endswith("2 only in candidate (1 failed by themselves, counted "
+                                  "above; 1 listed, not judged).")
+    assert "4 gated cases" in res.summary() and len(res.regressions) == 1
+    md = cmp.render(res, "markdown")
+    assert md.count(f"| {bad_l}") == 1 and md.count(f"| {ok_l}") == 1, md
+    assert "### Regressions (1)" in md and "### Flags (1)" in md
+    assert cmp.render(res, "table").count(bad_l) == 1
+    doc = json.loads(cmp.render(res, "json"))
+    assert doc["counts"]["only_candidate"] == 2 and doc["counts"]["only_candidate_judged"] == 1
+    assert [c["baseline_runs"] for c in doc["cases"]].count(0) == 1
+    assert len(doc["only_candidate"]) == 2 and "only_candidate_judged" in doc["method"]
+    # not gated: reported once, as "not gated", not again as a flag
+    res = cmp.compare(a, b, only="kind:baseline")
+    md = cmp.render(res, "markdown")
+    assert md.count(f"| {bad_l}") == 1 and "| not gated |" in md
+    assert cmp.render(res, "table").count(bad_l) == 1
+    # --common judges no new case: both listed, the summary as before
+    res = cmp.compare(a, b, common=True)
+    assert res.summary().endswith("2 only in candidate (listed, not judged).")
+
+
+def test_a_run_that_holds_less_than_its_plan_is_noted(tmp_path):
+    """compare said "N missing from the candidate" of a candidate that was one shard, or a
+    run stopped early, without saying so (report and export do): now each such run gets
+    their caveat, one note naming it, in every format."""
+    a = _one(tmp_path, "a")
+    plan = [r["case_id"] for r in _cases()]
+    shard = synthetic.write_run(tmp_path / "shard", _cases()[:1], synthetic.meta(
+        shard={"spec": "0/2", "plan_keys": plan, "keys": plan[:1]}))
+    res = cmp.compare(a, shard)
+    assert len(res.regressions) == 2
+    (note,) = [n for n in res.notes if "incomplete" in n]
+    assert note.startswith(f"candidate {shard}: incomplete run: shard 0/2 of a sharded run: 1 "
+                           "of the plan's 3 cases are recorded here")
+    assert note in json.loads(cmp.render(res, "json"))["notes"]
+    assert "shard 0/2 of a sharded run" in cmp.render(res, "markdown")
+    assert "shard 0/2 of a sharded run" in " ".join(cmp.render(res, "table").split())
+    stopped = _one(tmp_path, "stopped", meta=dict(completed=False))
+    res = cmp.compare(stopped, a)
+    assert [n for n in res.notes if "incomplete" in n] == [
+        f"baseline {stopped}: incomplete run: the run stopped before it finished (meta.json "
+        "`completed: false`: interrupted, or stopped by a fault): 3 records are here; meta.json "
+        "does not record how many cases were planned — `run … --out DIR --resume` measures the "
+        "rest"]
+    assert not [n for n in cmp.compare(a, _one(tmp_path, "whole", meta=dict(
+        completed=True))).notes if "incomplete" in n]
+    # a meta field of the wrong type (the API takes any dict): one line, exit 2, no traceback
+    recs = load_records(a)
+    with pytest.raises(cmp.CompareError, match="cannot read candidate's meta: .*completed"):
+        cmp.compare_records(recs, recs, synthetic.meta(), synthetic.meta(completed="no"))
