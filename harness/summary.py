@@ -144,9 +144,11 @@ def answer(df: pd.DataFrame, order: str = "sorted") -> pd.DataFrame:
     its status: 0 where the run has none), and with GPU time r_gpu_best_impl and
     r_gpu_best_us (the role's least GPU time over its competing records, which need not be its
     fastest per call), gpu_fastest (the role with the least of those) and decided_on ("GPU"
-    or "host", with why); devices (the `device` of the records the shape's ratios compare —
-    each role's fastest — each once: more than one, and its ratios compare machines —
-    mixed_devices says so; a slower record of another device compares nothing)."""
+    or "host", with why); peer_out (the peers recorded at the shape without a competing record
+    there, each with why: `_out`; `peers_out` says so in a sentence); devices (the `device` of
+    the records the shape's ratios compare — each role's fastest — each once: more than one,
+    and its ratios compare machines — mixed_devices says so; a slower record of another device
+    compares nothing)."""
     out = []
     gpu = has_gpu_time(df)
     if df.empty:
@@ -169,6 +171,8 @@ def answer(df: pd.DataFrame, order: str = "sorted") -> pd.DataFrame:
                 row[f"{r}_gpu_best_impl"], row[f"{r}_gpu_best_us"] = _gpu_best(of_r)
             mine = all_roles.loc[idx].map(lambda roles: r in roles)
             row[f"{r}_recorded"] = df.loc[idx][mine]["implementation"].nunique()
+            if r == "peer":
+                row["peer_out"] = _out(df.loc[idx][mine], set(of_r["implementation"]))
         row["devices"] = _devices(pd.DataFrame([b for b in shown if b is not None]))
         row["det_over_nondet"] = _ratio(row["det_us"], row["nondet_us"])
         row["peer_over_det"] = _ratio(row["peer_us"], row["det_us"])
@@ -178,6 +182,53 @@ def answer(df: pd.DataFrame, order: str = "sorted") -> pd.DataFrame:
             row["decided_on"] = _decided_on(row)
         out.append(row)
     return pd.DataFrame(out)
+
+
+OUT_WHY = ("skipped", "error", "timeout", "incorrect", "no time")   # the order they are told
+
+
+def why_out(rec) -> str:
+    """Why a record does not compete: its status where not ok ("skipped": not run, e.g. its
+    package not installed; "error", "timeout": it ran and failed), "incorrect" for a result
+    not found correct against fp64, "no time" for one without a positive finite median."""
+    status = str(rec["status"])
+    if status != "ok":
+        return status
+    return "no time" if is_true(rec.get("correct")) else "incorrect"
+
+
+def _out(recs: pd.DataFrame, competed: set) -> tuple:
+    """((implementation, why), ...) for each implementation of `recs` (one shape's records of
+    one role) absent from `competed`: "skipped" where every record of it was skipped, else
+    the first other reason of its records."""
+    out = {}
+    for _, rec in recs.iterrows():
+        name = rec["implementation"]
+        if name in competed:
+            continue
+        why = why_out(rec)
+        if out.get(name, "skipped") == "skipped":
+            out[name] = why
+    return tuple(out.items())
+
+
+def peers_out(a: pd.DataFrame) -> str:
+    """One sentence, "" where none: at how many of answer() `a`'s shapes a peer was recorded
+    without competing, which ones and why (not measured: skipped; failed: error, timeout,
+    incorrect, no time) — the best peer, and each peer ÷ det ratio, is the best of the peers
+    that passed, which need not be the fastest peer of the plan."""
+    if "peer_out" not in a.columns:
+        return ""
+    at = [o for o in a["peer_out"] if isinstance(o, tuple) and o]
+    if not at:
+        return ""
+    whys = dict.fromkeys([*OUT_WHY, *(why for o in at for _, why in o)])
+    names = {w: list(dict.fromkeys(n for o in at for n, why in o if why == w)) for w in whys}
+    parts = [", ".join(n) + (" not measured (skipped)" if w == "skipped" else f" failed ({w})")
+             for w, n in names.items() if n]
+    who = "a peer was" if len({n for o in at for n, _ in o}) == 1 else "peers were"
+    return (f"At {len(at)} of {count(len(a), 'shape')} {who} recorded but did not compete — "
+            f"{'; '.join(parts)} — so the best peer there is the best of those that passed.")
 
 
 def _devices(frame: pd.DataFrame) -> tuple:

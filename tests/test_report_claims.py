@@ -205,3 +205,46 @@ def test_counts_of_one_are_singular():
     md = build_report(pd.DataFrame(_duel(0.05)), synthetic.meta()).markdown()
     assert "2 records, 2 implementations, 1 shape ·" in md
     assert "(range 1.25–1.25, 1 shape)" in md and "1 shapes" not in md
+
+
+def test_peers_recorded_but_not_competing_are_named_beside_the_best_peer(tmp_path):
+    """quack and liger were skipped (not installed) at every shape: the bullet read "median
+    1.72 … faster on 5 of 5" against torch_compile with no word that the fastest peers were
+    never measured.  The bullet, the terminal's caption and report-table.md name the peers
+    recorded without competing, skipped (not measured) apart from failed (error, timeout,
+    incorrect); a run whose peers all passed says nothing of it."""
+    from normbench.harness.report import write_table
+    recs = _duel(0.050) + [
+        synthetic.record(implementation="quack", kind="baseline", status="skipped",
+                         error="quack-kernels is not installed"),
+        synthetic.record(implementation="liger", kind="baseline", status="skipped",
+                         error="liger-kernel is not installed"),
+        synthetic.record(implementation="torch_compile", kind="baseline", status="timeout",
+                         error="t"),
+        synthetic.record(implementation="peer_x", kind="baseline", correct=False)]
+    note = ("At 1 of 1 shape peers were recorded but did not compete — quack, liger not "
+            "measured (skipped); torch_compile failed (timeout); peer_x failed (incorrect) — "
+            "so the best peer there is the best of those that passed.")
+    a = summary.answer(pd.DataFrame(recs))
+    assert a.iloc[0].peer_out == (("quack", "skipped"), ("liger", "skipped"),
+                                  ("torch_compile", "timeout"), ("peer_x", "incorrect"))
+    assert summary.peers_out(a) == note
+    md = build_report(pd.DataFrame(recs), synthetic.meta()).markdown()
+    bullet = next(line for line in md.splitlines() if "Against the best peer" in line)
+    assert bullet.endswith("of 1 shape. " + note)
+    assert " ".join(_terminal(recs).split()).count(note) == 1      # the caption, wrapped
+    text = write_table(synthetic.write_run(tmp_path / "run", recs, synthetic.meta()))
+    assert text.startswith(f"> **Note:** {note}\n\n")
+    assert text.endswith(markdown_table(pd.DataFrame(recs)))
+    # a peer skipped at one shape and measured at another: counted where it did not compete
+    two = _duel(0.050) + [dict(r, d=2048, case_id=f"{r['case_id']}-2048") for r in _duel(0.05)]
+    two += [synthetic.record(implementation="quack", kind="baseline", time_ms=0.030, seed=7),
+            synthetic.record(implementation="quack", kind="baseline", d=2048, status="skipped",
+                             error="x")]
+    assert summary.peers_out(summary.answer(pd.DataFrame(two))) == (
+        "At 1 of 2 shapes a peer was recorded but did not compete — quack not measured "
+        "(skipped) — so the best peer there is the best of those that passed.")
+    # every peer passed: no note anywhere
+    md = build_report(pd.DataFrame(_duel(0.050)), synthetic.meta()).markdown()
+    assert "did not compete" not in md and "did not compete" not in _terminal(_duel(0.050))
+    assert summary.peers_out(summary.answer(pd.DataFrame(_duel(0.050)))) == ""

@@ -231,7 +231,7 @@ def test_terminal_tables_mark_winners_and_ratios():
     text = buf.getvalue()
     assert "★ 30.0" in text and "◆ 40.0 G16" in text
     assert "1.33" in text and "1.50" in text and "GPU time not measured" in text
-    assert "✗ wrong" in text and "✗ ok" not in text     # peer_e: ran, wrong against fp64
+    assert "✗ incorrect" in text and "✗ ok" not in text  # peer_e: ran, wrong against fp64
 
 
 def test_terminal_legend_of_the_contention_mark_only_where_a_cell_carries_it():

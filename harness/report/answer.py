@@ -8,7 +8,6 @@ import numpy as np
 import pandas as pd
 
 from normbench.harness import summary
-from normbench.harness.schema import FAILED
 from normbench.harness.summary import CONTENDED_MARK, ROLE_TEXT, ROLES, SPREAD_MARK
 from normbench.harness.text import count
 
@@ -148,6 +147,8 @@ def answer_section(rep: Report, df: pd.DataFrame, cov: Coverage | None = None) -
             lines[-1] += (f" At {away} of {n} shapes no peer passed here, and a peer of the "
                           "plan may be among the cases not measured here (see the warning "
                           "above).")
+        if out := summary.peers_out(a):
+            lines[-1] += " " + out
         contended = sum(int(a[f"{r}_contended"].sum()) for r in ROLES)
         if contended:
             lines.append(f"{contended} of the times in this table are marked {CONTENDED_MARK}: "
@@ -227,22 +228,14 @@ def _leads_row(us, fastest) -> bool:
     return finite(us) and (us == fastest or summary.tied(us, fastest))
 
 
-def _failed_peers(df: pd.DataFrame) -> dict:
-    """{(*shape, implementation): what its cell says} for a peer recorded at a shape without
-    a competing record there, never a blank (which reads as "not measured"): "✗" for a result
-    not found correct against fp64, "✗ error" / "✗ timeout" for a case that ran and failed
-    (as the terminal says), "✗ no time" for one without a positive finite median.  A skipped
-    case (not run: a package not installed) stays blank."""
-    out = {}
-    for rec in df.itertuples(index=False):
-        key = (*(getattr(rec, k) for k in summary.SHAPE), rec.implementation)
-        if rec.status == "ok" and not summary.is_true(rec.correct):
-            out[key] = "✗"
-        elif key not in out and rec.status in FAILED:
-            out[key] = f"✗ {rec.status}"
-        elif key not in out and rec.status == "ok":
-            out[key] = "✗ no time"     # correct, without a positive finite median
-    return out
+def _peer_cell(why: str | None) -> str:
+    """What a peer's cell says at a shape where it was recorded without competing
+    (summary.answer's peer_out), never a blank for one that ran (a blank reads as "not
+    measured"): "✗" for a result not found correct against fp64, "✗ error" / "✗ timeout" for
+    a case that ran and failed (as the terminal says), "✗ no time" for one without a positive
+    finite median.  A skipped case (not run: a package not installed) stays blank; the note
+    above the table (summary.peers_out) names it."""
+    return "" if why in (None, "skipped") else "✗" if why == "incorrect" else f"✗ {why}"
 
 
 def markdown_table(df: pd.DataFrame) -> str:
@@ -251,7 +244,9 @@ def markdown_table(df: pd.DataFrame) -> str:
     Shapes in run order; µs; the row's fastest in bold, and every time within summary.TIE
     (1.5 %) of it: a tie bolds both; † a wide spread (p80/p20 > 1.15); ✗ a peer whose result
     failed against fp64 there (it does not compete), ✗ error / ✗ timeout one whose case
-    failed there; the ratio in italics where ours is slower by more than a tie."""
+    failed there (_peer_cell), a blank one skipped there or never recorded; the ratio in
+    italics where ours is slower by more than a tie.  It is against the peers that passed:
+    summary.peers_out, above the table in report-table.md, names those that did not."""
     a = summary.answer(df, order="run")
     if a.empty:
         return "(no records)\n"
@@ -259,7 +254,6 @@ def markdown_table(df: pd.DataFrame) -> str:
     peers = list(dict.fromkeys(df.loc[df["kind"] == "baseline", "implementation"].dropna()))
     short = _short_names(a["det_impl"])
     many = df[["dtype", "weight_dtype"]].drop_duplicates().shape[0] > 1
-    failed = _failed_peers(df)
     rows = []
     for _, r in a.iterrows():
         key = tuple(r[k] for k in summary.SHAPE)
@@ -267,7 +261,7 @@ def markdown_table(df: pd.DataFrame) -> str:
         mine = best[np.array([tuple(x) == key for x in
                               best[list(summary.SHAPE)].itertuples(index=False)], dtype=bool)] \
             if len(best) else best
-        peer_t = {}
+        peer_t, out = {}, dict(r["peer_out"])
         for p in peers:
             hit = mine[mine["implementation"] == p]
             if len(hit):
@@ -285,7 +279,7 @@ def markdown_table(df: pd.DataFrame) -> str:
         row["% copy"] = f"{r['det_pct_copy']:.0f} %" if finite(r["det_pct_copy"]) else ""
         for p in peers:
             t, s = peer_t.get(p, (np.nan, np.nan))
-            row[p] = _cell(t, s, _leads_row(t, fastest)) or failed.get((*key, p), "")
+            row[p] = _cell(t, s, _leads_row(t, fastest)) or _peer_cell(out.get(p))
         ratio = r["peer_over_det"]
         row["vs best peer"] = ("" if not finite(ratio) else f"*{fmt_ratio(ratio)}*"
                                if summary.lead(r["peer_us"], r["det_us"]) == "slower"

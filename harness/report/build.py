@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from normbench.harness import summary
 from normbench.harness.schema import COLUMNS
 from normbench.harness.text import count
 
@@ -57,13 +58,17 @@ def write_table(run_dir) -> str:
 def _table_text(records: pd.DataFrame, meta: dict, live: bool,
                 load_error: str | None = None) -> str:
     """report-table.md's text: the table, below the warnings report.md opens with (an
-    incomplete run, duplicates set aside, a load error, timings under the interpreter)."""
+    incomplete run, duplicates set aside, a load error, timings under the interpreter) and a
+    note naming the peers recorded at a shape without competing there (summary.peers_out:
+    "vs best peer" is against those that passed)."""
     df, dups = last_of_each_key(plain(records))
     cov = coverage(df, meta, live=live)
     notes = ([f"Incomplete run: {cov.warning}."] if cov.incomplete else []) + \
         ([duplicates_warning(dups)] if dups else []) + ([load_error] if load_error else []) + \
         ([INTERPRETER_WARNING] if interpreted(meta, df) else [])
-    return "".join(f"> **Warning:** {n}\n\n" for n in notes) + markdown_table(df)
+    out = summary.peers_out(summary.answer(df)) if not df.empty else ""
+    return ("".join(f"> **Warning:** {n}\n\n" for n in notes)
+            + (f"> **Note:** {out}\n\n" if out else "") + markdown_table(df))
 
 
 def _refuse_directory(path: Path) -> None:

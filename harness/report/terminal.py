@@ -2,8 +2,10 @@
 implementation median µs of the best GROUPS, the best deterministic strategy marked ◆ (its
 deterministic record: a faster GROUPS of it measured nondeterministic follows on a second
 line, marked nondet), the fastest of the shape ★ (every time within summary.TIE of the
-fastest: a tie marks each), and the ratios of harness/summary.py's answer.  A table wider than
-the console is split by implementations over as few tables as fit, never cut."""
+fastest: a tie marks each), and the ratios of harness/summary.py's answer, under a note naming
+the peers recorded at a shape without competing there (summary.peers_out: peer÷det is against
+those that passed).  A table wider than the console is split by implementations over as few
+tables as fit, never cut."""
 from __future__ import annotations
 
 import numpy as np
@@ -14,16 +16,6 @@ from normbench.harness import hostload, summary
 from normbench.harness.cells import is_missing
 
 from .fmt import finite, fmt_int, fmt_ratio, fmt_us
-
-
-def _why_not(rec) -> str:
-    """What a cell without a time says: the record's status, or, where it ran (status ok),
-    "wrong" for a result that failed against fp64 and "no time" for one without a positive
-    finite median (`summary.competing`)."""
-    status = str(rec["status"])
-    if status != "ok":
-        return status
-    return "no time" if summary.is_true(rec.get("correct")) else "wrong"
 
 
 def _at(frame, key: tuple, impl):
@@ -74,7 +66,8 @@ def print_tables(df, meta: dict, console) -> None:
                 rec = _at(best, key, n)
                 if rec.empty:
                     mine = shape[shape.implementation == n]
-                    cells.append("" if mine.empty else f"[red]✗ {escape(_why_not(mine.iloc[0]))}[/]")
+                    cells.append("" if mine.empty else
+                                 f"[red]✗ {escape(summary.why_out(mine.iloc[0]))}[/]")
                     continue
                 shown = [(rec.iloc[0], "")]
                 if a is not None and n == a["det_impl"]:
@@ -99,10 +92,10 @@ def print_tables(df, meta: dict, console) -> None:
             extra = [escape(str(a["decided_on"])) if a is not None else ""] if gpu else []
             body.append((f"{fmt_int(rows)} × {fmt_int(d)}", cells, ratios + extra))
         caption = _caption(contended, gpu, meta, split)
-        mixed = summary.mixed_devices(ans[(ans.norm == norm) & (ans.dtype == dtype)
-                                          & (ans.weight_dtype == wdt)])
-        if mixed:
-            caption += "\n" + escape(mixed)
+        these = ans[(ans.norm == norm) & (ans.dtype == dtype) & (ans.weight_dtype == wdt)]
+        for note in (summary.mixed_devices(these), summary.peers_out(these)):
+            if note:
+                caption += "\n" + escape(note)
         for t in _fitting(console, title, impls, body, tail, caption):
             console.print(t)
 
@@ -145,7 +138,7 @@ def _caption(contended: bool, gpu: bool, meta: dict, split: bool = False) -> str
     measured next to others that is not host-bound carries none); the "nondet" line only
     where a ◆ cell shows a second, faster GROUPS measured nondeterministic."""
     caption = (f"★ fastest, or tied with it (within {summary.TIE:.1%})   ◆ best deterministic   "
-               "✗ incorrect/error   det÷nondet: what determinism costs   "
+               "✗ not competing, and why   det÷nondet: what determinism costs   "
                "peer÷det: > 1 ours is faster")
     if split:
         caption += ("\n◆ the best deterministic record; under it, marked nondet, the "
