@@ -188,13 +188,8 @@ def register(name: str, *, kind: str, deterministic_by_design: bool, uses_groups
     contention model as data (`Contention`); `workspace` / `writers` callables instead, for a
     model that is not of that form (they win over it)."""
     _check_kind(kind)
-    _check_type(name, "contention", contention, Contention)   # read below, before add() checks it
+    _check_contention(name, uses_groups, contention)
     if contention is not None:
-        if not uses_groups and (contention.writers == "rows/groups"
-                                or contention.partial_rows == "groups"):
-            raise ValueError(f"implementation {name!r}: its contention model counts GROUPS "
-                             "(writers 'rows/groups' or partial_rows 'groups'), but "
-                             "uses_groups is False: it never gets one")
         workspace = workspace or contention.workspace
         writers = writers or contention.writers_per_slot
 
@@ -211,6 +206,16 @@ def register(name: str, *, kind: str, deterministic_by_design: bool, uses_groups
             fn.params = functools.partial(_tuning.params, name)
         return fn
     return deco
+
+
+def _check_contention(name, uses_groups: bool, contention) -> None:
+    """A contention model of its type, that counts GROUPS only where the entry gets one."""
+    _check_type(name, "contention", contention, Contention)   # read before add() checks it
+    if contention is not None and not uses_groups and (contention.writers == "rows/groups"
+                                                       or contention.partial_rows == "groups"):
+        raise ValueError(f"implementation {name!r}: its contention model counts GROUPS "
+                         "(writers 'rows/groups' or partial_rows 'groups'), but "
+                         "uses_groups is False: it never gets one")
 
 
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
@@ -298,12 +303,21 @@ def add(entry: Entry) -> Entry:
 
 
 def register_unavailable(name: str, *, kind: str, reason: str, deterministic_by_design: bool = False,
-                         uses_groups: bool = False, doc: str = "") -> None:
+                         uses_groups: bool = False, doc: str = "",
+                         contention: Contention | None = None) -> None:
     """Record an optional implementation that cannot run here, and why (the same record again,
-    a module imported twice, is no change; any other entry of the name is a clash)."""
+    a module imported twice, is no change; any other entry of the name is a clash).
+    contention: its contention model where that is host arithmetic (`Contention`, data), as it
+    would be registered where it runs — so a report written on this machine from another's
+    records still shows its writers and workspace (harness/report/widget.py); None where the
+    model needs what is missing here (a peer's SM count from its package)."""
     _check_kind(kind)
+    _check_contention(name, uses_groups, contention)
     entry = Entry(name=name, kind=kind, deterministic_by_design=deterministic_by_design,
-                  uses_groups=uses_groups, fn=None, available=False, reason=reason, doc=doc)
+                  uses_groups=uses_groups, fn=None, available=False, reason=reason, doc=doc,
+                  contention=contention)
+    if contention is not None:
+        entry.workspace, entry.writers = contention.workspace, contention.writers_per_slot
     old = _REGISTRY.get(name)
     if old is not None and not (not old.available and old.kind == kind and old.reason == reason):
         raise ValueError(f"implementation {name!r} registered twice")

@@ -91,10 +91,14 @@ def plan_of(x, dy, dx, weight, p) -> Plan:
                 _device.smem_per_program(x.device), units)
 
 
+# the partial rows and each cluster's exchange words (`_words`: 8 fp32) — for a split row;
+# where a row is not split, disjoint_strided runs over about twice the partial rows and no
+# words, which this model does not count.  Declared once, for either registration below.
+CONTENTION = Contention(writers=1, partial_rows="groups", bytes_per_group=32)
 _WHY = _device.gluon_unavailable((9, 0), "thread-block clusters", "_cluster_kernel")
 if _WHY:
     register_unavailable(NAME, kind="strategy", reason=_WHY, deterministic_by_design=True,
-                         uses_groups=True,
+                         uses_groups=True, contention=CONTENTION,
                          doc="each row split between the two CTAs of a cluster (Gluon, sm_90)")
 else:
     import torch
@@ -140,11 +144,7 @@ else:
                     "cluster-words", clusters)
 
     @register(NAME, kind="strategy", deterministic_by_design=True, uses_groups=True,
-              launch=_tuning.Rule(_rule), auto_groups=_groups_rule,
-              # the partial rows and each cluster's exchange words (`_words`: 8 fp32) — for a
-              # split row; where a row is not split, disjoint_strided runs over about twice
-              # the partial rows and no words, which this model does not count
-              contention=Contention(writers=1, partial_rows="groups", bytes_per_group=32))
+              launch=_tuning.Rule(_rule), auto_groups=_groups_rule, contention=CONTENTION)
     def backward(x, dy, weight, mean, rstd, *, groups):
         """Each row split between the two CTAs of a cluster, their row sums swapped through L2."""
         c = prepare(x, dy, weight, mean, rstd)

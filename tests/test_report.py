@@ -453,3 +453,43 @@ def test_a_plugin_model_giving_inf_or_negative_values_is_its_entry_error(tmp_pat
     assert "cannot hold 0: it takes an int >= 1" in errors["test_zero_writers"]
     assert "cannot hold nan" in errors["test_nan_writers"]
     assert errors["torch"] is None and errors["disjoint_block"] is None   # the others' models
+
+
+def test_an_implementation_unavailable_where_the_report_is_written_keeps_its_model(
+        tmp_path, monkeypatch):
+    """A report written on a CPU from an H200's records said "not available here: Gluon
+    kernels do not run under the Triton interpreter" beside disjoint_smem's measured µs, and
+    for liger and quack, with no model.  A Gluon strategy declares its contention model as
+    data whether it can run or not: the widget evaluates it; an entry without one (a peer,
+    whose partial rows come from its package) says plainly it has no model on the machine
+    that wrote the report, and why."""
+    from normbench import strategies
+    from normbench.strategies import _registry
+    from normbench.strategies._contention import Contention
+    for name in ("disjoint_smem", "disjoint_cluster"):      # available or not on this machine
+        assert strategies.get(name).contention is not None
+    monkeypatch.setattr(_registry, "_REGISTRY", dict(_registry._REGISTRY))
+    _registry.register_unavailable("test_gluon", kind="strategy", reason="needs a CUDA GPU",
+                                   deterministic_by_design=True, uses_groups=True,
+                                   contention=Contention(writers=1, partial_rows="groups"))
+    _registry.register_unavailable("test_peer", kind="baseline", deterministic_by_design=True,
+                                   reason="test-peer is not installed")
+    run_dir = synthetic.write_run(tmp_path / "run", [
+        synthetic.record(implementation="test_gluon", norm="layernorm", rows=8192, d=4096,
+                         groups=64, groups_effective=64, deterministic_by_design=True),
+        synthetic.record(implementation="test_peer", kind="baseline", norm="layernorm",
+                         rows=8192, d=4096, deterministic_by_design=True)], synthetic.meta())
+    write_report(run_dir)
+    html = (run_dir / "report.html").read_text()
+    data = json.loads(re.search(r'<script type="application/json" id="w-data">(.*?)</script>',
+                                html, re.S).group(1))
+    got = {e["name"]: e for e in data["entries"]}
+    gluon, peer = got["test_gluon"], got["test_peer"]
+    assert gluon["error"] is None and not gluon["available"]
+    r, d, g = (data["grid"][k].index(v) for k, v in (("rows", 8192), ("d", 4096), ("groups", 64)))
+    assert gluon["writers"][r][d][g] == 1 and gluon["groups_effective"][r][d][g] == 64
+    assert gluon["workspace_ln"][r][d][g] == 64 * 4096 * 4 * 2
+    assert peer["error"] == ("no model: test_peer is not available on the machine that wrote "
+                             "this report (test-peer is not installed)")
+    assert "writers" not in peer and peer["deterministic_by_design"] is True
+    assert "not available here" not in html

@@ -182,3 +182,45 @@ def test_widget_shows_medians_of_correct_records_only_and_both_dtypes(tmp_path):
         assert got["bf16 / bf16"]["correct (vs fp64)"] == "yes"
         assert got["bf16 / fp32"]["correct (vs fp64)"] == "✗ no"
         assert not [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
+
+
+def test_widget_of_an_implementation_without_a_model_still_says_it_is_deterministic(
+        tmp_path, monkeypatch):
+    """The determinism cell of an entry without a model here (registered unavailable, or
+    not registered on the machine writing the report) showed only the error — "not available
+    here: …" for two Gluon strategies deterministic by design.  It says "bitwise
+    deterministic by design" where the entry (or the record) says so, then why there is no
+    model; an unavailable entry with a declared model shows it as an available one does."""
+    from normbench.harness.report import write_report
+    from normbench.strategies import _registry
+    from normbench.strategies._contention import Contention
+    monkeypatch.setattr(_registry, "_REGISTRY", dict(_registry._REGISTRY))
+    _registry.register_unavailable("test_gluon", kind="strategy", reason="needs a CUDA GPU",
+                                   deterministic_by_design=True, uses_groups=True,
+                                   contention=Contention(writers=1, partial_rows="groups"))
+    _registry.register_unavailable("test_peer", kind="baseline", deterministic_by_design=True,
+                                   reason="test-peer is not installed")
+    common = dict(norm="layernorm", rows=1024, d=1024)
+    run = synthetic.write_run(tmp_path / "run", [
+        synthetic.record(implementation="test_gluon", groups=64, groups_effective=64,
+                         deterministic_by_design=True, time_ms=0.02, **common),
+        synthetic.record(implementation="test_peer", kind="baseline", time_ms=0.03,
+                         deterministic_by_design=True, **common),
+        synthetic.record(implementation="test_elsewhere", kind="baseline", time_ms=0.04,
+                         deterministic_by_design=True, **common)], synthetic.meta())
+    write_report(run)
+    for driver in _chromium(run / "report.html"):
+        for k, v in (("w-norm", "layernorm"), ("w-rows", 1024), ("w-d", 1024), ("w-groups", 64)):
+            _set(driver, k, v)
+        gluon, peer, other = (_row(driver, n) for n in ("test_gluon", "test_peer",
+                                                         "test_elsewhere"))
+        assert (gluon["writers"], gluon["geff"]) == ("1", "64")
+        assert gluon["det"] == "bitwise deterministic by design"
+        assert gluon["meas"].startswith("20.0 µs")
+        assert peer["det"] == ("bitwise deterministic by design; no model: test_peer is not "
+                               "available on the machine that wrote this report (test-peer "
+                               "is not installed)")
+        assert peer["writers"] == "—" and peer["meas"].startswith("30.0 µs")
+        assert other["det"] == ("bitwise deterministic by design; no model: test_elsewhere is "
+                                "not registered on the machine that wrote this report")
+        assert not [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]

@@ -70,14 +70,19 @@ def _evaluate(entry, grid) -> dict:
     would use; gi runs over the GROUPS grid only for entries that use GROUPS.  Every value is
     checked as a record's is (measure.model_value): one that fails (inf writers at 2^20 rows,
     a negative workspace) is this entry's error, naming the value and the point of the grid —
-    the page, whose data must be JSON, is still written."""
+    the page, whose data must be JSON, is still written.  An entry not available on this
+    machine (a Gluon strategy on a CPU, a peer whose package is missing) is evaluated where it
+    declared its model as data (`Contention`: host arithmetic, the same on any machine); else
+    its error says plainly that it has no model here and why — never that it is unavailable
+    to the run, whose records may come from a machine where it ran."""
     groups = grid["groups"] if entry.uses_groups else [None]
     out = {"name": entry.name, "kind": entry.kind, "available": bool(entry.available),
            "reason": entry.reason or "", "doc": entry.doc or "",
            "deterministic_by_design": bool(entry.deterministic_by_design),
            "uses_groups": bool(entry.uses_groups), "error": None}
-    if not entry.available:
-        out["error"] = f"not available here: {entry.reason}"
+    if not entry.available and entry.contention is None:
+        out["error"] = (f"no model: {entry.name} is not available on the machine that wrote "
+                        f"this report ({entry.reason})")
         return out
     from normbench.harness.measure import model_value
 

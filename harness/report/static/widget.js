@@ -48,7 +48,8 @@
       known[r.implementation] = true;
       entries.push({ name: r.implementation, kind: r.kind || "", uses_groups: r.groups_effective !== null,
                      deterministic_by_design: r.deterministic_by_design === true,
-                     available: false, error: "not registered in this installation" });
+                     available: false, error: "no model: " + r.implementation +
+                       " is not registered on the machine that wrote this report" });
     }
   });
 
@@ -102,8 +103,11 @@
         text(c.det, det[1]);
       } else {
         [c.geff, c.writers, c.workspace].forEach(function (el) { text(el, "—"); });
-        c.det.className = "w-det det-maybe";
-        text(c.det, e.error || "no model");
+        // what the entry declares is known without its model: by design, or not
+        var by = e.deterministic_by_design ? ["det-yes", "bitwise deterministic by design"]
+                                           : ["det-maybe", "not deterministic by design"];
+        c.det.className = "w-det " + by[0];
+        text(c.det, by[1] + "; " + (e.error || "no model"));
       }
       var mine = hits.filter(function (r) {
         if (r.implementation !== e.name) { return false; }
