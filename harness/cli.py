@@ -277,6 +277,7 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
                 say(err, f"note: {note}")
     cases = expand(sweep, uses_groups=lambda n: s.get(n).uses_groups, available=names)
     only = ",".join(only) if only else None        # --only a --only b: both
+    wanted = None
     if only is not None:
         wanted = [n.strip() for n in only.split(",") if n.strip()]
         if not wanted:
@@ -357,7 +358,7 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
         outcome = execute(sweep, cases, out_dir, resume=resume, isolate=isolate, console=err,
                           shard=shard_meta, executor=executor, force_resume=force_resume,
                           implementations=names if sweep.implementations is None else
-                          list(sweep.implementations))
+                          list(sweep.implementations), only=wanted)
     except StoreWriteError as e:    # the machine's fault mid-run, not the input's
         fail(f"run: {e}", 1)
     except StoreError as e:

@@ -174,17 +174,18 @@ def gpu_facts() -> dict:
     return facts
 
 
-def invocation() -> dict:
-    """This process's command line and when it started (one entry of meta's invocations)."""
+def invocation(**fields) -> dict:
+    """This process's command line and when it started (one entry of meta's invocations),
+    and `fields` (a run's: `only`, the --only it narrowed its plan to)."""
     return {"argv": list(sys.argv), "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "normbench_version": __version__}
+            "normbench_version": __version__, **fields}
 
 
-def invocations(meta: dict) -> list[dict]:
+def invocations(meta: dict, **fields) -> list[dict]:
     """meta's invocations with this one added (a run written before they were kept has only
     its first argv)."""
     before = meta.get("invocations") or ([{"argv": meta["argv"]}] if meta.get("argv") else [])
-    return [*before, invocation()]
+    return [*before, invocation(**fields)]
 
 
 def describe() -> dict:

@@ -29,6 +29,7 @@ from normbench.harness.interrupt import install, interruption
 from normbench.harness.isolate import Worker, WorkerCrashed, WorkerStartError, WorkerTimeout
 from normbench.harness.measure import Settings, failed_record, measure
 from normbench.harness.plan import Case
+from normbench.harness.replan import planned_implementations
 from normbench.harness.store import (RunStore, StoreError, check_not_in_use, check_out_dir,
                                      is_run_dir, load_meta, load_records)
 from normbench.harness.text import count, one_line
@@ -148,12 +149,11 @@ def resumed_implementations(out_dir, known: list[str],
     meta = load_meta(out_dir) if is_run_dir(out_dir) else {}    # else preflight refuses it
     if not _complete(meta):
         return None
-    listed = meta.get("plan_implementations")
-    if listed is not None:
-        return list(listed), None
-    held = {str(n) for n in _held_column(out_dir, "implementation")}
-    names = [n for n in known if n in held or n in available]
-    names += sorted(held - set(known))
+    held = [] if meta.get("plan_implementations") is not None else \
+        _held_column(out_dir, "implementation")
+    names, listed = planned_implementations(meta, held, known, available)
+    if listed:
+        return names, None
     return names, (f"{Path(out_dir) / 'meta.json'} does not list its plan's implementations "
                    "(written before plan_implementations was recorded): resuming with those "
                    f"its records hold and those available here ({', '.join(names)})")
@@ -188,10 +188,11 @@ def _settings(sweep: Sweep, meta: dict) -> Settings:
 
 
 def _new_meta(sweep: Sweep, console: Console, facts: dict | None = None,
-              implementations: list[str] | None = None) -> dict:
+              implementations: list[str] | None = None, only: list[str] | None = None) -> dict:
     """`facts`: what a distributed executor learnt from its workers (env.describe() of one
     of them, their GPUs and copy ceilings); else this machine's, its ceiling measured here.
-    `implementations`: the plan's (plan_implementations, which a resume plans again)."""
+    `implementations`: the plan's (plan_implementations, which a resume plans again); `only`:
+    the --only that narrowed it (_narrowing)."""
     meta = dict(facts) if facts else env.describe()
     on_gpu = not meta["interpreted"]
     meta.update(
@@ -201,10 +202,19 @@ def _new_meta(sweep: Sweep, console: Console, facts: dict | None = None,
         started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         gpu_timer=timing.GPU_TIMER if on_gpu else timing.NO_GPU_NOTE,
         ended_at=None, completed=False,
-        argv=list(sys.argv), invocations=[env.invocation()])   # this command's, not a worker's
+        argv=list(sys.argv),                              # this command's, not a worker's
+        invocations=[env.invocation(**_narrowing(implementations, only))])
     if implementations is not None:
         meta["plan_implementations"] = list(implementations)
     return meta
+
+
+def _narrowing(implementations: list[str] | None, only: list[str] | None) -> dict:
+    """This command's `only` for its entry of meta's invocations: the --only that narrowed a
+    plan it declares (`implementations` given: the CLI's), null for none — a stopped run's
+    report rebuilds its plan from them (harness/replan.py).  {}: cases it was handed, from
+    no plan it declares."""
+    return {"only": list(only) if only else None} if implementations is not None else {}
 
 
 def _ceilings(sweep: Sweep, console: Console, facts: dict | None, device_name: str,
@@ -322,7 +332,7 @@ def _merge_whole(merge, done: set) -> bool:
 def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = False,
             isolate: bool = False, console: Console | None = None, shard: dict | None = None,
             executor=None, force_resume: bool = False,
-            implementations: list[str] | None = None) -> Outcome:
+            implementations: list[str] | None = None, only: list[str] | None = None) -> Outcome:
     """Measure `cases` into `out_dir`.  StoreError propagates (the CLI turns it into exit 2):
     among others for a resume of another config or on another device, unless force_resume.
 
@@ -330,7 +340,9 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
     executor: a harness.distributed executor (start(console) -> facts, records(todo, settings,
     timeout_s) -> an iterator of records, close()); None measures here, one case at a time.
     implementations: the implementations of the plan `cases` come from (before --only and
-    --shard), recorded in a new run's meta.json as plan_implementations."""
+    --shard), recorded in a new run's meta.json as plan_implementations.
+    only: the names --only kept of it (None: all), recorded with `implementations` in this
+    command's entry of meta.json's invocations (_narrowing)."""
     console = console or Console(stderr=True)
     outcome = Outcome(out_dir=Path(out_dir))
     propagating = None
@@ -346,7 +358,7 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
         facts = executor.start(console) if executor is not None else None
         fresh = not meta.get("device_name")
         if fresh:                            # new, or stopped before its meta was complete
-            meta = _new_meta(sweep, console, facts, implementations)
+            meta = _new_meta(sweep, console, facts, implementations, only)
             if shard:
                 meta["shard"] = shard
             store.write_meta(meta)
@@ -358,7 +370,8 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
                 store.update_meta(gpus=_joined_gpus(meta.get("gpus") or [],
                                                     facts.get("gpus", [])))
         if not fresh:                        # a resume: its command line joins the history
-            store.update_meta(invocations=env.invocations(meta))
+            store.update_meta(invocations=env.invocations(meta, **_narrowing(implementations,
+                                                                             only)))
         settings = _settings(sweep, meta)
         done = store.done_keys()
         todo = [c for c in cases if c.key not in done]

@@ -194,9 +194,11 @@ META_TYPES = {"completed": bool, "shard": dict, "shard.spec": str, "shard.plan_k
 # the lists of META_TYPES whose items a reader uses as such, by the items' type
 META_ITEMS = {"plan_implementations": str, "invocations": dict, "argv": str, "gpus": dict,
               "merge.differs": str, "merge.environment_differs": str, "plugins": dict}
-# the fields of those items that a reader uses (compare, merge: a plugin's version), by type
+# the fields of those items that a reader uses (compare, merge: a plugin's version; the
+# plan a stopped run's report rebuilds, harness/replan.py: an invocation's argv and only)
 META_ITEM_FIELDS = {"plugins": {"source": str, "module": str, "entry_point": str,
-                                "distribution": str, "version": str}}
+                                "distribution": str, "version": str},
+                    "invocations": {"argv": list, "only": list}}
 
 
 def _type_name(typ) -> str:

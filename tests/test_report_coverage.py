@@ -56,7 +56,8 @@ def test_a_shard_names_what_the_plan_has_elsewhere():
     md = build_report(pd.DataFrame(recs), meta).markdown()
     top = _top(md)
     assert "shard 1/2" in top and "3 of the plan's 4 cases are recorded here" in top
-    assert "torch (1)" in top and "3 records of 4 planned" in top
+    assert "not measured here: torch rmsnorm 1024x1024 bf16/fp32." in top    # few: each named
+    assert "3 records of 4 planned" in top
     t, _ = answer_table(pd.DataFrame(recs), coverage(plain(pd.DataFrame(recs)), meta))
     # rows 64, then 1024: torch is planned at 1024 only; at 64 no peer is in the plan
     assert t["best peer"].tolist() == ["not in run", "not measured here"]
@@ -191,6 +192,8 @@ def test_a_meta_field_of_the_wrong_type_is_refused_by_name():
                        ({"resumes": 3}, "resumes"), ({"completed": "false"}, "completed")):
         with pytest.raises(StoreError, match=rf"^meta\.json: {field}: expected"):
             coverage(recs, synthetic.meta(**bad))
+    with pytest.raises(StoreError, match=r"^meta\.json: invocations\[0\]\.only: expected list"):
+        coverage(recs, synthetic.meta(invocations=[{"argv": [], "only": "torch"}]))
 
 
 def _report_cli(*args):
@@ -222,3 +225,94 @@ def test_report_errors_are_one_line_with_and_without_markdown_table(tmp_path, mo
     monkeypatch.setattr(store, "write_file_atomic", full)
     code, line = _report_cli(d, "--markdown-table")
     assert code == 1 and "No space left on device" in line
+
+
+# a config as meta.json records it (config_text): two shapes, ours and torch
+_CFG = ("name: t\nnorm: [rmsnorm]\nrows: [64, 1024]\nd: [1024]\ndtype: [bf16]\n"
+        "weight_dtype: [fp32]\ngroups: [4]\n")
+_RUN = {"argv": ["normbench", "run", "t.yaml", "--out", "r"]}
+
+
+def _stopped(**over):
+    """A plain run stopped before its end whose config is recorded: ours at both shapes,
+    torch at rows 64 only (its case at 1024 not measured)."""
+    recs = [synthetic.record(implementation="disjoint_block", groups=4, time_ms=0.05),
+            synthetic.record(implementation="disjoint_block", groups=4, rows=64, time_ms=0.02),
+            synthetic.record(implementation="torch", kind="baseline", rows=64, time_ms=0.03)]
+    meta = synthetic.meta(completed=False, invocations=[_RUN],
+                          config_text=_CFG + "implementations: [disjoint_block, torch]\n")
+    return recs, {**meta, **over}
+
+
+def test_a_stopped_run_rebuilds_its_plan_from_its_config_and_names_what_is_missing(tmp_path):
+    """A plain run stopped before its end: the report said "meta.json does not record how
+    many cases were planned", every role without a record "not measured here" (the plan may
+    have one) although meta.json's config_text names every implementation, and never named
+    the case it lacked.  Its plan is rebuilt as `run --resume` rebuilds it: the count, the
+    case not measured, and a role the plan has none of is "not in run"."""
+    recs, meta = _stopped()
+    md = build_report(pd.DataFrame(recs), meta).markdown()
+    top = _top(md)
+    assert "3 of 4 planned cases are recorded here; not measured here: torch rmsnorm " \
+           "1024x1024 bf16/fp32 — `run … --out DIR --resume` measures the rest" in top
+    assert "3 records of 4 planned" in top and "does not record how many" not in md
+    t, _ = answer_table(pd.DataFrame(recs), coverage(plain(pd.DataFrame(recs)), meta))
+    # rows 64, then 1024: no nondeterministic strategy is planned; torch's 1024 is missing
+    assert t["best nondeterministic"].tolist() == ["not in run", "not in run"]
+    assert t["best peer"].tolist() == ["torch", "not measured here"]
+    run = synthetic.write_run(tmp_path / "r", recs, meta)
+    assert "not measured here: torch rmsnorm 1024x1024" in write_table(run)
+
+
+def test_a_stopped_run_s_plan_is_its_plan_implementations_narrowed_by_each_only():
+    """A config naming none: the implementations meta.json's plan_implementations lists (the
+    measuring machine's, not this one's), narrowed by the --only of its invocations (`only`,
+    or read from the argv of one from before that was recorded), their union over resumes."""
+    recs, _ = _stopped()
+    listed = {"config_text": _CFG, "plan_implementations": ["atomic", "disjoint_block", "torch"]}
+    df = plain(pd.DataFrame(recs))
+    for runs in ([{**_RUN, "only": ["disjoint_block", "torch"]}],
+                 [{"argv": _RUN["argv"] + ["--only=disjoint_block", "--only", "torch"]}]):
+        cov = coverage(df, synthetic.meta(completed=False, invocations=runs, **listed))
+        assert "3 of 4 planned cases" in cov.warning and cov.planned == 4
+        assert not cov.open_plan
+    # a resume without --only planned atomic too: its cases are missing as well
+    cov = coverage(df, synthetic.meta(completed=False, **listed, invocations=[
+        {**_RUN, "only": ["disjoint_block", "torch"]}, {**_RUN, "only": None}]))
+    assert cov.planned == 6 and "atomic rmsnorm 64x1024 bf16/fp32" in cov.warning
+    # still running: the same plan, so far
+    cov = coverage(df, synthetic.meta(completed=False, invocations=[_RUN], **listed), live=True)
+    assert cov.warning.startswith("it is still running (its lock is held): 3 of 6 planned "
+                                  "cases are recorded here; not measured here: ")
+
+
+def test_a_stopped_run_from_before_plan_implementations_says_only_what_it_can():
+    """A config naming none and no plan_implementations: which implementations the measuring
+    machine planned is not recorded.  The cases of those recorded here are counted and
+    named; others may be missing, so a role without a record stays "not measured here" and
+    no planned total is claimed."""
+    recs, _ = _stopped()
+    meta = synthetic.meta(completed=False, invocations=[_RUN], config_text=_CFG)
+    cov = coverage(plain(pd.DataFrame(recs)), meta)
+    assert "3 records are here; meta.json does not record which implementations were " \
+           "planned" in cov.warning
+    assert "of those recorded here, not measured here: torch rmsnorm 1024x1024" in cov.warning
+    assert cov.planned is None and cov.open_plan
+    t, _ = answer_table(pd.DataFrame(recs), cov)
+    assert t["best nondeterministic"].tolist() == ["not measured here"] * 2
+    md = _top(build_report(pd.DataFrame(recs), meta).markdown())
+    assert "3 records, " in md and "planned," not in md
+
+
+def test_a_plan_meta_json_cannot_rebuild_is_not_claimed():
+    """No config that parses, no invocation recorded (its --only unknown), or a record the
+    rebuilt plan does not hold (not the plan that was measured): the plan stays unknown."""
+    recs, _ = _stopped()
+    df = plain(pd.DataFrame(recs))
+    names = _CFG + "implementations: [disjoint_block, torch]\n"
+    for meta in (_stopped(config_text="rows: [64]\n")[1], _stopped(invocations=[])[1],
+                 _stopped(config_text=_CFG + "implementations: [disjoint_block]\n")[1],
+                 _stopped(resumes=[{"forced": True, "config_text": names}])[1]):
+        cov = coverage(df, meta)
+        assert "does not record how many cases were planned" in cov.warning
+        assert cov.missing is None and cov.planned is None

@@ -739,6 +739,34 @@ def torch_only_run(tmp_path_factory):
     return cfg, tmp / "run"
 
 
+def test_a_run_and_its_resume_record_their_only_for_a_stopped_run_s_plan(torch_only_run,
+                                                                        tmp_path):
+    """--only narrows the plan but was recorded nowhere but in argv: the report of a stopped
+    run rebuilt from config and plan_implementations alone would count cases never planned.
+    Each invocation records its `only` (null: none); one from before that, its argv."""
+    from normbench.harness.report.coverage import coverage
+    from normbench.harness.store import load_meta
+    cfg, run = torch_only_run
+    d = tmp_path / "run"
+    shutil.copytree(run, d)
+    r = cli("run", cfg, "--out", d, "--resume", "--no-report")       # no --only: disjoint_block
+    assert r.returncode == 0, r.stderr
+    meta = load_meta(d)
+    assert [e["only"] for e in meta["invocations"]] == [["torch"], None]
+    held = load_records(d)
+    first = {**meta, "completed": False, "invocations": meta["invocations"][:1]}
+    cov = coverage(held[held["implementation"] == "torch"], first)
+    assert "1 of 1 planned cases are recorded here" in cov.warning
+    argv = {k: v for k, v in meta["invocations"][0].items() if k != "only"}
+    assert "--only" in argv["argv"]
+    assert coverage(held[held["implementation"] == "torch"],
+                    {**first, "invocations": [argv]}).warning == cov.warning
+    whole = {**first, "invocations": meta["invocations"]}       # the resume ran all
+    cov = coverage(held[held["implementation"] == "torch"], whole)
+    assert "1 of 2 planned cases are recorded here; not measured here: disjoint_block G=auto " \
+           "layernorm 6x16 fp32/fp32" in cov.warning
+
+
 @pytest.mark.parametrize("field,value,needle", [
     ("copy_ceiling_gbps", "fast", "copy_ceiling_gbps: expected number, got str"),
     ("peak_tbps", "fast", "peak_tbps: expected number, got str"),

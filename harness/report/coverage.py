@@ -2,12 +2,15 @@
 
 One record per case key: the last of each, as `compare` takes it (a hand-joined records.csv
 can hold a case twice; `run` never writes one).  And how much of the plan the directory
-holds, from meta.json: a run stopped before its end (`completed: false`), one shard of a
-sharded run (`shard`: the whole plan's keys and this shard's), a merge with missing shards
-or one stopped part-way (`merge`), a run still measuring (its lock held).  The report says
-so at its top, and an implementation the plan has at a shape but this directory does not is
-"not measured here", not "not in run".  Pure: meta, records and whether the directory is
-locked (store.in_use, the caller's look) in, text out."""
+holds, from meta.json: a run stopped before its end (`completed: false`; its plan rebuilt
+from its config, plan_implementations and --only, as `run --resume` plans it:
+harness/replan.py), one shard of a sharded run (`shard`: the whole plan's keys and this
+shard's), a merge with missing shards or one stopped part-way (`merge`), a run still
+measuring (its lock held).  The report says so at its top, naming the cases not recorded
+where the plan is known, and an implementation the plan has at a shape but this directory
+does not is "not measured here", not "not in run".  Pure: meta, records and whether the
+directory is locked (store.in_use, the caller's look) in, text out (but for the registry
+replan reads: whether an implementation uses GROUPS)."""
 from __future__ import annotations
 
 from collections import Counter
@@ -16,11 +19,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from normbench.harness import schema, summary
+from normbench.harness import replan, schema, summary
 from normbench.harness.cells import is_missing
 from normbench.harness.rundir import StoreError, check_meta_types
 
-NAMED = 6        # implementations named in the warning before "and N more"
+NAMED = 6        # cases named one by one in the warning; more: counted by implementation,
+                 # NAMED of them named before "and N more"
 
 
 def _part(v) -> str:
@@ -70,6 +74,9 @@ class Coverage:
     # (shape_key, implementation) in the plan but not recorded here; None: plan unknown
     missing: frozenset | None = frozenset()
     roles: dict | None = None      # implementation -> its roles (records here, else registry)
+    # the plan may also hold implementations with no record here (which, meta.json does not
+    # say: a run from before plan_implementations whose config names none)
+    open_plan: bool = False
 
     @property
     def incomplete(self) -> bool:
@@ -80,8 +87,8 @@ class Coverage:
         record here (an implementation with no record anywhere here may be of any role)."""
         if not self.incomplete:
             return False
-        if self.missing is None:           # the plan is not recorded: it may have been
-            return True
+        if self.missing is None or self.open_plan:     # the plan is not (all) known: it may
+            return True                                # have been
         s = shape_key(shape)
         return any(sh == s and role in (self.roles or {}).get(impl, summary.ROLES)
                    for sh, impl in self.missing)
@@ -114,25 +121,43 @@ def coverage(df: pd.DataFrame, meta: dict, live: bool = False) -> Coverage:
                 "hold the rest — `normbench merge` joins them into the whole run")
         return _known(df, text, plan, here)
     merge = meta.get("merge") if isinstance(meta.get("merge"), dict) else {}
-    text, planned = _cause(meta, merge, len(df), live)
+    # a plain run (no merge, no forced resume) stopped or still running: its plan rebuilt
+    plan = replan.rebuild(meta, here) if not merge and not _forced(meta) and \
+        (live or meta.get("completed") is False) else None
+    absent = [k for k in plan.keys if k not in here] if plan is not None else []
+    text, planned = _cause(meta, merge, len(df), live, plan, absent)
     gone = [str(k) for k in merge.get("missing_keys") or []]
     if text is None:
         return Coverage()
     if gone:
         return _known(df, text, sorted(here) + [k for k in gone if k not in here], here, planned)
+    if plan is not None:
+        return _known(df, text, list(plan.keys), here, planned, named=False,
+                      whole=plan.whole)
     return Coverage(text, planned=planned, missing=None)
 
 
-def _cause(meta: dict, merge: dict, n: int, live: bool) -> tuple[str | None, int | None]:
+def _forced(meta: dict) -> bool:
+    """A resume forced onto another config: the plans recorded before are not the
+    directory's any more."""
+    return any(isinstance(e, dict) and e.get("forced") for e in meta.get("resumes") or [])
+
+
+def _cause(meta: dict, merge: dict, n: int, live: bool, plan: replan.Plan | None = None,
+           absent: list[str] = ()) -> tuple[str | None, int | None]:
     """(why a directory that is no shard holds less than its plan, the plan's size where
-    meta knows it); (None, None) where it holds all of it.  `merge`: meta's, or {}."""
+    meta knows it); (None, None) where it holds all of it.  `merge`: meta's, or {}.
+    `plan`: the plan rebuilt from meta.json (None: not known), `absent` its keys not here."""
     size = merge.get("plan_size")
+    if plan is not None and plan.whole:
+        size = len(plan.keys)
     # a forced resume ran another config: the merge's plan is not this directory's any more
-    if any(isinstance(e, dict) and e.get("forced") for e in meta.get("resumes") or []) or \
-            (isinstance(size, int) and n > size):
+    if _forced(meta) or (isinstance(size, int) and n > size):
         size = None
     of = f"{n} of {size} planned cases are recorded here" if size is not None else \
         f"{n} records are here"
+    if plan is not None:
+        of += _named(absent, plan.whole)
     gone, stopped = merge.get("missing_keys") or [], _stopped_shards(meta)
     if live:
         return f"it is still running (its lock is held): {of} so far", size
@@ -157,11 +182,37 @@ def _cause(meta: dict, merge: dict, n: int, live: bool) -> tuple[str | None, int
         return (f"merged, and {who} stopped before finishing (meta.json `completed: false`): "
                 f"{of}"), size
     what = "a resume of this merged run" if merge else "the run"
-    known = "" if size is not None else \
+    known = "" if size is not None or plan is not None else \
         "; meta.json does not record how many cases were planned"
+    rest = "every planned case is recorded: `run … --out DIR --resume` marks it finished" \
+        if plan is not None and plan.whole and not absent else \
+        "`run … --out DIR --resume` measures the rest"
     return (f"{what} stopped before it finished (meta.json `completed: false`: interrupted, "
-            f"or stopped by a fault): {of}{known} — `run … --out DIR --resume` measures the "
-            "rest"), size
+            f"or stopped by a fault): {of}{known} — {rest}"), size
+
+
+def _named(absent: list[str], whole: bool = True) -> str:
+    """'; not measured here: …' — each case where they are few (NAMED or fewer), else how
+    many of each implementation.  whole=False: the plan is known for the implementations
+    recorded here only (replan.Plan.whole), and the text says so."""
+    if not whole:
+        return ("; meta.json does not record which implementations were planned (it predates "
+                "plan_implementations, and its config names none): cases of others may be "
+                "missing too" + (f"; of those recorded here, not measured here: "
+                                 f"{_cases(absent)}" if absent else
+                                 "; those recorded here have every case planned for them"))
+    return f"; not measured here: {_cases(absent)}" if absent else ""
+
+
+def _cases(absent: list[str]) -> str:
+    """Case keys as people read them (schema.case_label), or counted by implementation."""
+    if len(absent) <= NAMED:
+        return ", ".join(schema.case_label(dict(zip(schema.KEY, k.split("|"))))
+                         if k.count("|") == len(schema.KEY) - 1 else k for k in absent)
+    by_impl = Counter(k.split("|")[_IMPL_AT] if "|" in k else k for k in absent)
+    names = [f"{i} ({n})" for i, n in by_impl.most_common(NAMED)]
+    more = f" and {len(by_impl) - NAMED} more" if len(by_impl) > NAMED else ""
+    return f"{len(absent)} cases, by implementation: " + ", ".join(names) + more
 
 
 def _stopped_shards(meta: dict) -> str:
@@ -180,27 +231,25 @@ def _resumed_since_merge(meta: dict) -> bool:
 
 
 def _known(df: pd.DataFrame, text: str, plan: list[str], here: set,
-           planned: int | None = None) -> Coverage:
-    """A Coverage whose plan keys are known: names what is missing, by implementation."""
+           planned: int | None = None, named: bool = True, whole: bool = True) -> Coverage:
+    """A Coverage whose plan keys are known: names what is missing (named=False: `text`
+    does already).  whole=False: the plan may hold implementations with no record here."""
     absent = [k for k in plan if k not in here]
     missing = set()
     for k in absent:
         p = k.split("|")
         if len(p) == len(schema.KEY):
             missing.add((tuple(p[i] for i in _SHAPE_AT), p[_IMPL_AT]))
-    by_impl = Counter(k.split("|")[_IMPL_AT] if "|" in k else k for k in absent)
-    if by_impl:
-        names = [f"{i} ({n})" for i, n in by_impl.most_common(NAMED)]
-        more = f" and {len(by_impl) - NAMED} more" if len(by_impl) > NAMED else ""
-        text += "; not measured here, cases by implementation: " + ", ".join(names) + more
+    if named:
+        text += _named(absent)
     roles: dict[str, set] = {}
     for _, r in df.iterrows():
         roles.setdefault(r["implementation"], set()).update(summary.recorded_roles(r))
     unseen = {impl for _, impl in missing if impl not in roles}
     if unseen:
         roles.update(_registered_roles(unseen))
-    return Coverage(text, planned=planned if planned is not None else len(plan),
-                    missing=frozenset(missing), roles=roles)
+    return Coverage(text, planned=planned if planned is not None or not whole else len(plan),
+                    missing=frozenset(missing), roles=roles, open_plan=not whole)
 
 
 def _registered_roles(names: set) -> dict:

@@ -1,0 +1,113 @@
+"""The plan of a run directory, rebuilt from its meta.json as `run --resume` plans it again:
+the config it ran (`config_text`, overrides applied), for a config that names no
+implementations those the run planned (`plan_implementations`: the ones available where it
+started, planned_implementations), narrowed by the `--only` of its invocations (each
+invocation's `only`; one from before that was recorded, read from its `argv`).  The report
+of a run stopped before its end (harness/report/coverage.py) counts the cases planned with it
+and names those it did not record.
+
+Pure but for the registry (strategies: whether an implementation uses GROUPS, which multiplies
+its cases); without one, or for a plugin not loaded here, that is read from its records."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from normbench.harness import schema
+from normbench.harness.config import ConfigError, parse_config
+from normbench.harness.plan import NO_GROUPS, expand
+
+_IMPL_AT, _GROUPS_AT = schema.KEY.index("implementation"), schema.KEY.index("groups")
+
+
+@dataclass(frozen=True)
+class Plan:
+    keys: tuple[str, ...]      # the plan's case keys, in plan order
+    # False: a run from before plan_implementations whose config names none: the plan holds
+    # the implementations recorded here; the machine that measured may have planned others
+    whole: bool = True
+
+
+def planned_implementations(meta: dict, held: Iterable[str], known: list[str],
+                            available: Iterable[str]) -> tuple[list[str], bool]:
+    """The implementations the plan of a run with `meta` holds where its config names none,
+    and whether meta.json lists them: its `plan_implementations` (True); for a run written
+    before that was recorded (False), those `held` (its records') and those `available`, in
+    `known`'s order, a held one not known last."""
+    listed = meta.get("plan_implementations")
+    if listed is not None:
+        return [str(n) for n in listed], True
+    held, available = {str(n) for n in held}, set(available)
+    names = [n for n in known if n in held or n in available]
+    return names + sorted(held - set(known)), False
+
+
+def invocation_only(entry: dict) -> set[str] | None:
+    """The implementations one invocation's `--only` narrowed the plan to (None: it ran the
+    whole plan): its `only` where recorded, else the `--only` words of its argv (the CLI's
+    `--only NAMES` / `--only=NAMES`, repeatable, comma-separated)."""
+    if "only" in entry:
+        return None if entry["only"] is None else {str(n) for n in entry["only"]}
+    argv = [str(w) for w in entry.get("argv") or []]
+    given = [argv[i + 1] if w == "--only" else w[len("--only="):]
+             for i, w in enumerate(argv)
+             if (w == "--only" and i + 1 < len(argv)) or w.startswith("--only=")]
+    return {n.strip() for v in given for n in v.split(",") if n.strip()} if given else None
+
+
+def _narrowed(meta: dict) -> tuple[bool, set[str] | None]:
+    """(whether meta.json records its invocations, the union of their --only: None where one
+    ran the whole plan)."""
+    entries = [e for e in meta.get("invocations") or
+               ([{"argv": meta["argv"]}] if meta.get("argv") else []) if isinstance(e, dict)]
+    each = [invocation_only(e) for e in entries]
+    if not entries or any(s is None for s in each):
+        return bool(entries), None
+    return True, set().union(*each)
+
+
+def _uses_groups() -> dict[str, bool]:
+    """Each registered implementation's uses_groups ({} where the registry cannot load)."""
+    try:
+        from normbench import strategies
+        return {n: bool(strategies.get(n).uses_groups) for n in strategies.known()}
+    except Exception:                      # a broken plugin must not cost the report
+        return {}
+
+
+def rebuild(meta: dict, here: Iterable[str]) -> Plan | None:
+    """The plan of the run `meta` describes, rebuilt (the module docstring); `here`: the case
+    keys its directory holds.  None where meta.json cannot say it: no config_text that parses,
+    no invocation recorded (its --only unknown), an implementation whose use of GROUPS
+    neither the registry here nor a record of it tells, or a record here outside the plan
+    rebuilt (it is then not the plan that was measured: a resume on a cluster plans every
+    implementation known, a registry changed since)."""
+    text = meta.get("config_text")
+    recorded, only = _narrowed(meta)
+    if not isinstance(text, str) or not recorded:
+        return None
+    try:
+        sweep = parse_config(text, "meta.json config_text")
+    except ConfigError:
+        return None
+    here = set(here)
+    groups: dict[str, set] = {}
+    for k in here:
+        p = k.split("|")
+        if len(p) == len(schema.KEY):
+            groups.setdefault(p[_IMPL_AT], set()).add(p[_GROUPS_AT])
+    registry = _uses_groups()
+    if sweep.implementations is not None:
+        names, whole = list(sweep.implementations), True
+    else:
+        names, whole = planned_implementations(meta, groups, list(registry), ())
+    if only is not None:
+        whole = whole or only <= set(names)     # every name --only gave has a record here
+        names = [n for n in names if n in only]
+    if any(n not in registry and n not in groups for n in names):
+        return None
+    # as `run` plans: every case of the config, then those --only keeps
+    keys = tuple(c.key for c in expand(sweep, lambda n: registry[n] if n in registry else
+                                       groups.get(n, {NO_GROUPS}) != {NO_GROUPS}, names)
+                 if c.implementation in names)
+    return Plan(keys, whole) if here <= set(keys) else None
