@@ -2,6 +2,7 @@
 and shell commands printed for the user to paste."""
 from __future__ import annotations
 
+import re
 import shlex
 
 _ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r", "\\": "\\\\", "'": "\\'"}
@@ -60,3 +61,13 @@ def shell_join(words) -> str:
     needs $'…'): pasted, it runs with exactly these arguments.  Print it as it is -- one_line
     would fold the spaces inside a quoted word ('my  runs' became 'my runs')."""
     return " ".join(shell_quote(str(w)) for w in words)
+
+
+def md_fence(text: str) -> list[str]:
+    """`text` as a Markdown fenced code block, one line a list item: the fence is a run of
+    backticks longer than any in `text` (at least three), so no line of `text` (``` with any
+    indentation included) can close it early, as CommonMark closes a fence only with one at
+    least as long as the opening."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence, text.rstrip("\n"), fence]

@@ -493,3 +493,24 @@ def test_an_implementation_unavailable_where_the_report_is_written_keeps_its_mod
                              "this report (test-peer is not installed)")
     assert "writers" not in peer and peer["deterministic_by_design"] is True
     assert "not available here" not in html
+
+
+def test_a_config_holding_a_fence_stays_inside_the_verbatim_block():
+    """A config whose description holds an indented ``` line closed report.md's fence early:
+    the next line rendered as a heading, </details> closed, and the real closing fence opened a
+    block that swallowed the rest of the report.  The fence is now longer than any backtick
+    run in the config, so the whole config is one code block and nothing after it is code."""
+    from normbench.harness.report import build_report
+    cfg = ("name: fenced\ndescription: |\n  text\n  ```\n  # Injected heading\n  ````\n"
+           "rows: [1024]\n")
+    recs = pd.DataFrame([synthetic.record()])
+    md = build_report(recs, synthetic.meta(config_text=cfg)).markdown()
+    assert "`````\n" + cfg + "`````\n" in md
+    markdown_it = pytest.importorskip("markdown_it")
+    tokens = markdown_it.MarkdownIt("commonmark").parse(md)
+    assert not any(t.type == "heading_open" and "Injected" in tokens[i + 1].content
+                   for i, t in enumerate(tokens))
+    fences = [t for t in tokens if t.type == "fence"]
+    assert [t.content for t in fences] == [cfg]
+    # the report's last line is prose after the block, not inside a code block
+    assert not md.rstrip("\n").endswith("`````")

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from normbench.harness import cells
+from normbench.harness.text import md_fence
 
 from .fmt import PLOTS_DIR, STEM_MAX, na, safe_name
 
@@ -85,8 +86,8 @@ class Report:
                 if f.caption:
                     out += [f"*{f.caption}*", ""]
             elif kind == "pre":
-                out += [f"<details><summary>{b[2]}</summary>", "", "```", b[1].rstrip("\n"),
-                        "```", "", "</details>", ""]
+                out += [f"<details><summary>{b[2]}</summary>", "", *md_fence(b[1]), "",
+                        "</details>", ""]
             elif kind == "html":
                 if b[2]:
                     out += [b[2], ""]
