@@ -2,12 +2,13 @@
 
     @register("mine", kind="strategy", deterministic_by_design=True, uses_groups=True,
               launch=_tuning.ROW_LOOP, auto_groups=_groups.row_loop_programs,
-              contention=Contention(writers=1, partial_rows="groups"))
+              contention=Contention(writers=1, partial_rows="groups"))   # partition="block"
     def backward(x, dy, weight, mean, rstd, *, groups): ...
 
 The name is written once, there: the launch rule is declared under it (`_tuning.params(name,
 d)`, and `backward.params(d)` inside the strategy), the GROUPS=auto rule and the contention
-model (`_contention.Contention`, data) live on its Entry.  The harness discovers
+model (`_contention.Contention`, data) and how rows are dealt to the partial rows
+(`partition`, which caps GROUPS at a shape) live on its Entry.  The harness discovers
 implementations through this registry only.
 """
 from __future__ import annotations
@@ -31,6 +32,12 @@ from ._args import MAX_D, MAX_ROWS, check_args
 from ._contention import Contention
 
 KINDS = ("strategy", "baseline")
+# how a strategy deals rows to its GROUPS partial rows, which decides the GROUPS that can each
+# get a row (Entry.effective_groups): "block", program p the contiguous rows [p·⌈rows/GROUPS⌉,
+# (p + 1)·⌈rows/GROUPS⌉) — the default, and the cap the strategies that deal tiles round-robin
+# (disjoint_strided, disjoint_cluster) are measured under too, beside their max_groups;
+# "modulo", row r to partial row r mod GROUPS (grouped_atomic, spin_lock)
+PARTITIONS = ("block", "modulo")
 _NO_PARAMS = MappingProxyType({})
 
 
@@ -56,6 +63,8 @@ class Entry:
     writers: Callable[[int, int | None], int] | None = None
     # (rows, d, launch params at d) -> the most partial rows that each get a row (None: rows)
     max_groups: Callable[[int, int, dict], int] | None = None
+    # how rows are dealt to the partial rows (PARTITIONS): what caps GROUPS at a shape
+    partition: str = "block"
     # the launch rule (strategies with Triton kernels) and the contention model, as declared
     launch: _tuning.Rule | None = None
     contention: Contention | None = None
@@ -73,7 +82,11 @@ class Entry:
 
         More partial rows than rows would leave some empty, so GROUPS is capped so that every
         partial row receives at least one row — at the entry's `max_groups` where its kernel
-        deals rows out in larger units (tiles dealt round-robin: one partial row a tile).
+        deals rows out in larger units (tiles dealt round-robin: one partial row a tile).  How
+        far depends on the entry's `partition`: "block" (contiguous blocks of ⌈rows/GROUPS⌉
+        rows) gives ⌈rows/⌈rows/GROUPS⌉⌉ — 50 at 100 rows for 60 or 99 asked; "modulo" (row r
+        to partial row r mod GROUPS) gives min(GROUPS, rows), since any GROUPS up to rows
+        leaves none empty.
 
         rows and d are checked as `backward` checks x's shape (ValueError "rows: …" / "d: …"),
         for every entry: the model functions built on this one (workspace_bytes,
@@ -94,6 +107,8 @@ class Entry:
         if self.max_groups is not None:
             groups = max(1, min(groups, self._rule_groups(
                 "max_groups", self.max_groups(rows, d, self.params(d)), rows, d)))
+        if self.partition == "modulo":
+            return min(groups, rows)
         per = math.ceil(rows / groups)
         return math.ceil(rows / per)
 
@@ -176,7 +191,8 @@ _plugins_loaded = False
 
 def register(name: str, *, kind: str, deterministic_by_design: bool, uses_groups: bool,
              launch: _tuning.Rule | None = None, auto_groups=None, contention: Contention | None = None,
-             workspace=None, writers=None, max_groups=None, doc: str | None = ""):
+             workspace=None, writers=None, max_groups=None, partition: str = "block",
+             doc: str | None = ""):
     """Decorator registering `fn(x, dy, weight, mean, rstd, *, groups)` under `name` (a
     function that cannot be called so, its signature read where Python can, is refused here).
 
@@ -184,9 +200,11 @@ def register(name: str, *, kind: str, deterministic_by_design: bool, uses_groups
     parameters at d (overrides applied), so its body never repeats the name.  auto_groups:
     (rows, d, sms, launch params) -> GROUPS for groups=None.  max_groups: (rows, d, launch
     params) -> the most partial rows that each get a row, where the kernel deals rows out in
-    units larger than one (GROUPS, given or auto, is capped there).  contention: the
-    contention model as data (`Contention`); `workspace` / `writers` callables instead, for a
-    model that is not of that form (they win over it)."""
+    units larger than one (GROUPS, given or auto, is capped there).  partition: how the
+    kernel deals rows to its partial rows (PARTITIONS), "block" (contiguous blocks: GROUPS
+    capped at ⌈rows/⌈rows/GROUPS⌉⌉) or "modulo" (row r to partial row r mod GROUPS: capped
+    at rows).  contention: the contention model as data (`Contention`); `workspace` /
+    `writers` callables instead, for a model that is not of that form (they win over it)."""
     _check_kind(kind)
     _check_contention(name, uses_groups, contention)
     if contention is not None:
@@ -200,7 +218,8 @@ def register(name: str, *, kind: str, deterministic_by_design: bool, uses_groups
             name=name, kind=kind, deterministic_by_design=deterministic_by_design,
             uses_groups=uses_groups, fn=fn, doc=doc or _first_line(fn.__doc__),
             auto_groups=_four_args(auto_groups), workspace=workspace or _no_workspace,
-            writers=writers, launch=launch, contention=contention, max_groups=max_groups))
+            writers=writers, launch=launch, contention=contention, max_groups=max_groups,
+            partition=partition))
         if launch is not None:
             _tuning.declare(name, launch)
             fn.params = functools.partial(_tuning.params, name)
@@ -272,6 +291,9 @@ def _check_fields(e: Entry) -> None:
         e.workspace = _no_workspace
     _check_type(e.name, "launch", e.launch, _tuning.Rule)
     _check_type(e.name, "contention", e.contention, Contention)
+    if not isinstance(e.partition, str) or e.partition not in PARTITIONS:
+        raise ValueError(f"implementation {e.name!r}: partition must be one of "
+                         f"{', '.join(map(repr, PARTITIONS))}, got {e.partition!r}")
 
 
 def _check_signature(name: str, fn: Callable) -> None:
@@ -304,18 +326,19 @@ def add(entry: Entry) -> Entry:
 
 def register_unavailable(name: str, *, kind: str, reason: str, deterministic_by_design: bool = False,
                          uses_groups: bool = False, doc: str = "",
-                         contention: Contention | None = None) -> None:
+                         contention: Contention | None = None, partition: str = "block") -> None:
     """Record an optional implementation that cannot run here, and why (the same record again,
     a module imported twice, is no change; any other entry of the name is a clash).
     contention: its contention model where that is host arithmetic (`Contention`, data), as it
     would be registered where it runs — so a report written on this machine from another's
     records still shows its writers and workspace (harness/report/widget.py); None where the
-    model needs what is missing here (a peer's SM count from its package)."""
+    model needs what is missing here (a peer's SM count from its package).  partition: as
+    `register`'s, so the GROUPS that model is evaluated at are the ones that would run."""
     _check_kind(kind)
     _check_contention(name, uses_groups, contention)
     entry = Entry(name=name, kind=kind, deterministic_by_design=deterministic_by_design,
                   uses_groups=uses_groups, fn=None, available=False, reason=reason, doc=doc,
-                  contention=contention)
+                  contention=contention, partition=partition)
     if contention is not None:
         entry.workspace, entry.writers = contention.workspace, contention.writers_per_slot
     old = _REGISTRY.get(name)

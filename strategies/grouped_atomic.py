@@ -1,7 +1,9 @@
 """grouped_atomic — row r atomically adds into partial row r mod GROUPS, then a fixed-order reduce.
 
-Writers per slot drop from rows to ⌈rows/GROUPS⌉, at the cost of a fp32 [GROUPS, d]
-workspace (×2 with dβ) that is zeroed on every call and read once by the reduce kernel.
+Any GROUPS up to rows gives every partial row a row (partition "modulo"): GROUPS runs as
+min(GROUPS, rows).  Writers per slot drop from rows to ⌈rows/GROUPS⌉, at the cost of a fp32
+[GROUPS, d] workspace (×2 with dβ) that is zeroed on every call and read once by the reduce
+kernel.
 The order of the additions within one partial row still depends on timing, so the result is
 nondeterministic; the reduce over the partial rows is fixed-order.
 """
@@ -36,7 +38,7 @@ def auto_groups(rows: int, d: int, sms: int, launch) -> int:
 
 
 @register("grouped_atomic", kind="strategy", deterministic_by_design=False, uses_groups=True,
-          launch=_tuning.ONE_ROW, auto_groups=auto_groups,
+          launch=_tuning.ONE_ROW, auto_groups=auto_groups, partition="modulo",
           contention=Contention(writers="rows/groups", partial_rows="groups"))
 def backward(x, dy, weight, mean, rstd, *, groups):
     """Row r atomic_adds into partial row r mod GROUPS; a fixed-order reduce sums the groups."""

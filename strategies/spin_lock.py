@@ -2,8 +2,10 @@
 
 Row r takes the lock of partial row r mod GROUPS (an atomic_cas spin), and the first writer
 (told by a per-group count) stores its contribution while later writers read-modify-write.
-Writers per slot: ⌈rows/GROUPS⌉, serialised by the lock.  Which row arrives first depends on
-timing, so the fp32 sums — and the bits — can change between runs: nondeterministic.
+GROUPS runs as min(GROUPS, rows) (partition "modulo": any GROUPS up to rows gives every
+partial row a row).  Writers per slot: ⌈rows/GROUPS⌉, serialised by the lock.  Which row
+arrives first depends on timing, so the fp32 sums — and the bits — can change between runs:
+nondeterministic.
 Workspace: fp32 [GROUPS, d] partials (×2 with dβ, never zeroed thanks to the first-writer
 count) plus 2·GROUPS·chunks int32 locks and counts, zeroed on every call.  A row wider than one
 block locks each column chunk separately, so the lock is held only for one chunk's update.
@@ -77,7 +79,7 @@ def auto_groups(rows: int, d: int, sms: int, launch) -> int:
 
 
 @register("spin_lock", kind="strategy", deterministic_by_design=False, uses_groups=True,
-          launch=_tuning.Rule(_launch_rule), auto_groups=auto_groups,
+          launch=_tuning.Rule(_launch_rule), auto_groups=auto_groups, partition="modulo",
           # partial rows, never zeroed, plus a lock and a first-writer count per group and chunk
           contention=Contention(writers="rows/groups", partial_rows="groups", counters_per_chunk=2))
 def backward(x, dy, weight, mean, rstd, *, groups):

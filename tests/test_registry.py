@@ -162,3 +162,44 @@ def test_a_plugin_with_a_wrong_signature_is_one_line_when_it_loads(tmp_path):
     assert err[0].startswith("plugin nb_sig (NORMBENCH_PLUGINS) cannot be loaded: TypeError: "
                              "implementation 'nb_sig': its function f(x, dy, weight, mean, rstd) "
                              "cannot be called"), err[0]
+
+
+@pytest.mark.parametrize("name", ["grouped_atomic", "spin_lock"])
+def test_a_groups_list_of_a_modulo_strategy_is_measured_as_asked(name):
+    """grouped_atomic and spin_lock send row r to partial row r mod GROUPS, so every GROUPS up
+    to rows leaves no partial row empty: at 100 rows, GROUPS 50, 60 and 99 were all recorded as
+    50 (the contiguous-block cap, ⌈rows/⌈rows/GROUPS⌉⌉), one configuration measured three
+    times under three names."""
+    s = Settings(warmup_ms=1, rep_ms=1, repeats=2, seed=0, peak_tbps=None, copy_gbps=None,
+                 device_name="cpu")
+    got = []
+    for g in ("50", "60", "99"):
+        rec = measure(Case(norm="rmsnorm", implementation=name, rows=100, d=4, dtype="fp32",
+                           weight_dtype="fp32", groups=g), s)
+        assert rec["status"] == "ok" and rec["correct"], rec.get("error")
+        got.append((rec["groups_effective"], rec["writers_per_slot"], rec["workspace_bytes"]))
+    assert [g for g, _, _ in got] == [50, 60, 99]
+    assert [w for _, w, _ in got] == [2, 2, 2]
+    assert got[2][2] > got[1][2] > got[0][2]
+
+
+def test_partition_is_declared_with_the_registration(registry):
+    """A strategy says how it deals rows out: "modulo" runs min(GROUPS, rows) (any max_groups
+    still applies), "block" (the default) what contiguous blocks allow; anything else is one
+    line when it registers."""
+    _registry.register("x_mod", kind="strategy", deterministic_by_design=False, uses_groups=True,
+                       partition="modulo")(_fn)
+    _registry.register("x_modcap", kind="strategy", deterministic_by_design=False,
+                       uses_groups=True, partition="modulo",
+                       max_groups=lambda rows, d, launch: 7)(_fn)
+    _registry.register("x_blk", kind="strategy", deterministic_by_design=True, uses_groups=True)(_fn)
+    mod, cap, blk = (strategies.get(n) for n in ("x_mod", "x_modcap", "x_blk"))
+    assert [mod.effective_groups(100, 4, g) for g in (50, 60, 99, 100, 400)] == [50, 60, 99, 100, 100]
+    assert [cap.effective_groups(100, 4, g) for g in (5, 60)] == [5, 7]
+    assert [blk.effective_groups(100, 4, g) for g in (50, 60, 99, 400)] == [50, 50, 50, 100]
+    assert blk.partition == "block"
+    with pytest.raises(ValueError, match="implementation 'x_bad': partition must be one of "
+                                         "'block', 'modulo', got 'mod'$"):
+        _registry.register("x_bad", kind="strategy", deterministic_by_design=True,
+                           uses_groups=True, partition="mod")(_fn)
+    assert "x_bad" not in _registry.known()

@@ -836,3 +836,55 @@ def test_every_partial_row_counted_receives_rows(name, rows, d, groups):
     assert not empty, f"{name}: partial rows {empty} of {g} received no row"
     if groups is not None and name != "disjoint_strided":
         assert g == math.ceil(rows / math.ceil(rows / groups))       # contiguous blocks
+
+
+MODULO = ("grouped_atomic", "spin_lock")
+
+
+@pytest.mark.parametrize("name", MODULO)
+def test_modulo_strategies_run_the_groups_asked_up_to_rows(monkeypatch, name):
+    """Row r goes to partial row r mod GROUPS, so any GROUPS ≤ rows gives every partial row a
+    row: it runs as asked (not ⌈rows/⌈rows/GROUPS⌉⌉: 60 and 99 at 100 rows ran 50), and the
+    auto rule's answer runs where rows allow (spin_lock's 528 at 16384 rows ran 512,
+    grouped_atomic's 264 ran 261).  The model follows: writers and workspace at that GROUPS."""
+    from normbench.strategies import _device
+    e = strategies.get(name)
+    assert e.partition == "modulo"
+    assert [e.effective_groups(100, 4, g) for g in (50, 60, 99, 100, 101, 4096)] == \
+        [50, 60, 99, 100, 100, 100]
+    assert e.effective_groups(5, 4, 4) == 4                     # configs/cpu.yaml's groups: [4]
+    assert e.writers_per_slot(100, 4, 99) == 2
+    assert e.workspace_bytes(100, 4, 99, False) >= 99 * 4 * 4
+    monkeypatch.setattr(_device, "sm_count", lambda device=None: 132)
+    for rows, d in ((16384, 1024), (16384, 4096), (16384, 8192), (300, 1024), (7, 4096)):
+        rule = e.auto_groups(rows, d, 132, e.params(d))
+        assert e.effective_groups(rows, d, None) == min(rule, rows), (rows, d, rule)
+    want = {"spin_lock": 528, "grouped_atomic": 66}[name]
+    assert e.effective_groups(16384, 4096, None) == want
+    if name == "grouped_atomic":
+        assert e.effective_groups(16384, 1024, None) == 264
+
+
+@pytest.mark.parametrize("name", [n for n in strategies.known()
+                                  if strategies.get(n).uses_groups and n not in MODULO])
+def test_block_strategies_keep_the_contiguous_block_cap(name):
+    """Every other strategy's GROUPS is what contiguous blocks of ⌈rows/GROUPS⌉ rows allow,
+    after its max_groups (disjoint_strided's measured cap included, unchanged)."""
+    e = strategies.get(name)
+    assert e.partition == "block"
+    for rows, d, g in ((100, 4, 50), (100, 4, 60), (100, 4, 99), (5, 64, 4), (16384, 4096, 528),
+                       (16384, 1024, 264), (1000, 512, 7)):
+        cap = e.max_groups(rows, d, e.params(d)) if e.max_groups else rows
+        asked = max(1, min(g, cap))
+        assert e.effective_groups(rows, d, g) == math.ceil(rows / math.ceil(rows / asked))
+
+
+@pytest.mark.parametrize("norm", NORMS)
+@pytest.mark.parametrize("rows, groups", [(10, 9), (100, 99), (100, 60), (7, 6), (37, 36)])
+@pytest.mark.parametrize("name", MODULO)
+def test_modulo_strategies_right_at_groups_near_rows(poisoned, name, norm, rows, groups):
+    """At GROUPS just under rows (most partial rows get one row, a few two; GROUPS not
+    dividing rows) the answers are right, every partial row written (the workspace is poisoned:
+    spin_lock's is never zeroed, so an empty one would read NaN into dγ)."""
+    assert strategies.get(name).effective_groups(rows, 40, groups) == groups
+    check(name, norm, rows, 40, "fp32", groups=groups)
