@@ -182,7 +182,9 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
                                     "are planned again, those unavailable here recorded as "
                                     "skipped"),
         dry_run: bool = typer.Option(False, "--dry-run", help="print the plan and an estimated "
-                                     "time; run nothing"),
+                                     "time; run nothing (cases of an implementation "
+                                     "unavailable here are marked 'skipped here' and cost "
+                                     "nothing in the estimate)"),
         only: Optional[List[str]] = typer.Option(None, "--only", metavar="NAMES",
                                                  help="comma-separated implementation names: "
                                                  "run only these (repeatable: the names add "
@@ -337,15 +339,23 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
         fail(f"run: {e}")
     held = held_keys(out_dir) if resume and out_dir is not None else set()
     left = [c for c in cases if c.key not in held]
-    # a cluster's workers are the GPUs it is for, whatever this login node has
-    est = estimate_seconds(left, sweep, s.interpreted() and scheduler is None)
+    # a cluster's workers are the GPUs it is for, whatever this login node has; here (this
+    # host, --gpus' workers included) an implementation unavailable is recorded skipped, no call
+    skip_here = {} if scheduler is not None else {
+        n: s.get(n).reason for n in dict.fromkeys(c.implementation for c in left)
+        if not s.get(n).available}
+    est = estimate_seconds(left, sweep, s.interpreted() and scheduler is None, skip_here)
     if executor is not None:
         est = executor.estimate(est)
     from normbench.harness.text import count as counted
     count = (f"{len(left)} of {len(cases)} records left" if len(left) < len(cases)
              else counted(len(cases), "record"))
+    skipped = sum(c.implementation in skip_here for c in left)
+    if skipped:
+        count += (f" ({skipped} to be recorded skipped: {', '.join(skip_here)} "
+                  f"{'is' if len(skip_here) == 1 else 'are'} unavailable here)")
     if dry_run:
-        _print_plan(left, count, est, sweep)
+        _print_plan(left, count, est, sweep, skip_here)
         return
     try:
         chosen = out_dir is not None       # a directory made here is removed if left empty
@@ -420,20 +430,27 @@ PLAN_ROWS = 200      # a plan of more records lists its first ones (a table of 1
                      # took minutes to draw before its count was printed)
 
 
-def _print_plan(cases, count: str, est, sweep):
+def _print_plan(cases, count: str, est, sweep, skip_here: dict[str, str]):
+    """The plan as a table; a case of an implementation in `skip_here` ({name: why it is
+    unavailable here}) is marked "skipped here", each such implementation's reason below."""
     say(out, f"plan: {sweep.name} — {count}, about {_fmt_s(est)}")
     if not cases:
         return
     t = Table()
-    for col in ("norm", "rows", "d", "dtype", "weight", "implementation", "groups"):
+    cols = ["norm", "rows", "d", "dtype", "weight", "implementation", "groups"]
+    for col in cols + (["here"] if skip_here else []):
         t.add_column(col)
     for c in cases[:PLAN_ROWS]:
-        t.add_row(c.norm, str(c.rows), str(c.d), c.dtype, c.weight_dtype, c.implementation, c.groups)
+        row = [c.norm, str(c.rows), str(c.d), c.dtype, c.weight_dtype, c.implementation, c.groups]
+        t.add_row(*row, *(["skipped here" if c.implementation in skip_here else ""]
+                          if skip_here else []))
     out.print(t)
     if len(cases) > PLAN_ROWS:
         from normbench.harness.text import count as counted
         say(out, f"… and {counted(len(cases) - PLAN_ROWS, 'more record')} (the first "
                  f"{PLAN_ROWS} shown)")
+    for name, why in skip_here.items():
+        say(out, f"skipped here: {name}: {why}")
 
 
 @app.command()

@@ -12,7 +12,7 @@ config always gives the same plan.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import asdict, dataclass
 
 from normbench.harness.config import Sweep
@@ -118,10 +118,12 @@ CPU_ELEMENT_S = 1e-5             # interpreter: cost per element of x (rows*d) p
 CPU_MIN_TIMED_CALLS = 3          # the CPU timer's minimum number of samples
 
 
-def estimate_seconds(cases: Iterable[Case], sweep: Sweep, interpreted: bool) -> float:
+def estimate_seconds(cases: Iterable[Case], sweep: Sweep, interpreted: bool,
+                     unavailable: Collection[str] = ()) -> float:
     """A rough estimate of the wall time of running `cases` (for a progress line or a
-    warning, not a promise)."""
-    cases = list(cases)
+    warning, not a promise).  A case of an implementation in `unavailable` (one the machine
+    that measures lacks) costs nothing: measure records it `skipped` without a call."""
+    cases = [c for c in cases if c.implementation not in unavailable]
     if not cases:
         return 0.0
     warm_s, rep_s = sweep.timing.warmup_ms / 1e3, sweep.timing.rep_ms / 1e3

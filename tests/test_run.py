@@ -251,6 +251,35 @@ def test_dry_run_and_list():
         "0 more records", "1 more record", "2 more records"]
 
 
+def test_dry_run_marks_and_does_not_time_the_cases_skipped_here():
+    """An implementation unavailable here (the Gluon ones on a CPU) was estimated as if
+    measured ("16 records, about 19 s") and listed like any other case, though the run records
+    them all skipped at once.  They now cost nothing in the estimate, their rows say "skipped
+    here", the count says how many, and each one's reason is printed."""
+    from normbench import strategies
+    if strategies.get("disjoint_smem").available:
+        pytest.skip("disjoint_smem runs here")
+    why = strategies.get("disjoint_smem").reason
+    gluon = "implementations=[disjoint_smem,disjoint_cluster]"
+    r = cli("run", "configs/cpu.yaml", gluon, "--dry-run")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("plan: cpu — 16 records (16 to be recorded skipped: "
+                               "disjoint_smem, disjoint_cluster are unavailable here), about 0 s")
+    rows = [ln for ln in r.stdout.splitlines() if "disjoint_" in ln and "│" in ln]
+    assert len(rows) == 16 and all("skipped here" in ln for ln in rows)
+    assert f"skipped here: disjoint_smem: {why}" in r.stdout
+    # beside torch: the estimate is torch's alone
+    mixed = cli("run", "configs/cpu.yaml", "implementations=[disjoint_smem,torch]", "--dry-run")
+    alone = cli("run", "configs/cpu.yaml", "implementations=[torch]", "--dry-run")
+    about = [re.search(r"about (\S+ \S+)", x.stdout.splitlines()[0]).group(1) for x in (mixed, alone)]
+    assert about[0] == about[1], (mixed.stdout, alone.stdout)
+    assert "16 records (8 to be recorded skipped: disjoint_smem is unavailable" in mixed.stdout
+    assert "skipped here" not in alone.stdout
+    # a cluster's workers measure, not this login node: nothing is marked
+    r = cli("run", "configs/cpu.yaml", gluon, "--scheduler", "tcp://127.0.0.1:1", "--dry-run")
+    assert r.returncode == 0 and "skipped here" not in r.stdout, r.stdout
+
+
 def test_paths_and_errors_are_printed_as_text_not_markup(tmp_path):
     """A directory named like rich markup ("[red]", "[/x]") is printed as it is, and an error
     text with markup in it neither vanishes nor stops the sweep."""
