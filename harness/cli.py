@@ -180,7 +180,7 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
         resume: bool = typer.Option(False, "--resume", help="finish the run in --out: skip "
                                     "records it already holds; the implementations it planned "
                                     "are planned again, those unavailable here recorded as "
-                                    "skipped"),
+                                    "skipped; a complete run with none left is left as it is"),
         dry_run: bool = typer.Option(False, "--dry-run", help="print the plan and an estimated "
                                      "time; run nothing (cases of an implementation "
                                      "unavailable here are marked 'skipped here' and cost "
@@ -323,7 +323,8 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
     if not cases and not (shard_meta and whole):
         fail("run: nothing to run")
     from normbench.harness.isolate import WorkerStartError
-    from normbench.harness.run import default_out_dir, execute, held_keys, preflight
+    from normbench.harness.run import (default_out_dir, execute, held_keys, is_complete,
+                                       preflight)
     from normbench.harness.store import StoreError, StoreWriteError
     try:
         fresh_dir = resume and out_dir is not None and not out_dir.exists()
@@ -354,6 +355,15 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
     if skipped:
         count += (f" ({skipped} to be recorded skipped: {', '.join(skip_here)} "
                   f"{'is' if len(skip_here) == 1 else 'are'} unavailable here)")
+    if resume and out_dir is not None and not left and is_complete(out_dir):
+        # nothing to measure: the directory is left as it is (no copy ceiling measured, no
+        # resumes entry, ended_at and the report as they were); --strict judges its records
+        say(out if dry_run else err, f"nothing left to measure: {out_dir} is complete "
+                                     f"({counted(len(held), 'record')})")
+        if strict and not dry_run:
+            from normbench.harness.store import load_records
+            _strict_exit(load_records(out_dir))
+        return
     if dry_run:
         _print_plan(left, count, est, sweep, skip_here)
         return
@@ -400,7 +410,13 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
         paths = _report_after(out_dir)
         say(err, f"report: {paths['report.html']}")
     say(err, f"records: {out_dir / 'records.csv'}")
-    if strict and (failing := _strict_failures(df)):
+    if strict:
+        _strict_exit(df)
+
+
+def _strict_exit(df) -> None:
+    """run --strict: exit 1, one line, when any of the run's records fails (_strict_failures)."""
+    if failing := _strict_failures(df):
         n = sum(failing.values())
         fail(f"run --strict: {n} of {len(df)} records fail "
              f"({', '.join(f'{k} {why}' for why, k in failing.items())})", 1)

@@ -138,6 +138,16 @@ def held_keys(out_dir) -> set:
         return set()
 
 
+def is_complete(out_dir) -> bool:
+    """meta.json of `out_dir` says its run completed (merged: every case of the merged plan
+    in); False where it says not, or cannot be read.  A --resume that has none of its cases
+    left leaves such a run as it is (the CLI)."""
+    try:
+        return load_meta(out_dir).get("completed") is True
+    except (OSError, ValueError, StoreError):
+        return False
+
+
 def resumed_implementations(out_dir, known: list[str],
                             available: list[str]) -> tuple[list[str], str | None] | None:
     """The implementations a resume of `out_dir` plans when its config names none, and a note

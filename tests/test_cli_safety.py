@@ -94,8 +94,10 @@ def test_resume_refuses_another_config_or_device_unless_forced(tmp_path):
     df = load_records(out)
     assert sorted(df["implementation"]) == ["atomic", "torch"]
     assert set(df["device"]) == {meta["device_name"]}
+    before = load_meta(out)
     r = cli("run", str(b), "--out", str(out), "--force-resume", "--no-report")   # nothing left
-    assert r.returncode == 0 and len(load_meta(out)["resumes"]) == 2
+    assert r.returncode == 0 and "nothing left to measure" in r.stderr.decode()
+    assert load_meta(out) == before and len(before["resumes"]) == 1      # left as it was
 
 
 BROKEN = {"nb_missing_dep": "import nosuch_module_xyz\n",

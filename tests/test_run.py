@@ -322,6 +322,42 @@ def test_dry_run_of_a_resume_shows_what_is_left_and_is_refused_as_the_run_is(tmp
         assert n in r.stdout
 
 
+def test_a_resume_of_a_complete_run_leaves_it_as_it_is(tmp_path):
+    """--resume of a finished run measured the copy ceiling again, appended a resumes entry
+    that measured 0, moved ended_at to its own end and rewrote the report (undoing an earlier
+    `report --baseline`).  With nothing left it now changes no file there and says so in one
+    line; --strict still judges the records the run holds."""
+    cfg = config(tmp_path, implementations=["torch", "test_raises"])
+    out = tmp_path / "run"
+    assert cli("run", cfg, "--out", out).returncode == 0
+    assert cli("report", out, "--baseline", "test_raises").returncode == 0
+
+    def files():
+        return {p.relative_to(out): (p.read_bytes(), p.stat().st_mtime_ns)
+                for p in sorted(out.rglob("*")) if p.is_file()}
+    before = files()
+    line = f"nothing left to measure: {out} is complete (2 records)"
+    r = cli("run", cfg, "--out", out, "--resume")
+    assert r.returncode == 0 and r.stderr.strip().splitlines() == [line], r.stderr
+    assert r.stdout == ""
+    r = cli("run", cfg, "--out", out, "--resume", "--dry-run")
+    assert r.returncode == 0 and r.stdout.strip() == line, r.stdout
+    r = cli("run", cfg, "--out", out, "--resume", "--only", "torch")
+    assert r.returncode == 0 and line in r.stderr, r.stderr
+    r = cli("run", cfg, "--out", out, "--resume", "--strict")
+    assert r.returncode == 1 and "run --strict: 1 of 2 records fail (1 error)" in r.stderr, r.stderr
+    assert files() == before
+    # another config is refused as before, and a run not complete is resumed as before
+    r = cli("run", cfg, "rows=[7]", "--out", out, "--resume")
+    assert r.returncode == 2 and "cannot resume" in r.stderr
+    meta = json.loads((out / "meta.json").read_text())
+    (out / "meta.json").write_text(json.dumps({**meta, "completed": False, "ended_at": None}))
+    r = cli("run", cfg, "--out", out, "--resume", "--no-report")
+    assert r.returncode == 0 and "nothing left" not in r.stderr, r.stderr
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["completed"] is True and meta["ended_at"] and meta["resumes"][-1]["measured"] == 0
+
+
 def test_no_arguments_runs_the_cpu_config_without_a_gpu(tmp_path):
     """`python run_bench.py` alone: configs/cpu.yaml under the interpreter, with its report."""
     r = subprocess.run([sys.executable, str(ROOT / "run_bench.py")], cwd=tmp_path,

@@ -247,7 +247,8 @@ def test_merge_refuses_shards_measured_with_other_plugin_versions(runs, tmp_path
 
 
 def test_a_resume_that_measured_nothing_does_not_block_merge(runs, tmp_path):
-    """`--resume` of a finished shard at another commit measures nothing: merge compares and
+    """`--resume` at another commit of a shard stopped after its last record (meta.json not
+    yet completed; a complete one is left as it is) measures nothing: merge compares and
     folds in only resumes that measured records — a forced one of another config, from a
     dirty tree, that counted 0 too; one that measured is still another run."""
     from normbench.harness.merge import MergeError, merge
@@ -256,6 +257,7 @@ def test_a_resume_that_measured_nothing_does_not_block_merge(runs, tmp_path):
     for i, d in enumerate(shards):
         shutil.copytree(tmp / f"s{i}", d)
         _edit_meta(d, git_dirty=False)
+    _edit_meta(shards[0], completed=False, ended_at=None)
     r = cli("run", cfg, "--shard", "0/3", "--out", shards[0], "--resume", "--no-report",
             env={"NORMBENCH_GIT_COMMIT": "f5a10b2"})
     assert r.returncode == 0, r.stderr
@@ -272,7 +274,8 @@ def test_a_resume_that_measured_nothing_does_not_block_merge(runs, tmp_path):
 
 def test_the_merged_meta_keeps_each_shard_s_resumes_with_the_shard(runs, tmp_path):
     """The merged top level had the first-listed shard's `resumes` only: each shard's stay in
-    its merged_from entry, and a resume of the merged directory starts a list of its own."""
+    its merged_from entry, and a resume of the merged directory starts a list of its own
+    (once it has something to do: a complete merge with nothing left is left as it is)."""
     from normbench.harness.merge import merge
     tmp, cfg = runs
     shards = [tmp_path / f"s{i}" for i in range(3)]
@@ -284,6 +287,10 @@ def test_the_merged_meta_keeps_each_shard_s_resumes_with_the_shard(runs, tmp_pat
     meta = merge(tmp_path / "m", [shards[2], shards[0], shards[1]])
     assert "resumes" not in meta
     assert [len(s["resumes"]) for s in meta["merged_from"]] == [0, 1, 2]
+    r = cli("run", cfg, "--out", tmp_path / "m", "--resume", "--no-report")
+    assert r.returncode == 0 and "nothing left to measure" in r.stderr, r.stderr
+    assert "resumes" not in json.loads((tmp_path / "m" / "meta.json").read_text())
+    _edit_meta(tmp_path / "m", completed=False, ended_at=None)    # stopped after its last
     r = cli("run", cfg, "--out", tmp_path / "m", "--resume", "--no-report")
     assert r.returncode == 0, r.stderr
     assert len(json.loads((tmp_path / "m" / "meta.json").read_text())["resumes"]) == 1
