@@ -402,11 +402,20 @@ def test_overrides_shape_stdin_strict_progress_lines_and_history(tmp_path):
     assert len(samples.loc["disjoint_block", "time_samples_ms"]) >= 3
     meta = json.loads((out / "meta.json").read_text())
     assert "--shape" in meta["config_text"].splitlines()[0]  # what ran, overrides applied
-    r2 = cli("run", "cpu", "--out", out, "--no-report", "--resume", "--shape", "6x16",
-             "norm=layernorm", "dtype=fp32", "implementations=[disjoint_block, test_raises]",
-             "determinism.repeats=2")
+    resume = ["run", "cpu", "--out", out, "--no-report", "--resume", "--shape", "6x16",
+              "norm=layernorm", "dtype=fp32", "implementations=[disjoint_block, test_raises]",
+              "determinism.repeats=2"]
+    r2 = cli(*resume)                     # a complete run: nothing to do, nothing rewritten
+    assert r2.returncode == 0 and "nothing left to measure" in r2.stderr + r2.stdout, r2.stderr
+    assert len(json.loads((out / "meta.json").read_text())["invocations"]) == 1
+    # a run stopped after its last record (killed before it was marked complete) is resumed:
+    # the resume joins the invocation history
+    meta["completed"] = False
+    (out / "meta.json").write_text(json.dumps(meta))
+    r2 = cli(*resume)
     assert r2.returncode == 0, r2.stderr                     # nothing left: no --strict
     meta = json.loads((out / "meta.json").read_text())
+    assert meta["completed"] is True
     assert [i["argv"][-1] for i in meta["invocations"]] == ["determinism.repeats=2"] * 2
     assert "--resume" in meta["invocations"][1]["argv"] and "--strict" in meta["argv"]
     stdin = cli("run", "-", "--dry-run", "d=[8]",
