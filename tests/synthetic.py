@@ -186,3 +186,18 @@ def reported_run() -> tuple[Path, dict]:
         run_dir = write_run(_tmpdir("normbench-report-") / "run", sweep_records(), meta())
         _REPORTED["run"] = (run_dir, write_report(run_dir))
     return _REPORTED["run"]
+
+
+def register_unavailable_test_entries(monkeypatch) -> None:
+    """Two entries registered as unavailable here, for the report's model of a run measured
+    elsewhere (the registry restored after the test): test_gluon, a strategy deterministic by
+    design whose contention model is data (as disjoint_smem's), and test_peer, a baseline
+    without one (as liger's)."""
+    from normbench.strategies import _registry
+    from normbench.strategies._contention import Contention
+    monkeypatch.setattr(_registry, "_REGISTRY", dict(_registry._REGISTRY))
+    _registry.register_unavailable("test_gluon", kind="strategy", reason="needs a CUDA GPU",
+                                   deterministic_by_design=True, uses_groups=True,
+                                   contention=Contention(writers=1, partial_rows="groups"))
+    _registry.register_unavailable("test_peer", kind="baseline", deterministic_by_design=True,
+                                   reason="test-peer is not installed")

@@ -464,16 +464,9 @@ def test_an_implementation_unavailable_where_the_report_is_written_keeps_its_mod
     whose partial rows come from its package) says plainly it has no model on the machine
     that wrote the report, and why."""
     from normbench import strategies
-    from normbench.strategies import _registry
-    from normbench.strategies._contention import Contention
     for name in ("disjoint_smem", "disjoint_cluster"):      # available or not on this machine
         assert strategies.get(name).contention is not None
-    monkeypatch.setattr(_registry, "_REGISTRY", dict(_registry._REGISTRY))
-    _registry.register_unavailable("test_gluon", kind="strategy", reason="needs a CUDA GPU",
-                                   deterministic_by_design=True, uses_groups=True,
-                                   contention=Contention(writers=1, partial_rows="groups"))
-    _registry.register_unavailable("test_peer", kind="baseline", deterministic_by_design=True,
-                                   reason="test-peer is not installed")
+    synthetic.register_unavailable_test_entries(monkeypatch)
     run_dir = synthetic.write_run(tmp_path / "run", [
         synthetic.record(implementation="test_gluon", norm="layernorm", rows=8192, d=4096,
                          groups=64, groups_effective=64, deterministic_by_design=True),

@@ -192,14 +192,7 @@ def test_widget_of_an_implementation_without_a_model_still_says_it_is_determinis
     deterministic by design" where the entry (or the record) says so, then why there is no
     model; an unavailable entry with a declared model shows it as an available one does."""
     from normbench.harness.report import write_report
-    from normbench.strategies import _registry
-    from normbench.strategies._contention import Contention
-    monkeypatch.setattr(_registry, "_REGISTRY", dict(_registry._REGISTRY))
-    _registry.register_unavailable("test_gluon", kind="strategy", reason="needs a CUDA GPU",
-                                   deterministic_by_design=True, uses_groups=True,
-                                   contention=Contention(writers=1, partial_rows="groups"))
-    _registry.register_unavailable("test_peer", kind="baseline", deterministic_by_design=True,
-                                   reason="test-peer is not installed")
+    synthetic.register_unavailable_test_entries(monkeypatch)
     common = dict(norm="layernorm", rows=1024, d=1024)
     run = synthetic.write_run(tmp_path / "run", [
         synthetic.record(implementation="test_gluon", groups=64, groups_effective=64,
