@@ -614,6 +614,25 @@ def test_device_round49_script_on_cpu(tmp_path):
         assert "./gpu-tests.log" in tar.getnames()
 
 
+def test_device_round50_script_on_cpu(tmp_path):
+    """Round 50's call, tiny: each A/B step (8 warps at d = 4096, the reduce's 64-column tile)
+    lands in its folder with the rule and the candidate timed and correct, and the quick run of
+    RMSNorm with an fp32 weight leaves its records (liger is not installed here: torch and
+    disjoint_strided instead)."""
+    _device_script(tmp_path, "device_round50.sh", SHAPES_4096="5x64,4x64", SHAPE_4096="5x64",
+                   SHAPES_WIDE="4x48,3x48", SHAPE_WIDE="4x48", ROUNDS="1",
+                   L_ONLY="torch,disjoint_strided", L_ARGS="--shape 4x64")
+    with tarfile.open(tmp_path / "round50.tgz") as tar:
+        for step in ("w8_rms_bf16w", "w8_rms_bf16", "w8_rms_fp16w", "w8_rms_fp16", "w8_ln_bf16",
+                     "r64_rms_bf16", "r64_rms_bf16w", "r64_rms_fp32", "r64_ln_bf16",
+                     "r64_ln_bf16w", "r64_ln_fp32"):
+            rows = list(csv.DictReader(io.TextIOWrapper(tar.extractfile(f"./{step}/ab.csv"))))
+            assert rows and all(x["status"] == "ok" for x in rows), step
+            assert len({x["config"] for x in rows}) == 2, step
+        recs = [n for n in tar.getnames() if n.startswith("./liger-fp32w/records")]
+        assert recs, tar.getnames()
+
+
 def test_device_round23c_script_on_cpu(tmp_path):
     """Round 23's third call, tiny: device_start.sh's shared `ab` step runs each A/B comparison
     into its own folder, every timing correct, the configurations in a rotated order."""
