@@ -36,7 +36,8 @@ NaN/Inf: every output of the first call and of every repeat is checked, and the 
 the last timed call (checking or comparing each timed call would add to the time measured).
 Fresh outputs: a call that returns an output in the storage of one of its inputs (weight as
 dγ), or a repeat or the last timed call that returns one in the storage of one of the first
-call's (still held), is an error once measured — the caller's input, or its earlier gradients,
+call's outputs or of the call's just before it (both still held while it runs), is an error
+once measured — the caller's input, or its earlier gradients,
 would be overwritten, and output allocation, part of every call, would be missing from the time.
 A failure at any step becomes the record's status and error text; nothing is raised — not
 for a plugin's SystemExit or other BaseException either (only SIGINT/SIGTERM stop a sweep).
@@ -103,8 +104,9 @@ def _bytes_needed(case: Case, ws: int, held: bool = False) -> int:
     # while the fp64 reference is computed: the pristine x and dy, and the reference's seven
     # n-element fp64 temporaries at their peak (measured); then: x and dy, the copies each
     # implementation gets, the first dx (kept for the GPU timer), its copy for the comparison
-    # of the repeats and the last timed call, a repeat's dx and a third in the GPU timer's
-    # graph (while timed: the last timed call's dx and the next one's), the reference's dx
+    # of the repeats and the last timed call, a repeat's dx and the previous repeat's (held
+    # until it returns; while timed: the last timed call's dx and the next one's; in the GPU
+    # timer: the graph's and a warm-up call's), the reference's dx
     steady = 8 * n * act + n * 8 + ws
     if held:    # the case's inputs and reference are held already: no reference to compute,
         return steady - (2 * n * act + n * 8)      # and x, dy and its dx are not new
@@ -408,29 +410,42 @@ def _measure(case, s, entry, groups, rec, device, nbytes, done):
     #    the first one's answer (a stale workspace, a lost update) is not correct
     distinct = _Distinct()
     distinct.add(first)
-    reused = []      # why an output was not fresh: in an input's storage, or the first call's
+    reused = []      # why an output was not fresh: in an input's storage, or an earlier call's
 
     def check_reuse(out, where: str, earlier=()):
+        """`earlier`: (whose, outputs) of the calls whose outputs were held while `out`'s call
+        ran — the first call's, and the one just before it — so none of its fresh outputs can
+        have been allocated in their storage."""
         if reused:
             return
         if held := _in_inputs(out, work):       # the input itself: the first thing to say
             reused.append(f"returns {', '.join(held)} ({where}): a caller that changes the "
                           "gradient changes its input")
-        elif names := _reused(out, earlier):
-            reused.append(f"returns {', '.join(names)} in its first call's output storage "
-                          f"again ({where}): a caller's earlier gradients are overwritten")
+            return
+        for whose, outputs in earlier:
+            if names := _reused(out, outputs):
+                reused.append(f"returns {', '.join(names)} in {whose} output storage again "
+                              f"({where}): a caller's earlier gradients are overwritten")
+                return
 
     check_reuse(first, "its first call")
 
+    # the previous repeat's outputs are held until the next call returns: a call that returns
+    # the storage of the one before it (one kept set of buffers filled in place from the second
+    # call on, as a CUDA-graph replay does) is seen, as one returning the first call's is
+    prev = None
     for i in range(s.repeats - 1):
         out = call()
         if wrong := _malformed(out, x, w, mean is not None):
             return done("error", f"repeat {i + 2}: {wrong}")
         nonfinite += [f"{k} of repeat {i + 2}" for k in _nonfinite(out)]
-        check_reuse(out, f"repeat {i + 2}", first)
+        check_reuse(out, f"repeat {i + 2}", [("its first call's", first)]
+                    + ([(f"repeat {i + 1}'s", prev)] if prev is not None else []))
         if distinct.add(out):
             _judge(rec, out, ref)
+        prev = out
         del out
+    del prev
     distinct.verdict(rec)
     if bad := inputs_changed("in its repeated calls"):
         return bad
@@ -442,11 +457,16 @@ def _measure(case, s, entry, groups, rec, device, nbytes, done):
     #    warm-up) call checked: one wrong only in earlier timed calls is not seen.
     #    Nothing runs between it and the comparison, so buffers it shares with later calls
     #    cannot have been overwritten; the distinct results are copies.  The samples are
-    #    recorded first: whatever the check finds, what was measured is kept.
+    #    recorded first: whatever the check finds, what was measured is kept.  `last` holds
+    #    the previous call's output while a call runs (as it always did: the one before is
+    #    released first, where the assignment released it after) and keeps it once timing is
+    #    over, so the last timed call is checked against its storage too — after timing, not
+    #    within it.
     last = []
 
     def timed():
-        last[:] = [call()]
+        del last[:-1]
+        last.append(call())
 
     samples = timing.bench(timed, s.warmup_ms, s.rep_ms, on_gpu)
     rec.update(timing.summarize(samples))
@@ -456,15 +476,16 @@ def _measure(case, s, entry, groups, rec, device, nbytes, done):
     rec["pct_copy"] = model.pct(rec["gbps"], s.copy_gbps)
     rec["last_call_compared"] = False     # what distinct_results counts: reports word it by this
     if last:
-        if wrong := _malformed(last[0], x, w, mean is not None):
+        if wrong := _malformed(last[-1], x, w, mean is not None):
             # not the contract's result: neither compared nor judged, so the repeats' verdict
             # is not one over the calls compared — left empty, as a malformed repeat leaves it
             rec.update(deterministic=None, distinct_results=None)
             return done("error", f"the last timed call: {wrong}")
-        nonfinite += [f"{k} of the last timed call" for k in _nonfinite(last[0])]
-        check_reuse(last[0], "the last timed call", first)
-        if distinct.add(last[0]):
-            _judge(rec, last[0], ref)
+        nonfinite += [f"{k} of the last timed call" for k in _nonfinite(last[-1])]
+        check_reuse(last[-1], "the last timed call", [("its first call's", first)]
+                    + [("the previous timed call's", o) for o in last[:-1]])
+        if distinct.add(last[-1]):
+            _judge(rec, last[-1], ref)
         rec["last_call_compared"] = True
     last.clear()
     distinct.verdict(rec)

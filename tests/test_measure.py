@@ -834,6 +834,51 @@ def test_the_last_timed_call_in_the_first_calls_storage_is_an_error(monkeypatch)
         "returns dγ in its first call's output storage again (the last timed call)")
 
 
+def _kept_from(n):
+    """torch's answer, fresh for calls 1 .. n−1; from call n on one kept set of buffers filled
+    in place every call (what a CUDA-graph replay or torch.compile's reduce-overhead does)."""
+    from normbench import strategies
+    torch_fn = strategies.get("torch").fn
+    calls, kept = [0], []
+
+    def fn(x, dy, w, mean, rstd, *, groups=None):
+        calls[0] += 1
+        out = torch_fn(x, dy, w, mean, rstd)
+        if calls[0] < n:
+            return out
+        if not kept:
+            kept.extend(out)
+        for a, b in zip(kept, out):
+            if a is not None:
+                a.copy_(b)
+        return tuple(kept)
+    return fn
+
+
+def test_a_repeat_in_the_previous_repeats_storage_is_an_error(monkeypatch):
+    """Fresh outputs on the first call, one kept set from the second on: recorded ok — only the
+    first call's storage was checked, and each repeat's outputs were released before the next
+    call.  The previous repeat's are held now, and checked."""
+    _fake(monkeypatch, "test_kept_from_2", _kept_from(2))
+    rec = _measure_impl("test_kept_from_2", repeats=5)
+    assert rec["status"] == "error", rec
+    assert rec["error"] == ("returns dx, dγ, dβ in repeat 2's output storage again (repeat 3): "
+                            "a caller's earlier gradients are overwritten")
+    assert rec["correct"] and rec["deterministic"] and rec["time_ms"] > 0   # measured still
+
+
+def test_the_last_timed_call_in_the_previous_timed_calls_storage_is_an_error(monkeypatch):
+    """Fresh outputs for the first call and the repeat, one kept set once timed: the last timed
+    call is checked against the one before it (held while it ran), not only the first call."""
+    _fake(monkeypatch, "test_kept_from_3", _kept_from(3))
+    rec = _measure_impl("test_kept_from_3", repeats=2)
+    assert rec["status"] == "error", rec
+    assert rec["error"] == ("returns dx, dγ, dβ in the previous timed call's output storage "
+                            "again (the last timed call): a caller's earlier gradients are "
+                            "overwritten")
+    assert rec["correct"] and rec["deterministic"] and rec["last_call_compared"]
+
+
 def test_fresh_outputs_are_not_taken_for_reused_ones():
     """torch, torch_compile (mode default) and ours allocate their outputs: ok (a repeat's freed
     outputs may be reallocated at the same address, the first call's are held meanwhile)."""
