@@ -41,8 +41,33 @@ PARTITIONS = ("block", "modulo")
 _NO_PARAMS = MappingProxyType({})
 
 
-def _no_workspace(rows: int, d: int, groups: int | None, has_bias: bool) -> int:
+def _no_workspace(rows: int, d: int, groups: int | None, has_bias: bool, *,
+                  weight_dtype=None) -> int:
     return 0
+
+
+@functools.lru_cache(maxsize=512)
+def _cached_takes_weight_dtype(model) -> bool:
+    return _reads_weight_dtype(model)
+
+
+def _reads_weight_dtype(model) -> bool:
+    """Whether a workspace model takes the `weight_dtype` keyword (or any keyword); a model of
+    the older form (rows, d, groups, has_bias) — a plugin's — does not, and is called without
+    it, as is one whose signature Python cannot read."""
+    try:
+        params = inspect.signature(model).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind is p.VAR_KEYWORD or (p.name == "weight_dtype" and p.kind is not
+                                           p.POSITIONAL_ONLY) for p in params)
+
+
+def _takes_weight_dtype(model) -> bool:
+    try:
+        return _cached_takes_weight_dtype(model)
+    except TypeError:                   # an unhashable callable
+        return _reads_weight_dtype(model)
 
 
 @dataclass
@@ -57,8 +82,9 @@ class Entry:
     doc: str = ""
     # (rows, d, sm_count, launch params at d) -> GROUPS used when groups=None
     auto_groups: Callable[[int, int, int, dict], int] | None = None
-    # (rows, d, groups_effective, has_bias) -> fp32 workspace bytes
-    workspace: Callable[[int, int, int | None, bool], int] = field(default=_no_workspace)
+    # (rows, d, groups_effective, has_bias, *, weight_dtype=None) -> fp32 workspace bytes; the
+    # keyword optional (the older form, a plugin's, is called without it: workspace_at)
+    workspace: Callable[..., int] = field(default=_no_workspace)
     # (rows, groups_effective) -> writers into one dγ slot
     writers: Callable[[int, int | None], int] | None = None
     # (rows, d, launch params at d) -> the most partial rows that each get a row (None: rows)
@@ -122,8 +148,21 @@ class Entry:
                              f"at rows={rows}, d={d}; a GROUPS is an int >= 1")
         return value
 
-    def workspace_bytes(self, rows: int, d: int, groups: int | None, has_bias: bool = True) -> int:
-        return self.workspace(rows, d, self.effective_groups(rows, d, groups), has_bias)
+    def workspace_bytes(self, rows: int, d: int, groups: int | None, has_bias: bool = True,
+                        weight_dtype=None) -> int:
+        """The fp32 workspace bytes a call allocates at GROUPS `groups` (as asked: the effective
+        GROUPS are worked out) with a weight of `weight_dtype` (None: not known)."""
+        return self.workspace_at(rows, d, self.effective_groups(rows, d, groups), has_bias,
+                                 weight_dtype)
+
+    def workspace_at(self, rows: int, d: int, groups_effective: int | None, has_bias: bool,
+                     weight_dtype=None) -> int:
+        """The workspace model at the effective GROUPS, unchecked: `weight_dtype` ("fp32",
+        "bf16", "fp16" or a torch dtype; None: not known) passed where the model takes it — a
+        model of the older form (rows, d, groups, has_bias) is called without it."""
+        if weight_dtype is not None and _takes_weight_dtype(self.workspace):
+            return self.workspace(rows, d, groups_effective, has_bias, weight_dtype=weight_dtype)
+        return self.workspace(rows, d, groups_effective, has_bias)
 
     def writers_per_slot(self, rows: int, d: int, groups: int | None) -> int | None:
         g = self.effective_groups(rows, d, groups)     # checks the arguments, for every entry
@@ -204,7 +243,9 @@ def register(name: str, *, kind: str, deterministic_by_design: bool, uses_groups
     kernel deals rows to its partial rows (PARTITIONS), "block" (contiguous blocks: GROUPS
     capped at ⌈rows/⌈rows/GROUPS⌉⌉) or "modulo" (row r to partial row r mod GROUPS: capped
     at rows).  contention: the contention model as data (`Contention`); `workspace` /
-    `writers` callables instead, for a model that is not of that form (they win over it)."""
+    `writers` callables instead, for a model that is not of that form (they win over it):
+    workspace(rows, d, groups_effective, has_bias, *, weight_dtype=None) -> bytes, the keyword
+    optional (a model without it is called without it), writers(rows, groups_effective)."""
     _check_kind(kind)
     _check_contention(name, uses_groups, contention)
     if contention is not None:

@@ -3,7 +3,8 @@
 One program per row: rows writers contend for every slot.  Simple and one pass over the
 partials, but the order of the fp32 additions depends on timing, so the bits of dγ/dβ change
 from run to run: nondeterministic by design.  Workspace: d fp32 (×2 with dβ), zeroed per call,
-then cast to the weight's dtype (skipped when the weight is fp32: the buffer is the output).
+then cast to the weight's dtype — none with an fp32 weight: the buffer is then the dγ (dβ)
+output itself, returned as it is, and its write the output's (`bytes_moved` counts it).
 """
 import torch
 import triton
@@ -30,8 +31,9 @@ def _atomic_kernel(X, DY, DX, W, Mean, Rstd, AW, AB, ROWS, N, stride_x, stride_d
 
 @register("atomic", kind="strategy", deterministic_by_design=False, uses_groups=False,
           launch=_tuning.ONE_ROW,
-          # every row adds into the one fp32 [d] buffer (×2 with dβ)
-          contention=Contention(writers="rows", partial_rows=1))
+          # every row adds into the one fp32 [d] buffer (×2 with dβ), the output itself with an
+          # fp32 weight
+          contention=Contention(writers="rows", partial_rows=1, partial_rows_are_fp32_output=True))
 def backward(x, dy, weight, mean, rstd, *, groups=None):
     """Every row atomic_adds into one fp32 [d] buffer (contended, nondeterministic)."""
     c = prepare(x, dy, weight, mean, rstd)

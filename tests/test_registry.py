@@ -203,3 +203,41 @@ def test_partition_is_declared_with_the_registration(registry):
         _registry.register("x_bad", kind="strategy", deterministic_by_design=True,
                            uses_groups=True, partition="mod")(_fn)
     assert "x_bad" not in _registry.known()
+
+
+class _KwargsModel:
+    def __call__(self, rows, d, groups, has_bias, **kw):
+        return 4 if kw.get("weight_dtype") == "fp32" else 8
+
+    __hash__ = None                     # unhashable: its signature is read every call
+
+
+@pytest.mark.parametrize("model, fp32, bf16", [
+    (lambda rows, d, g, has_bias: d * 2, 128, 128),                       # the older form
+    (lambda rows, d, g, has_bias, *, weight_dtype=None:
+     d * (1 if weight_dtype == "fp32" else 2), 64, 128),                  # takes the keyword
+    (_KwargsModel(), 4, 8),                                               # takes any keyword
+    (functools.partial(lambda scale, rows, d, g, has_bias: scale * d, 3), 192, 192)])
+def test_a_workspace_model_gets_the_weight_dtype_where_it_takes_it(registry, model, fp32, bf16):
+    """The weight's dtype reaches a workspace model that takes the `weight_dtype` keyword (so
+    atomic can count no workspace where its buffer is the fp32 output); a plugin's model of the
+    older form (rows, d, groups, has_bias) is called as before, without it."""
+    _registry.register("x_ws", kind="strategy", deterministic_by_design=True, uses_groups=True,
+                       workspace=model)(_fn)
+    e = strategies.get("x_ws")
+    assert e.workspace_bytes(100, 64, 4, True, "fp32") == fp32
+    assert e.workspace_bytes(100, 64, 4, True, weight_dtype="bf16") == bf16
+    assert e.workspace_at(100, 64, 4, True, "fp32") == fp32
+    assert e.workspace_bytes(100, 64, 4, True) == bf16        # no weight dtype given
+
+
+def test_the_test_plugins_older_workspace_model_still_works():
+    """tests/plugin_strategy.py registers workspace=lambda rows, d, g, has_bias: ... (no weight
+    dtype): given one, it is called as it was."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NORMBENCH_PLUGINS": "tests.plugin_strategy"}
+    code = ("from normbench import strategies; e = strategies.get('test_plugin_rows'); "
+            "print(e.workspace_bytes(100, 64, 4, True, 'fp32'), e.workspace_bytes(100, 64, 4))")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [str(7 * 4 * 64 * 2)] * 2

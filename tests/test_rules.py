@@ -205,6 +205,8 @@ def test_the_shipped_contention_models():
     ws = g * d * 4 * 2
     assert strategies.get("atomic").writers_per_slot(rows, d, g) == rows
     assert strategies.get("atomic").workspace_bytes(rows, d, g) == d * 4 * 2
+    for wd in ("bf16", "fp16", torch.bfloat16):
+        assert strategies.get("atomic").workspace_bytes(rows, d, g, True, wd) == d * 4 * 2
     for name in ("grouped_atomic", "spin_lock"):
         assert strategies.get(name).writers_per_slot(rows, d, g) == 128
     assert strategies.get("grouped_atomic").workspace_bytes(rows, d, g) == ws
@@ -349,3 +351,22 @@ def test_tail_tile_covers_every_column_in_slices(tail, groups, d, warps):
     assert red_n & (red_n - 1) == 0 and red_n * tail >= d
     assert 1 <= red_g <= _tuning.pow2(groups)
     assert red_g == 1 or red_g * red_n <= 32 * 32 * warps
+
+
+@pytest.mark.parametrize("has_bias", [True, False])
+def test_atomic_with_an_fp32_weight_has_no_workspace(has_bias):
+    """atomic's fp32 [d] buffer (×2 with dβ) is returned as dγ (dβ) when the weight is fp32: it
+    is the output, whose write bytes_moved counts, and no workspace — recorded as d·4 B (×2)
+    all the same (64 B for LayerNorm at d = 8).  Every other strategy's partial rows stay
+    workspace with an fp32 weight."""
+    rows, d, g = 8192, 4096, 64
+    for wd in ("fp32", torch.float32):
+        assert strategies.get("atomic").workspace_bytes(rows, d, g, has_bias, wd) == 0
+    assert strategies.get("atomic").workspace_bytes(8, 8, None, True, "fp32") == 0
+    assert "none with an fp32 weight" in strategies.get("atomic").contention.describe()[
+        "workspace_formula"]
+    for name in ("grouped_atomic", "spin_lock", "disjoint_block", "disjoint_fused",
+                 "disjoint_strided"):
+        e = strategies.get(name)
+        assert (e.workspace_bytes(rows, d, g, has_bias, "fp32")
+                == e.workspace_bytes(rows, d, g, has_bias, "bf16") > 0)
