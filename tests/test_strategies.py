@@ -561,6 +561,29 @@ def test_a_sparse_argument_is_refused_naming_it(arg, layout):
             check_args(*one.values(), None)
 
 
+@pytest.mark.parametrize("arg", ["x", "dy", "weight", "mean", "rstd"])
+def test_an_argument_with_the_negative_bit_is_refused_naming_it(arg):
+    """torch._neg_view(dy) (a lazy negation: the storage holds dy, the bit says negate) was
+    accepted and the kernels read the storage: dx and dγ came back sign-flipped, silently
+    (errors of 2.0).  Each of the five is now a ValueError naming it, from the fast check and
+    the itemised one alike; resolved, the same values are accepted and right."""
+    from normbench.harness.inputs import errors, reference
+    from normbench.strategies._args import _explain, check_args
+    args = dict(zip(("x", "dy", "weight", "mean", "rstd"),
+                    make_inputs("layernorm", 4, 8, "fp32", "fp32", seed=0, device="cpu")))
+    args[arg] = torch._neg_view(args[arg])
+    want = f"{arg}: has the negative bit set (a lazy negation view); call .resolve_neg() first"
+    for check_fn in (check_args, _explain):
+        with pytest.raises(ValueError) as e:
+            check_fn(*args.values(), 2)
+        assert str(e.value) == want
+    with pytest.raises(ValueError, match=re.escape(want)):
+        strategies.get("disjoint_block").backward(*args.values(), groups=2)
+    args[arg] = args[arg].resolve_neg()
+    got = strategies.get("disjoint_block").backward(*args.values(), groups=2)
+    assert max(e for e in errors(got, reference(*args.values())) if e is not None) < 1e-5
+
+
 # ------------------------------------------------------- the torch baseline follows PyTorch's path
 def test_torch_takes_autocasts_fp32_path_where_the_native_kernel_refuses(poisoned, monkeypatch):
     """As the CUDA kernel does, a stand-in native op refuses bf16 x with an fp32 weight: the
