@@ -7,6 +7,8 @@ Every column is declared here, once, with what each reader needs to know about i
 * `dtype`  the pandas dtype (nullable, so that an errored row can leave numbers empty);
 * `unit`, `label`, `fmt`  how a table shows it (`column_format(name, value)`);
 * `table`  whether the report's table of all records shows it (a new column does by default);
+* `derive` a column computed from a record's others where it is shown, never stored: not in
+           COLUMNS or KEY, never gated (`value(rec, name)` gives any column's value);
 * `gate`   how `harness/compare.py` judges a change between two runs:
     SLOWER        a time: larger is worse; judged by the threshold and the noise rules of
                   harness/stats.py.  `metric` names the `compare --metric` choice it belongs to,
@@ -16,14 +18,16 @@ Every column is declared here, once, with what each reader needs to know about i
     STATUS_OK     the record status: ok -> anything else is a regression;
     None          not gated (reported only where a renderer chooses to show it).
 
-`COLUMNS` (name -> pandas dtype, in order) and `KEY` are derived from the declaration for the
-callers that only need those.  `harness/store.py` is the only code that reads or writes the
-columns to disk.  A new column is one `Column(...)` line in `DECLARATION`: the store writes it,
-`compare` reports and gates it (its JSON and METHOD text are generated from here).
+`COLUMNS` (name -> pandas dtype of the stored columns, in order) and `KEY` are derived from the
+declaration for the callers that only need those.  `harness/store.py` is the only code that
+reads or writes the columns to disk.  A new column is one `Column(...)` line in `DECLARATION`:
+the store writes it, `compare` reports and gates it (its JSON and METHOD text are generated
+from here); a derived one (`derive`) the report's table of all records computes and shows.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from normbench.harness.cells import is_missing
 
@@ -54,6 +58,7 @@ class Column:
     only_if: str | None = None      # TRUE_TO_FALSE: gated only where this column is True
     context: tuple = ()             # columns quoted with a change (compare's flag texts)
     table: bool = True              # a column of the report's records table (when it holds a value)
+    derive: Callable | None = None  # record -> value: shown, never stored (see the docstring)
 
     @property
     def heading(self) -> str:
@@ -105,17 +110,22 @@ DECLARATION: list[Column] = [
     _c("correct", "boolean", "every output of every distinct result within its dtype's "
        "tolerance of the fp64 reference", gate=TRUE_TO_FALSE,
        context=("max_rel_err", "tolerance", "tolerance_dw")),
+    # the table's one error column: each output judged by its own tolerance (a max error beside
+    # dx's tolerance read as far over it where dγ's, judged by the weight's dtype, was worst)
+    _c("err_over_tolerance", "string", "derived: the worst output's error over its own "
+       "tolerance, and which output ('0.29 dγ'; at most 1: within)", label="worst err ÷ tol",
+       derive=lambda rec: worst_over_tolerance(rec)),
     _c("max_rel_err", "Float64", "max over dx, dw, db (and the distinct results) of "
        "max|out-ref| / max|ref| (dx's and LayerNorm dγ's divisor at least a tenth of "
        "their terms' size)",
-       label="max rel err", fmt=".2g"),
+       label="max rel err", fmt=".2g", table=False),
     _c("err_dx", "Float64", fmt=".2g", table=False),
     _c("err_dw", "Float64", fmt=".2g", table=False),
     _c("err_db", "Float64", fmt=".2g", table=False),
     _c("tolerance", "Float64", "dx's, by the activations' dtype (in a run without "
-       "tolerance_dw: the coarser dtype's, for every output)", fmt=".2g"),
+       "tolerance_dw: the coarser dtype's, for every output)", fmt=".2g", table=False),
     _c("tolerance_dw", "Float64", "dγ's and dβ's, by the weight's dtype", label="tolerance dγ",
-       fmt=".2g"),
+       fmt=".2g", table=False),
     _c("deterministic", "boolean", "all repeats bitwise identical, and the last timed call "
        "where last_call_compared", gate=TRUE_TO_FALSE,
        only_if="deterministic_by_design", context=("distinct_results", "repeats")),
@@ -172,6 +182,32 @@ def tolerance_of(rec, err: str):
     return rec.get("tolerance") if is_missing(t) else t
 
 
+def worst_over_tolerance(rec) -> str | None:
+    """'0.29 dγ': the largest of each output's error over its own tolerance (tolerance_of), and
+    that output — at most 1 where every output is within, as `correct` judges; "0" where every
+    error is 0; None where the record holds no error (not judged).  A record without the
+    per-output errors (a run from before them) gives its max_rel_err over its `tolerance`,
+    which then judged every output, with no output named."""
+    worst = None
+    for err, shown in SHOWN.items():
+        e, t = rec.get(err), tolerance_of(rec, err)
+        if not (is_missing(e) or is_missing(t)) and t > 0:
+            if worst is None or e / t > worst[0]:
+                worst = (e / t, shown)
+    if worst is None:
+        e, t = rec.get("max_rel_err"), rec.get("tolerance")
+        if is_missing(e) or is_missing(t) or not t > 0:
+            return None
+        worst = (e / t, "")
+    return "0" if worst[0] == 0 else f"{worst[0]:.2g} {worst[1]}".rstrip()
+
+
+def value(rec, name: str):
+    """A column's value in a record: the stored one, or a derived column's (Column.derive)."""
+    col = BY_NAME.get(name)
+    return col.derive(rec) if col is not None and col.derive is not None else rec.get(name)
+
+
 # Derived (rebuild() refreshes them in place, so `from schema import COLUMNS` stays live).
 COLUMNS: dict[str, str] = {}
 KEY: tuple = ()
@@ -186,11 +222,14 @@ def rebuild() -> None:
     if dup:
         raise ValueError(f"columns declared twice: {sorted(dup)}")
     COLUMNS.clear()
-    COLUMNS.update((c.name, c.dtype) for c in DECLARATION)
+    COLUMNS.update((c.name, c.dtype) for c in DECLARATION if c.derive is None)
     BY_NAME.clear()
     BY_NAME.update((c.name, c) for c in DECLARATION)
-    KEY = tuple(c.name for c in DECLARATION if c.key)
+    KEY = tuple(c.name for c in DECLARATION if c.key and c.derive is None)
     for c in DECLARATION:
+        if c.derive is not None and (c.key or c.gate or c.context or not callable(c.derive)):
+            raise ValueError(f"column {c.name}: a derived column is a function of a record, "
+                             "never stored: no key, gate or context")
         if c.gate is not None and c.gate not in GATES:
             raise ValueError(f"column {c.name}: gate {c.gate!r} is not one of {GATES}")
         if c.gate == SLOWER and not c.metric:

@@ -24,7 +24,7 @@ def extra_columns(monkeypatch):
 
 
 def test_derived_views_match_the_declaration():
-    assert list(schema.COLUMNS) == [c.name for c in schema.DECLARATION]
+    assert list(schema.COLUMNS) == [c.name for c in schema.DECLARATION if c.derive is None]
     assert schema.KEY == ("norm", "implementation", "rows", "d", "dtype", "weight_dtype", "groups")
     assert schema.metrics()["call"].name == "time_ms" and schema.metrics()["gpu"].name == "gpu_time_ms"
     assert {c.name for c in schema.gated(schema.TRUE_TO_FALSE)} == {"correct", "deterministic"}
@@ -125,3 +125,52 @@ def test_last_call_compared_reads_empty_from_a_run_before_it(tmp_path):
     assert "last_call_compared" not in {c.name for c in schema.table_columns()}
     assert schema.compared_calls(10, pd.NA) == "10 repeats"
     assert schema.compared_calls(10, True) == "10 repeats and the last timed call"
+
+
+def _records_table(tmp_path, records):
+    run = synthetic.write_run(tmp_path / "run", records, synthetic.meta())
+    rep = build_report(load_records(run), synthetic.meta())
+    (table,) = [b[1] for b in rep.blocks if b[0] == "table" and b[2] == "records"]
+    return table
+
+
+def test_the_records_table_judges_each_output_by_its_own_tolerance(tmp_path):
+    """fp32 activations with a bf16 weight: dγ's error 0.0045 is within its tolerance 0.016
+    (the weight's), yet the table showed `max rel err` 0.0045 beside `tolerance` 0.0001 (dx's):
+    a correct record read as 45 times over.  It now shows one column, the worst output's
+    error over its own tolerance and which output, and none of the three that misled."""
+    ok = synthetic.record(dtype="fp32", weight_dtype="bf16", max_rel_err=0.0045, err_dx=5e-8,
+                          err_dw=0.0045, tolerance=1e-4, tolerance_dw=0.015625)
+    bad = synthetic.record(implementation="atomic", dtype="fp32", weight_dtype="bf16",
+                           correct=False, max_rel_err=0.0045, err_dx=3e-4, err_dw=0.0045,
+                           tolerance=1e-4, tolerance_dw=0.015625, seed=1)
+    table = _records_table(tmp_path, [ok, bad])
+    assert {"max rel err", "tolerance", "tolerance dγ"}.isdisjoint(table.columns)
+    got = dict(zip(table["impl"], table["worst err ÷ tol"]))
+    assert got == {"torch": "0.29 dγ", "atomic": "3 dx"}
+
+
+def test_worst_over_tolerance_reads_every_run_and_is_never_stored():
+    """A run before tolerance_dw judged every output by `tolerance`; one before the per-output
+    errors held only max_rel_err; a record not judged has none.  The derived column is shown,
+    never stored, keyed or gated."""
+    w = schema.worst_over_tolerance
+    assert w(dict(err_dx=1e-3, err_dw=4e-3, err_db=2e-3, tolerance=1e-2)) == "0.4 dγ"
+    assert w(dict(err_dx=2e-3, err_dw=4e-3, err_db=None, tolerance=1e-2,
+                  tolerance_dw=1e-1)) == "0.2 dx"
+    assert w(dict(max_rel_err=5e-2, tolerance=1e-2)) == "5"
+    assert w(dict(err_dx=0.0, err_dw=0.0, tolerance=1e-4, tolerance_dw=1e-4)) == "0"
+    assert w(dict(err_dx=None, tolerance=1e-2)) is None and w({}) is None
+    assert "err_over_tolerance" not in schema.COLUMNS
+    assert "err_over_tolerance" not in {c.name for c in schema.gated()}
+    assert schema.value(dict(err_dx=1e-3, tolerance=1e-2), "err_over_tolerance") == "0.1 dx"
+    assert schema.value(dict(err_dx=1e-3), "err_dx") == 1e-3
+
+
+def test_a_derived_column_with_a_gate_is_refused(monkeypatch):
+    bad = schema.Column("x_ratio", "Float64", gate=schema.TRUE_TO_FALSE, derive=lambda r: 1.0)
+    monkeypatch.setattr(schema, "DECLARATION", schema.DECLARATION + [bad])
+    with pytest.raises(ValueError, match="x_ratio: a derived column"):
+        schema.rebuild()
+    monkeypatch.undo()
+    schema.rebuild()

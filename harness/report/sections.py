@@ -252,19 +252,31 @@ def contention_section(rep: Report, df: pd.DataFrame) -> None:
 
 def records_section(rep: Report, df: pd.DataFrame) -> None:
     """Every column declared with table=True in harness/schema.py that holds a value in this
-    run, headed by its label and unit; times (unit ms) in µs like the rest of the report,
-    bytes in KiB/MiB, other numbers in the declared format."""
+    run (a derived one computed from each record), headed by its label and unit; times (unit
+    ms) in µs like the rest of the report, bytes in KiB/MiB, other numbers in the declared
+    format."""
     if df.empty:
         return
     rep.h(2, "All records", "records")
     t = pd.DataFrame(index=df.index)
     for col in schema.table_columns():
-        if col.name not in df.columns or (not col.key and df[col.name].map(na).all()):
+        if col.derive is not None:
+            values = pd.Series([col.derive(r) for _, r in df.iterrows()], index=df.index,
+                               dtype=object)
+        elif col.name in df.columns:
+            values = df[col.name]
+        else:
             continue
-        t[_heading(col)] = df[col.name].map(lambda v, c=col: _cell(c, v))
+        if not col.key and values.map(na).all():
+            continue
+        t[_heading(col)] = values.map(lambda v, c=col: _cell(c, v))
+    over = schema.column("err_over_tolerance")
     rep.p(f"{count(len(df), 'record')}; the markdown report leaves this table out (see "
           "records.csv). Columns as declared in harness/schema.py; a column no record fills is "
-          "left out.")
+          f"left out. {over.label}: the largest of each output's error over its own tolerance "
+          "(dx's by the activations' dtype, dγ's and dβ's by the weight's), and that output — "
+          "at most 1 where every output is within; each error (err_dx, err_dw, err_db) and "
+          "tolerance (tolerance, tolerance_dw) is in records.csv.")
     rep.table(t.reset_index(drop=True), cls="records", html_only=True,
               summary=f"Show all {len(df)} records" if len(df) > 1 else "Show the record")
 
