@@ -18,6 +18,14 @@ EPS = 1e-5
 # pass at d ≥ 4096 (tests/test_inputs.py).  No bound of this kind sees one row left out of a
 # 16-bit dγ of thousands of rows: that row is below the output's own rounding there.
 TOLERANCE = {"fp32": 1e-4, "fp16": 4 * 2.0 ** -11, "bf16": 4 * 2.0 ** -8}
+# Below a 16-bit format's smallest normal number its spacing stops shrinking (subnormals: one
+# unit of rounding is half the smallest subnormal, 2^-25 for fp16, 2^-134 for bf16, not 2^-11
+# or 2^-8 of the value), so a 16-bit output's scale is never taken below it (`rel_error`):
+# an absolute error of four units of rounding there — two smallest subnormals, 4·2^-25 and
+# 4·2^-134 — always passes, and an fp16 dx of max|dx| ~ 1e-5, rounded once, is right (it
+# failed).  At or above the smallest normal nothing changes.
+SCALE_FLOOR = {torch.float16: torch.finfo(torch.float16).tiny,      # 2^-14
+               torch.bfloat16: torch.finfo(torch.bfloat16).tiny}    # 2^-126
 
 
 def dtype_names(dtype: str, weight_dtype: str) -> tuple[str, str]:
@@ -162,8 +170,9 @@ def reference(x, dy, weight, mean, rstd) -> Reference:
 
 def rel_error(out: torch.Tensor | None, ref: torch.Tensor | None,
               scale: float | None = None) -> float | None:
-    """max|out − ref| / scale in fp64 (scale: max|ref| unless given); inf when out has a NaN
-    or Inf, or is missing."""
+    """max|out − ref| / scale in fp64 (scale: max|ref| unless given, for a 16-bit `out` never
+    below its dtype's smallest normal number: `SCALE_FLOOR`; a zero scale — an all-zero
+    reference — divides by 1); inf when out has a NaN or Inf, or is missing."""
     if ref is None:
         return None
     if out is None or tuple(out.shape) != tuple(ref.shape):
@@ -174,7 +183,8 @@ def rel_error(out: torch.Tensor | None, ref: torch.Tensor | None,
         return float("inf")
     if scale is None:
         scale = r.abs().max().item()
-    return (o - r).abs().max().item() / (scale or 1.0)
+    scale = max(scale, SCALE_FLOOR.get(out.dtype, 0.0)) if scale else 1.0
+    return (o - r).abs().max().item() / scale
 
 
 def errors(out, ref) -> list:

@@ -117,7 +117,7 @@ DECLARATION: list[Column] = [
        derive=lambda rec: worst_over_tolerance(rec)),
     _c("max_rel_err", "Float64", "max over dx, dw, db (and the distinct results) of "
        "max|out-ref| / max|ref| (dx's and LayerNorm dγ's divisor at least a tenth of "
-       "their terms' size)",
+       "their terms' size; a 16-bit output's at least its dtype's smallest normal number)",
        label="max rel err", fmt=".2g", table=False),
     _c("err_dx", "Float64", fmt=".2g", table=False),
     _c("err_dw", "Float64", fmt=".2g", table=False),

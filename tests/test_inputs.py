@@ -102,6 +102,44 @@ def test_a_plain_tuple_is_measured_against_max_ref():
     assert rel_error(None, ref[0]) == float("inf")
 
 
+@pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])
+@pytest.mark.parametrize("k", [1e-6, 3e-7])
+def test_the_exact_answer_rounded_once_to_fp16_passes_in_the_subnormal_range(norm, k):
+    """dy scaled by 1e-6: max|dx| ~ 8e-6, below fp16's smallest normal (6.1e-5), where one
+    rounding is up to 2^-25 absolute, not 2^-11 relative: the fp64 answer rounded once to fp16
+    was judged incorrect (0.0038 against 0.00195).  A 16-bit output's scale is never below its
+    dtype's smallest normal now: one rounding is within one unit there too."""
+    x, dy, w, mean, rstd = make_inputs(norm, 64, 64, "fp16", "same", seed=0, device="cpu")
+    dy = (dy.float() * k).half()
+    ref = reference(x, dy, w, mean, rstd)
+    assert ref.scales[0] < torch.finfo(torch.float16).tiny
+    best = tuple(None if t is None else t.half() for t in ref)
+    assert within_tolerances(best, ref, "fp16", "fp16"), errors(best, ref)
+    assert max(e for e in errors(best, ref) if e is not None) <= 2.0 ** -11     # one unit
+
+
+@pytest.mark.parametrize("dt, tiny, unit", [(torch.float16, 2.0 ** -14, 2.0 ** -25),
+                                            (torch.bfloat16, 2.0 ** -126, 2.0 ** -134)])
+def test_the_16_bit_floor_is_four_units_of_rounding_and_only_below_the_normal_range(dt, tiny,
+                                                                                     unit):
+    """Below the smallest normal: four units of rounding (half the smallest subnormal each)
+    pass, six (the next representable error) do not; at the smallest normal and above the error is the same as without the
+    floor; fp32 has none."""
+    tol = output_tolerances({torch.float16: "fp16", torch.bfloat16: "bf16"}[dt], "fp32")[0]
+    ref = torch.tensor([[40 * unit, -8 * unit]], dtype=torch.float64)       # subnormal
+    for n, ok in ((4, True), (6, False)):
+        out = (ref + torch.tensor([[n * unit, 0.0]], dtype=torch.float64)).to(dt)
+        assert out.double()[0, 0].item() == (40 + n) * unit       # exactly representable
+        assert (rel_error(out, ref) <= tol) is ok, (n, rel_error(out, ref))
+    normal = torch.tensor([[tiny, 0.0]], dtype=torch.float64)
+    off = (normal * (1 + 2 * 2.0 ** -(10 if dt is torch.float16 else 7))).to(dt)
+    assert rel_error(off, normal) == abs(off.double()[0, 0].item() - tiny) / tiny
+    small = torch.tensor([[2.0 ** -140, 0.0]], dtype=torch.float64)
+    assert rel_error(torch.tensor([[2.0 ** -139, 0.0]]), small) == 1.0     # fp32: no floor
+    zero = torch.zeros(1, 2, dtype=torch.float64)
+    assert rel_error(torch.tensor([[1e-3, 0.0]], dtype=dt), zero) == pytest.approx(1e-3, rel=1e-3)
+
+
 def torch_style_backward(x, dy, w, mean, rstd):
     """fp32 LayerNorm backward with x̂ = x·rstd − mean·rstd, as PyTorch forms it: at d = 1 x̂ is
     not exactly 0, its rounding of the size of x·rstd."""
