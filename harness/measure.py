@@ -343,8 +343,8 @@ def measure(case: Case, s: Settings) -> dict:
         rec["groups_effective"] = model_value("groups_effective", "effective_groups", geff)
         # the models get geff as the API gives it (None where GROUPS is unused), not as a record
         # holds it (pd.NA)
-        rec["workspace_bytes"] = model_value(
-            "workspace_bytes", "workspace", entry.workspace(case.rows, case.d, geff, has_bias))
+        rec["workspace_bytes"] = model_value("workspace_bytes", "workspace", entry.workspace_at(
+            case.rows, case.d, geff, has_bias, case.weight_dtype))
         rec["writers_per_slot"] = model_value(
             "writers_per_slot", "writers", entry.writers(case.rows, geff) if entry.writers else None)
     except BaseException as e:  # a plugin's model function may fail too

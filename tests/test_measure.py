@@ -143,6 +143,20 @@ def test_a_model_value_no_call_can_have_is_the_records_error(monkeypatch, models
     assert rec["status"] == "error" and rec["error"] == error
 
 
+@pytest.mark.parametrize("norm, weight_dtype, workspace", [
+    ("layernorm", "fp32", 0), ("rmsnorm", "fp32", 0), ("layernorm", "bf16", 64),
+    ("rmsnorm", "fp16", 32)])
+def test_atomic_records_no_workspace_with_an_fp32_weight(norm, weight_dtype, workspace):
+    """atomic's fp32 [d] buffer (×2 with dβ) is the dγ (dβ) output when the weight is fp32, so
+    the call allocates no workspace: recorded as d·4 B (×2) all the same, 64 B for LayerNorm at
+    d = 8.  The record's workspace model now gets the case's weight dtype."""
+    from normbench.harness.measure import measure
+    rec = measure(Case(norm=norm, implementation="atomic", rows=4, d=8, dtype="fp32",
+                       weight_dtype=weight_dtype, groups="-"), _settings())
+    assert rec["status"] == "ok" and rec["correct"], rec.get("error")
+    assert rec["workspace_bytes"] == workspace
+
+
 def test_the_first_call_is_compile_s_and_never_a_sample(monkeypatch):
     import json
     import time as _time
