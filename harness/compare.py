@@ -17,7 +17,7 @@ import numbers
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from normbench.harness import schema, stats
+from normbench.harness import baselines, schema, stats
 from normbench.harness.compare_rules import (BOTH_NOT_OK, CompareError, Run, baseline_mix,
                                              check_comparable, check_gates_something,
                                              expand_dirs, gpu_unchanged, host_bound, index,
@@ -194,7 +194,7 @@ def compare_runs(base_runs: list[Run], cand: Run, *, threshold: float = 0.05,
     (baseline runs of different commits unless `mixed_baselines`)."""
     if not base_runs:
         raise CompareError("no baseline run")
-    same = [r.dir for r in base_runs if _same_dir(r.dir, cand.dir)]
+    same = [r.dir for r in base_runs if baselines.same_dir(r.dir, cand.dir)]
     if same:
         raise CompareError(f"the candidate {cand.dir} is also a baseline run ({same[0]}): it "
                            "would widen the baselines' envelope to hold itself")
@@ -208,11 +208,12 @@ def compare_runs(base_runs: list[Run], cand: Run, *, threshold: float = 0.05,
                            f"{threshold!r}")
     if not (isinstance(alpha, numbers.Real) and 0 < alpha < 1):
         raise CompareError(f"alpha must be in (0, 1), got {alpha!r}")
-    given, base_runs = len(base_runs), _distinct_runs(base_runs)
+    # one measurement twice (a run given twice, a copy, shards beside their merge) would be
+    # an envelope of no spread: each counts once (harness/baselines.py)
+    base = baselines.distinct(base_runs)
+    base_runs = base.runs
     notes = check_comparable(base_runs, cand, common=common, mixed_baselines=mixed_baselines)
-    if len(base_runs) < given:       # one run twice would be an envelope of no spread
-        notes.append(f"{given - len(base_runs)} baseline run(s) given more than once: each "
-                     "counted once")
+    notes += base.notes
     mcol = metrics[metric]
     for run in base_runs + [cand]:
         recs = run.records
@@ -225,10 +226,8 @@ def compare_runs(base_runs: list[Run], cand: Run, *, threshold: float = 0.05,
             raise CompareError(f"--metric {metric}: {run.dir} has no {mcol.name} > 0 "
                                f"({mcol.doc or mcol.label}) in any ok record; {hint}"
                                "re-run on a harness that records it")
-    bases = []
-    for run in base_runs:
-        idx, dups = index(run.records)
-        bases.append(idx)
+    bases = base.indexes
+    for run, dups in zip(base_runs, base.dup_keys):
         if dups:
             notes.append(f"{run.dir} has {dups} duplicate case key(s): the last of each is used")
     cand_idx, dups = index(cand.records)
@@ -240,12 +239,12 @@ def compare_runs(base_runs: list[Run], cand: Run, *, threshold: float = 0.05,
         raise CompareError(f"no common case: baseline has {len(base_keys)} case(s), candidate "
                            f"{len(cand_idx)}, none with the same key {schema.KEY}")
     wanted, selection = select(cand_idx, bases, only, exclude)
-    cases = [_compare_case(k, [b[k] for b in bases if k in b], cand_idx[k], threshold, alpha,
-                           mcol, wanted(k)) for k in common_keys]
+    cases = [_compare_case(k, base.records(k), cand_idx[k], threshold, alpha, mcol, wanted(k))
+             for k in common_keys]
     missing = [k for k in base_keys if k not in cand_idx]
     new = [k for k in cand_idx if not any(k in b for b in bases)]
     if not common:               # a case the candidate lacks is judged; under --common, listed
-        cases += [_missing_case(k, [b[k] for b in bases if k in b], len(bases), wanted(k))
+        cases += [_missing_case(k, base.records(k), base.holders(k), wanted(k))
                   for k in missing]
         # a case new in the candidate has no time to judge, but a failure of its own
         cases += [r for k in new if (r := _failed_new_case(k, cand_idx[k], wanted(k)))]
@@ -265,22 +264,6 @@ def compare_runs(base_runs: list[Run], cand: Run, *, threshold: float = 0.05,
         notes=notes, baseline_metas=[dict(r.meta) for r in base_runs],
         candidate_meta=dict(cand.meta), selection=selection, common_only=common,
         baseline_mix=baseline_mix(base_runs))
-
-
-def _distinct_runs(runs: list[Run]) -> list[Run]:
-    """runs with each directory once (the first), in order."""
-    kept: list[Run] = []
-    for r in runs:
-        if not any(_same_dir(r.dir, k.dir) for k in kept):
-            kept.append(r)
-    return kept
-
-
-def _same_dir(a: str, b: str) -> bool:
-    try:
-        return Path(a).resolve() == Path(b).resolve()
-    except OSError:
-        return a == b
 
 
 def _context(col: schema.Column, rec: dict) -> str:

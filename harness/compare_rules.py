@@ -4,6 +4,7 @@ from the column declaration in harness/schema.py.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,7 +40,8 @@ def _load(path: Path) -> Run:
 
 
 def expand_dirs(path) -> list[Run]:
-    """A run directory -> [it]; a directory of run directories -> each of them, by name."""
+    """A run directory -> [it]; a directory of run directories -> each of them, by name (a
+    subdirectory that cannot be read is an error: it may be a run)."""
     from normbench.harness.store import is_run_dir
     path = Path(path)
     try:
@@ -47,12 +49,35 @@ def expand_dirs(path) -> list[Run]:
             raise CompareError(f"not a run directory: {path}")
         if is_run_dir(path):
             return [_load(path)]
-        runs = sorted(p for p in path.iterdir() if p.is_dir() and is_run_dir(p))
+        runs = []
+        for p in sorted(q for q in path.iterdir() if q.is_dir()):
+            if is_run_dir(p):
+                runs.append(p)
+            elif why := _unreadable(p):
+                # skipped, it would drop its runs from the baseline without a word
+                raise CompareError(f"cannot read {p} in the directory of runs {path}: {why} "
+                                   "(whether it is a run directory cannot be told)")
     except OSError as e:                # a name too long, a directory that cannot be listed
         raise CompareError(f"cannot read {path}: {e.strerror or e}") from None
     if not runs:
         raise CompareError(f"not a run directory, and holds none: {path}")
     return [_load(p) for p in runs]
+
+
+def _unreadable(path: Path) -> str | None:
+    """Why a subdirectory that is no run directory to is_run_dir cannot be read (it cannot be
+    listed, or it holds a meta.json or records.csv that cannot be opened); None: it can, and
+    is none."""
+    from normbench.harness.rundir import META_JSON, RECORDS_CSV
+    try:
+        names = set(os.listdir(path))
+        for name in (META_JSON, RECORDS_CSV):
+            if name in names:
+                with open(path / name, "rb"):
+                    pass
+    except OSError as e:
+        return e.strerror or str(e)
+    return None
 
 
 def timer_kind(meta: dict, records) -> str | None:
@@ -320,8 +345,12 @@ def method_text(metric: str = "call") -> str:
     return (
         f"Records are joined on the case key ({', '.join(schema.KEY)}).  Time: --metric "
         f"{metric} gates on {col.name} ({col.doc or col.label}); the choices are {others}.  "
-        "With several baseline runs (BASE_DIR... or a directory of run directories) the "
-        "baseline medians of a case span an envelope [lo, hi], its measured between-run spread; "
+        "With several baseline runs (BASE_DIR... or a directory of run directories; one of "
+        "its subdirectories that cannot be read is an error) the "
+        "baseline medians of a case span an envelope [lo, hi], its measured between-run spread "
+        "(one measurement seen twice counts once, noted: a run given twice, a copy of a run "
+        "directory, shards beside their merge; a record of the same case, start time, host, "
+        "GPU, status, duration and time samples is the same measurement); "
         "the candidate is a REGRESSION only when its median exceeds hi by more than the "
         "threshold (cand > hi x (1 + threshold)) and a one-sided Mann-Whitney U test "
         f"(alpha {stats.ALPHA:g}, at least {stats.MIN_SAMPLES} samples a side; else non-overlap "

@@ -1,6 +1,7 @@
 """harness/compare.py and harness/stats.py on synthetic runs (CPU only)."""
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -237,8 +238,16 @@ def test_an_improvement_is_the_mirror_image_at_any_threshold(threshold):
 
 # --- several baseline runs, the single-run rule, the gate's selection, --common, --metric ---
 
+_CLOCK = itertools.count(1)
+
+
 def _one(tmp_path, name, meta=None, **over):
-    return synthetic.write_run(tmp_path / name, _cases(**over), synthetic.meta(**(meta or {})))
+    """A run of its own: its records started at a time of their own (the same time, samples
+    and duration as another run's would be the same measurement, counted once)."""
+    recs, n = _cases(**over), next(_CLOCK)
+    for r in recs:
+        r["started_at"] = f"2025-01-01T{n // 3600 % 24:02d}:{n // 60 % 60:02d}:{n % 60:02d}Z"
+    return synthetic.write_run(tmp_path / name, recs, synthetic.meta(**(meta or {})))
 
 
 @pytest.mark.parametrize("bad", [0.0, -0.05])
@@ -307,6 +316,38 @@ def test_a_directory_of_runs_is_a_baseline(tmp_path):
     with pytest.raises(cmp.CompareError, match="holds none"):
         (tmp_path / "empty").mkdir()
         cmp.compare(tmp_path / "empty", cand)
+
+
+def test_an_unreadable_directory_among_the_runs_is_an_error(tmp_path):
+    """A subdirectory of a directory of runs that cannot be read was skipped without a word:
+    the gate compared against the runs left ("one baseline run").  It is an error (exit 2)
+    naming it.  Run without CAP_DAC_OVERRIDE (as root: setpriv drops it), so that the
+    permission bits hold."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent
+    prefix = []
+    if os.geteuid() == 0:
+        if not shutil.which("setpriv"):
+            pytest.skip("root without setpriv: permission bits do not hold")
+        prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+    _one(tmp_path / "runs", "a")
+    locked = _one(tmp_path / "runs", "c", disjoint_block=dict(time_ms=0.2))
+    cand = _one(tmp_path, "cand")
+    locked.chmod(0)
+    try:
+        r = subprocess.run([*prefix, sys.executable, str(root / "run_bench.py"), "compare",
+                            str(tmp_path / "runs"), str(cand)], cwd=root, capture_output=True,
+                           text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(root)})
+    finally:
+        locked.chmod(0o700)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert f"cannot compare: cannot read {locked} in the directory of runs {tmp_path / 'runs'}: " \
+           "Permission denied" in r.stdout and "Traceback" not in r.stderr
+    assert cmp.exit_code(cmp.compare(tmp_path / "runs", cand)) == 0    # readable: both runs
 
 
 def _torch_case(a, b):
@@ -570,6 +611,61 @@ def test_a_baseline_given_twice_counts_once(tmp_path):
     assert [c.verdict for c in once.cases] == [c.verdict for c in twice.cases]
     assert [c.base_runs for c in twice.cases] == [1, 1, 1]
     assert any("given more than once" in n for n in twice.notes)
+
+
+def test_one_measurement_seen_twice_counts_once(tmp_path):
+    """A copy of a baseline run, or the shards of a sharded run beside their merge, hold the
+    same measurements as the run: counted as runs of their own they made an envelope of no
+    spread, switching off the one-baseline rule (a 30 % slower unsteady case and a 10 % slower
+    host-bound one regressed where one baseline run calls them noise / unchanged).  Each
+    measurement counts once, the dropped runs noted; a run of its own still counts."""
+    import shutil
+    from normbench.harness.merge import merge
+    b = _one(tmp_path, "b", torch=dict(spread=0.3))
+    cand = _one(tmp_path, "cand", torch=dict(spread=0.3, time_ms=0.130),
+                disjoint_block=dict(time_ms=0.088))
+
+    def judged(res):
+        return {c.key["implementation"]: (c.verdict, c.rule, c.base_runs) for c in res.cases}
+    once = cmp.compare(b, cand)
+    assert cmp.exit_code(once) == 0 and judged(once)["torch"][:2] == (stats.NOISE,
+                                                                    stats.SINGLE_UNSTEADY)
+    assert judged(once)["disjoint_block"][1] == stats.SINGLE_HOST
+    shutil.copytree(b, tmp_path / "b-copy")
+    twice = cmp.compare([b, tmp_path / "b-copy"], cand)
+    assert judged(twice) == judged(once) and cmp.exit_code(twice) == 0
+    assert twice.baseline_dirs == [str(b)] and "one baseline run" in twice.summary()
+    assert f"baseline {tmp_path / 'b-copy'} holds only measurements {b} hold(s) too (a copy): " \
+           "counted once, not as a run of its own" in twice.notes
+    # run --shard 0/2, --shard 1/2 and merge m1 s0 s1, the three in one directory of runs
+    recs = load_records(b).to_dict("records")
+    plan = [r["case_id"] for r in recs]
+    for i, part in enumerate((recs[:1], recs[1:])):
+        shard = {"index": i, "count": 2, "spec": f"{i}/2", "plan_digest": "p", "plan_size": 3,
+                 "plan_keys": plan, "keys": [r["case_id"] for r in part]}
+        synthetic.write_run(tmp_path / "runs" / f"s{i}", part, synthetic.meta(shard=shard))
+    merge(tmp_path / "runs" / "m1", [tmp_path / "runs" / "s0", tmp_path / "runs" / "s1"])
+    beside = cmp.compare(tmp_path / "runs", cand)
+    assert judged(beside) == judged(once) and cmp.exit_code(beside) == 0
+    assert beside.baseline_dirs == [str(tmp_path / "runs" / "m1")]
+    assert sum(f"(a shard merged into {tmp_path / 'runs' / 'm1'}: its merged_from names it)"
+               in n for n in beside.notes) == 2
+    # a run that shares one measurement (torch's) and measured the others itself: those
+    # make an envelope, torch's is one run's; a case it shares is still in every run
+    r = _one(tmp_path, "r", disjoint_block=dict(time_ms=0.084))
+    shared = [x for x in recs if x["implementation"] == "torch"]
+    own = [x for x in load_records(r).to_dict("records") if x["implementation"] != "torch"]
+    synthetic.write_run(tmp_path / "r2", shared + own, synthetic.meta())
+    res = cmp.compare([b, tmp_path / "r2"], cand)
+    got = judged(res)
+    assert got["torch"] == judged(once)["torch"]
+    assert got["disjoint_block"][1:] == got["atomic"][1:] == (stats.ENVELOPE, 2)
+    assert f"1 of baseline {tmp_path / 'r2'}'s 3 case(s) are measurements {b} hold(s) too: " \
+           "each counted once" in res.notes
+    gone = synthetic.write_run(tmp_path / "gone", [x for x in load_records(cand).to_dict(
+        "records") if x["implementation"] != "torch"], synthetic.meta())
+    (miss,) = cmp.compare([b, tmp_path / "r2"], gone).regressions
+    assert miss.regressions == ["missing from the candidate run (ok in every baseline run)"]
 
 
 def test_the_summary_counts_only_gated_cases_missing(tmp_path):
