@@ -6,6 +6,7 @@ after saving every measured record.
 """
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import sys
@@ -592,10 +593,15 @@ def _report_after(out_dir: Path) -> dict:
              command=shell_join(["normbench", "report", out_dir]))
 
 
+_NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)   # the user's to fix: exit 2
+
+
 def _write_report(run_dir: Path, baseline: Optional[str], table: bool = False):
     """write_report (table: write_table, whose text it returns), with any failure as one
-    line: exit 2 for the input's (a corrupted store, a file in the way), 1 for the machine's
-    (a full disk, an I/O error: OSError)."""
+    line: exit 2 for the input's (a corrupted store, a file in the way, a directory it may not
+    write: read-only, its permissions), 1 for the machine's (a full disk, an I/O error:
+    another OSError).  A table that could not be written to report-table.md is printed first
+    (it is made), then the line."""
     from normbench.harness.interrupt import reraise_if_interrupted
     from normbench.harness.report import ReportError, write_report, write_table
     from normbench.harness.store import StoreError
@@ -606,8 +612,23 @@ def _write_report(run_dir: Path, baseline: Optional[str], table: bool = False):
         fail(f"report: {e}")
     except Exception as e:
         reraise_if_interrupted(e)
+        if isinstance(e, OSError) and e.errno in _NOT_WRITABLE:
+            # the directory it could not write in, not the temporary file's random name
+            where = Path(e.filename).parent if e.filename else run_dir
+            if table:
+                _emit(_table_text(run_dir), end="", product="report")
+            fail(f"report: {where} is not writable ({e.strerror or e})"
+                 + (": the table is printed, report-table.md not written" if table else ""))
         fail(f"report: cannot write the report of {run_dir}: {describe_exception(e)}",
              1 if isinstance(e, OSError) else 2)
+
+
+def _table_text(run_dir: Path) -> str:
+    """The text write_table writes to report-table.md, not written."""
+    from normbench.harness import store
+    from normbench.harness.report.build import _table_text as text
+    return text(store.load_records(run_dir), store.load_meta(run_dir) or {},
+                live=store.in_use(run_dir))
 
 
 class Format(str, Enum):

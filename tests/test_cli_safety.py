@@ -227,6 +227,33 @@ def test_a_shape_no_record_passes_the_printed_paths_and_an_unreadable_report(tmp
     one_line(cli("report", str(tmp_path / "rel")), "report: cannot read", "records.csv")
 
 
+def test_report_of_a_read_only_run_is_exit_2_naming_the_directory(tmp_path):
+    """`report` of a run directory it may not write exited 1 (the machine's fault) naming a
+    temporary file's random name, and --markdown-table printed nothing: exit 2 naming the
+    directory, the table printed first.  Run without CAP_DAC_OVERRIDE (as root: setpriv
+    drops it), so that the permission bits hold."""
+    import shutil
+    prefix = []
+    if os.geteuid() == 0:
+        if not shutil.which("setpriv"):
+            pytest.skip("root without setpriv: permission bits do not hold")
+        prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+    run = tmp_path / "r"
+    assert cli("run", str(config(tmp_path)), "--out", str(run), "--no-report").returncode == 0
+    run.chmod(0o555)
+    try:
+        def ro(*args):
+            return subprocess.run([*prefix, sys.executable, str(ROOT / "run_bench.py"), *args],
+                                  cwd=ROOT, env=ENV, capture_output=True, timeout=300)
+        one_line(ro("report", str(run)), f"report: {run} is not writable (Permission denied)")
+        r = ro("report", str(run), "--markdown-table")
+        one_line(r, f"report: {run} is not writable (Permission denied): the table is printed, "
+                    "report-table.md not written")
+        assert b"| norm | rows" in r.stdout and not (run / "report-table.md").exists()
+    finally:
+        run.chmod(0o755)
+
+
 def test_a_finished_run_without_its_provenance_is_not_resumed_or_overwritten(tmp_path):
     cfg = config(tmp_path)
     run = tmp_path / "r"
