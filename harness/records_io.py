@@ -35,7 +35,9 @@ def load_records(run_dir: str | os.PathLike, source: str = "auto") -> pd.DataFra
 
     source: "csv", "parquet", or "auto" (the CSV, which is always current; the parquet file
     only when there is no CSV).  Columns the schema does not know (a newer writer) are kept
-    after the known ones; known columns missing from the file are filled with NA.
+    after the known ones; known columns missing from the file are filled with NA.  A CSV
+    that is cut short (a record of fewer fields than its header, no final newline) is
+    refused, never read with the fields it lost as NA (_check_whole).
     """
     run_dir = Path(run_dir)
     if source not in ("auto", "csv", "parquet"):
@@ -44,6 +46,8 @@ def load_records(run_dir: str | os.PathLike, source: str = "auto") -> pd.DataFra
     source = "csv" if path.name == RECORDS_CSV else "parquet"
     if not path.exists():
         raise StoreError(f"{run_dir} holds no records ({path.name} not found)")
+    if source == "csv":
+        _check_whole(path)
     try:
         if source == "csv":
             frame = pd.read_csv(path, dtype=dict(COLUMNS), **_READ_CSV)
@@ -74,6 +78,56 @@ def records_path(run_dir: str | os.PathLike, source: str = "auto") -> Path:
 
 # "NA", "nan", "None" are text; only an empty field is missing
 _READ_CSV = dict(keep_default_na=False, na_values=[""], encoding="utf-8")
+
+
+def _check_whole(path: Path) -> None:
+    """StoreError unless every record of records.csv has as many fields as its header and the
+    file ends with a newline, as the store writes it (a whole file at a time, each line
+    ended): pandas reads a record cut short with its lost fields as NA, so a copy or download
+    cut off mid-record read as a record without its verdict.  Blank lines are skipped, as
+    pandas skips them; a file the csv module cannot parse is left to pandas to refuse."""
+    limit = csv.field_size_limit()
+    try:
+        csv.field_size_limit(_FIELD_LIMIT)      # a record's samples may be a long field
+        with open(path, newline="", encoding="utf-8", errors="replace") as f:
+            rows = csv.reader(f)
+            header = next(rows, None)
+            if header is None:
+                return                          # an empty file: pandas says so
+            n, i = len(header), 0
+            for row in rows:
+                if not row:
+                    continue
+                i += 1
+                if len(row) != n:
+                    last = not any(rows)        # the last record: where a cut file ends
+                    has = (f"{len(row)} of {n} fields" if len(row) < n else
+                           f"{len(row)} fields, its header {n}")
+                    raise StoreError(f"cannot read {path}: record {i} has {has} — the file is "
+                                     f"{'cut short' if last else 'damaged'}"
+                                     + _recover(path, last))
+        with open(path, "rb") as f:
+            f.seek(-1, os.SEEK_END)
+            ended = f.read(1) == b"\n"
+    except (OSError, csv.Error):
+        return                                  # pandas reads it or says why not
+    finally:
+        csv.field_size_limit(limit)
+    if not ended:
+        what = f"record {i}" if i else "its header"
+        raise StoreError(f"cannot read {path}: {what} does not end with a newline — the file is cut "
+                         "short" + _recover(path, True))
+
+
+_FIELD_LIMIT = 2**31 - 1
+
+
+def _recover(path: Path, cut: bool) -> str:
+    """Where a cut records.csv can be recovered from: its records.parquet, if there is one."""
+    if cut and (path.parent / RECORDS_PARQUET).exists():
+        return (f"; {RECORDS_PARQUET} beside it may hold the record whole (move "
+                f"{RECORDS_CSV} away and it is read instead)")
+    return ""
 
 
 def _bad_cell(path: Path) -> str | None:

@@ -173,6 +173,18 @@ def test_merge_refuses_shards_of_different_runs(runs, tmp_path, field, value, ne
     assert not (tmp_path / "m" / "records.csv").exists()
 
 
+def test_merge_refuses_a_shard_whose_records_csv_is_cut_short(runs, tmp_path):
+    """A shard's records.csv cut mid-record was merged with the record's lost fields empty
+    (no verdict, no time).  Refused as it is read, naming the shard's file and record."""
+    tmp, _ = runs
+    shutil.copytree(tmp / "s1", tmp_path / "s1")
+    csv_path = tmp_path / "s1" / "records.csv"
+    csv_path.write_bytes(csv_path.read_bytes()[:-40])
+    _refusal(cli("merge", tmp_path / "m", tmp / "s0", tmp_path / "s1", tmp / "s2"),
+             f"{csv_path}: record ", " — the file is cut short")
+    assert not (tmp_path / "m" / "records.csv").exists()
+
+
 def test_a_short_commit_id_and_its_full_id_are_one_commit(runs, tmp_path):
     """NORMBENCH_GIT_COMMIT=2792e69 on one machine, the checkout's full HEAD on another: one
     commit, merged under the full id; another commit's short id is still refused."""

@@ -686,3 +686,116 @@ def test_a_regular_file_under_dev_is_still_replaced_whole(tmp_path, monkeypatch)
     finally:
         f.unlink(missing_ok=True)
     assert rundir._through(Path("/dev/stdout")) == os.path.exists("/dev/stdout")
+
+
+# --------------------------------------------------------------------------- a records.csv cut short
+
+
+def _cut_run(tmp_path, n=3):
+    """A closed run of `n` records whose records.csv is cut in its last record's `"ok",`
+    status field's neighbourhood: a copy or download stopped mid-record."""
+    run = tmp_path / "run"
+    with RunStore(run, parquet_interval_s=0) as s:
+        for i in range(n):
+            s.append(full_record(i))
+    csv_path = run / "records.csv"
+    whole = csv_path.read_bytes()
+    csv_path.write_bytes(whole[:whole.rindex(b'"ok",') + 5])
+    return run, whole
+
+
+def test_a_records_csv_cut_short_is_refused_not_read_with_its_lost_fields_empty(tmp_path):
+    """pandas fills a short row with NA: a records.csv cut mid-record read as a record with
+    no verdict (report exit 0, export exported it).  The field count and the final newline
+    the writer always ends with are checked: one line naming the file and the record."""
+    run, whole = _cut_run(tmp_path)
+    n = len(COLUMNS)
+    status = list(COLUMNS).index("status") + 1
+    with pytest.raises(StoreError) as err:
+        load_records(run)
+    assert str(err.value).startswith(
+        f"cannot read {run / 'records.csv'}: record 3 has {status + 1} of {n} fields — the file is cut short; "
+        "records.parquet beside it may hold the record whole")
+    assert len(load_records(run, source="parquet")) == 3        # which it does
+    (run / "records.csv").write_bytes(whole[:-1])               # all fields, no newline
+    with pytest.raises(StoreError, match=re.escape(
+            f"cannot read {run / 'records.csv'}: record 3 does not end with a newline — the file is cut "
+            "short")):
+        load_records(run)
+    (run / "records.parquet").unlink()
+    lines = whole.split(b"\n")
+    lines[1] = lines[1][:lines[1].rindex(b",")]                 # a middle record damaged
+    (run / "records.csv").write_bytes(b"\n".join(lines))
+    with pytest.raises(StoreError, match=re.escape(
+            f"record 1 has {n - 1} of {n} fields — the file is damaged")) as err:
+        load_records(run)
+    assert "parquet" not in str(err.value)
+    lines[1] += b',"",""'                                       # one field too many
+    (run / "records.csv").write_bytes(b"\n".join(lines))
+    with pytest.raises(StoreError, match=f"record 1 has {n + 1} fields, its header {n} "):
+        load_records(run)
+    # what the project writes still reads: CRLF line ends, a field longer than the csv
+    # module's default limit, an error message holding newlines and commas
+    (run / "records.csv").write_bytes(whole.replace(b"\n", b"\r\n"))
+    assert len(load_records(run)) == 3
+    (run / "records.csv").unlink()
+    with RunStore(run) as s:
+        s.append(full_record(0, time_samples_ms=[0.5] * 40000, error='a,\n"b"\r\nc'))
+    assert len(load_records(run)["time_samples_ms"][0]) > 131072
+    assert load_records(run)["error"][0] == 'a,\n"b"\r\nc'
+
+
+def test_report_of_a_records_csv_cut_short_exits_2_in_one_line(tmp_path):
+    run, _ = _cut_run(tmp_path)
+    (run / "meta.json").write_text(json.dumps({**MARK, "completed": True}))
+    env = {**os.environ, "PYTHONPATH": str(REPO), "NORMBENCH_QUIET": "1"}
+    for cmd in (["report", str(run)], ["export", str(run), "--format", "bencher"]):
+        r = subprocess.run([sys.executable, "-m", "normbench", *cmd], env=env,
+                           capture_output=True, text=True, timeout=300)
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 2 and len(lines) == 1, (cmd, r.stdout, r.stderr)
+        assert "records.csv: record 3 has" in lines[0] and "cut short" in lines[0]
+
+
+def test_resume_never_rewrites_a_parquet_fuller_than_its_csv(tmp_path):
+    """--resume and merge rewrite both files from records.csv: a cut one destroyed the whole
+    record records.parquet held.  A cut CSV is refused as it is read; one that reads but
+    lacks what the parquet file holds (a record, or a field of one) is refused naming both
+    files, which are left as they were; a parquet that lags (a crash) is caught up."""
+    run, whole = _cut_run(tmp_path)
+    pq = (run / "records.parquet").read_bytes()
+    for resume in (True, False):
+        with pytest.raises(StoreError, match="record 3 has .* cut short"):
+            RunStore(run, resume=resume)
+    lines = whole.split(b"\n")
+    fields = lines[3].split(b",")
+    fields[list(COLUMNS).index("time_ms")] = b""                # a number: no comma inside
+    edits = {
+        "a field": b"\n".join([*lines[:3], b",".join(fields), b""]),
+        "a record": b"\n".join([*lines[:3], b""]),
+        "all": lines[0] + b"\n",
+    }
+    for what, text in edits.items():
+        (run / "records.csv").write_bytes(text)
+        for resume in (True, False):
+            with pytest.raises(StoreError) as err:
+                RunStore(run, resume=resume)
+            msg = str(err.value)
+            assert msg.startswith(f"{run / 'records.parquet'} holds ") and \
+                f"which {run / 'records.csv'} lacks" in msg, (what, msg)
+            assert "move records.csv away to go on from records.parquet" in msg
+            assert (run / "records.parquet").read_bytes() == pq
+            assert (run / "records.csv").read_bytes() == text
+    (run / "records.csv").unlink()                              # the recovery it names
+    with RunStore(run, resume=True) as s:
+        assert len(s) == 3
+    assert_same(load_records(run), load_records(run, source="parquet"))
+    with RunStore(run, resume=True, parquet_interval_s=3600) as s:   # a parquet that lags
+        s.append(full_record(3))
+        lagging = (run / "records.parquet").read_bytes()        # as a kill -9 now leaves it
+    (run / "records.parquet").write_bytes(lagging)
+    assert len(load_records(run, source="parquet")) == 3
+    with RunStore(run, resume=True) as s:
+        assert len(s) == 4
+    assert len(load_records(run, source="parquet")) == 4
+
