@@ -110,28 +110,31 @@ class RunStore:
         self._lock = None
 
         made = not os.path.lexists(self.run_dir)
-        self._make_dir()
         try:
-            self._acquire_lock()
-        except BaseException:
-            self._unmake(made)
-            raise
-        try:
+            with held():        # a SIGINT/SIGTERM between mkdir and flock: once it is held
+                self._make_dir()
+                self._lock = _lock_dir(self.run_dir)
+            self._identity = _identity(os.fstat(self._lock))
+            self._claim_lock()
             self._closed = False
             self._remove_temp_files()
             self._open(resume)
         except BaseException:
+            if not self._closed:
+                self._drop_lock_info()
             self._closed = True
-            self._drop_lock_info()
-            self._release_lock()
             self._unmake(made)
+            self._release_lock()
             raise
 
     def _unmake(self, made: bool) -> None:
         """Remove the directory this store made, empty, when opening it failed or was
         interrupted (a Ctrl-C or SIGTERM in the moment between mkdir and records.csv): it
-        would be left holding nothing, which report and compare refuse as no run."""
-        if made:
+        would be left holding nothing, which report and compare refuse as no run.  Only while
+        this store holds its lock: a store that saw the path as new too but lost the race to
+        lock it leaves it to the one that won (it removed it between the winner's flock and
+        its first write, and the winner failed as well, its directory gone)."""
+        if made and self._lock is not None:
             try:
                 os.rmdir(self.run_dir)
             except OSError:
@@ -148,21 +151,15 @@ class RunStore:
         if not os.access(self.run_dir, os.W_OK | os.X_OK):
             raise StoreError(f"cannot write to output directory {self.run_dir}: permission denied")
 
-    def _acquire_lock(self) -> None:
-        # flock on the directory itself: nothing a user deletes by reflex, released by the
-        # kernel when the holder dies, and nothing left behind by a finished run.
-        fd = _lock_dir(self.run_dir)
-        self._lock = fd
-        self._identity = _identity(os.fstat(fd))
-        try:
-            # A sidecar present now was left by a holder that never reached close(): the kernel
-            # released its lock when it died, so the lock is ours; remember whose it was.
-            self.stale_lock = _read_json(self.run_dir / LOCK_INFO)
-            info = {"pid": os.getpid(), "host": socket.gethostname(), "since": _now_iso()}
-            self._write(LOCK_INFO, lambda f: f.write(json.dumps(info).encode()))
-        except BaseException:
-            self._release_lock()
-            raise
+    def _claim_lock(self) -> None:
+        """Write the lock's sidecar (who holds it, for another run's error message).  The
+        lock itself is a flock on the directory (_lock_dir): nothing a user deletes by
+        reflex, released by the kernel when the holder dies, nothing left by a finished run."""
+        # A sidecar present now was left by a holder that never reached close(): the kernel
+        # released its lock when it died, so the lock is ours; remember whose it was.
+        self.stale_lock = _read_json(self.run_dir / LOCK_INFO)
+        info = {"pid": os.getpid(), "host": socket.gethostname(), "since": _now_iso()}
+        self._write(LOCK_INFO, lambda f: f.write(json.dumps(info).encode()))
 
     def _remove_temp_files(self) -> None:
         # Temporaries of a writer killed mid-write; we hold the lock, so nobody else writes here.

@@ -799,3 +799,33 @@ def test_resume_never_rewrites_a_parquet_fuller_than_its_csv(tmp_path):
         assert len(s) == 4
     assert len(load_records(run, source="parquet")) == 4
 
+
+# --------------------------------------------------------------------------- two stores, one new path
+
+
+def test_two_stores_racing_for_a_new_directory_one_wins(tmp_path, monkeypatch):
+    """Both saw the path as new: the one that lost the flock removed the directory (its
+    own, it thought) between the winner's flock and its first write, and the winner failed
+    too ("was removed or replaced while this run held it").  Only a store holding the lock
+    removes a directory it made: the loser is refused, the winner goes on."""
+    from normbench.harness import store as st
+    run = tmp_path / "run"
+    real_lock, real_lexists = st._lock_dir, os.path.lexists
+    losers = []
+
+    def lock_then_race(path):
+        fd = real_lock(path)
+        if not losers:          # the winner holds the flock, its sidecar not yet written
+            losers.append(1)
+            with monkeypatch.context() as m:     # the loser looked before the winner's mkdir
+                m.setattr(os.path, "lexists",
+                          lambda p: False if Path(p) == run else real_lexists(p))
+                with pytest.raises(StoreError, match="is in use by another run"):
+                    st.RunStore(run)
+            assert run.is_dir()
+        return fd
+
+    monkeypatch.setattr(st, "_lock_dir", lock_then_race)
+    with st.RunStore(run) as s:
+        s.append(full_record(0))
+    assert losers and len(load_records(run)) == 1
