@@ -181,8 +181,8 @@ def meta_format_version(meta: dict) -> int:
 
 NUMBER = (int, float)          # a JSON number; true and false are not numbers
 
-# the meta.json fields that coverage, merge, report and --resume read, by type (run, run
-# --shard and merge write them so); a hand-edited one of another type is refused by name,
+# the meta.json fields that coverage, merge, compare, report and --resume read, by type (run,
+# run --shard and merge write them so); a hand-edited one of another type is refused by name,
 # never read as something else (a copy ceiling of "fast" made every resumed case an error)
 META_TYPES = {"completed": bool, "shard": dict, "shard.spec": str, "shard.plan_keys": list,
               "shard.keys": list, "merge": dict, "merge.plan_size": int, "merge.missing": int,
@@ -190,7 +190,8 @@ META_TYPES = {"completed": bool, "shard": dict, "shard.spec": str, "shard.plan_k
               "resumes": list, "plan_implementations": list, "copy_ceiling_gbps": NUMBER,
               "peak_tbps": NUMBER, "invocations": list, "argv": list, "gpus": list,
               "workers": int, "merge.differs": list, "merge.environment_differs": list,
-              "plugins": list}
+              "plugins": list, "config_name": str, "started_at": str, "ended_at": str,
+              "hostname": str}
 # the lists of META_TYPES whose items a reader uses as such, by the items' type
 META_ITEMS = {"plan_implementations": str, "invocations": dict, "argv": str, "gpus": dict,
               "merge.differs": str, "merge.environment_differs": str, "plugins": dict}

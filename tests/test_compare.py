@@ -950,3 +950,16 @@ def test_a_run_that_holds_less_than_its_plan_is_noted(tmp_path):
     recs = load_records(a)
     with pytest.raises(cmp.CompareError, match="cannot read candidate's meta: .*completed"):
         cmp.compare_records(recs, recs, synthetic.meta(), synthetic.meta(completed="no"))
+
+
+@pytest.mark.parametrize("field,value", [("config_name", ["a"]), ("started_at", 1733430000),
+                                         ("hostname", ["h"])])
+def test_a_meta_field_compare_reads_of_another_type_is_one_line(tmp_path, field, value):
+    """A baseline whose meta.json holds `"config_name": ["a"]` was a traceback (TypeError:
+    unhashable, exit 1).  Refused by name as any mistyped meta field is: exit 2, one line."""
+    a, b = _runs(tmp_path, base_meta={field: value})
+    with pytest.raises(cmp.CompareError, match=f"meta.json: {field}: expected str, got "
+                                               f"{type(value).__name__}"):
+        cmp.compare(a, b)
+    text, code = cmp.run_cli(a, b, "0.05", "markdown")
+    assert code == 2 and f"{field}: expected str" in text

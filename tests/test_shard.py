@@ -173,6 +173,22 @@ def test_merge_refuses_shards_of_different_runs(runs, tmp_path, field, value, ne
     assert not (tmp_path / "m" / "records.csv").exists()
 
 
+@pytest.mark.parametrize("field,value", [("started_at", 1733430000), ("ended_at", 1.5),
+                                         ("hostname", ["h"]), ("config_name", {"a": 1})])
+def test_merge_refuses_a_shard_meta_field_of_another_type_in_one_line(runs, tmp_path, field,
+                                                                      value):
+    """A shard whose meta.json holds `"started_at": 1733430000` (or ended_at a number,
+    hostname a list) was a traceback of the merge (TypeError comparing or joining them,
+    exit 1).  Refused by name: one line, exit 2, nothing merged."""
+    tmp, _ = runs
+    shutil.copytree(tmp / "s1", tmp_path / "s1")
+    _edit_meta(tmp_path / "s1", **{field: value})
+    _refusal(cli("merge", tmp_path / "m", tmp / "s0", tmp_path / "s1", tmp / "s2"),
+             f"{tmp_path / 's1' / 'meta.json'}: {field}: expected str, got "
+             f"{type(value).__name__}")
+    assert not (tmp_path / "m" / "records.csv").exists()
+
+
 def test_merge_refuses_a_shard_whose_records_csv_is_cut_short(runs, tmp_path):
     """A shard's records.csv cut mid-record was merged with the record's lost fields empty
     (no verdict, no time).  Refused as it is read, naming the shard's file and record."""
