@@ -27,15 +27,25 @@ app = typer.Typer(add_completion=False, no_args_is_help=False, rich_markup_mode=
                        "backward. With no command, runs configs/default.yaml on a GPU, or "
                        "configs/cpu.yaml under the Triton interpreter when there is none.")
 class _Lossless:
-    """sys.stdout or sys.stderr (looked up at each write) whose write failures — a reader that
-    closed its pipe, a full disk, a closed stream — are swallowed: a line that cannot be
-    printed never stops a sweep or changes an exit code (the records are on disk)."""
+    """sys.stdout or sys.stderr (looked up at each write; under a rich proxy, the stream it
+    proxies) whose write failures — a reader that closed its pipe, a full disk, a closed
+    stream — are swallowed: a line that cannot be printed never stops a sweep or changes an
+    exit code (the records are on disk)."""
 
     def __init__(self, name: str):
         self.name = name
 
     def _f(self):
-        return getattr(sys, self.name)
+        f = getattr(sys, self.name)
+        # a rich Live or Progress that redirects the stream puts a proxy there that prints to
+        # its console, which may be one of ours: writing through it fed each line back into
+        # this write forever.  The stream it stands for is written instead.
+        for _ in range(8):
+            inner = getattr(f, "rich_proxied_file", None)
+            if inner is None:
+                break
+            f = inner
+        return f
 
     def write(self, text: str) -> int:
         try:

@@ -404,8 +404,11 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
         # against 1–2 without; not seen with output to a file, as on the device)
         # a log (CI), or a terminal that cannot redraw (TERM=dumb): one line per finished case
         lines = not console.is_terminal or console.is_dumb_terminal
-        with Progress(*columns, console=console, transient=False,
-                      auto_refresh=False, disable=lines) as progress:
+        # redirect_* off: rich's default swaps sys.stdout/sys.stderr for proxies that print to
+        # `console` — whose file, the CLI's, writes to sys.stderr: every line fed itself back
+        # forever, and a run in a terminal stalled at 0/N, Ctrl-C and SIGTERM unheard
+        with Progress(*columns, console=console, transient=False, auto_refresh=False,
+                      disable=lines, redirect_stdout=False, redirect_stderr=False) as progress:
             task = progress.add_task("sweep", total=len(todo))
 
             def keep(rec: dict, label: str) -> None:

@@ -170,6 +170,77 @@ def test_interrupted_runs_resume_with_nothing_lost_or_duplicated(tmp_path, sig):
     assert kills >= 1
 
 
+def _on_a_terminal(args, stop_at=None, timeout=60):
+    """Run the CLI with stderr on a pseudo-terminal (TERM=xterm: rich draws its live progress
+    bar); with `stop_at`, SIGINT once that text has appeared there.  (returncode, what the
+    terminal showed); a process still alive after `timeout` s is killed, the test failed."""
+    import pty
+    import threading
+    master, slave = pty.openpty()
+    p = subprocess.Popen([sys.executable, str(ROOT / "run_bench.py"), *map(str, args)],
+                         cwd=ROOT, env={**ENV, "TERM": "xterm"}, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    shown, seen = [], threading.Event()
+
+    def read():
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:               # EIO: every holder of the terminal's other end gone
+                break
+            if not chunk:
+                break
+            shown.append(chunk.decode("utf-8", "replace"))
+            if stop_at and stop_at in "".join(shown)[-4096:]:
+                seen.set()
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        if stop_at:
+            assert seen.wait(timeout), f"{stop_at!r} never shown: {''.join(shown)[-2000:]!r}"
+            time.sleep(0.5)
+            p.send_signal(signal.SIGINT)
+        p.communicate(timeout=timeout)
+    except (subprocess.TimeoutExpired, AssertionError):
+        p.kill()
+        p.wait()
+        raise
+    finally:
+        reader.join(10)
+        os.close(master)
+    return p.returncode, re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", "".join(shown))
+
+
+def test_a_run_in_a_terminal_finishes_and_stops_at_ctrl_c(tmp_path):
+    """In a terminal the run stalled at 0/N for ever and neither Ctrl-C nor SIGTERM ended it:
+    rich's Progress swapped sys.stderr for a proxy printing to the CLI's console, whose
+    file writes to sys.stderr, so each line fed itself back.  The bar now runs to the end, and
+    Ctrl-C mid-sweep stops it with 130 and the resume hint."""
+    cfg = config(tmp_path, norm=["layernorm", "rmsnorm"], implementations=["torch"])
+    code, shown = _on_a_terminal(["run", cfg, "--out", tmp_path / "a", "--no-report"])
+    assert code == 0, shown[-2000:]
+    assert "2/2" in shown and len(load_records(tmp_path / "a")) == 2
+    # test_hang spins until the signal: Ctrl-C lands mid-sweep, whichever case is first
+    cfg = config(tmp_path, "h", implementations=["torch", "test_hang"])
+    code, shown = _on_a_terminal(["run", cfg, "--out", tmp_path / "b", "--no-report"],
+                                 stop_at="/2")
+    assert code == 128 + signal.SIGINT, shown[-2000:]
+    assert "--resume" in shown and "Traceback" not in shown, shown[-2000:]
+
+
+def test_the_cli_streams_write_past_a_rich_proxy(monkeypatch):
+    """A rich Live that redirects sys.stderr puts a FileProxy printing to its console there;
+    the CLI's consoles write to the stream it proxies, never back into themselves."""
+    import io
+    from rich.console import Console
+    from rich.file_proxy import FileProxy
+    from normbench.harness import cli
+    real = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", FileProxy(Console(file=cli._Lossless("stderr")), real))
+    assert cli._Lossless("stderr")._f() is real
+
+
 def test_a_directory_held_by_a_live_run_is_refused(tmp_path):
     hang = config(tmp_path, name="hang", implementations=["test_hang"])   # holds the lock for ever
     out = tmp_path / "run"
