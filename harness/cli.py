@@ -191,7 +191,8 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
         resume: bool = typer.Option(False, "--resume", help="finish the run in --out: skip "
                                     "records it already holds; the implementations it planned "
                                     "are planned again, those unavailable here recorded as "
-                                    "skipped; a complete run with none left is left as it is"),
+                                    "skipped; a complete run with none left is left as it is (a "
+                                    "records.parquet short of records.csv rewritten from it)"),
         dry_run: bool = typer.Option(False, "--dry-run", help="print the plan and an estimated "
                                      "time; run nothing (cases of an implementation "
                                      "unavailable here are marked 'skipped here' and cost "
@@ -335,7 +336,7 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
         fail("run: nothing to run")
     from normbench.harness.isolate import WorkerStartError
     from normbench.harness.run import (default_out_dir, execute, held_keys, is_complete,
-                                       preflight)
+                                       preflight, repair_closed)
     from normbench.harness.store import StoreError, StoreWriteError
     try:
         fresh_dir = resume and out_dir is not None and not out_dir.exists()
@@ -368,9 +369,19 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
                   f"{'is' if len(skip_here) == 1 else 'are'} unavailable here)")
     if resume and out_dir is not None and not left and is_complete(out_dir):
         # nothing to measure: the directory is left as it is (no copy ceiling measured, no
-        # resumes entry, ended_at and the report as they were); --strict judges its records
+        # resumes entry, ended_at and the report as they were) but for what a run stopped as
+        # it closed left (repair_closed); --strict judges its records
         say(out if dry_run else err, f"nothing left to measure: {out_dir} is complete "
                                      f"({counted(len(held), 'record')})")
+        if not dry_run:
+            try:
+                repaired = repair_closed(out_dir)
+            except StoreWriteError as e:
+                fail(f"run: {e}", 1)
+            except StoreError as e:
+                fail(f"run: {e}")
+            if repaired:
+                say(err, repaired)
         if strict and not dry_run:
             from normbench.harness.store import load_records
             _strict_exit(load_records(out_dir))
@@ -404,11 +415,17 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
                 discard_if_empty(out_dir)
             fail(f"run: {e}", 1)
         raise
+    from normbench.harness.interrupt import Interrupted
     from normbench.harness.store import load_meta, load_records
-    df = load_records(out_dir)
-    from normbench.harness.report.terminal import print_tables
-    from normbench.harness.report.fmt import plain
-    print_tables(plain(df), load_meta(out_dir), out)
+    try:        # a signal here came after a finished sweep (after a stop none raises again)
+        df = load_records(out_dir)
+        from normbench.harness.report.terminal import print_tables
+        from normbench.harness.report.fmt import plain
+        print_tables(plain(df), load_meta(out_dir), out)
+    except Interrupted as e:
+        _after_sweep(e.signum, out_dir, no_report)
+    if outcome.interrupted and outcome.finished:      # as the run closed
+        _after_sweep(outcome.interrupted, out_dir, no_report)
     if outcome.interrupted:
         again = _again(config, overrides, shape, only=only, isolate=isolate, shard=shard,
                        gpus=gpus, scheduler=scheduler, exclusive_below_us=exclusive_below_us,
@@ -588,6 +605,20 @@ def _again(config, overrides, shape, *, out_dir, **options) -> str:
         return (shell_join(words) + " < CONFIG.yaml  # the config came on standard input: "
                 "pipe the same one in again")
     return shell_join(words)
+
+
+def _after_sweep(signum: int, out_dir: Path, no_report: bool):
+    """Exit 128 + signum for a signal that came once every record of the run was stored (as
+    it closed, or as its tables were printed): nothing to resume, the report (unless
+    --no-report) still to write."""
+    from normbench.harness.run import held_keys
+    from normbench.harness.text import count, shell_join
+    line = (f"interrupted by {signal.Signals(signum).name} after the sweep finished: "
+            f"{count(len(held_keys(out_dir)), 'record')} complete in {out_dir}")
+    if no_report:
+        fail(line, 128 + signum)
+    fail(line + "; write the report with:", 128 + signum,
+         command=shell_join(["normbench", "report", out_dir]))
 
 
 def _report_after(out_dir: Path) -> dict:

@@ -2,7 +2,9 @@
 
 Each record is stored the moment it is measured, so an interrupted sweep keeps everything it
 measured and `--resume` finishes it.  SIGINT and SIGTERM stop the sweep between records (or
-kill the isolate worker mid-record) after flushing.  With `isolate`, each record is measured
+kill the isolate worker mid-record) after flushing; one that lands once the sweep has ended
+waits until the run is closed (records.parquet written, the lock released: Outcome.finished
+says so).  With `isolate`, each record is measured
 in a worker process with a per-case timeout: a hung kernel costs one `timeout` record.
 """
 from __future__ import annotations
@@ -25,7 +27,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
 from normbench import strategies
 from normbench.harness import env, hostload, model, placement, schema, timing
 from normbench.harness.config import Sweep
-from normbench.harness.interrupt import install, interruption
+from normbench.harness.interrupt import Interrupted, held, install, interruption
 from normbench.harness.isolate import Worker, WorkerCrashed, WorkerStartError, WorkerTimeout
 from normbench.harness.measure import Settings, failed_record, measure
 from normbench.harness.plan import Case
@@ -41,6 +43,9 @@ class Outcome:
     measured: int = 0
     skipped_done: int = 0
     interrupted: int | None = None        # the signal number, if the sweep was stopped
+    # the sweep ran to its end (every case stored, meta.json completed): an `interrupted`
+    # signal then came after it, and stopped only the closing (every file still written)
+    finished: bool = False
 
 
 def default_out_dir(sweep: Sweep, parent: Path = Path("runs")) -> Path:
@@ -146,6 +151,39 @@ def is_complete(out_dir) -> bool:
         return load_meta(out_dir).get("completed") is True
     except (OSError, ValueError, StoreError):
         return False
+
+
+def repair_closed(out_dir) -> str | None:
+    """What a run stopped as it closed may have left, repaired, for a --resume with nothing
+    left to measure (which otherwise leaves the directory as it is): a records.parquet that
+    lacks records of records.csv (short, missing or unreadable: a signal in the close
+    before execute held it, or a kill -9 between a record and the parquet's next write) and
+    the lock's note.  The store is opened and closed as a resume opens it (it rewrites the
+    parquet from the CSV and drops a note no live run holds).  The line to print, or None
+    where nothing was wrong.  StoreError: it cannot be (a parquet holding records the CSV
+    lacks, the directory in use, a failed write)."""
+    from normbench.harness.rundir import LOCK_INFO, RECORDS_CSV, RECORDS_PARQUET
+    p = Path(out_dir)
+    try:
+        have = set(load_records(p, source="csv")["case_id"].dropna())
+    except (OSError, ValueError, StoreError):
+        return None                    # no CSV to go by: left as it is
+    try:
+        parquet = set(load_records(p, source="parquet")["case_id"].dropna())
+        short = None if have <= parquet else f"it held {len(parquet & have)} of its {len(have)}"
+    except StoreError as e:
+        short = "it was missing" if not (p / RECORDS_PARQUET).exists() else \
+            f"it could not be read: {e}"
+    except (OSError, ValueError) as e:
+        short = f"it could not be read: {e}"
+    note = os.path.lexists(p / LOCK_INFO)
+    if short is None and not note:
+        return None
+    with RunStore(p, resume=True):
+        pass
+    done = ([f"{RECORDS_PARQUET} rewritten from {RECORDS_CSV} ({short})"] if short else []) + \
+        ([f"the lock's note {LOCK_INFO} a stopped run left removed"] if note else [])
+    return f"run --resume: {p}: " + "; ".join(done)
 
 
 def resumed_implementations(out_dir, known: list[str],
@@ -437,6 +475,7 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
                         rec = _measure_one(case, settings, worker, sweep.timeout_s)
                     keep(hostload.annotate(rec, where, load.count), _label(case))
         _ended(store, True, wrote, outcome.measured)
+        outcome.finished = True
     except BaseException as e:       # Interrupted, KeyboardInterrupt, or one wrapping them
         i = interruption(e)
         if i is None:                # a fault (the cluster lost, a write failed): re-raised
@@ -449,19 +488,48 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
         outcome.interrupted = getattr(i, "signum", signal.SIGINT)
         _ended(store, False, wrote, outcome.measured)
     finally:
+        # closed under held(): a signal once the sweep has ended (or while a fault is being
+        # reported) raised inside the isolate worker's or the cluster's close, and
+        # records.parquet was left short of records.csv for good, the lock's note behind.
+        # Held, it is raised when all is closed and is the run's stop (after a finished
+        # sweep: outcome.finished), unless it would replace a fault being reported.  After a
+        # stop mid-sweep no signal raises again (interrupt.raise_interrupted).  The try is
+        # here, not in a function: a signal can land as a function is entered
+        closed: list = []           # _close's StoreError or None, once it has run
+        try:
+            with held():
+                closed.append(_close(worker, executor, store, outcome, wrote))
+        except Interrupted as e:    # at held's end, or the instant before it began
+            if propagating is None and outcome.interrupted is None:
+                outcome.interrupted = e.signum
+            if not closed:          # no signal raises from now on: one has
+                closed.append(_close(worker, executor, store, outcome, wrote))
+        finally:
+            for s, h in previous.items():
+                signal.signal(s, h)
+        if closed and closed[0] is not None and propagating is None:
+            raise closed[0]         # else the first failure (records.csv) is the one told
+    return outcome
+
+
+def _close(worker, executor, store: RunStore, outcome: Outcome,
+           wrote: str | None) -> StoreError | None:
+    """Stop the isolate worker, save what the executor still held and stop it, then close the
+    store (records.parquet written, the lock and its note released); the StoreError closing
+    the store raised, if any.  Every step may run twice (execute's finally)."""
+    try:
         if worker is not None:
             worker.close()
         if executor is not None:
             _save_unsaved(executor, store, outcome, wrote)
             executor.close()
+    finally:
         try:
             store.close()
-        except StoreError:
-            if propagating is None:  # else the first failure (records.csv) is the one told
-                raise
-        for s, h in previous.items():
-            signal.signal(s, h)
-    return outcome
+            error = None
+        except StoreError as e:
+            error = e
+    return error
 
 
 def _add_gpus(store: RunStore, new: list) -> None:

@@ -453,7 +453,7 @@ def test_the_printed_resume_and_report_commands_give_back_every_argument(tmp_pat
 
     def stopped(*args, **kwargs):
         outcome = real(*args, **kwargs)
-        outcome.interrupted = signal.SIGINT
+        outcome.interrupted, outcome.finished = signal.SIGINT, False    # a stop mid-sweep
         return outcome
     monkeypatch.setattr(run_mod, "execute", stopped)
     cfg = config(tmp_path).rename(tmp_path / "c  fg\t.yaml")

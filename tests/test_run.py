@@ -726,6 +726,92 @@ class _Cluster:
         pass
 
 
+@pytest.mark.parametrize("where", ["cluster", "isolate"])
+def test_a_signal_as_a_finished_sweep_closes_leaves_every_file_written(tmp_path, monkeypatch,
+                                                                       where):
+    """A signal just after the last record raised inside the cluster's (or the isolate
+    worker's) close, skipping the store's: records.parquet stayed short of records.csv for
+    good and the lock's note was left, while meta said completed.  The close now runs under
+    interrupt.held(): every file is written, and the signal is the run's stop after a
+    finished sweep (outcome.finished)."""
+    from rich.console import Console
+    from normbench.harness import run
+    from normbench.harness.measure import Settings, failed_record
+    from normbench.harness.plan import Case
+    from normbench.harness.store import load_meta
+    sweep, cases = _sweep_and_cases()
+
+    def signalled():
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.5)                   # the handler runs in here
+
+    class Closing(_Cluster):
+        def close(self):
+            signalled()
+
+    class Worker:
+        def __init__(self, *a, **k):
+            pass
+
+        def call(self, payload, timeout_s):
+            return failed_record(Case(**payload[0]), Settings(**payload[1]), "error", "stub", 0.0)
+
+        def close(self):
+            signalled()
+    monkeypatch.setattr(run, "Worker", Worker)
+    d = tmp_path / "r"
+    out = run.execute(sweep, cases, d, console=Console(stderr=True, quiet=True),
+                      isolate=where == "isolate", executor=Closing() if where == "cluster" else None)
+    assert out.interrupted == signal.SIGINT and out.finished and out.measured == len(cases)
+    assert len(pd.read_parquet(d / "records.parquet")) == len(load_records(d)) == len(cases)
+    assert not (d / ".normbench.lock.json").exists() and load_meta(d)["completed"] is True
+
+
+def test_a_signal_after_the_sweep_is_told_as_such_and_a_resume_repairs_what_it_cut(tmp_path):
+    """The CLI said "interrupted by SIGTERM; nothing was being measured" for a signal in a
+    finished run's close.  It now says the sweep finished and how to write the report.  And a
+    --resume with nothing left to measure left a records.parquet short of records.csv (cut
+    so before the close was held) short for good: it now rewrites it from the CSV, and
+    removes a lock note left behind."""
+    cfg = config(tmp_path, norm=["layernorm", "rmsnorm"], implementations=["torch"])
+    out = tmp_path / "r"
+    code = ("import os, signal, sys, time\n"
+            "from normbench.harness import isolate\n"
+            "close, sent = isolate.Worker.close, []\n"
+            "def closing(self):\n"
+            "    if not sent:\n"
+            "        sent.append(os.kill(os.getpid(), signal.SIGTERM))\n"
+            "        time.sleep(0.5)\n"
+            "    close(self)\n"
+            "isolate.Worker.close = closing\n"
+            f"sys.argv = ['normbench', 'run', {str(cfg)!r}, '--out', {str(out)!r}, '--isolate']\n"
+            "from normbench.harness.cli import main\n"
+            "main()\n")
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=ENV, capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 128 + signal.SIGTERM, p.stderr
+    assert p.stderr.strip().splitlines()[-1] == (
+        f"interrupted by SIGTERM after the sweep finished: 2 records complete in {out}; "
+        f"write the report with: normbench report {out}"), p.stderr
+    assert len(pd.read_parquet(out / "records.parquet")) == 2
+    assert not (out / ".normbench.lock.json").exists()
+    # as such a close left a run before it was held: the parquet short, the note there
+    full = pd.read_parquet(out / "records.parquet")
+    full.iloc[:1].to_parquet(out / "records.parquet")
+    (out / ".normbench.lock.json").write_text('{"pid": 1, "host": "h", "since": "x"}')
+    r = cli("run", cfg, "--out", out, "--resume")
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.strip().splitlines() == [
+        f"nothing left to measure: {out} is complete (2 records)",
+        f"run --resume: {out}: records.parquet rewritten from records.csv (it held 1 of its "
+        "2); the lock's note .normbench.lock.json a stopped run left removed"], r.stderr
+    assert len(pd.read_parquet(out / "records.parquet")) == 2
+    assert not (out / ".normbench.lock.json").exists()
+    r = cli("run", cfg, "--out", out, "--resume")      # nothing more to repair: one line
+    assert r.stderr.strip().splitlines() == [
+        f"nothing left to measure: {out} is complete (2 records)"], r.stderr
+
+
 @pytest.fixture
 def stub_run(tmp_path, monkeypatch):
     """A complete run of _sweep_and_cases's first case in tmp_path/r, measured by a stub."""
