@@ -308,10 +308,10 @@ class Executor:
         return Counter(w["host"] for w in (gpu or workers))
 
     def records(self, todo, settings, timeout_s):
-        """(case, record) as each case finishes.  A stop (a signal, a fault) leaves the records
-        of tasks that had finished but were not yet handed out, and those held for their
-        exclusive re-run, to unsaved() (measured: never lost); only tasks still running are
-        cancelled."""
+        """(case, record) as each case finishes.  A stop (a signal, a fault) leaves the record
+        last handed out (until the next is asked for), the records of tasks that had finished
+        but were not yet handed out, and those held for their exclusive re-run, to unsaved()
+        (measured: never lost); only tasks still running are cancelled."""
         self._gen = self._records(todo, settings, timeout_s)
         return self._gen
 
@@ -323,7 +323,7 @@ class Executor:
         # concurrent records waiting for their exclusive re-run, case key -> (case, record), and
         # the records of tasks found finished at a stop: on the executor, so that what a stop
         # leaves here is saved by the caller (unsaved())
-        self._held, self._stopped = {}, []
+        self._held, self._stopped, self._handed = {}, [], None
         hosts, refreshed, lonely = self._hosts(), time.monotonic(), None
         try:
             while queue or in_flight:
@@ -350,7 +350,11 @@ class Executor:
                     if fut.cancelled():  # not by this run (_reclaim's are no longer in flight):
                         raise ClusterError(_LOST)   # the scheduler was lost, not the case
                     if (got := self._finished(fut, in_flight, queue, settings)) is not None:
+                        # held here until the caller asks for the next: a signal before it
+                        # stored this one leaves it to unsaved() (its store skips a kept one)
+                        self._handed = got
                         yield got
+                        self._handed = None
         except GeneratorExit:            # the caller stopped: it saves unsaved()
             self._stop(in_flight, queue, settings)
             raise
@@ -405,17 +409,20 @@ class Executor:
                 fut.cancel()
 
     def unsaved(self) -> list:
-        """(case, record) of the tasks found finished when records() stopped, and of the
-        concurrent measurements still waiting for their exclusive re-run: the caller stores
-        them (measured: never lost).  Closes the records() iterator first, so that its stop
-        has run."""
+        """(case, record) of the last one records() handed over (the caller may have stopped
+        before storing it: it skips one it holds), of the tasks found finished when records()
+        stopped, and of the concurrent measurements still waiting for their exclusive re-run:
+        the caller stores them (measured: never lost).  Closes the records() iterator first,
+        so that its stop has run."""
         gen = getattr(self, "_gen", None)
         if gen is not None:
             gen.close()
         return self._take_unsaved()
 
     def _take_unsaved(self) -> list:
+        handed, self._handed = getattr(self, "_handed", None), None
         out, self._stopped = getattr(self, "_stopped", []), []
+        out = ([handed] if handed is not None else []) + out
         held = getattr(self, "_held", {})
         while held:
             out.append(self._unheld(held.popitem()[1]))

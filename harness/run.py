@@ -399,6 +399,9 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
     # could not start, a Ctrl-C before: meta is left as it was), then "fresh" or "resumed"
     wrote = None
     worker = None
+    # a record measured here and not yet stored — (case, record, its hostload.track, where
+    # it ran) — saved at a stop, as the executor's unsaved() are (nothing measured is lost)
+    unkept = None
     previous = install()
     try:
         meta = store.meta if resume else {}
@@ -461,19 +464,28 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
                 progress.advance(task)
                 progress.refresh()
 
+            # each record is kept under held(): a signal waits until it is stored and shown.
+            # One landing before held() began finds it unstored: the executor holds the
+            # record it handed over until asked for the next (unsaved()), and `unkept` the
+            # one measured here — both saved as the run closes (_save_unsaved)
             if executor is not None:
                 for case, rec in executor.records(todo, settings, sweep.timeout_s):
-                    keep(rec, _label(case))
-                    if new := executor.joined():   # a worker that joined after the start
-                        _add_gpus(store, new)
-                    progress.update(task, description=_label(case), refresh=True)
+                    with held():
+                        keep(rec, _label(case))
+                        if new := executor.joined():   # a worker that joined after the start
+                            _add_gpus(store, new)
+                        progress.update(task, description=_label(case), refresh=True)
             else:
                 where = placement.local_gpu_fields()
                 for case in todo:
                     progress.update(task, description=_label(case), refresh=True)
-                    with hostload.track() as load:
+                    load = hostload.track()
+                    with load:
                         rec = _measure_one(case, settings, worker, sweep.timeout_s)
-                    keep(hostload.annotate(rec, where, load.count), _label(case))
+                        unkept = (case, rec, load, where)
+                    with held():
+                        keep(hostload.annotate(dict(rec), where, load.count), _label(case))
+                        unkept = None
         _ended(store, True, wrote, outcome.measured)
         outcome.finished = True
     except BaseException as e:       # Interrupted, KeyboardInterrupt, or one wrapping them
@@ -498,12 +510,12 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
         closed: list = []           # _close's StoreError or None, once it has run
         try:
             with held():
-                closed.append(_close(worker, executor, store, outcome, wrote))
+                closed.append(_close(worker, executor, store, outcome, wrote, unkept))
         except Interrupted as e:    # at held's end, or the instant before it began
             if propagating is None and outcome.interrupted is None:
                 outcome.interrupted = e.signum
             if not closed:          # no signal raises from now on: one has
-                closed.append(_close(worker, executor, store, outcome, wrote))
+                closed.append(_close(worker, executor, store, outcome, wrote, unkept))
         finally:
             for s, h in previous.items():
                 signal.signal(s, h)
@@ -512,16 +524,27 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
     return outcome
 
 
-def _close(worker, executor, store: RunStore, outcome: Outcome,
-           wrote: str | None) -> StoreError | None:
-    """Stop the isolate worker, save what the executor still held and stop it, then close the
-    store (records.parquet written, the lock and its note released); the StoreError closing
-    the store raised, if any.  Every step may run twice (execute's finally)."""
+def _close(worker, executor, store: RunStore, outcome: Outcome, wrote: str | None,
+           unkept: tuple | None) -> StoreError | None:
+    """Stop the isolate worker, save the record measured here and not stored (`unkept`: case,
+    record, its hostload.track, where) and those the executor still held, stop the executor,
+    then close the store (records.parquet written, the lock and its note released); the
+    StoreError closing the store raised, if any.  Every step may run twice (execute's
+    finally)."""
     try:
         if worker is not None:
             worker.close()
+        items = []
+        if unkept is not None:
+            case, rec, load, where = unkept
+            items.append((case, hostload.annotate(dict(rec), where, load.count)))
         if executor is not None:
-            _save_unsaved(executor, store, outcome, wrote)
+            try:
+                items += list(getattr(executor, "unsaved", list)())
+            except Exception:           # a cluster that cannot be asked: nothing to add
+                pass
+        _save_unsaved(items, store, outcome, wrote)
+        if executor is not None:
             executor.close()
     finally:
         try:
@@ -567,20 +590,32 @@ def _joined_gpus(known: list, new: list) -> list:
     return out
 
 
-def _save_unsaved(executor, store: RunStore, outcome, wrote: str | None) -> None:
-    """The measurements an executor still held when the sweep stopped (a signal while a record
-    was being kept): stored, so nothing measured is lost; a store that fails here leaves the
-    error that stopped the sweep to be reported."""
+def _save_unsaved(items, store: RunStore, outcome, wrote: str | None) -> None:
+    """The measurements not stored when the sweep stopped — (case, record) the executor still
+    held, the record measured here as a signal landed — stored, so nothing measured is lost;
+    one whose case the store holds already (kept just before the signal) is skipped.  A
+    record the store refuses is left and the others stored; a store that fails here leaves
+    the error that stopped the sweep to be reported."""
+    saved = 0
     try:
-        saved = 0
-        for _case, rec in getattr(executor, "unsaved", list)():
-            store.append(rec)
-            outcome.measured += 1
-            saved += 1
-        if saved:                           # stored after _ended: its meta counts them
-            store.update_meta(**_merge_now(store), **_counted(store, wrote, outcome.measured))
+        done = store.done_keys()
     except Exception:
-        pass
+        return
+    for case, rec in items:
+        if case.key in done:
+            continue
+        try:
+            store.append(rec)
+        except Exception:
+            continue
+        done.add(case.key)
+        outcome.measured += 1
+        saved += 1
+    if saved:                               # stored after _ended: its meta counts them
+        try:
+            store.update_meta(**_merge_now(store), **_counted(store, wrote, outcome.measured))
+        except Exception:
+            pass
 
 
 def _check_shard(meta: dict, shard: dict | None, out_dir: Path) -> None:

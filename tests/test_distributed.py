@@ -360,6 +360,50 @@ def test_a_stop_keeps_the_cases_the_workers_finished(tmp_path, monkeypatch, wher
     assert len(client.tasks) >= 3
 
 
+@pytest.mark.parametrize("when", ["before it is stored", "once it is stored"])
+def test_a_signal_as_a_handed_record_is_kept_loses_nothing(tmp_path, monkeypatch, when):
+    """A signal after the executor handed a record over and before the run stored it lost
+    the record: records() had let go of it.  The executor now holds it until the next is
+    asked for and unsaved() gives it back; the run skips it where it was stored after all
+    (the signal held until then), and stores what else the stop left (a task that finished
+    meanwhile) past it."""
+    from rich.console import Console
+
+    from normbench import strategies
+    from normbench.harness import distributed, run
+    from normbench.harness.config import parse_config
+    from normbench.harness.interrupt import Interrupted
+    from normbench.harness.plan import expand
+    sweep = parse_config("rows: [4, 6, 8, 10, 12]\nd: [8]\nimplementations: [torch]\n"
+                         "timing: {warmup_ms: 1, rep_ms: 1}\n")
+    cases = expand(sweep, uses_groups=lambda n: strategies.get(n).uses_groups,
+                   available=strategies.known())
+    ex = distributed.Executor(gpus=None, scheduler="tcp://x:1", sweep=sweep,
+                              exclusive_below_us=None)
+    ex.client = client = _Client()
+    ex.start = lambda console: None
+
+    def finish_the_second():
+        client.tasks[1].status = "finished"
+    if when == "before it is stored":     # the label is made before the store
+        def label(case):
+            finish_the_second()
+            raise Interrupted(signal.SIGINT)     # as a signal landing there
+        monkeypatch.setattr(run, "_label", label)
+    else:                                 # a real signal once it is kept: held till the end
+        def joined():
+            finish_the_second()
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.2)
+            return []
+        ex.joined = joined
+    out = run.execute(sweep, cases, tmp_path / "r", executor=ex,
+                      console=Console(stderr=True, quiet=True))
+    df = load_records(tmp_path / "r")
+    assert out.interrupted == signal.SIGINT and out.measured == len(df) == 2
+    assert sorted(df["error"]) == sorted(f"measured {t.case['rows']}" for t in client.tasks[:2])
+
+
 def _signals_here():
     """On a Dask worker: the SIGINT/SIGTERM dispositions of this process and of its measuring
     child ("ignored", "caught" or "default", from /proc), and its Dask log level."""

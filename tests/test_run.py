@@ -812,6 +812,50 @@ def test_a_signal_after_the_sweep_is_told_as_such_and_a_resume_repairs_what_it_c
         f"nothing left to measure: {out} is complete (2 records)"], r.stderr
 
 
+def test_a_signal_as_a_measurement_ends_loses_nothing(tmp_path, monkeypatch):
+    """A signal in the moment between a measurement's end and its store (the host-load
+    count, the label) lost the record: measured, never stored.  It is now saved as the run
+    closes, annotated as it would have been."""
+    from rich.console import Console
+    from normbench.harness import hostload, run
+    from normbench.harness.interrupt import Interrupted
+    from normbench.harness.measure import failed_record
+    sweep, cases = _sweep_and_cases()
+    monkeypatch.setattr(run, "measure", lambda case, settings: failed_record(
+        case, settings, "error", "stub", 0.0))
+
+    class Signalled(hostload.track):
+        def __exit__(self, *exc):
+            super().__exit__(*exc)
+            raise Interrupted(signal.SIGINT)     # as a signal landing as it ends
+    monkeypatch.setattr(hostload, "track", Signalled)
+    out = run.execute(sweep, cases, tmp_path / "r", console=Console(stderr=True, quiet=True))
+    df = load_records(tmp_path / "r")
+    assert out.interrupted == signal.SIGINT and out.measured == 1
+    assert list(df["case_id"]) == [cases[0].key] and df["concurrent_cases"].notna().all()
+
+
+def test_saving_what_a_stop_left_skips_the_kept_and_goes_past_a_refused_record(tmp_path):
+    """_save_unsaved stored what a stop left until one append failed, dropping the rest — and
+    the executor's last record handed over, once kept, was such a one (a duplicate).  A case
+    the store holds is skipped, a refused record left and the others stored."""
+    from normbench.harness.measure import Settings, failed_record
+    from normbench.harness.run import Outcome, _save_unsaved
+    from normbench.harness.store import RunStore
+    _, cases = _sweep_and_cases()
+    s = Settings(warmup_ms=1, rep_ms=1, repeats=1, seed=0, peak_tbps=None, copy_gbps=None,
+                 device_name="cpu")
+    rec = {c.key: failed_record(c, s, "error", "stub", 0.0) for c in cases}
+    outcome = Outcome(out_dir=tmp_path / "r")
+    with RunStore(tmp_path / "r") as store:
+        store.append(rec[cases[0].key])
+        _save_unsaved([(cases[0], rec[cases[0].key]),                       # kept already
+                       (cases[1], {**rec[cases[1].key], "status": "bogus"}),  # refused
+                       (cases[2], rec[cases[2].key])], store, outcome, None)
+    assert sorted(load_records(tmp_path / "r")["case_id"]) == sorted(c.key for c in (cases[0], cases[2]))
+    assert outcome.measured == 1
+
+
 @pytest.fixture
 def stub_run(tmp_path, monkeypatch):
     """A complete run of _sweep_and_cases's first case in tmp_path/r, measured by a stub."""
