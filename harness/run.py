@@ -444,7 +444,7 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
         # host-bound calls for 1–4 ms about ten times a second (11 calls over 1 ms in 60000,
         # against 1–2 without; not seen with output to a file, as on the device)
         # a log (CI), or a terminal that cannot redraw (TERM=dumb): one line per finished case
-        lines = not console.is_terminal or console.is_dumb_terminal
+        lines = not _redraws(console)
         # redirect_* off: rich's default swaps sys.stdout/sys.stderr for proxies that print to
         # `console` — whose file, the CLI's, writes to sys.stderr: every line fed itself back
         # forever, and a run in a terminal stalled at 0/N, Ctrl-C and SIGTERM unheard
@@ -636,6 +636,18 @@ def _check_shard(meta: dict, shard: dict | None, out_dir: Path) -> None:
 
 def _label(case: Case) -> str:
     return schema.case_label(asdict(case))
+
+
+def _redraws(console: Console) -> bool:
+    """Whether `console` can draw a live progress bar: its stream is a terminal (its own
+    isatty(): rich's is_terminal is also True for a log whenever FORCE_COLOR — "0" included —
+    or TTY_COMPATIBLE=1 is set, and a log then filled with cursor frames and no `[i/N]`
+    line), rich takes it for one, and TERM is not dumb."""
+    try:
+        tty = bool(console.file.isatty())
+    except (AttributeError, OSError, ValueError):   # no stream, a closed one, an odd one
+        tty = False
+    return tty and console.is_terminal and not console.is_dumb_terminal
 
 
 def _done_line(rec: dict, label: str, i: int, n: int) -> str:

@@ -229,6 +229,45 @@ def test_a_run_in_a_terminal_finishes_and_stops_at_ctrl_c(tmp_path):
     assert "--resume" in shown and "Traceback" not in shown, shown[-2000:]
 
 
+def test_a_log_gets_one_line_a_case_whatever_forces_colour(tmp_path):
+    """FORCE_COLOR (any non-empty value, "0" too) or TTY_COMPATIBLE=1 make rich take any
+    stream for a terminal: a run with stderr to a file drew live cursor frames into the log and
+    no `[i/N]` line.  Whether the bar is live is decided from the stream itself."""
+    cfg = config(tmp_path, norm=["layernorm", "rmsnorm"], implementations=["torch"])
+    with open(tmp_path / "err.log", "w") as log:
+        r = subprocess.run([sys.executable, str(ROOT / "run_bench.py"), "run", str(cfg), "--out",
+                            str(tmp_path / "a"), "--no-report"], cwd=ROOT, timeout=120,
+                           env={**ENV, "FORCE_COLOR": "1", "TERM": "xterm"},
+                           stdout=subprocess.DEVNULL, stderr=log)
+    text = (tmp_path / "err.log").read_text()
+    assert r.returncode == 0, text
+    assert re.search(r"^\[1/2\] ok ", text, re.M) and re.search(r"^\[2/2\] ok ", text, re.M), text
+    assert "\r" not in text and "\x1b[2K" not in text and "\x1b[?25l" not in text, repr(text)
+
+
+@pytest.mark.parametrize("environ, tty, live", [
+    ({"FORCE_COLOR": "1", "TERM": "xterm"}, False, False),
+    ({"FORCE_COLOR": "0", "TERM": "xterm"}, False, False),
+    ({"TTY_COMPATIBLE": "1", "TERM": "xterm"}, False, False),
+    ({"TERM": "xterm"}, True, True),
+    ({"FORCE_COLOR": "1", "TERM": "xterm"}, True, True),
+    ({"TTY_COMPATIBLE": "0", "TERM": "xterm"}, True, False),     # rich would not redraw
+    ({"TERM": "dumb"}, True, False),
+    ({"TERM": "xterm"}, None, False),                            # a closed stream
+])
+def test_the_bar_is_live_only_on_a_terminal_stream(environ, tty, live):
+    import io
+    from rich.console import Console
+    from normbench.harness.run import _redraws
+
+    class Stream(io.StringIO):
+        def isatty(self):
+            if tty is None:
+                raise ValueError("I/O operation on closed file")
+            return tty
+    assert _redraws(Console(file=Stream(), _environ=environ)) is live
+
+
 def test_the_cli_streams_write_past_a_rich_proxy(monkeypatch):
     """A rich Live that redirects sys.stderr puts a FileProxy printing to its console there;
     the CLI's consoles write to the stream it proxies, never back into themselves."""
