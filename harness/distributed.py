@@ -22,7 +22,9 @@ per GPU, CUDA_VISIBLE_DEVICES and CPU affinity set per worker).  This module is 
   recorded (not a crash of a measuring child: the stop's signal may have caused it), those
   still running cancelled; the run directory resumes.  The workers of a
   cluster we start leave SIGINT and SIGTERM to the driver (a terminal and SLURM signal the
-  whole process group; gpuworker.dask_setup is their preload), so a stop prints one line.
+  whole process group; they are born with SIGINT blocked, Executor._making, and
+  gpuworker.dask_setup, their preload, ignores it), so a stop prints one line, also one
+  while the cluster starts (the cluster made so far is closed, Dask's logs silenced).
 
 Without a GPU, `--gpus N` starts N stand-in workers (a LocalCluster of processes, a GPU
 resource each) that run under the Triton interpreter — how the tests run it.
@@ -33,6 +35,7 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import statistics
 import time
 import uuid
@@ -231,20 +234,24 @@ class Executor:
             # traceback; what a worker's death does to a case the run records itself
             common = dict(threads_per_worker=1, resources={"GPU": 1}, memory_limit=0,
                           dashboard_address=":0", silence_logs=50)
-            if self.standin:
-                from distributed import LocalCluster
-                self.cluster = LocalCluster(n_workers=len(self.devices), processes=True, **common)
-            else:
-                try:
-                    from dask_cuda import LocalCUDACluster
-                except Exception as e:      # dask-cuda, or the cuda.core it imports, missing
-                    console.print("[yellow]note:[/] " + escape(
-                        f"dask-cuda does not import ({type(e).__name__}: {e}); one worker per "
-                        "GPU with CUDA_VISIBLE_DEVICES set, without dask-cuda's CPU affinity"))
-                    self.cluster = _per_gpu_cluster(self.devices, common)
+            with self._making():
+                if self.standin:
+                    from distributed import LocalCluster
+                    self.cluster = LocalCluster(n_workers=len(self.devices), processes=True,
+                                                **common)
                 else:
-                    self.cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=",".join(self.devices),
-                                                    n_workers=len(self.devices), **common)
+                    try:
+                        from dask_cuda import LocalCUDACluster
+                    except Exception as e:      # dask-cuda, or the cuda.core it imports, missing
+                        console.print("[yellow]note:[/] " + escape(
+                            f"dask-cuda does not import ({type(e).__name__}: {e}); one worker "
+                            "per GPU with CUDA_VISIBLE_DEVICES set, without dask-cuda's CPU "
+                            "affinity"))
+                        self.cluster = _per_gpu_cluster(self.devices, common)
+                    else:
+                        self.cluster = LocalCUDACluster(
+                            CUDA_VISIBLE_DEVICES=",".join(self.devices),
+                            n_workers=len(self.devices), **common)
             self.client = Client(self.cluster)
             where = f"{len(self.devices)} {'stand-in ' if self.standin else ''}worker(s) on " \
                     f"{'this host' if self.standin else 'GPUs ' + ','.join(self.devices)}"
@@ -278,6 +285,35 @@ class Executor:
                                f"{' '.join(str(e).split())}"[:400]) from None
         self._facts = dict(got)          # worker address -> its facts
         return summarize_facts(list(got.values()))
+
+    @contextlib.contextmanager
+    def _making(self):
+        """The cluster is made in here, SIGINT blocked in this thread: the threads the making
+        starts (Dask's event loop, those that spawn the workers) inherit the mask, and so do
+        the worker processes, from their first instruction — their preload
+        (gpuworker.dask_setup) ignores SIGINT only once they have imported Dask, and a Ctrl-C
+        to the process group as they booted ended each with a KeyboardInterrupt traceback.
+        Blocked, not ignored: this process's other threads (numpy's BLAS pool) take a Ctrl-C
+        meanwhile, and Python raises it here as the run's stop, where an ignored one is lost.
+        multiprocessing's resource tracker is started first: starting it unblocks SIGINT in
+        the thread that does (CPython's ensure_running), which would be Dask's loop.
+        Whatever stops the making (that Ctrl-C, a SIGTERM) leaves the cluster made so far in
+        self.cluster, for close(): left unclosed, Dask closed it at exit and logged it past
+        the run's last line."""
+        from multiprocessing import resource_tracker
+        from distributed import SpecCluster
+        resource_tracker.ensure_running()
+        before = list(SpecCluster._instances)
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            yield
+        except BaseException:
+            if self.cluster is None:
+                self.cluster = next((c for c in list(SpecCluster._instances)
+                                     if not any(c is b for b in before)), None)
+            raise
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
     def joined(self) -> list[dict]:
         """meta.gpus entries of the workers that joined since the start and have measured a

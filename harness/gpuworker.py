@@ -88,7 +88,8 @@ def dask_setup(worker) -> None:
     signal.  A terminal's Ctrl-C and SLURM's SIGTERM reach the run's whole process group,
     these workers included: SIGINT ended each with a KeyboardInterrupt traceback, and Dask's
     comm loggers printed as the cluster closed (a worker's silence_logs lasts only until it
-    closes).  So SIGINT is ignored (the measuring child ignores it too: harness.isolate),
+    closes).  So SIGINT is ignored (the measuring child ignores it too: harness.isolate) and
+    unblocked (it was blocked from the worker's birth: harness.distributed.Executor._making),
     SIGTERM is caught and does nothing (a handler, not SIG_IGN, which the measuring child
     would inherit: a timeout's stop sends it SIGTERM), and Dask's loggers here say nothing
     below CRITICAL.  The driver closes the cluster; a worker whose driver is gone exits
@@ -101,6 +102,8 @@ def dask_setup(worker) -> None:
         signal.signal(signal.SIGTERM, _ignore)
     except ValueError:          # not the main thread: a worker of this process, no process
         pass
+    else:                       # blocked until now (Executor._making): ignored from here on
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _ignore(signum, frame) -> None:

@@ -445,6 +445,48 @@ def test_the_workers_of_gpus_leave_sigint_and_sigterm_to_the_driver():
         assert w["log_level"] == logging.CRITICAL, w
 
 
+_STOPPED_WHILE_STARTING = """
+import os, signal, sys, threading
+from rich.console import Console
+from distributed.process import AsyncProcess
+from normbench.harness import interrupt
+from normbench.harness.distributed import make_executor
+
+start = AsyncProcess.start
+def spawned(self):                  # Ctrl-C to the group while the workers boot
+    out = start(self)
+    threading.Timer(0.3, os.killpg, (os.getpgid(0), signal.SIGINT)).start()
+    return out
+AsyncProcess.start = spawned
+interrupt.install()
+ex = make_executor(gpus="2", scheduler=None, sweep=None, exclusive_below_us=None)
+try:
+    ex.start(Console(stderr=True, quiet=True))
+    print("started")
+except interrupt.Interrupted as e:
+    print("stopped by", e)
+finally:
+    made = ex.cluster
+    ex.close()
+print("cluster", "closed" if made is not None and made.status.name == "closed" else made)
+"""
+
+
+@needs_dask
+def test_a_ctrl_c_while_the_cluster_starts_prints_nothing_of_dask():
+    """Ctrl-C to the process group while a --gpus cluster was starting: each worker, still
+    importing Dask (its preload, which ignores SIGINT, not yet run), printed a
+    KeyboardInterrupt traceback, and the cluster, interrupted in its constructor, was never
+    held by the executor — closed at exit, past the run's last line, logging at INFO.  The
+    workers are now born with SIGINT blocked (Executor._making) and the cluster made so far
+    is closed by close() with Dask's logs still silenced."""
+    p = subprocess.run([sys.executable, "-c", _STOPPED_WHILE_STARTING], cwd=ROOT, env=ENV,
+                       capture_output=True, text=True, timeout=120, start_new_session=True)
+    assert "stopped by SIGINT" in p.stdout and "cluster closed" in p.stdout, (p.stdout, p.stderr)
+    assert p.stderr.strip() == "", p.stderr
+    assert p.returncode == 0
+
+
 @needs_dask
 def test_workers_that_cannot_load_a_plugin_stop_the_run_not_each_case(tmp_path):
     """NORMBENCH_PLUGINS naming a module a node lacks: the run stops at the start, one line,
