@@ -17,7 +17,6 @@ from typing import List, Optional
 import typer
 import typer.core
 from rich.console import Console
-from rich.table import Table
 
 from normbench.harness import schema
 
@@ -480,15 +479,14 @@ def _print_plan(cases, count: str, est, sweep, skip_here: dict[str, str]):
     say(out, f"plan: {sweep.name} — {count}, about {_fmt_s(est)}")
     if not cases:
         return
-    t = Table()
-    cols = ["norm", "rows", "d", "dtype", "weight", "implementation", "groups"]
-    for col in cols + (["here"] if skip_here else []):
-        t.add_column(col)
-    for c in cases[:PLAN_ROWS]:
-        row = [c.norm, str(c.rows), str(c.d), c.dtype, c.weight_dtype, c.implementation, c.groups]
-        t.add_row(*row, *(["skipped here" if c.implementation in skip_here else ""]
-                          if skip_here else []))
-    out.print(t)
+    from normbench.harness import tables
+    cols = [(h, False) for h in ("norm", "rows", "d", "dtype", "weight", "implementation",
+                                 "groups")] + ([("here", True)] if skip_here else [])
+    rows = [[c.norm, str(c.rows), str(c.d), c.dtype, c.weight_dtype, c.implementation,
+             str(c.groups)] + (["skipped here" if c.implementation in skip_here else ""]
+                               if skip_here else [])
+            for c in cases[:PLAN_ROWS]]
+    tables.show(out, cols, rows)
     if len(cases) > PLAN_ROWS:
         from normbench.harness.text import count as counted
         say(out, f"… and {counted(len(cases) - PLAN_ROWS, 'more record')} (the first "
@@ -544,16 +542,15 @@ def merge(out_dir: Path = typer.Argument(..., help="the run directory to write (
 @app.command("list")
 def list_():
     """Implementations and their properties, and why any is unavailable."""
+    from normbench.harness import tables
     s = _strategies()
-    t = Table(title="implementations" + (" (Triton interpreter on CPU)" if s.interpreted() else ""))
-    for col in ("name", "kind", "deterministic by design", "uses GROUPS", "available", "about"):
-        t.add_column(col)
-    from rich.markup import escape
-    for e in s.entries():     # escaped: a doc's "[d]" is text, not rich markup
-        t.add_row(escape(e.name), e.kind, "yes" if e.deterministic_by_design else "no",
-                  "yes" if e.uses_groups else "no",
-                  "yes" if e.available else escape(f"no: {e.reason}"), escape(e.doc))
-    out.print(t)
+    cols = [("name", False), ("kind", False), ("deterministic by design", False),
+            ("uses GROUPS", False), ("available", True), ("about", True)]
+    rows = [[e.name, e.kind, "yes" if e.deterministic_by_design else "no",
+             "yes" if e.uses_groups else "no", "yes" if e.available else f"no: {e.reason}",
+             e.doc] for e in s.entries()]       # text: a doc's "[d]" is no rich markup
+    tables.show(out, cols, rows, "implementations" + (" (Triton interpreter on CPU)"
+                                                       if s.interpreted() else ""))
 
 
 @app.command()
