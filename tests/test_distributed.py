@@ -309,6 +309,23 @@ class _Client:
         pass
 
 
+def _five_cases_on_a_fake_scheduler():
+    """A sweep of five tiny torch cases, and an Executor for an external scheduler whose client
+    is a _Client: (sweep, cases, executor, client)."""
+    from normbench import strategies
+    from normbench.harness import distributed
+    from normbench.harness.config import parse_config
+    from normbench.harness.plan import expand
+    sweep = parse_config("rows: [4, 6, 8, 10, 12]\nd: [8]\nimplementations: [torch]\n"
+                         "timing: {warmup_ms: 1, rep_ms: 1}\n")
+    cases = expand(sweep, uses_groups=lambda n: strategies.get(n).uses_groups,
+                   available=strategies.known())
+    ex = distributed.Executor(gpus=None, scheduler="tcp://x:1", sweep=sweep,
+                              exclusive_below_us=None)
+    ex.client = client = _Client()
+    return sweep, cases, ex, client
+
+
 @pytest.mark.parametrize("where,crashed", [("keeping a record", False), ("polling", False),
                                            ("fetching a result", False),
                                            ("keeping a record", True)])
@@ -323,18 +340,9 @@ def test_a_stop_keeps_the_cases_the_workers_finished(tmp_path, monkeypatch, wher
 
     from rich.console import Console
 
-    from normbench import strategies
     from normbench.harness import distributed, run
-    from normbench.harness.config import parse_config
     from normbench.harness.interrupt import Interrupted
-    from normbench.harness.plan import expand
-    sweep = parse_config("rows: [4, 6, 8, 10, 12]\nd: [8]\nimplementations: [torch]\n"
-                         "timing: {warmup_ms: 1, rep_ms: 1}\n")
-    cases = expand(sweep, uses_groups=lambda n: strategies.get(n).uses_groups,
-                   available=strategies.known())
-    ex = distributed.Executor(gpus=None, scheduler="tcp://x:1", sweep=sweep,
-                              exclusive_below_us=None)
-    ex.client = client = _Client()
+    sweep, cases, ex, client = _five_cases_on_a_fake_scheduler()
     ex.start = lambda console: None      # this machine's facts for meta.json
 
     def stop(*_):                         # the second task finishes, then the signal lands
@@ -369,18 +377,9 @@ def test_a_signal_as_a_handed_record_is_kept_loses_nothing(tmp_path, monkeypatch
     meanwhile) past it."""
     from rich.console import Console
 
-    from normbench import strategies
-    from normbench.harness import distributed, run
-    from normbench.harness.config import parse_config
+    from normbench.harness import run
     from normbench.harness.interrupt import Interrupted
-    from normbench.harness.plan import expand
-    sweep = parse_config("rows: [4, 6, 8, 10, 12]\nd: [8]\nimplementations: [torch]\n"
-                         "timing: {warmup_ms: 1, rep_ms: 1}\n")
-    cases = expand(sweep, uses_groups=lambda n: strategies.get(n).uses_groups,
-                   available=strategies.known())
-    ex = distributed.Executor(gpus=None, scheduler="tcp://x:1", sweep=sweep,
-                              exclusive_below_us=None)
-    ex.client = client = _Client()
+    sweep, cases, ex, client = _five_cases_on_a_fake_scheduler()
     ex.start = lambda console: None
 
     def finish_the_second():

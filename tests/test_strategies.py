@@ -533,6 +533,18 @@ def test_the_fast_argument_check_is_never_looser_than_the_itemised_one(
     assert fast == itemised
 
 
+def _refused_alike(args: dict, want: str):
+    """The five arguments `args` are refused with exactly `want` by the fast check and the
+    itemised one alike, and by a strategy's call."""
+    from normbench.strategies._args import _explain, check_args
+    for check_fn in (check_args, _explain):
+        with pytest.raises(ValueError) as e:
+            check_fn(*args.values(), 2)
+        assert str(e.value) == want
+    with pytest.raises(ValueError, match=re.escape(want)):
+        strategies.get("disjoint_block").backward(*args.values(), groups=2)
+
+
 @pytest.mark.parametrize("arg", ["x", "dy", "weight", "mean", "rstd"])
 @pytest.mark.parametrize("layout", ["to_sparse", "to_sparse_csr"])
 def test_a_sparse_argument_is_refused_naming_it(arg, layout):
@@ -541,19 +553,14 @@ def test_a_sparse_argument_is_refused_naming_it(arg, layout):
     'last dimension must be contiguous (stride 1), got strides (0, 0)', a CSR one as
     'RuntimeError: Sparse CSR tensors do not have strides': each is now a ValueError naming
     the argument and its layout, from the fast check and the itemised one alike."""
-    from normbench.strategies._args import _explain, check_args
+    from normbench.strategies._args import check_args
     args = dict(zip(("x", "dy", "weight", "mean", "rstd"),
                     make_inputs("layernorm", 4, 8, "fp32", "fp32", seed=0, device="cpu")))
     if layout == "to_sparse_csr" and args[arg].dim() != 2:
         pytest.skip("CSR takes 2-D tensors only")
     args[arg] = getattr(args[arg], layout)()
     want = f"{arg}: must be a dense (strided) tensor, got layout {args[arg].layout}"
-    for check_fn in (check_args, _explain):
-        with pytest.raises(ValueError) as e:
-            check_fn(*args.values(), 2)
-        assert str(e.value) == want
-    with pytest.raises(ValueError, match=re.escape(want)):
-        strategies.get("disjoint_block").backward(*args.values(), groups=2)
+    _refused_alike(args, want)
     one = dict(zip(args, make_inputs("rmsnorm", 3, 1, "fp32", "fp32", seed=0, device="cpu")))
     if arg in ("x", "dy"):          # d = 1: a column has any stride, not any layout
         one[arg] = one[arg].to_sparse()
@@ -568,17 +575,11 @@ def test_an_argument_with_the_negative_bit_is_refused_naming_it(arg):
     (errors of 2.0).  Each of the five is now a ValueError naming it, from the fast check and
     the itemised one alike; resolved, the same values are accepted and right."""
     from normbench.harness.inputs import errors, reference
-    from normbench.strategies._args import _explain, check_args
     args = dict(zip(("x", "dy", "weight", "mean", "rstd"),
                     make_inputs("layernorm", 4, 8, "fp32", "fp32", seed=0, device="cpu")))
     args[arg] = torch._neg_view(args[arg])
     want = f"{arg}: has the negative bit set (a lazy negation view); call .resolve_neg() first"
-    for check_fn in (check_args, _explain):
-        with pytest.raises(ValueError) as e:
-            check_fn(*args.values(), 2)
-        assert str(e.value) == want
-    with pytest.raises(ValueError, match=re.escape(want)):
-        strategies.get("disjoint_block").backward(*args.values(), groups=2)
+    _refused_alike(args, want)
     args[arg] = args[arg].resolve_neg()
     got = strategies.get("disjoint_block").backward(*args.values(), groups=2)
     assert max(e for e in errors(got, reference(*args.values())) if e is not None) < 1e-5
