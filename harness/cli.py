@@ -577,7 +577,7 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory"),
         _emit(_write_report(run_dir, None, table=True), end="", product="report")
         return
     for k, v in _write_report(run_dir, baseline).items():
-        out.print(f"{k}: {v}", markup=False, highlight=False)
+        say(out, f"{k}: {v}")
 
 
 def _again(config, overrides, shape, *, out_dir, **options) -> str:
@@ -760,7 +760,9 @@ def compare(dirs: List[Path] = typer.Argument(None, help="BASE_DIR... NEW_DIR: b
                             mixed_baselines=mixed_baselines)
     except CompareError as e:
         refuse(f"cannot compare: {e}")
-    text = render(result, fmt)
+    # the table as wide as the terminal (160 into a pipe or a file), its borders ASCII where
+    # stdout's encoding cannot show rich's
+    text = render(result, fmt, width=out.width, encoding=out.encoding)
     _emit(text, end="" if text.endswith("\n") else "\n")
     raise typer.Exit(exit_code(result))
 
@@ -879,7 +881,7 @@ def main():
                 sys.exit(2)
             raise
     except Interrupted as e:   # before or after a sweep (a sweep handles its own)
-        err.print(f"interrupted by {signal.Signals(e.signum).name}; nothing was being measured")
+        say(err, f"interrupted by {signal.Signals(e.signum).name}; nothing was being measured")
         sys.exit(128 + e.signum)
     finally:
         exit_quietly()     # and to the very end: a signal in an exit hook is no traceback

@@ -462,9 +462,11 @@ def exit_code(result: CompareResult) -> int:
     return EXIT_REGRESSION if result.regressions else EXIT_OK
 
 
-def render(result: CompareResult, fmt: str = "table") -> str:
+def render(result: CompareResult, fmt: str = "table", width: int = 160,
+           encoding: str = "utf-8") -> str:
+    """The result in `fmt`; the table `width` columns wide, for a stream of `encoding`."""
     from normbench.harness.compare_render import render as _render
-    return _render(result, fmt)
+    return _render(result, fmt, width, encoding)
 
 
 def render_error(message: str, fmt: str = "table", code: int = EXIT_INCOMPARABLE) -> str:

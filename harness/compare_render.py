@@ -16,6 +16,8 @@ TIME_HEADER = ["case", "baseline ms", "candidate ms", "change", "noise test", "d
 FLAG_HEADER = ["case", "kind", "what"]
 SIDED_HEADER = ["case", "only in"]
 SIDED_NOTE = "--common: listed, not judged"
+PROSE = {"case", "noise test", "detail", "what"}   # the table's columns that fold; the others
+                                                   # (verdicts, numbers) are never cut
 
 
 def _fmt(v, spec: str = ".4g") -> str:
@@ -54,14 +56,17 @@ def _one_sided(result) -> list[list[str]]:
             + [[cid, "candidate"] for cid in result.only_candidate])
 
 
-def render(result, fmt: str = "table") -> str:
-    """The result as "table", "markdown" or "json" (ValueError for another format)."""
+def render(result, fmt: str = "table", width: int = 160, encoding: str = "utf-8") -> str:
+    """The result as "table", "markdown" or "json" (ValueError for another format).  The
+    table is drawn `width` columns wide (the CLI: its terminal's, 160 into a pipe or a file)
+    for a stream of `encoding` (one that is not UTF-8 gets ASCII borders, as every other
+    table of the CLI does)."""
     if fmt == "json":
         return _render_json(result)
     if fmt == "markdown":
         return _render_markdown(result)
     if fmt == "table":
-        return _render_table(result)
+        return _render_table(result, width, encoding)
     raise ValueError(f"unknown format {fmt!r}; expected one of table, markdown, json")
 
 
@@ -136,45 +141,53 @@ def _render_markdown(result) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _render_table(result) -> str:
-    from rich.console import Console
-    from rich.table import Table
+class _Buffer(io.StringIO):
+    """The table's text, drawn for a stream of `encoding` (rich picks its borders by it)."""
 
-    buf = io.StringIO()
-    console = Console(file=buf, width=160, color_system=None, force_terminal=False,
+    def __init__(self, encoding: str):
+        super().__init__()
+        self._encoding = encoding
+
+    @property
+    def encoding(self) -> str:
+        return self._encoding
+
+
+def _render_table(result, width: int = 160, encoding: str = "utf-8") -> str:
+    from rich.console import Console
+
+    from normbench.harness import tables
+
+    buf = _Buffer(encoding)
+    console = Console(file=buf, width=width, color_system=None, force_terminal=False,
                       highlight=False, soft_wrap=False, markup=False)   # paths, errors: text
-    console.print(result.summary())
+
+    def say(text: str) -> None:          # a line of text is never wrapped: a path stays whole
+        console.print(text, soft_wrap=True)
+
+    def table(header: list, rows: list, title: str) -> None:   # one record a line if narrow
+        tables.show(console, [(h, h in PROSE) for h in header], [list(map(str, r)) for r in rows],
+                    title)
+
+    say(result.summary())
     for d, m in zip(result.baseline_dirs, result.baseline_metas):
-        console.print(f"baseline:  {d} ({_meta_line(m)})")
-    console.print(f"candidate: {result.candidate_dir} ({_meta_line(result.candidate_meta)})")
+        say(f"baseline:  {d} ({_meta_line(m)})")
+    say(f"candidate: {result.candidate_dir} ({_meta_line(result.candidate_meta)})")
     shown = [c for c in result.cases if c.verdict not in (stats.UNCHANGED, stats.NOT_COMPARED)]
     if shown:
-        t = Table(title="Time changes beyond the threshold", show_lines=False)
-        for h in ["verdict"] + TIME_HEADER:
-            t.add_column(h, overflow="fold")
-        for c in shown:
-            t.add_row(c.verdict if c.gated else f"{c.verdict} (not gated)", *_time_rows([c])[0])
-        console.print(t)
+        table(["verdict"] + TIME_HEADER,
+              [[c.verdict if c.gated else f"{c.verdict} (not gated)", *_time_rows([c])[0]]
+               for c in shown], "Time changes beyond the threshold")
     flags = _flag_rows(result)
     if flags:
-        t = Table(title="Status, correctness and determinism changes; one-sided cases")
-        for h in FLAG_HEADER:
-            t.add_column(h, overflow="fold")
-        for r in flags:
-            t.add_row(*r)
-        console.print(t)
+        table(FLAG_HEADER, flags, "Status, correctness and determinism changes; one-sided cases")
     sided = _one_sided(result)
     if sided:
-        t = Table(title=f"One-sided cases ({SIDED_NOTE})")
-        for h in SIDED_HEADER:
-            t.add_column(h, overflow="fold")
-        for r in sided:
-            t.add_row(*r)
-        console.print(t)
-    console.print(f"{result.count(stats.UNCHANGED)} gated case(s) unchanged (not listed; use "
-                  "--format json for every case).")
+        table(SIDED_HEADER, sided, f"One-sided cases ({SIDED_NOTE})")
+    say(f"{result.count(stats.UNCHANGED)} gated case(s) unchanged (not listed; use "
+        "--format json for every case).")
     for n in result.notes:
-        console.print(f"note: {n}")
+        say(f"note: {n}")
     return buf.getvalue()
 
 

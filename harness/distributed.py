@@ -246,7 +246,7 @@ class Executor:
                         console.print("[yellow]note:[/] " + escape(
                             f"dask-cuda does not import ({type(e).__name__}: {e}); one worker "
                             "per GPU with CUDA_VISIBLE_DEVICES set, without dask-cuda's CPU "
-                            "affinity"))
+                            "affinity"), soft_wrap=True)
                         self.cluster = _per_gpu_cluster(self.devices, common)
                     else:
                         self.cluster = LocalCUDACluster(

@@ -295,7 +295,8 @@ def _resumed(store: RunStore, sweep: Sweep, meta: dict, force: bool, console: Co
              "config_path": sweep.source_path, "device_name": here,
              "hostname": socket.gethostname(), **_stack(facts)}
     if why:
-        console.print(f"[yellow]note:[/] {escape(f'resuming {store.run_dir} although ' + '; '.join(why))}")
+        console.print(f"[yellow]note:[/] {escape(f'resuming {store.run_dir} although ' + '; '.join(why))}",
+                      soft_wrap=True)
         entry["config_text"] = sweep.source_text
     measured = _ceilings(sweep, console, facts, here, not interp)
     entry.update(measured)
@@ -431,7 +432,7 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
             # of this plan; a directory may hold more (records of cases --only leaves out)
             more = f" ({len(done)} in all)" if len(done) > outcome.skipped_done else ""
             console.print(f"resuming: {count(outcome.skipped_done, 'record')} already in {out_dir}{more}",
-                          markup=False, highlight=False)
+                          markup=False, highlight=False, soft_wrap=True)
         if isolate:
             worker = Worker("normbench.harness.measure:measure_payload",
                             env={"TRITON_INTERPRET": os.environ.get("TRITON_INTERPRET", "0"),
@@ -460,7 +461,8 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
                                   markup=False, highlight=False, soft_wrap=True)
                 elif rec["status"] != "ok":
                     text = escape(f"{label}: {rec['error']}")
-                    progress.console.print(f"[red]{escape(str(rec['status']))}[/] {text}")
+                    progress.console.print(f"[red]{escape(str(rec['status']))}[/] {text}",
+                                           soft_wrap=True)
                 progress.advance(task)
                 progress.refresh()
 

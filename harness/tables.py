@@ -1,5 +1,5 @@
-"""Tables for the terminal (`list`, the --dry-run plan) whose identifiers and numbers are
-never cut.
+"""Tables for the terminal (`list`, the --dry-run plan, compare's table) whose identifiers and
+numbers are never cut.
 
 rich fits a table wider than its console by shrinking columns and cuts a cell that no longer
 fits with "…": in 80 columns `list` showed "disjoint_s…" for both disjoint_smem and
@@ -21,22 +21,28 @@ PROSE_MIN = 12
 def fitted(console, columns: list[tuple[str, bool]], rows: list[list[str]],
            title: str | None = None) -> Table | None:
     """The table of `rows` (plain text, never markup) under `columns` ((header, prose)
-    pairs), or None where it cannot fit `console`'s width without cutting a kept cell."""
-    t = Table(title=Text(title) if title else None)
-    need = len(columns) + 1                          # the vertical rules
-    for k, (header, prose) in enumerate(columns):
-        widest = max((cell_len(r[k]) for r in rows), default=0)
-        if prose:
-            t.add_column(header, overflow="fold")
-            need += min(PROSE_MIN, max(widest, 1))
-        else:
-            # the header may fold at its spaces, never inside a word
-            width = max([widest] + [cell_len(w) for w in header.split()])
-            t.add_column(header, width=width, overflow="fold")
-            need += width
-        need += 2                                    # the column's padding
-    if need > console.width:
+    pairs), or None where it cannot fit `console`'s width without cutting a kept cell.  A
+    kept column's header is on one line where the table fits so, else folded at its spaces
+    (never inside a word)."""
+    for whole in (True, False):
+        widths, need = [], len(columns) + 1            # the vertical rules
+        for k, (header, prose) in enumerate(columns):
+            widest = max((cell_len(r[k]) for r in rows), default=0)
+            if prose:
+                widths.append(None)
+                need += min(PROSE_MIN, max(widest, 1))
+            else:
+                words = [header] if whole else header.split()
+                widths.append(max([widest] + [cell_len(w) for w in words]))
+                need += widths[-1]
+            need += 2                                  # the column's padding
+        if need <= console.width:
+            break
+    else:
         return None
+    t = Table(title=Text(title) if title else None)
+    for (header, _), width in zip(columns, widths):
+        t.add_column(header, width=width, overflow="fold")
     for r in rows:
         t.add_row(*(Text(c) for c in r))
     return t

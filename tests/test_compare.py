@@ -963,3 +963,38 @@ def test_a_meta_field_compare_reads_of_another_type_is_one_line(tmp_path, field,
         cmp.compare(a, b)
     text, code = cmp.run_cli(a, b, "0.05", "markdown")
     assert code == 2 and f"{field}: expected str" in text
+
+
+def test_the_table_fits_its_terminal_and_its_encoding_and_keeps_paths_whole(tmp_path):
+    """compare's table was drawn 160 columns wide whatever the terminal (in 80 columns every
+    row wrapped into a jumble), with rich's box characters whatever stdout could show (under
+    PYTHONIOENCODING=latin-1 the borders printed as \\u250f… escapes), and its lines of text
+    were cut at 160 columns, a long candidate path broken over two lines.  The CLI now gives
+    its terminal's width and stdout's encoding; verdicts and numbers are never cut."""
+    a, b = _runs(tmp_path / ("d" * 200), cand_over={"disjoint_block": dict(time_ms=0.096)})
+    res = cmp.compare(a, b)
+    for width in (160, 100, 80, 40):
+        text = cmp.render(res, "table", width=width)
+        assert f"candidate: {b} (" in text and f"baseline:  {a} (" in text, text
+        assert "…" not in text and "+20.0%" in text, text
+        assert "regression" in [w.strip(";") for w in text.split()], text    # not folded
+        drawn = [ln for ln in text.splitlines() if ln[:1] in "┏┃│┡└"]
+        assert all(len(ln) <= width for ln in drawn), text
+    assert "┃" in cmp.render(res, "table", width=160)
+    ascii_ = cmp.render(res, "table", encoding="latin-1")
+    assert not any("\u2500" <= ch <= "\u257f" for ch in ascii_) and "+---" in ascii_, ascii_
+
+
+def test_the_cli_draws_the_table_for_stdouts_encoding(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent
+    a, b = _runs(tmp_path, cand_over={"disjoint_block": dict(time_ms=0.096)})
+    r = subprocess.run([sys.executable, str(root / "run_bench.py"), "compare", str(a), str(b)],
+                       cwd=root, capture_output=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": str(root), "PYTHONIOENCODING": "latin-1"})
+    out = r.stdout.decode("latin-1")
+    assert r.returncode == 1 and "REGRESSION: 1 regression" in out, out + r.stderr.decode()
+    assert "+20.0%" in out and "\\u25" not in out and "+---" in out, out

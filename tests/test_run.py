@@ -401,6 +401,29 @@ def test_paths_and_errors_are_printed_as_text_not_markup(tmp_path):
     assert len(load_records(out)) == 2
 
 
+def test_messages_keep_a_long_path_on_one_line(tmp_path):
+    """rich hard-wraps at the console's width (80 off a terminal, without COLUMNS; stdout's
+    160): 'resuming: N records already in DIR', 'note: resuming DIR although …' and report's
+    'report.html: PATH' lines were broken mid-path.  A message carrying a path is one line."""
+    out = tmp_path / ("d" * 200)
+    env = {k: v for k, v in ENV.items() if k != "COLUMNS"}
+
+    def run(*args):
+        return subprocess.run([sys.executable, str(ROOT / "run_bench.py"), *map(str, args)],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    r = run("run", config(tmp_path, implementations=["torch"]), "--out", out, "--no-report")
+    assert r.returncode == 0, r.stderr
+    r = run("run", config(tmp_path, "u", implementations=["torch"], norm=["layernorm", "rmsnorm"]),
+            "--out", out, "--force-resume", "--no-report")
+    assert r.returncode == 0, r.stderr
+    lines = r.stderr.splitlines()
+    assert any(ln.startswith(f"note: resuming {out} although ") for ln in lines), r.stderr
+    assert f"resuming: 1 record already in {out}" in lines, r.stderr
+    r = run("report", out)
+    assert r.returncode == 0, r.stderr
+    assert f"report.html: {out / 'report.html'}" in r.stdout.splitlines(), r.stdout
+
+
 def test_odd_out_and_only_arguments_are_one_line(tmp_path):
     long = tmp_path / ("a" * 300)              # a name longer than the OS takes
     for extra in ([], ["--resume"]):
