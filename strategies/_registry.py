@@ -46,28 +46,17 @@ def _no_workspace(rows: int, d: int, groups: int | None, has_bias: bool, *,
     return 0
 
 
-@functools.lru_cache(maxsize=512)
-def _cached_takes_weight_dtype(model) -> bool:
-    return _reads_weight_dtype(model)
-
-
-def _reads_weight_dtype(model) -> bool:
+def _takes_weight_dtype(model) -> bool:
     """Whether a workspace model takes the `weight_dtype` keyword (or any keyword); a model of
     the older form (rows, d, groups, has_bias) — a plugin's — does not, and is called without
-    it, as is one whose signature Python cannot read."""
+    it, as is one whose signature Python cannot read.  Read at each call (once a record:
+    Entry.workspace_at), so a model swapped in after registration is read as it is."""
     try:
         params = inspect.signature(model).parameters.values()
     except (TypeError, ValueError):
         return False
     return any(p.kind is p.VAR_KEYWORD or (p.name == "weight_dtype" and p.kind is not
                                            p.POSITIONAL_ONLY) for p in params)
-
-
-def _takes_weight_dtype(model) -> bool:
-    try:
-        return _cached_takes_weight_dtype(model)
-    except TypeError:                   # an unhashable callable
-        return _reads_weight_dtype(model)
 
 
 @dataclass
