@@ -36,7 +36,7 @@ def _load(path: Path) -> Run:
     try:
         return Run(str(path), store.load_records(path), store.load_meta(path) or {})
     except unreadable as e:
-        raise CompareError(" ".join(f"cannot read {path}: {e}".split())) from e
+        raise CompareError(store.cannot_read(path, e)) from e
 
 
 def expand_dirs(path) -> list[Run]:

@@ -294,7 +294,7 @@ def export(run_dir, fmt: str, metric: str = "call") -> tuple[str, LeftOut]:
         records = store.load_records(run_dir)
         run_notes = coverage_note(run_dir, records, meta)
     except (OSError, ValueError, getattr(store, "StoreError", OSError)) as e:
-        raise ExportError(" ".join(f"cannot read {run_dir}: {e}".split())) from e
+        raise ExportError(store.cannot_read(run_dir, e)) from e
     make = github_action_benchmark if fmt == "github-action-benchmark" else bencher
     doc, skipped = make(records, metric, meta, str(store.records_path(run_dir)))
     skipped = LeftOut(Counter(skipped.reasons), run_notes + skipped.notes)

@@ -36,6 +36,13 @@ class StoreError(Exception):
         super().__init__(one_line(message))
 
 
+def cannot_read(where, e: BaseException) -> str:
+    """'cannot read WHERE: why' on one line, or `e`'s own message where it already names the
+    file it could not read (a StoreError from records_io or load_meta): never doubled."""
+    why = one_line(_reason(e) if isinstance(e, OSError) else str(e)) or type(e).__name__
+    return why if why.startswith("cannot read ") else f"cannot read {where}: {why}"
+
+
 class StoreWriteError(StoreError):
     """Writing a run's file failed (a full disk, a directory gone read-only): a fault of the
     machine, not of the input (the CLI exits 1, not 2)."""

@@ -51,8 +51,8 @@ from normbench.harness.records_io import (  # noqa: F401  (re-exported: the stor
     records_path)
 from normbench.harness.rundir import (  # noqa: F401  (re-exported: the store's public names)
     FORMAT, FORMAT_VERSION, LOCK_FILE, LOCK_INFO, META_JSON, RECORDS_CSV, RECORDS_PARQUET,
-    StoreError, StoreWriteError, _DATA_FILES, _atomic_write, _read_json, _reason, check_out_dir,
-    check_meta_types, check_run_dir, is_run_dir, meta_format_version, run_dir_version,
+    StoreError, StoreWriteError, _DATA_FILES, _atomic_write, _read_json, _reason, cannot_read,
+    check_out_dir, check_meta_types, check_run_dir, is_run_dir, meta_format_version, run_dir_version,
     write_file_atomic)
 from normbench.harness.schema import COLUMNS, STATUSES
 from normbench.harness.text import count

@@ -704,6 +704,24 @@ def _cut_run(tmp_path, n=3):
     return run, whole
 
 
+def test_export_and_compare_name_a_cut_records_csv_once(tmp_path):
+    """export and compare prefixed the store's own 'cannot read FILE: …' with 'cannot read
+    DIR: ', so the message said it twice; a reason that names no file still gets the prefix."""
+    from normbench.harness.compare import CompareError, compare
+    from normbench.harness.export import ExportError, export
+    from normbench.harness.store import cannot_read
+    run, _ = _cut_run(tmp_path)
+    for call, error in ((lambda: export(str(run), "bencher"), ExportError),
+                        (lambda: compare([str(run)], str(run)), CompareError)):
+        with pytest.raises(error) as err:
+            call()
+        msg = str(err.value)
+        assert msg.count("cannot read") == 1, msg
+        assert f"cannot read {run / 'records.csv'}: record 3 " in msg
+    assert cannot_read("d", OSError(13, "Permission denied")) == "cannot read d: Permission denied"
+    assert cannot_read("d", ValueError("two\nlines")) == "cannot read d: two lines"
+
+
 def test_a_records_csv_cut_short_is_refused_not_read_with_its_lost_fields_empty(tmp_path):
     """pandas fills a short row with NA: a records.csv cut mid-record read as a record with
     no verdict (report exit 0, export exported it).  The field count and the final newline
