@@ -24,6 +24,7 @@ name the file.  An error names the override that caused it::
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from importlib import resources
@@ -56,11 +57,13 @@ def shipped() -> dict[str, Path]:
             if p.name.endswith(".yaml") and p.is_file()}
 
 
-def locate(config: str) -> Path:
+def locate(config: str | os.PathLike) -> Path:
     """The file `config` names: a path that exists as a file, else a shipped config's name
     (with or without .yaml).  A directory is no config: `cpu` is the shipped one though a
     run's folder `./cpu` exists.  A name that is neither, or a path with a folder in it, is
-    returned as a path (read_config_file then says what is wrong with it)."""
+    returned as a path (read_config_file then says what is wrong with it).  A Path (any
+    os.PathLike, or bytes) is taken as its string."""
+    config = os.fsdecode(config)
     p = Path(config)
     try:
         file = p.exists() and not p.is_dir()
@@ -233,10 +236,12 @@ def _still_missing(base: Sweep, merged: str, e: ConfigError, known) -> bool:
     return True
 
 
-def load(config: str, overrides: Iterable[str] = (), shapes: Iterable[str] = (),
+def load(config: str | os.PathLike, overrides: Iterable[str] = (), shapes: Iterable[str] = (),
          known_implementations: Iterable[str] | None = None,
          stdin: TextIO | None = None) -> Sweep:
-    """The sweep the command line names: `config` a path, a shipped name or '-' (stdin)."""
+    """The sweep the command line names: `config` a path, a shipped name or '-' (stdin).  A
+    Path (any os.PathLike, or bytes) is taken as its string, except that Path('-') is a file
+    named '-', not stdin."""
     if config == STDIN:
         stream = stdin if stdin is not None else sys.stdin
         if stream is None or getattr(stream, "closed", False):
@@ -255,6 +260,7 @@ def load(config: str, overrides: Iterable[str] = (), shapes: Iterable[str] = (),
         if len(text) > MAX_FILE_BYTES:
             raise ConfigError("<stdin>", "(file)", "is larger than 1 MiB; not a config?")
         return apply(text, "<stdin>", overrides, shapes, known_implementations)
+    config = os.fsdecode(config)     # a Path: "/" in config below takes a str
     if config == "":        # Path('') is '.': "is a directory" would name a path never given
         raise ConfigError("''", "(file)", "an empty path is no config; give a YAML file, the "
                                           f"name of a shipped one or {STDIN} for stdin")

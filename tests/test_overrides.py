@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import string
+from pathlib import Path
 
 import pytest
 import yaml
@@ -61,6 +62,29 @@ def test_a_directory_never_hides_a_shipped_config_and_a_missing_copy_names_it(tm
                                    f"normbench run {name})")
     with pytest.raises(ConfigError, match=r"x/nosuch.yaml: \(file\): does not exist$"):
         load("x/nosuch.yaml")
+
+
+def test_a_path_object_names_a_config_as_its_string_does(tmp_path, monkeypatch):
+    """load(Path("nope.yaml")) raised TypeError ("argument of type 'PosixPath' is not
+    iterable") where load("nope.yaml") says the file does not exist; any os.PathLike (and
+    bytes) is now taken as its string — except that Path('-') is a file, not stdin."""
+    class PL:
+        def __init__(self, p): self.p = p
+        def __fspath__(self): return self.p
+
+    monkeypatch.chdir(tmp_path)
+    for given in ("nope.yaml", "x/nope.yaml", "x/quick.yaml"):
+        with pytest.raises(ConfigError) as want:
+            load(given)
+        for as_path in (Path(given), PL(given), given.encode()):
+            with pytest.raises(ConfigError) as got:
+                load(as_path)
+            assert str(got.value) == str(want.value) and len(str(got.value).splitlines()) == 1
+    assert locate(Path("quick")) == shipped()["quick"] and load(PL("quick")).name == "quick"
+    with pytest.raises(ConfigError, match=r"-: \(file\): does not exist"):
+        load(Path("-"), stdin=io.StringIO(BASE))
+    (tmp_path / "-").write_text(BASE)
+    assert load(Path("-")).name == "base"
 
 
 def test_overrides_change_the_config_and_its_recorded_text():
