@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from normbench.harness import baselines, schema, stats
 from normbench.harness.compare_rules import (BOTH_NOT_OK, CompareError, Run, baseline_mix,
@@ -436,14 +436,15 @@ def compare(baseline_dirs, candidate_dir, threshold: float = 0.05, alpha: float 
             metric: str = "call", only=None, exclude=None, common: bool = False,
             mixed_baselines: bool = False) -> CompareResult:
     """Compare run directories (read through harness.store).  `baseline_dirs` is one directory
-    or a list; a directory that holds run directories stands for all of them."""
-    if isinstance(baseline_dirs, (str, Path)):
+    (a str, bytes or any os.PathLike) or an iterable of them; a directory that holds run
+    directories stands for all of them."""
+    if isinstance(baseline_dirs, (str, bytes, os.PathLike)):
         baseline_dirs = [baseline_dirs]
     base_runs = [r for d in baseline_dirs for r in expand_dirs(d)]
     cand_runs = expand_dirs(candidate_dir)
     if len(cand_runs) != 1:
-        raise CompareError(f"the candidate must be one run directory; {candidate_dir} holds "
-                           f"{len(cand_runs)}")
+        raise CompareError("the candidate must be one run directory; "
+                           f"{os.fsdecode(candidate_dir)} holds {len(cand_runs)}")
     return compare_runs(base_runs, cand_runs[0], threshold=threshold, alpha=alpha,
                         metric=metric, only=only, exclude=exclude, common=common,
                         mixed_baselines=mixed_baselines)

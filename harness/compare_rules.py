@@ -43,7 +43,7 @@ def expand_dirs(path) -> list[Run]:
     """A run directory -> [it]; a directory of run directories -> each of them, by name (a
     subdirectory that cannot be read is an error: it may be a run)."""
     from normbench.harness.store import is_run_dir
-    path = Path(path)
+    path = Path(os.fsdecode(path))         # bytes too
     try:
         if not path.is_dir():
             raise CompareError(f"not a run directory: {path}")

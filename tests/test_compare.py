@@ -318,6 +318,28 @@ def test_a_directory_of_runs_is_a_baseline(tmp_path):
         cmp.compare(tmp_path / "empty", cand)
 
 
+def test_any_path_like_baseline_is_one_directory(tmp_path):
+    """compare(p, cand) with an os.PathLike that is not a str or Path raised TypeError ("'PL'
+    object is not iterable"): it was taken for a list of directories.  Any os.PathLike, and
+    bytes, is one directory (a directory of runs too); the candidate likewise."""
+    class PL:
+        def __init__(self, p): self.p = str(p)
+        def __fspath__(self): return self.p
+
+    _one(tmp_path / "history", "r1")
+    _one(tmp_path / "history", "r2", disjoint_block=dict(time_ms=0.088))
+    cand = _one(tmp_path, "cand", disjoint_block=dict(time_ms=0.090))
+    for base, c in ((PL(tmp_path / "history"), PL(cand)),
+                    (bytes(tmp_path / "history"), bytes(cand)), ([PL(tmp_path / "history")], cand)):
+        res = cmp.compare(base, c)
+        assert len(res.baseline_dirs) == 2 and cmp.exit_code(res) == 0
+    with pytest.raises(cmp.CompareError, match=r"not a run directory: .*nope$"):
+        cmp.compare(PL(tmp_path / "nope"), cand)
+    with pytest.raises(cmp.CompareError, match=r"the candidate must be one run directory; "
+                                               r"\S*history holds 2$"):
+        cmp.compare(cand, PL(tmp_path / "history"))
+
+
 def test_an_unreadable_directory_among_the_runs_is_an_error(tmp_path):
     """A subdirectory of a directory of runs that cannot be read was skipped without a word:
     the gate compared against the runs left ("one baseline run").  It is an error (exit 2)
