@@ -3,7 +3,9 @@ Every tensor argument is a dense (strided) tensor: sparse layouts are refused by
 may have the negative bit set (a lazy negation view: torch._neg_view, the .imag of a conjugate
 view): the kernels read its storage, which holds the values un-negated, so the gradients came
 back sign-flipped; it is refused by name (.resolve_neg() makes the values real).  The
-conjugate bit cannot be set on the real dtypes accepted (torch refuses it)."""
+conjugate bit cannot be set on the real dtypes accepted (torch refuses it).  mean and rstd
+are (rows,) fp32: a statistic as PyTorch's forward ops save it — (rows, 1), or 16-bit from
+native_layer_norm on CPU — is refused with how to pass it (`_saved_hint`)."""
 from __future__ import annotations
 
 import torch
@@ -100,9 +102,9 @@ def _explain(x, dy, weight, mean, rstd, groups) -> None:
         if t is None:
             continue
         if tuple(t.shape) != (rows,):
-            bad(name, f"shape {tuple(t.shape)} must be ({rows},)")
+            bad(name, f"shape {tuple(t.shape)} must be ({rows},){_saved_hint(name, t, rows)}")
         if t.dtype != torch.float32:
-            bad(name, f"dtype must be torch.float32, got {t.dtype}")
+            bad(name, f"dtype must be torch.float32, got {t.dtype}{_saved_hint(name, t, rows)}")
     for name, t in (("dy", dy), ("weight", weight), ("mean", mean), ("rstd", rstd)):
         if t is not None and t.device != x.device:
             bad(name, f"is on {t.device} but x is on {x.device}")
@@ -111,3 +113,25 @@ def _explain(x, dy, weight, mean, rstd, groups) -> None:
             bad("groups", f"must be a positive int or None, got {groups!r}")
         if groups < 1:
             bad("groups", f"must be >= 1, got {groups}")
+
+
+# PyTorch's forward ops save the statistics in a form the kernels do not take: x's leading
+# shape and a trailing 1 — (rows, 1) for a 2-D x — from native_layer_norm (mean and rstd)
+# and _fused_rms_norm (rstd); and native_layer_norm on CPU saves them in x's 16-bit dtype
+# where the weight has it too (on CUDA, or with an fp32 weight, they are fp32).  A refusal
+# of such a statistic says how to pass it; the kernels keep taking (rows,) fp32 only.
+_SAVED_BY = {"mean": "native_layer_norm saves", "rstd": "native_layer_norm and "
+                                                        "_fused_rms_norm save"}
+
+
+def _saved_hint(name: str, t: torch.Tensor, rows: int) -> str:
+    """How to pass `t` if it is a statistic as PyTorch saves it, else ''."""
+    if tuple(t.shape) != (rows,):
+        if t.dim() >= 2 and t.shape[-1] == 1 and t.numel() == rows:
+            saved = "(rows, 1)" if t.dim() == 2 else "x's leading shape and a trailing 1"
+            return f"; PyTorch's {_SAVED_BY[name]} {saved}: pass {name}.view(-1)"
+        return ""
+    if t.dtype in (torch.float16, torch.bfloat16):
+        return (f"; PyTorch's native_layer_norm on CPU saves x's dtype for 16-bit x and "
+                f"weight: pass {name}.float()")
+    return ""

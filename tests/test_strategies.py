@@ -585,6 +585,47 @@ def test_an_argument_with_the_negative_bit_is_refused_naming_it(arg):
     assert max(e for e in errors(got, reference(*args.values())) if e is not None) < 1e-5
 
 
+def test_statistics_as_pytorch_saves_them_are_refused_saying_how_to_pass_them():
+    """torch.native_layer_norm saves mean and rstd shaped (rows, 1) (torch._fused_rms_norm its
+    rstd too), and on CPU in x's dtype for 16-bit x and weight; backward refused them as
+    'mean: shape (7, 1) must be (7,)' though the README called them 'as a forward pass saves
+    them'.  They are still refused (the kernels take (rows,) fp32), and the message says how
+    to pass them; so passed, they are accepted."""
+    x = torch.randn(7, 24)
+    dy, w = torch.randn_like(x), torch.randn(24)
+    _, mean, rstd = torch.native_layer_norm(x, (24,), w, None, 1e-5)
+    args = dict(x=x, dy=dy, weight=w, mean=mean, rstd=rstd)
+    _refused_alike(args, "mean: shape (7, 1) must be (7,); PyTorch's native_layer_norm saves "
+                         "(rows, 1): pass mean.view(-1)")
+    _refused_alike({**args, "mean": mean.view(-1)},
+                   "rstd: shape (7, 1) must be (7,); PyTorch's native_layer_norm and "
+                   "_fused_rms_norm save (rows, 1): pass rstd.view(-1)")
+    _, rms_rstd = torch._fused_rms_norm(x, [24], w, 1e-5)
+    _refused_alike({**args, "mean": None, "rstd": rms_rstd},
+                   "rstd: shape (7, 1) must be (7,); PyTorch's native_layer_norm and "
+                   "_fused_rms_norm save (rows, 1): pass rstd.view(-1)")
+    _, m3, _ = torch.native_layer_norm(x.view(7, 1, 24), (24,), w, None, 1e-5)
+    _refused_alike({**args, "mean": m3},
+                   "mean: shape (7, 1, 1) must be (7,); PyTorch's native_layer_norm saves x's "
+                   "leading shape and a trailing 1: pass mean.view(-1)")
+    _refused_alike({**args, "mean": torch.zeros(1, 7)}, "mean: shape (1, 7) must be (7,)")
+    xh, dyh, wh = x.bfloat16(), dy.bfloat16(), w.bfloat16()
+    _, mh, rh = torch.native_layer_norm(xh, (24,), wh, None, 1e-5)
+    assert mh.dtype == rh.dtype == torch.bfloat16       # PyTorch's CPU kernel, as the README says
+    _refused_alike(dict(x=xh, dy=dyh, weight=wh, mean=mh.view(-1), rstd=rh.view(-1)),
+                   "mean: dtype must be torch.float32, got torch.bfloat16; PyTorch's "
+                   "native_layer_norm on CPU saves x's dtype for 16-bit x and weight: pass "
+                   "mean.float()")
+    _refused_alike({**args, "mean": None, "rstd": torch.zeros(7, dtype=torch.float64)},
+                   "rstd: dtype must be torch.float32, got torch.float64")
+    from normbench.harness.inputs import errors, reference
+    for a in ((x, dy, w, mean.view(-1).float(), rstd.view(-1).float()),
+              (x, dy, w, None, rms_rstd.view(-1).float()),
+              (xh, dyh, wh, mh.view(-1).float(), rh.view(-1).float())):
+        got = strategies.get("disjoint_block").backward(*a, groups=2)
+        assert max(e for e in errors(got, reference(*a)) if e is not None) < 1e-2
+
+
 # ------------------------------------------------------- the torch baseline follows PyTorch's path
 def test_torch_takes_autocasts_fp32_path_where_the_native_kernel_refuses(poisoned, monkeypatch):
     """As the CUDA kernel does, a stand-in native op refuses bf16 x with an fp32 weight: the
