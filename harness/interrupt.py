@@ -77,12 +77,21 @@ def stopping() -> int | None:
     return _first[0] if _first else None
 
 
-def install() -> dict:
+def install(previous: dict | None = None) -> dict:
     """Make SIGINT and SIGTERM raise Interrupted (the first one; later ones are ignored);
-    returns the previous handlers."""
+    returns the previous handlers — in `previous`, where given, filled before any handler
+    changes (a signal landing mid-install still finds them there to restore).
+
+    Off the main thread (a sweep run from a thread pool, a notebook's or a web app's
+    worker thread) nothing is installed and {} returned: only the main thread may set a
+    handler, and the signal is the main thread's anyway (its KeyboardInterrupt); the
+    sweep in the thread runs to its end or its failure, and held() holds nothing there."""
+    previous = {} if previous is None else previous
+    if threading.current_thread() is not threading.main_thread():
+        return previous
     _first.clear()
     _held["signum"] = None
-    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous.update({s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)})
     for s in previous:
         signal.signal(s, raise_interrupted)
     return previous

@@ -391,7 +391,12 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
     implementations: the implementations of the plan `cases` come from (before --only and
     --shard), recorded in a new run's meta.json as plan_implementations.
     only: the names --only kept of it (None: all), recorded with `implementations` in this
-    command's entry of meta.json's invocations (_narrowing)."""
+    command's entry of meta.json's invocations (_narrowing).
+
+    SIGINT/SIGTERM stop the sweep between two records (Outcome.interrupted) when it runs on
+    the main thread; run from another thread it installs no handler (interrupt.install)
+    and a signal is the main thread's.  The store is closed, its lock released, whatever
+    stops it."""
     console = console or Console(stderr=True)
     outcome = Outcome(out_dir=Path(out_dir))
     propagating = None
@@ -403,8 +408,9 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
     # a record measured here and not yet stored — (case, record, its hostload.track, where
     # it ran) — saved at a stop, as the executor's unsaved() are (nothing measured is lost)
     unkept = None
-    previous = install()
+    previous: dict = {}             # the handlers install() replaced, restored as it ends
     try:
+        install(previous)           # in the try: nothing it raises leaves the store locked
         meta = store.meta if resume else {}
         _check_shard(meta, shard, out_dir)
         facts = executor.start(console) if executor is not None else None

@@ -416,14 +416,22 @@ def _lock_dir(run_dir: Path) -> int:
         raise StoreError(f"cannot lock output directory {run_dir}: {_reason(e)}") from e
     if not taken:
         os.close(fd)
-        info = _read_json(run_dir / LOCK_INFO) or {}
-        holder = (
-            f"pid {info.get('pid', '?')} on {info.get('host', '?')} since {info.get('since', '?')}"
-            if info
-            else "holder unknown"
-        )
-        raise StoreError(f"{run_dir} is in use by another run ({holder})") from None
+        raise StoreError(_in_use(run_dir, _read_json(run_dir / LOCK_INFO) or {})) from None
     return fd
+
+
+def _in_use(run_dir: Path, info: dict) -> str:
+    """Why `run_dir`'s lock is not to be had: the holder its sidecar names — this very
+    process where that is its pid and host (a store it opened earlier holds the lock: a
+    sweep still running in another thread, or an execute() that failed without closing)."""
+    since = info.get("since", "?")
+    if info.get("pid") == os.getpid() and info.get("host") == socket.gethostname():
+        return (f"{run_dir} is in use by this very process (pid {os.getpid()}, since {since}): "
+                "a run store it opened earlier still holds it — a sweep still running in "
+                "another thread, or an earlier execute() in this process that did not close")
+    holder = (f"pid {info.get('pid', '?')} on {info.get('host', '?')} since {since}"
+              if info else "holder unknown")
+    return f"{run_dir} is in use by another run ({holder})"
 
 
 def _flock(fd: int) -> bool:

@@ -1140,3 +1140,46 @@ def test_a_resume_of_a_mistyped_meta_field_measures_nothing(torch_only_run, tmp_
         assert r.returncode == 2 and r.stderr.strip() == f"run: {d / 'meta.json'}: {needle}", \
             r.stderr
     assert {n: (d / n).read_bytes() for n in before} == before
+
+
+def test_a_sweep_run_from_a_thread_finishes_and_a_failure_leaves_no_lock(tmp_path, monkeypatch):
+    """execute() from a thread (a pool, a notebook's or a web app's worker) raised "signal
+    only works in main thread" after its store was made, leaving the directory locked: a
+    retry in the same process was refused as "in use by another run" — its own pid.  Off the
+    main thread it installs no handler and runs; whatever fails once the store is made, the
+    store is closed and its lock released."""
+    import threading
+    from rich.console import Console
+    from normbench.harness import run
+    from normbench.harness.measure import failed_record
+    from normbench.harness.store import RunStore, load_meta
+    sweep, cases = _sweep_and_cases()
+    monkeypatch.setattr(run, "measure", lambda case, settings: failed_record(
+        case, settings, "error", "stub", 0.0))
+    quiet = Console(stderr=True, quiet=True)
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    got = []
+    t = threading.Thread(target=lambda: got.append(
+        _outcome_or_error(lambda: run.execute(sweep, cases, tmp_path / "t", console=quiet))))
+    t.start()
+    t.join()
+    (out,) = got
+    assert getattr(out, "finished", out) is True, out
+    assert len(load_records(tmp_path / "t")) == len(cases) and load_meta(tmp_path / "t")["completed"]
+    assert not (tmp_path / "t" / ".normbench.lock.json").exists()
+    assert {s: signal.getsignal(s) for s in handlers} == handlers
+
+    def broken(previous=None):
+        raise ValueError("cannot install")
+    monkeypatch.setattr(run, "install", broken)
+    with pytest.raises(ValueError, match="cannot install"):
+        run.execute(sweep, cases, tmp_path / "f", console=quiet)
+    RunStore(tmp_path / "f", resume=True).close()      # not locked: opened again here
+    assert {s: signal.getsignal(s) for s in handlers} == handlers
+
+
+def _outcome_or_error(call):
+    try:
+        return call()
+    except BaseException as e:          # noqa: BLE001 — told to the test's main thread
+        return e

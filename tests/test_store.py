@@ -342,9 +342,15 @@ def test_lock_refused_while_held_and_taken_over_after_kill9(tmp_path):
 
 
 def test_second_store_in_same_process_refused(tmp_path):
+    """Refused as held by this very process, not "by another run (pid <our own pid> …)":
+    a store opened earlier here and not closed (an execute() that failed before closing)."""
     with RunStore(tmp_path):
-        with pytest.raises(StoreError, match=f"pid {os.getpid()} "):
+        with pytest.raises(StoreError) as err:
             RunStore(tmp_path, resume=True)
+        assert str(err.value).startswith(
+            f"{tmp_path} is in use by this very process (pid {os.getpid()}, since ")
+        assert "did not close" in str(err.value) and "\n" not in str(err.value)
+    RunStore(tmp_path, resume=True).close()
 
 
 APPENDER = """
