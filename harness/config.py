@@ -83,6 +83,7 @@ from pydantic import (
     PlainValidator,
     ValidationError,
     ValidationInfo,
+    PrivateAttr,
     model_validator,
 )
 
@@ -92,7 +93,8 @@ from normbench.harness.config_fields import (  # noqa: F401  (re-exported)
     _did_you_mean, _fail, _group, _implementation, _int, _name, _pair_to_mapping, _positive, _show,
     _text)
 from normbench.harness.config_yaml import (  # noqa: F401  (re-exported)
-    MAX_FILE_BYTES, ConfigError, _first_line, _load_yaml, _Loader, _R, read_config_file)
+    MAX_FILE_BYTES, ConfigError, _first_line, _load_yaml, _Loader, _R, dump_yaml,
+    read_config_file)
 
 # Top-level keys a config may hold (source_text/source_path are filled in by the loader).
 KEYS = ("name", "description", "norm", "rows", "batch", "seq", "shapes", "d", "dtype",
@@ -145,12 +147,19 @@ def _hash(text: str) -> str:
 
 # The first line of a config changed on the command line (harness/overrides.apply writes it).
 OVERRIDE_HEADER = re.compile(r'\A# ".*" with \[.*\]\n')
+# The first line of Sweep.config_text where no config file's text is what runs (a Sweep built
+# in Python, or changed after loading): such a text, loaded again, hashes by its settings too.
+SETTINGS_HEADER = re.compile(r"\A# normbench: the validated settings of ")
+_BUILT = "# normbench: the validated settings of a Sweep built in Python (no config file)\n"
+_CHANGED = ("# normbench: the validated settings of a Sweep changed after it was loaded "
+            "(not its file's text)\n")
 
 
 class Sweep(_Model):
     """A validated sweep.  Lists are normalized (a scalar becomes a one-element list).
     Exactly one of `rows`, (`batch`, `seq`) or `shapes` is set; `d` is None iff `shapes` is
-    set.  `source_text` is the config verbatim, `source_path` where it came from."""
+    set.  `source_text` is the config verbatim, `source_path` where it came from (both
+    empty for a Sweep built in Python); `config_text` the config that runs."""
 
     name: Annotated[str, PlainValidator(_name)] = "sweep"
     description: Annotated[str, PlainValidator(_text)] = ""
@@ -171,6 +180,31 @@ class Sweep(_Model):
     timeout_s: TimeoutS = 120.0
     source_text: str = ""
     source_path: str = ""
+    # the settings' hash as parse_config validated them: source_text is what runs only while
+    # they still hash so (a Sweep built in Python has none; model_copy(update=...) keeps it)
+    _loaded: str | None = PrivateAttr(default=None)
+
+    def _settings_hash(self) -> str:
+        settings = self.model_dump(exclude={"source_text", "source_path"}, mode="json")
+        return _hash(json.dumps(settings, sort_keys=True, ensure_ascii=False))
+
+    @property
+    def from_text(self) -> bool:
+        """source_text is the config that runs: loaded from it (parse_config) and not
+        changed since.  False for a Sweep built in Python or changed after loading."""
+        return bool(self.source_text) and self._loaded == self._settings_hash()
+
+    @property
+    def config_text(self) -> str:
+        """The config that runs, as meta.json records it: source_text where it is that
+        (from_text), else the validated settings as YAML below a one-line comment saying
+        they were built in Python or changed after loading (parse_config reads it back as
+        the same sweep, and it hashes alike)."""
+        if self.from_text:
+            return self.source_text
+        settings = self.model_dump(exclude={"source_text", "source_path"}, mode="json",
+                                   exclude_none=True)
+        return (_CHANGED if self._loaded else _BUILT) + dump_yaml(settings)
 
     @property
     def config_hash(self) -> str:
@@ -179,17 +213,22 @@ class Sweep(_Model):
         typed and the overrides in the order given) is hashed by its validated settings
         instead, keys sorted: the same sweep reached by another path, another order of
         overrides or another spelling of a value (``d=8`` / ``d=[8]``, ``rep_ms=5`` /
-        ``5.0``) hashes alike."""
-        if OVERRIDE_HEADER.match(self.source_text) is None:
+        ``5.0``) hashes alike.  So is a Sweep whose text is not what runs (not from_text:
+        built in Python, or changed after loading) and one loaded from such a sweep's
+        config_text: two sweeps built in Python hash alike only where their settings are."""
+        if self.from_text and OVERRIDE_HEADER.match(self.source_text) is None \
+                and SETTINGS_HEADER.match(self.source_text) is None:
             return _hash(self.source_text)
-        settings = self.model_dump(exclude={"source_text", "source_path"}, mode="json")
-        return _hash(json.dumps(settings, sort_keys=True, ensure_ascii=False))
+        return self._settings_hash()
 
     @property
     def raw_data_hash(self) -> str:
         """What config_hash was for a config changed on the command line while it hashed the
         YAML data of the merged text rather than the validated settings (so ``d=8`` and
-        ``d=[8]`` differed): a run started then is still resumed."""
+        ``d=[8]`` differed): a run started then is still resumed.  config_hash where the
+        text is not what runs (not from_text)."""
+        if not self.from_text:
+            return self.config_hash
         m = OVERRIDE_HEADER.match(self.source_text)
         if m is None:
             return _hash(self.source_text)
@@ -200,8 +239,9 @@ class Sweep(_Model):
     def text_hash(self) -> str:
         """sha256 of the whole text, first 16 hex digits: what config_hash was for a config
         changed on the command line before raw_data_hash (a run started then is still
-        resumed)."""
-        return _hash(self.source_text)
+        resumed).  config_hash where the text is not what runs (not from_text: an earlier
+        version hashed a Sweep built in Python as the empty text, whatever its settings)."""
+        return _hash(self.source_text) if self.from_text else self.config_hash
 
     @model_validator(mode="after")
     def _check(self, info: ValidationInfo) -> "Sweep":
@@ -361,8 +401,8 @@ def parse_config(text: str, file: str = "<string>",
     data["source_text"], data["source_path"] = text, file
     known = None if known_implementations is None else list(known_implementations)
     try:
-        return Sweep.model_validate(data, context={"known_implementations": known,
-                                                   "shapes_later": shapes_later})
+        sweep = Sweep.model_validate(data, context={"known_implementations": known,
+                                                    "shapes_later": shapes_later})
     except ValidationError as e:
         errors = e.errors(include_url=False)
         # an unknown key first: a misspelt one ("Rows") also makes its field missing, and
@@ -370,6 +410,8 @@ def parse_config(text: str, file: str = "<string>",
         errors.sort(key=lambda x: x.get("type") != "extra_forbidden")
         field, problem = _translate(errors[0], wrapped) if errors else ("(file)", "invalid")
         raise ConfigError(file, field, problem) from None
+    sweep._loaded = sweep._settings_hash()          # its text is what runs (Sweep.from_text)
+    return sweep
 
 
 def load_config(path: str | Path,

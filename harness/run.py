@@ -244,7 +244,7 @@ def _new_meta(sweep: Sweep, console: Console, facts: dict | None = None,
     meta = dict(facts) if facts else env.describe()
     on_gpu = not meta["interpreted"]
     meta.update(
-        config_name=sweep.name, config_path=sweep.source_path, config_text=sweep.source_text,
+        config_name=sweep.name, config_path=sweep.source_path, config_text=sweep.config_text,
         config_hash=sweep.config_hash,
         **_ceilings(sweep, console, facts, meta["device_name"], on_gpu),
         started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -297,7 +297,7 @@ def _resumed(store: RunStore, sweep: Sweep, meta: dict, force: bool, console: Co
     if why:
         console.print(f"[yellow]note:[/] {escape(f'resuming {store.run_dir} although ' + '; '.join(why))}",
                       soft_wrap=True)
-        entry["config_text"] = sweep.source_text
+        entry["config_text"] = sweep.config_text
     measured = _ceilings(sweep, console, facts, here, not interp)
     entry.update(measured)
     used = dict(meta, device_name=here, **measured)   # new records: the device they ran on

@@ -137,6 +137,47 @@ def test_hash_is_of_the_verbatim_text_and_sweep_is_frozen():
         a.seed = 3
 
 
+def test_a_loaded_config_still_hashes_as_its_text():
+    """Runs on disk resume: a config loaded from a file hashes as sha256 of its text."""
+    import hashlib
+    text = "rows: 1\nd: 1\n"
+    s = parse_config(text)
+    assert s.config_hash == hashlib.sha256(text.encode()).hexdigest()[:16]
+    assert s.from_text and s.config_text == text and s.model_copy().config_hash == s.config_hash
+
+
+def test_a_sweep_built_in_python_hashes_and_records_its_settings():
+    """Sweep(...) hashed the empty source_text: every sweep built in Python had the hash
+    e3b0c44298fc1c14, so a resume took another sweep into the same run, merge and compare
+    could not tell two apart, and meta.json's config_text was ''.  Its hash is now its
+    settings', its config_text those settings as YAML, which load back as the same sweep."""
+    kw = dict(name="nb", norm=["rmsnorm"], rows=[3], implementations=["torch"])
+    a, b = Sweep(d=[8], **kw), Sweep(d=[16], dtype=["fp32"], seed=5, **kw)
+    empty = "e3b0c44298fc1c14"
+    assert empty not in (a.config_hash, b.config_hash) and a.config_hash != b.config_hash
+    assert a.config_hash == Sweep(d=[8], **kw).config_hash
+    assert empty not in (a.text_hash, a.raw_data_hash)        # the old hash resumes nothing
+    assert not a.from_text and a.config_text.startswith("# normbench: ") \
+        and "built in Python" in a.config_text.splitlines()[0]
+    again = parse_config(a.config_text)
+    assert again.model_dump(exclude={"source_text", "source_path"}) == \
+        a.model_dump(exclude={"source_text", "source_path"})
+    assert again.config_hash == a.config_hash
+
+
+def test_a_sweep_changed_after_loading_hashes_and_records_what_runs():
+    """load(...).model_copy(update={"d": [16, 24]}) kept the file's hash and its text in
+    meta.json's config_text, which named the d it did not run: both are now its settings'."""
+    text = "rows: 4\nd: 8\n"
+    s = parse_config(text)
+    c = s.model_copy(update={"d": [16, 24]})
+    assert c.config_hash != s.config_hash and c.text_hash == c.raw_data_hash == c.config_hash
+    assert not c.from_text and "changed after it was loaded" in c.config_text.splitlines()[0]
+    again = parse_config(c.config_text)
+    assert again.d == [16, 24] and again.rows == [4] and again.config_hash == c.config_hash
+    assert s.model_copy(update={"d": [8]}).config_hash == s.config_hash   # the same settings
+
+
 def test_unknown_implementation_not_checked_without_a_list():
     s = parse_config("rows: 1\nd: 1\nimplementations: [mine]\n", known_implementations=None)
     assert s.implementations == ["mine"]

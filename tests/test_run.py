@@ -1183,3 +1183,30 @@ def _outcome_or_error(call):
         return call()
     except BaseException as e:          # noqa: BLE001 — told to the test's main thread
         return e
+
+
+def test_a_sweep_built_in_python_resumes_only_its_own_run(tmp_path, monkeypatch):
+    """Two Sweeps built in Python both hashed as the empty text: a resume with another one
+    was accepted into the same run, and meta.json recorded config_text ''.  Now the other
+    is refused, and meta.json holds the settings that ran."""
+    from rich.console import Console
+    from normbench import strategies as s
+    from normbench.harness import run
+    from normbench.harness.config import Sweep, parse_config
+    from normbench.harness.measure import failed_record
+    from normbench.harness.plan import expand
+    from normbench.harness.rundir import StoreError
+    from normbench.harness.store import load_meta
+    monkeypatch.setattr(run, "measure", lambda case, settings: failed_record(
+        case, settings, "error", "stub", 0.0))
+    kw = dict(name="nb", norm=["rmsnorm"], rows=[3], implementations=["torch"],
+              timing={"warmup_ms": 1, "rep_ms": 1})
+    a, b = Sweep(d=[8], **kw), Sweep(d=[16], seed=5, **kw)
+    quiet = Console(stderr=True, quiet=True)
+    plan = lambda sw: expand(sw, uses_groups=lambda n: s.get(n).uses_groups, available=s.known())
+    run.execute(a, plan(a), tmp_path / "r", console=quiet)
+    meta = load_meta(tmp_path / "r")
+    assert meta["config_hash"] == a.config_hash and parse_config(meta["config_text"]).d == [8]
+    with pytest.raises(StoreError, match="started from another config"):
+        run.execute(b, plan(b), tmp_path / "r", resume=True, console=quiet)
+    assert list(load_records(tmp_path / "r")["d"]) == [8]
