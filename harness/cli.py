@@ -584,11 +584,13 @@ def _again(config, overrides, shape, *, out_dir, **options) -> str:
     """The command that finishes an interrupted run: the same config, overrides, shapes and
     options (the plan and the shard must match), --resume, on one line that gives back every
     argument exactly when pasted into a shell (text.shell_join: bash's $'…' for a word with a
-    tab or a newline).  A config read from standard input must be piped in again: the command
-    ends `< CONFIG.yaml`, and a shell comment after it says so (the line still pastes as a
-    command)."""
+    tab or a newline), started as this process was (launch.command: `python run_bench.py`,
+    `python -m normbench`, `normbench` or a normbench script's path).  A config read from
+    standard input must be piped in again: the command ends `< CONFIG.yaml`, and a shell
+    comment after it says so (the line still pastes as a command)."""
+    from normbench.harness.launch import command
     from normbench.harness.text import shell_join
-    words = ["normbench", "run", config, *(overrides or ())]
+    words = [*command(), "run", config, *(overrides or ())]
     for x in shape or ():
         words += ["--shape", x]
     for name, value in options.items():
@@ -608,6 +610,7 @@ def _after_sweep(signum: int, out_dir: Path, no_report: bool):
     """Exit 128 + signum for a signal that came once every record of the run was stored (as
     it closed, or as its tables were printed): nothing to resume, the report (unless
     --no-report) still to write."""
+    from normbench.harness.launch import command
     from normbench.harness.run import held_keys
     from normbench.harness.text import count, shell_join
     line = (f"interrupted by {signal.Signals(signum).name} after the sweep finished: "
@@ -615,20 +618,21 @@ def _after_sweep(signum: int, out_dir: Path, no_report: bool):
     if no_report:
         fail(line, 128 + signum)
     fail(line + "; write the report with:", 128 + signum,
-         command=shell_join(["normbench", "report", out_dir]))
+         command=shell_join([*command(), "report", out_dir]))
 
 
 def _report_after(out_dir: Path) -> dict:
     """The report of a run or merge whose records are all written: a signal while it is made
     costs the report only, and the message says how to make it."""
     from normbench.harness.interrupt import Interrupted
+    from normbench.harness.launch import command
     from normbench.harness.text import shell_join
     try:
         return _write_report(out_dir, None)
     except Interrupted as e:
         fail(f"interrupted by {signal.Signals(e.signum).name} while writing the report: the "
              f"records in {out_dir} are complete; write it with:", 128 + e.signum,
-             command=shell_join(["normbench", "report", out_dir]))
+             command=shell_join([*command(), "report", out_dir]))
 
 
 _NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)   # the user's to fix: exit 2

@@ -3,6 +3,7 @@
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -202,10 +203,11 @@ def test_many_signals_at_once_keep_the_resume_hint(tmp_path):
     kept = len(load_records(out))
     assert f"{kept} records kept" in err and kept < 16
     # the hint is a command that works as printed: quoted overrides, the same options
+    # and starts this normbench as it was started (python run_bench.py, not `normbench`)
     hint = shlex.split(err.split("finish with: ", 1)[1].strip().splitlines()[0])
-    assert hint[:2] == ["normbench", "run"] and "--only" in hint and "--no-report" in hint
-    done = subprocess.run([sys.executable, str(ROOT / "run_bench.py"), *hint[1:]], cwd=ROOT,
-                          env=ENV, capture_output=True, text=True, timeout=300)
+    assert hint[:3] == [_this_python(), str(ROOT / "run_bench.py"), "run"], hint
+    assert "--only" in hint and "--no-report" in hint
+    done = subprocess.run(hint, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert len(load_records(out)) == 16
 
@@ -393,13 +395,22 @@ def test_the_resume_hint_of_a_config_from_stdin_pipes_it_in_again(tmp_path):
     # pasted into a shell, the line is the command and a comment (no stray '(')
     assert shlex.split(hint, comments=True)[-2:] == ["<", "CONFIG.yaml"], hint
     words = shlex.split(command)
-    assert words[:4] == ["normbench", "run", "-", "seed=1"] and words[-1] == "--resume", hint
+    assert words[:5] == [_this_python(), str(ROOT / "run_bench.py"), "run", "-", "seed=1"] \
+        and words[-1] == "--resume", hint
     with open(cfg, "rb") as stdin:
-        done = subprocess.run([sys.executable, str(ROOT / "run_bench.py"), *words[1:]],
-                              cwd=ROOT, env=ENV, stdin=stdin, capture_output=True, text=True,
-                              timeout=300)
+        done = subprocess.run(words, cwd=ROOT, env=ENV, stdin=stdin, capture_output=True,
+                              text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert len(load_records(out)) == 12
+
+
+def _this_python() -> str:
+    """How a printed command names this interpreter (launch._python)."""
+    for name in ("python3", "python"):
+        found = shutil.which(name)
+        if found and os.path.abspath(found) == os.path.abspath(sys.executable):
+            return name
+    return sys.executable
 
 
 def test_a_signal_while_the_report_is_written_costs_the_report_only(tmp_path):
@@ -523,3 +534,74 @@ def test_a_usage_error_is_one_line_and_exit_2_even_when_stderr_is_gone(args, wor
     finally:
         os.close(w)
     assert gone.returncode == 2
+
+
+@pytest.mark.parametrize("main, argv0, exe, path, want", [
+    # python -m normbench: this interpreter by its name on PATH, else by its path
+    ("normbench.__main__", "/x/normbench/__main__.py", "/usr/bin/python3",
+     {"python3": "/usr/bin/python3"}, ["python3", "-m", "normbench"]),
+    ("normbench.__main__", "/x/normbench/__main__.py", "/venv/bin/python",
+     {"python3": "/usr/bin/python3", "python": "/usr/bin/python"},
+     ["/venv/bin/python", "-m", "normbench"]),
+    # python run_bench.py, the path as it was given
+    (None, "run_bench.py", "/usr/bin/python3", {"python3": "/usr/bin/python3"},
+     ["python3", "run_bench.py"]),
+    (None, "/src/nb/run_bench.py", "/usr/bin/python", {"python": "/usr/bin/python"},
+     ["python", "/src/nb/run_bench.py"]),
+    # main() called from Python: no normbench script to name
+    (None, "-c", "/usr/bin/python3", {}, ["normbench"]),
+    (None, "/x/ipykernel_launcher.py", "/usr/bin/python3", {}, ["normbench"]),
+])
+def test_the_printed_command_starts_normbench_as_this_process_was(monkeypatch, main, argv0,
+                                                                   exe, path, want):
+    """The resume and report hints printed `normbench …` whatever was run: pasted after
+    `python run_bench.py` in a checkout, `python -m normbench` or a virtual environment's
+    normbench not on PATH, they ran another install (or none)."""
+    import types
+    from normbench.harness import launch
+    spec = types.SimpleNamespace(name=main) if main else None
+    monkeypatch.setitem(sys.modules, "__main__", types.SimpleNamespace(__spec__=spec))
+    monkeypatch.setattr(sys, "argv", [argv0, "run"])
+    monkeypatch.setattr(sys, "executable", exe)
+    monkeypatch.setattr(launch.shutil, "which", path.get)
+    assert launch.command() == want
+
+
+def test_the_printed_command_names_a_normbench_script_off_path(tmp_path, monkeypatch):
+    """A normbench script this process runs: `normbench` where PATH finds that very script,
+    else its absolute path (a virtual environment not activated)."""
+    import types
+    from normbench.harness import launch
+    venv, other = tmp_path / "venv" / "bin", tmp_path / "other" / "bin"
+    for d in (venv, other):
+        d.mkdir(parents=True)
+        (d / "normbench").write_text("#!/bin/sh\n")
+    monkeypatch.setitem(sys.modules, "__main__", types.SimpleNamespace(__spec__=None))
+    monkeypatch.setattr(sys, "argv", [str(venv / "normbench"), "run"])
+    for on_path, want in ((venv, ["normbench"]), (other, [str(venv / "normbench")]),
+                          (None, [str(venv / "normbench")])):
+        found = str(on_path / "normbench") if on_path else None
+        monkeypatch.setattr(launch.shutil, "which",
+                            lambda name, found=found: found if name == "normbench" else None)
+        assert launch.command() == want, on_path
+
+
+def test_the_report_hint_of_python_m_normbench_says_python_m_normbench(tmp_path):
+    """Run as a module (runpy, as `python -m normbench` runs it), a signal while the report
+    is written prints `python -m normbench report DIR`, which writes the report pasted."""
+    out = tmp_path / "r"
+    code = ("import runpy, signal, sys\n"
+            "from normbench.harness import cli\n"
+            "from normbench.harness.interrupt import Interrupted\n"
+            "def stop(run_dir, baseline): raise Interrupted(signal.SIGINT)\n"
+            "cli._write_report = stop\n"
+            f"sys.argv = ['normbench', 'run', {str(config(tmp_path))!r}, '--out', {str(out)!r}]\n"
+            "runpy.run_module('normbench', run_name='__main__', alter_sys=True)\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=ENV,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 130, r.stderr
+    words = shlex.split(r.stderr.strip().splitlines()[-1].split("write it with: ", 1)[1])
+    assert words == [_this_python(), "-m", "normbench", "report", str(out)], words
+    done = subprocess.run(words, cwd=tmp_path, env=ENV, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0 and (out / "report.html").is_file(), done.stderr
