@@ -4,7 +4,10 @@ A run directory holds
 
     records.csv       one row per (case, implementation); the source of truth, current after
                       every append
-    records.parquet   the same rows; rewritten at most every `parquet_interval_s` and at close
+    records.parquet   the same rows; rewritten by append at most every `parquet_interval_s`
+                      (5 s) and no sooner than PARQUET_SPACING (20) times its last rewrite took
+                      after it, so rewriting it costs a growing run at most about 1/21 (5 %)
+                      of its time; always by flush() and close()
     meta.json         what the run was (config, device, versions ...); its first keys,
                       "format": "normbench-run" and "format_version": 2, mark the directory as
                       a run directory (a meta.json without them is format 1 and still read)
@@ -57,6 +60,11 @@ from normbench.harness.rundir import (  # noqa: F401  (re-exported: the store's 
 from normbench.harness.schema import COLUMNS, STATUSES
 from normbench.harness.text import count
 
+# append waits at least this many times the last records.parquet rewrite's duration before the
+# next one: a rewrite is O(rows), and at 10,000 records (~1 s each) every 5 s was a quarter of
+# a 1.2 s case's time; so spaced, rewriting takes at most about 1/(PARQUET_SPACING + 1)
+PARQUET_SPACING = 20
+
 
 # --------------------------------------------------------------------------- module level
 
@@ -96,6 +104,10 @@ class RunStore:
     RunStore(run_dir)               a new run; refuses a directory that already holds records
     RunStore(run_dir, resume=True)  continue a run: its records are loaded, done_keys() says
                                     which cases to skip
+
+    append rewrites records.parquet once `parquet_interval_s` has passed since the last
+    rewrite and PARQUET_SPACING times that rewrite's duration too (whichever is longer);
+    flush() and close() write it whenever it lags records.csv.
     """
 
     def __init__(self, run_dir: str | os.PathLike, resume: bool = False, *, parquet_interval_s: float = 5.0,
@@ -103,6 +115,7 @@ class RunStore:
         self.run_dir = Path(run_dir)
         self._occupied_hint = occupied_hint     # what to do about a directory with records
         self.parquet_interval_s = float(parquet_interval_s)
+        self._parquet_wait = self.parquet_interval_s   # after the last rewrite (_write_parquet)
         # Previous holder's pid/host/since when it died without close() (kill -9, power loss).
         self.stale_lock: dict | None = None
         self._mutex = threading.RLock()
@@ -266,7 +279,7 @@ class RunStore:
                 self._ids.add(cid)
                 self._done.add(cid)
                 self._parquet_dirty = True
-            if time.monotonic() - self._parquet_time >= self.parquet_interval_s:
+            if time.monotonic() - self._parquet_time >= self._parquet_wait:
                 self._write_parquet()
 
     def done_keys(self) -> set[str]:
@@ -382,13 +395,18 @@ class RunStore:
         return self._frame
 
     def _write_parquet(self) -> None:
+        """Rewrite records.parquet if it lags records.csv; the next periodic rewrite (append)
+        waits parquet_interval_s or PARQUET_SPACING times this one's duration, the longer."""
         if self._parquet_dirty:
             import pyarrow as pa
             import pyarrow.parquet as pq
 
+            start = time.monotonic()
             table = _samples_as_lists(pa.Table.from_pandas(self._materialize(), preserve_index=False))
             self._write(RECORDS_PARQUET, lambda f: pq.write_table(table, f))
             self._parquet_dirty = False
+            self._parquet_wait = max(self.parquet_interval_s,
+                                     PARQUET_SPACING * (time.monotonic() - start))
         self._parquet_time = time.monotonic()
 
     def _write(self, name: str, write: Callable[[Any], Any]) -> None:

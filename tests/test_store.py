@@ -217,6 +217,40 @@ def test_parquet_throttled_csv_always_current(tmp_path):
     assert_same(load_records(tmp_path, source="csv"), load_records(tmp_path, source="parquet"))
 
 
+def test_parquet_rewrites_spaced_by_their_own_duration(tmp_path, monkeypatch):
+    """A rewrite of records.parquet is O(rows): at 10,000 records (~1 s a rewrite) every 5 s
+    was a quarter of a 1.2 s case's time.  append now waits PARQUET_SPACING times the last
+    rewrite's duration (when longer than parquet_interval_s); close() still writes it whole.
+    A fake clock: each case takes 1 s, each parquet rewrite 1 s."""
+    from types import SimpleNamespace
+    from normbench.harness import store as store_mod
+    clock = [1000.0]
+    monkeypatch.setattr(store_mod, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    writes, real = [], RunStore._write
+
+    def timed(self, name, write):
+        if name == "records.parquet":
+            writes.append(clock[0])
+            clock[0] += 1.0
+        real(self, name, write)
+    monkeypatch.setattr(RunStore, "_write", timed)
+    with RunStore(tmp_path, parquet_interval_s=5) as s:
+        opened = len(writes)
+        for i in range(90):
+            clock[0] += 1.0                     # the case's measurement
+            s.append(full_record(i))
+        periodic = writes[opened:]
+        assert periodic, "append never rewrote records.parquet"
+        gaps = [b - (a + 1.0) for a, b in zip(writes, writes[1:])]    # end of one to next
+        assert min(gaps) >= store_mod.PARQUET_SPACING * 1.0, gaps
+        # rewriting took at most 1/(SPACING + 1) of the time since the store opened
+        assert len(periodic) * 1.0 <= (clock[0] - writes[0]) / (store_mod.PARQUET_SPACING + 1) + 1
+        assert len(load_records(tmp_path, source="parquet")) < 90      # it lags the CSV
+    assert len(writes) == opened + len(periodic) + 1            # close() wrote the rest
+    assert_same(load_records(tmp_path, source="csv"), load_records(tmp_path, source="parquet"))
+    assert len(load_records(tmp_path, source="parquet")) == 90
+
+
 def test_meta_and_is_run_dir(tmp_path):
     assert not is_run_dir(tmp_path)
     assert load_meta(tmp_path) == {}
