@@ -3,8 +3,10 @@
 Refused (MergeError, one line) when the shards cannot make one honest run: not shards, of
 different plans or shard counts, one shard (I/N) given twice, from different configs (hash),
 GPU models, package versions, plugins (or their versions) or commits, a case held by two
-shards, or cases that no shard holds (named; `allow_partial` merges what exists and says so in meta.json).  The records are written through the store, in
-plan order.  meta.json's top level holds what every shard's agrees on — a key they differ in
+shards, or cases that no shard holds (named; `allow_partial` merges what exists and says so
+in meta.json).  The records are written through the store, in plan order, all at once
+(RunStore.append_many: one write of records.csv, one of records.parquet).  meta.json's top
+level holds what every shard's agrees on — a key they differ in
 (a GPU's UUID or clocks, cpu_model, the environment, argv, workers ...) is null there and
 named in `merge.differs`, the TRITON_*/CUDA_*/PYTORCH_*/NORMBENCH_* variables set
 differently in `merge.environment_differs` — whatever order the shards are given in; the
@@ -236,9 +238,9 @@ def merge(out: str | os.PathLike, dirs: list[str | os.PathLike], *,
         # leaves a directory that says so, not one a report reads as the whole run
         store.write_meta({**meta, "completed": False,
                           "merge": {**meta["merge"], "finished": False}})
-        for k in plan:
-            if k in rows:
-                store.append(rows[k])
+        # one write of records.csv for them all: appended one by one, each rewrote the whole
+        # file (2,080 records took 56 s, 7,488 took 226 s)
+        store.append_many(rows[k] for k in plan if k in rows)
         store.flush()                  # records.parquet too, before meta says it is finished
         store.write_meta(meta)
         return store.meta

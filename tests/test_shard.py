@@ -424,25 +424,35 @@ def test_merge_refuses_duplicates_missing_cases_and_non_shards(runs, tmp_path):
     assert len(load_records(tmp_path / "p")) == 12 - len(load_records(tmp / "s1"))
 
 
+def _full_disk_for_records(monkeypatch, after: int = 1):
+    """records.csv cannot be written after its first `after` writes (the store's opening
+    writes it once): a full disk as the merge writes its records."""
+    import errno
+    from normbench.harness import store as store_mod
+    real, n = store_mod._atomic_write, [0]
+
+    def write(path, fn):
+        if path.name == "records.csv":
+            n[0] += 1
+            if n[0] > after:
+                raise OSError(errno.ENOSPC, "No space left on device")
+        return real(path, fn)
+    monkeypatch.setattr(store_mod, "_atomic_write", write)
+    return lambda: monkeypatch.setattr(store_mod, "_atomic_write", real)
+
+
 def test_a_merge_stopped_midway_does_not_say_it_is_complete(runs, tmp_path, monkeypatch):
     from normbench.harness import merge as merging
     from normbench.harness.store import RunStore, StoreWriteError
     tmp, _ = runs
-    real, n = RunStore.append, [0]
-
-    def full_disk(self, rec):
-        n[0] += 1
-        if n[0] > 3:
-            raise StoreWriteError("cannot write records.csv: No space left on device")
-        real(self, rec)
-    monkeypatch.setattr(RunStore, "append", full_disk)
-    with pytest.raises(StoreWriteError):
+    restore = _full_disk_for_records(monkeypatch)
+    with pytest.raises(StoreWriteError, match="No space left"):
         merging.merge(tmp_path / "m", [tmp / "s0", tmp / "s1", tmp / "s2"])
     m = json.loads((tmp_path / "m" / "meta.json").read_text())
     assert m["completed"] is False and m["merge"]["finished"] is False
-    assert len(load_records(tmp_path / "m")) == 3
+    assert len(load_records(tmp_path / "m")) == 0        # the records are written at once
     # every record appended, records.parquet the one that cannot be written: not finished
-    monkeypatch.setattr(RunStore, "append", real)
+    restore()
 
     def no_parquet(self):
         raise StoreWriteError("cannot write records.parquet: No space left on device")
@@ -451,31 +461,50 @@ def test_a_merge_stopped_midway_does_not_say_it_is_complete(runs, tmp_path, monk
         merging.merge(tmp_path / "m2", [tmp / "s0", tmp / "s1", tmp / "s2"])
     m = json.loads((tmp_path / "m2" / "meta.json").read_text())
     assert m["completed"] is False and m["merge"]["finished"] is False
+    assert len(load_records(tmp_path / "m2", source="csv")) == 12
 
 
 def test_a_stopped_merge_resumed_to_the_end_is_finished(runs, tmp_path, monkeypatch):
     """A merge stopped by a full disk, then `run --resume` of it to the end: merge.finished
     true, and the report has no "stopped before it finished" warning."""
-    import errno
     from normbench.harness import merge as merging
-    from normbench.harness.store import RunStore
+    from normbench.harness.store import StoreWriteError
     tmp, cfg = runs
-    real, n = RunStore.append, [0]
-
-    def full_disk(self, rec):
-        n[0] += 1
-        if n[0] > 2:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        real(self, rec)
-    monkeypatch.setattr(RunStore, "append", full_disk)
-    with pytest.raises(OSError):
+    restore = _full_disk_for_records(monkeypatch)
+    with pytest.raises(StoreWriteError):
         merging.merge(tmp_path / "m", [tmp / "s0", tmp / "s1", tmp / "s2"])
+    restore()
     r = cli("run", cfg, "--out", tmp_path / "m", "--resume")
     assert r.returncode == 0, r.stderr
     m = json.loads((tmp_path / "m" / "meta.json").read_text())
     assert m["completed"] and m["merge"]["finished"] is True
-    assert m["resumes"][-1]["measured"] == 10
+    assert m["resumes"][-1]["measured"] == 12
     assert "Incomplete run" not in (tmp_path / "m" / "report.md").read_text()
+
+
+def test_merge_writes_the_records_once_whatever_their_number(runs, tmp_path, monkeypatch):
+    """merge appended record by record, each append rewriting records.csv whole: O(N²)
+    (2,080 records 56 s, 7,488 records 226 s).  Now each data file is written a fixed number
+    of times — once as the store opens, once with every record — for 4 records as for 12."""
+    from normbench.harness import merge as merging
+    from normbench.harness.store import RunStore
+    tmp, _ = runs
+    real = RunStore._write
+    for shards, name in (([tmp / "s0"], "one"), ([tmp / "s0", tmp / "s1", tmp / "s2"], "all")):
+        writes: list[str] = []
+
+        def counting(self, what, fn):
+            writes.append(what)
+            return real(self, what, fn)
+        monkeypatch.setattr(RunStore, "_write", counting)
+        merging.merge(tmp_path / name, shards, allow_partial=True)
+        monkeypatch.setattr(RunStore, "_write", real)
+        n = len(load_records(tmp_path / name))
+        assert n == sum(len(load_records(d)) for d in shards)
+        assert writes.count("records.csv") == 2, (n, writes)
+        assert writes.count("records.parquet") == 2, (n, writes)
+    assert len(load_records(tmp_path / "all")) == 12
+    same_records(load_records(tmp_path / "all"), load_records(tmp / "serial"))
 
 
 def test_resume_works_per_shard(runs, tmp_path):

@@ -251,6 +251,58 @@ def test_parquet_rewrites_spaced_by_their_own_duration(tmp_path, monkeypatch):
     assert len(load_records(tmp_path, source="parquet")) == 90
 
 
+def test_append_many_writes_what_appends_one_by_one_write_at_once(tmp_path, monkeypatch):
+    """append_many: the same records.csv (to the byte) and records.parquet as appending one
+    by one, with records.csv written once; refused as append refuses, writing nothing."""
+    recs = [full_record(i) for i in range(7)]
+    with RunStore(tmp_path / "one", parquet_interval_s=3600) as s:
+        for r in recs:
+            s.append(r)
+    writes, real = [], RunStore._write
+
+    def counting(self, name, write):
+        writes.append(name)
+        return real(self, name, write)
+    monkeypatch.setattr(RunStore, "_write", counting)
+    with RunStore(tmp_path / "many", parquet_interval_s=3600) as s:
+        opened = writes.count("records.csv")
+        s.append_many(r for r in recs[:5])          # any iterable
+        s.append_many([])
+        assert writes.count("records.csv") == opened + 1
+        assert len(s) == 5 and s.done_keys() == {case_id(r) for r in recs[:5]}
+        s.append_many(recs[5:])
+        assert_same(s.records(), load_records(tmp_path / "one"))
+    assert ((tmp_path / "many" / "records.csv").read_bytes()
+            == (tmp_path / "one" / "records.csv").read_bytes())
+    assert_same(load_records(tmp_path / "many", source="parquet"),
+                load_records(tmp_path / "one", source="parquet"))
+
+
+@pytest.mark.parametrize("bad,needle", [
+    ({"nonsense": 1}, "nonsense"),                           # as append refuses it
+    ({"status": "great"}, "status"),
+    ({"rows": "many"}, "rows"),
+    ({"case_id": "c0"}, "is already recorded"),              # recorded before the batch
+    ({"case_id": "c2"}, "is given twice among the records"),  # twice in the batch
+])
+def test_append_many_refuses_a_bad_record_and_writes_none(tmp_path, bad, needle):
+    with RunStore(tmp_path, parquet_interval_s=0) as s:
+        s.append({**full_record(0), "case_id": "c0"})
+        before = (tmp_path / "records.csv").read_bytes()
+        batch = [{**full_record(i), "case_id": f"c{i}"} for i in (1, 2, 3)]
+        batch.insert(2, {**full_record(9), "case_id": "c9", **bad})
+        with pytest.raises(ValueError, match=needle):
+            s.append_many(batch)
+        if bad.get("case_id") != "c2":
+            with pytest.raises(ValueError, match=needle):   # append says the same of it
+                s.append(batch[2])
+        assert (tmp_path / "records.csv").read_bytes() == before
+        assert len(s) == 1 and s.done_keys() == {"c0"} and len(s.records()) == 1
+        s.append_many(batch[:2] + batch[3:])          # the good ones still go in
+    assert list(load_records(tmp_path)["case_id"]) == ["c0", "c1", "c2", "c3"]
+    assert_same(load_records(tmp_path, source="csv"), load_records(tmp_path, source="parquet"))
+
+
 def test_meta_and_is_run_dir(tmp_path):
     assert not is_run_dir(tmp_path)
     assert load_meta(tmp_path) == {}
