@@ -10,6 +10,7 @@ import pandas as pd
 from normbench.harness.schema import compared_calls
 from normbench.harness.summary import is_true
 from .document import PlotFigure, Report
+from .heatmap import column_chunks, fit, panels_per_figure
 from .fmt import (SHAPE, best_per_impl, competing, finite, fmt_int, fmt_ratio, groups_ran,
                   impl_label, impl_order, implementation_order, no_ceiling, one_copy_ceiling,
                   shape_label, short, show_weight, uses_groups)
@@ -105,6 +106,51 @@ def _heatmap(fig, ax, values: pd.DataFrame, annot, cmap, norm, label: str | None
     if label is not None:
         fig.colorbar(im, ax=ax, label=label)
     return im
+
+
+def _heatmap_figures(values: pd.DataFrame, annot, cmap, norm, label: str, *, col_w: float,
+                     extra_w: float, panel_h: float, min_w: float = 0.0, xlabel: str,
+                     ylabel: str, title: str) -> list[tuple]:
+    """VALUES (a row per line, a column per shape) as heatmaps of at most heatmap.MAX_COLS
+    columns a panel, panels stacked under one colour bar up to heatmap.MAX_HEIGHT inches a
+    figure, further figures after: [(figure, its shape columns (first, last, of), whether
+    its cells kept their numbers)].  A run of up to MAX_COLS shapes draws one figure of one
+    panel, COL_W inches a column plus EXTRA_W, PANEL_H high (at least MIN_W wide)."""
+    chunks = column_chunks(values.shape[1])
+    per_fig = panels_per_figure(panel_h)
+    groups = [chunks[i:i + per_fig] for i in range(0, len(chunks), per_fig)]
+    annot = np.asarray(annot, dtype=object)
+    out = []
+    for part in groups:
+        width = max(col_w * max(len(c) for c in part) + extra_w, min_w)
+        fig = _new_figure(width, panel_h * len(part))
+        axes = list(fig.subplots(len(part), 1, squeeze=False)[:, 0])
+        for ax, cols in zip(axes, part):
+            im = _heatmap(fig, ax, values.iloc[:, cols.start:cols.stop],
+                          annot[:, cols.start:cols.stop], cmap, norm, None)
+            ax.set_ylabel(ylabel)
+            _slant_xticks(ax)
+        axes[-1].set_xlabel(xlabel)
+        fig.colorbar(im, ax=axes, label=label)
+        first, last = part[0].start + 1, part[-1].stop
+        fig.suptitle(title if len(groups) == 1 else
+                     f"{title} (shapes {first}–{last} of {values.shape[1]})")
+        out.append((fig, (first, last, values.shape[1]), fit(fig, axes)))
+    return out
+
+
+def _heatmap_figure_name(name: str, k: int) -> str:
+    """The file stem of a heatmap's K-th figure (from 0): the first keeps NAME."""
+    return name if k == 0 else f"{name}_part{k + 1}"
+
+
+def _heatmap_caption(caption: str, kept: bool, shapes: tuple, parts: int) -> str:
+    """CAPTION with what a figure of several (SHAPES: first, last, of) leaves to others,
+    and that its cells lost their numbers where they had no room."""
+    first, last, n = shapes
+    where = f" Shapes {first}–{last} of {n} (this heatmap spans {parts} figures)." if parts > 1 else ""
+    return caption + where + ("" if kept else " Cell numbers left out: the cells are too "
+                              "small for them.")
 
 
 def plots_section(rep: Report, df: pd.DataFrame, meta: dict, baseline: str, interp: bool) -> None:
@@ -234,18 +280,18 @@ def _plot_group_heatmaps(rep, df, comp, meta, palette, baseline, interp):
         annot = piv.map(short).to_numpy()
         rel.index = [fmt_int(v) for v in piv.index]
         hi = max(float(np.nanmax(rel.to_numpy())), 1.01)
-        fig = _new_figure(0.95 * len(cols) + 3.2, max(4.0, 0.42 * len(gvals) + 2.6))
-        ax = fig.subplots()
-        _heatmap(fig, ax, rel, annot, "rocket_r", mcolors.Normalize(vmin=1, vmax=hi),
-                 "÷ best GROUPS")
-        ax.set_xlabel("shape (norm rows×d dtype)")
-        ax.set_ylabel("GROUPS (effective)")
-        _slant_xticks(ax)
-        fig.suptitle(f"{label[impl]}: median µs per GROUPS and shape")
-        rep.figure(PlotFigure(f"groups_{impl}", f"{impl}: time over GROUPS × rows", _png(fig),
-                              "Numbers are median µs; colour is the time relative to the best "
-                              "GROUPS for the same shape (1 = best; grey = not measured or not "
-                              "passing). Passing records only."))
+        figs = _heatmap_figures(rel, annot, "rocket_r", mcolors.Normalize(vmin=1, vmax=hi),
+                                "÷ best GROUPS", col_w=0.95, extra_w=3.2,
+                                panel_h=max(4.0, 0.42 * len(gvals) + 2.6),
+                                xlabel="shape (norm rows×d dtype)", ylabel="GROUPS (effective)",
+                                title=f"{label[impl]}: median µs per GROUPS and shape")
+        for k, (fig, shapes, kept) in enumerate(figs):
+            rep.figure(PlotFigure(
+                _heatmap_figure_name(f"groups_{impl}", k), f"{impl}: time over GROUPS × rows",
+                _png(fig), _heatmap_caption(
+                    "Numbers are median µs; colour is the time relative to the best GROUPS "
+                    "for the same shape (1 = best; grey = not measured or not passing). "
+                    "Passing records only.", kept, shapes, len(figs))))
     rep.bullets(notes)
 
 
@@ -315,23 +361,21 @@ def _plot_determinism(rep, df, comp, meta, palette, baseline, interp):
         return
     vmax = max(2.0, float(np.nanmax(val.to_numpy())))
     cmap = mcolors.LinearSegmentedColormap.from_list("det", ["#1a9850", "#fee08b", "#d73027"])
-    # at least the colour bar's label's height (one or two rows cut it off)
-    fig = _new_figure(1.0 * len(shape_order) + 3.5, max(3.4, 0.42 * len(rows_order) + 1.8))
-    ax = fig.subplots()
-    _heatmap(fig, ax, val, txt.to_numpy(), cmap, mcolors.Normalize(vmin=1, vmax=vmax),
-             "distinct results (1 = bitwise deterministic)")
-    ax.set_xlabel("shape")
-    ax.set_ylabel("")
-    _slant_xticks(ax)
-    fig.suptitle("Distinct bit patterns of (dx, dγ, dβ)")      # the caption says among what
     nondet_design = df[(df["deterministic"].map(lambda v: v is False))
                        & (df["deterministic_by_design"].map(lambda v: v is True))]
-    rep.figure(PlotFigure("determinism", "Determinism matrix", _png(fig),
-                          f"k/R: k distinct bit patterns of (dx, dγ, dβ) in {among}; "
-                          "a row per GROUPS asked for where an implementation "
-                          "ran with several (→n under k/R: the GROUPS that ran there, where "
-                          "the strategy capped them); grey: not measured "
-                          "(error/skip/timeout)."))
+    # the caption says among what; fit() grows a figure its colour bar's label outgrows
+    figs = _heatmap_figures(val, txt.to_numpy(), cmap, mcolors.Normalize(vmin=1, vmax=vmax),
+                            "distinct results (1 = bitwise deterministic)", col_w=1.0,
+                            extra_w=3.5, panel_h=max(3.4, 0.42 * len(rows_order) + 1.8),
+                            xlabel="shape", ylabel="", title="Distinct bit patterns of (dx, dγ, dβ)")
+    for k, (fig, shapes, kept) in enumerate(figs):
+        rep.figure(PlotFigure(_heatmap_figure_name("determinism", k), "Determinism matrix",
+                              _png(fig), _heatmap_caption(
+                                  f"k/R: k distinct bit patterns of (dx, dγ, dβ) in {among}; "
+                                  "a row per GROUPS asked for where an implementation "
+                                  "ran with several (→n under k/R: the GROUPS that ran there, "
+                                  "where the strategy capped them); grey: not measured "
+                                  "(error/skip/timeout).", kept, shapes, len(figs))))
     if not nondet_design.empty:
         rep.warn("implementations deterministic by design gave differing results: "
                  + ", ".join(sorted({impl_label(r['implementation'], r['groups'], r['groups_effective'])
@@ -375,17 +419,17 @@ def _plot_speedup(rep, df, comp, meta, palette, baseline, interp):
     lim = max(0.25, float(np.nanmax(np.abs(lg.to_numpy()))))
     annot = sp.map(lambda v: f"{fmt_ratio(v)}×" if finite(v) else "")     # 0.00123×, not 0.00×
     # at least the title's width: a run of one or two shapes cut it off at both sides
-    fig = _new_figure(max(1.0 * len(cols) + 3.5, 6.5), max(3.4, 0.45 * len(rows_order) + 2.0))
-    ax = fig.subplots()
-    _heatmap(fig, ax, lg, annot.to_numpy(), "RdYlGn", mcolors.Normalize(vmin=-lim, vmax=lim),
-             f"log2 speedup vs {label[baseline]}")
-    ax.set_xlabel("shape")
-    _slant_xticks(ax)
-    fig.suptitle(f"Speedup = t({label[baseline]}) / t(implementation)\n"
-                 "best GROUPS each; > 1 is faster")
-    rep.figure(PlotFigure(f"speedup_vs_{baseline}",
-                          f"Speedup against {baseline}", _png(fig),
-                          "Grey: no passing result for that implementation or for the baseline."))
+    figs = _heatmap_figures(lg, annot.to_numpy(), "RdYlGn", mcolors.Normalize(vmin=-lim, vmax=lim),
+                            f"log2 speedup vs {label[baseline]}", col_w=1.0, extra_w=3.5,
+                            min_w=6.5, panel_h=max(3.4, 0.45 * len(rows_order) + 2.0),
+                            xlabel="shape", ylabel="",
+                            title=f"Speedup = t({label[baseline]}) / t(implementation)\n"
+                                  "best GROUPS each; > 1 is faster")
+    for k, (fig, shapes, kept) in enumerate(figs):
+        rep.figure(PlotFigure(_heatmap_figure_name(f"speedup_vs_{baseline}", k),
+                              f"Speedup against {baseline}", _png(fig), _heatmap_caption(
+                                  "Grey: no passing result for that implementation or for the "
+                                  "baseline.", kept, shapes, len(figs))))
 
 
 def _plot_workspace(rep, df, comp, meta, palette, baseline, interp):
