@@ -149,31 +149,45 @@ def answer(df: pd.DataFrame, order: str = "sorted") -> pd.DataFrame:
     the records the shape's ratios compare — each role's fastest — each once: more than one,
     and its ratios compare machines — mixed_devices says so; a slower record of another device
     compares nothing)."""
-    out = []
     gpu = has_gpu_time(df)
     if df.empty:
         return pd.DataFrame(columns=list(SHAPE))
-    comp = competing(df)
-    roles = comp.apply(lambda r: role(r), axis=1) if len(comp) else pd.Series(dtype=object)
-    all_roles = df.apply(recorded_roles, axis=1)
+    # One pass over the columns this reads, then per shape positions into them: slicing the
+    # whole frame per shape (every column, sample text included) cost ~10 ms a shape.
+    df = df[[c for c in dict.fromkeys((*SHAPE, *USED)) if c in df.columns]]
+    df = df.reset_index(drop=True)
+    comp = competing(df).index.to_numpy()
+    is_comp = np.zeros(len(df), dtype=bool)
+    is_comp[comp] = True
+    recs = df.to_dict("records")
+    roles = np.full(len(df), None, dtype=object)
+    roles[comp] = [role(recs[i]) for i in comp]
+    all_roles = [recorded_roles(r) for r in recs]
+    impl = df["implementation"].to_numpy(dtype=object)
+    num = {c: times(df, c).to_numpy() for c in NUMBERS}
+    t, gpu_t = num["time_ms"], num["gpu_time_ms"]
+    out = []
     keys = [df[k] for k in SHAPE]
     for shape, idx in df.groupby(keys, sort=(order == "sorted"), dropna=False).groups.items():
         row = dict(zip(SHAPE, shape))
-        g = comp.loc[comp.index.intersection(idx)]
-        row["recorded"] = df.loc[idx, "implementation"].nunique()
-        row["passing"] = g["implementation"].nunique()
+        at = idx.to_numpy()
+        g = at[is_comp[at]]
+        row["recorded"] = _nunique(impl[at])
+        row["passing"] = _nunique(impl[g])
         shown = []                  # each role's fastest: the records behind the ratios
         for r in ROLES:
-            of_r = g[roles.loc[g.index] == r] if len(g) else g
-            shown.append(_fastest(of_r))
-            _fill(row, r, shown[-1], gpu)
+            of_r = g[roles[g] == r]
+            best = of_r[np.argmin(t[of_r])] if len(of_r) else None
+            shown.append(None if best is None else df.iloc[best])   # its values as loaded
+            _fill(row, r, best, shown[-1], num, gpu)
             if gpu:
-                row[f"{r}_gpu_best_impl"], row[f"{r}_gpu_best_us"] = _gpu_best(of_r)
-            mine = all_roles.loc[idx].map(lambda roles: r in roles)
-            row[f"{r}_recorded"] = df.loc[idx][mine]["implementation"].nunique()
+                row[f"{r}_gpu_best_impl"], row[f"{r}_gpu_best_us"] = _gpu_best(of_r, gpu_t, impl)
+            mine = at[[r in all_roles[i] for i in at]]
+            row[f"{r}_recorded"] = _nunique(impl[mine])
             if r == "peer":
-                row["peer_out"] = _out(df.loc[idx][mine], set(of_r["implementation"]))
-        row["devices"] = _devices(pd.DataFrame([b for b in shown if b is not None]))
+                row["peer_out"] = _out([recs[i] for i in mine], set(impl[of_r]))
+        row["devices"] = (() if "device" not in df.columns else tuple(dict.fromkeys(
+            str(b["device"]) for b in shown if b is not None and not is_missing(b["device"]))))
         row["det_over_nondet"] = _ratio(row["det_us"], row["nondet_us"])
         row["peer_over_det"] = _ratio(row["peer_us"], row["det_us"])
         row["fastest"] = _argmin({r: row[f"{r}_us"] for r in ROLES})
@@ -182,6 +196,21 @@ def answer(df: pd.DataFrame, order: str = "sorted") -> pd.DataFrame:
             row["decided_on"] = _decided_on(row)
         out.append(row)
     return pd.DataFrame(out)
+
+
+# The columns answer() reads (role's, _fill's, hostload.contention_note's, the devices');
+# the others (the samples' text among them) it leaves behind before its loop.  NUMBERS: those
+# it reads as numbers (times(): NaN where missing or not a number).
+NUMBERS = ("time_ms", "time_p20_ms", "time_p80_ms", "pct_copy", "gpu_time_ms",
+           "host_overhead_ms")
+ROLE_COLUMNS = ("kind", "deterministic_by_design", "deterministic")     # what role() reads
+USED = ("implementation", "status", "correct", "groups", "groups_effective", "device",
+        "concurrent_cases", "hostname", *ROLE_COLUMNS, *NUMBERS)
+
+
+def _nunique(values) -> int:
+    """Distinct present values, as pandas' nunique counts them."""
+    return len({v for v in values if not is_missing(v)})
 
 
 OUT_WHY = ("skipped", "error", "timeout", "incorrect", "no time")   # the order they are told
@@ -197,12 +226,12 @@ def why_out(rec) -> str:
     return "no time" if is_true(rec.get("correct")) else "incorrect"
 
 
-def _out(recs: pd.DataFrame, competed: set) -> tuple:
+def _out(recs: list, competed: set) -> tuple:
     """((implementation, why), ...) for each implementation of `recs` (one shape's records of
-    one role) absent from `competed`: "skipped" where every record of it was skipped, else
-    the first other reason of its records."""
+    one role, as dicts) absent from `competed`: "skipped" where every record of it was
+    skipped, else the first other reason of its records."""
     out = {}
-    for _, rec in recs.iterrows():
+    for rec in recs:
         name = rec["implementation"]
         if name in competed:
             continue
@@ -231,13 +260,6 @@ def peers_out(a: pd.DataFrame) -> str:
             f"{'; '.join(parts)} — so the best peer there is the best of those that passed.")
 
 
-def _devices(frame: pd.DataFrame) -> tuple:
-    """The devices (`device` column) a frame's records were measured on, each once, in order."""
-    if "device" not in frame.columns:
-        return ()
-    return tuple(dict.fromkeys(str(v) for v in frame["device"] if not is_missing(v)))
-
-
 def mixed_devices(a: pd.DataFrame) -> str | None:
     """One line where, at some shape of answer() `a`, the records compared (each role's
     fastest) were measured on more than one device (a cluster of mixed GPU models, a
@@ -253,19 +275,19 @@ def mixed_devices(a: pd.DataFrame) -> str | None:
             f"on different devices ({names}): their ratios compare machines, not strategies.")
 
 
-def _fill(row: dict, r: str, best, gpu: bool) -> None:
+def _fill(row: dict, r: str, at, best, num: dict, gpu: bool) -> None:
+    """Role r's columns of `row` from its fastest record `best` (None where the role has
+    none), at position `at` of the NUMBERS arrays `num`."""
     def us(col):
-        v = None if best is None else pd.to_numeric(pd.Series([best.get(col)]),
-                                                    errors="coerce").iloc[0]
-        return float(v) * 1000 if v is not None and np.isfinite(v) else np.nan
+        v = np.nan if best is None else num[col][at]
+        return float(v) * 1000 if np.isfinite(v) else np.nan
     row[f"{r}_impl"] = None if best is None else best["implementation"]
     row[f"{r}_groups"] = None if best is None else best.get("groups")
     row[f"{r}_groups_effective"] = None if best is None else best.get("groups_effective")
     row[f"{r}_us"], row[f"{r}_p20_us"], row[f"{r}_p80_us"] = (
         us("time_ms"), us("time_p20_ms"), us("time_p80_ms"))
-    pct = None if best is None else pd.to_numeric(pd.Series([best.get("pct_copy")]),
-                                                  errors="coerce").iloc[0]
-    row[f"{r}_pct_copy"] = float(pct) if pct is not None and np.isfinite(pct) else np.nan
+    pct = np.nan if best is None else num["pct_copy"][at]
+    row[f"{r}_pct_copy"] = float(pct) if np.isfinite(pct) else np.nan
     row[f"{r}_spread"] = _ratio(row[f"{r}_p80_us"], row[f"{r}_p20_us"])
     row[f"{r}_contended"] = best is not None and hostload.contention_note(best) is not None
     if gpu:
@@ -275,17 +297,18 @@ def _fill(row: dict, r: str, best, gpu: bool) -> None:
             row[f"{r}_us"] - row[f"{r}_gpu_us"])
 
 
-def _gpu_best(frame: pd.DataFrame) -> tuple[str | None, float]:
-    """(implementation, µs) of the least GPU time among a role's competing records — not
-    the GPU time of its fastest record per call: a record slower per call can be the
-    faster on the GPU.  (None, NaN) where the role has none, or where one of its records
-    has no usable GPU time (it might have been the GPU's fastest: unknown)."""
-    if frame.empty:
+def _gpu_best(at: np.ndarray, gpu_t: np.ndarray, impl: np.ndarray) -> tuple[str | None, float]:
+    """(implementation, µs) of the least GPU time (gpu_t, ms) among a role's competing
+    records (positions `at`) — not the GPU time of its fastest record per call: a record
+    slower per call can be the faster on the GPU.  (None, NaN) where the role has none, or
+    where one of its records has no usable GPU time (it might have been the GPU's fastest:
+    unknown)."""
+    if not len(at):
         return None, np.nan
-    t = times(frame, "gpu_time_ms")
+    t = gpu_t[at]
     if not (np.isfinite(t) & (t > 0)).all():
         return None, np.nan
-    return frame.loc[t.idxmin(), "implementation"], float(t.min()) * 1000
+    return impl[at[np.argmin(t)]], float(t.min()) * 1000
 
 
 def _ratio(a, b) -> float:

@@ -15,6 +15,7 @@ import synthetic
 from normbench.harness import summary
 from normbench.harness.report.answer import markdown_table
 from normbench.harness.report.terminal import print_tables
+from normbench.harness.schema import case_id
 from normbench.harness.store import load_records
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -334,3 +335,108 @@ def test_a_record_of_another_device_that_no_ratio_compares_raises_no_warning():
     assert "compare machines" not in buf.getvalue()
     recs[2]["device"] = a100                    # the best nondeterministic: det ÷ nondet reads it
     assert summary.answer(pd.DataFrame(recs)).iloc[0].devices == (synthetic.DEVICE, a100)
+
+
+# ---------------------------------------------------------------------------------------------
+# a varied run: what answer() and the terminal tables give for it is pinned (tests/data/)
+
+def _varied(gpu: bool = False) -> list[dict]:
+    """sweep_records() at four (dtype, weight dtype) pairs, both norms, with a GPU time on
+    most records (gpu), some measured next to other cases, on another device, incorrect,
+    timed out, and a peer (quack) at some shapes beside the skipped liger."""
+    out = []
+    k = 0
+    for dtype, wdt in (("bf16", "fp32"), ("fp16", "fp16"), ("fp32", "fp32"), ("bf16", "bf16")):
+        for r in synthetic.sweep_records():
+            k += 1
+            r = dict(r, dtype=dtype, weight_dtype=wdt)
+            if r["status"] == "ok":
+                if gpu and k % 7:
+                    r["gpu_time_ms"] = r["time_ms"] * (0.6 + (k % 5) / 10)
+                    r["host_overhead_ms"] = r["time_ms"] * 0.3 if k % 3 else None
+                if k % 11 == 0:
+                    r.update(concurrent_cases=3, hostname="node7")
+                if k % 13 == 0:
+                    r["device"] = "NVIDIA A100-SXM4-80GB"
+                if k % 17 == 0:
+                    r["correct"] = False
+                if k % 19 == 0 and r["implementation"] == "torch":
+                    r.update(status="timeout", time_ms=None)
+            out.append(r)
+            if r["implementation"] == "liger" and k % 2:
+                out.append(dict(r, implementation="quack", kind="baseline", status="ok",
+                                correct=True, time_ms=0.05 + (k % 9) / 100, groups="-",
+                                time_p20_ms=0.049, time_p80_ms=0.052, deterministic=True,
+                                deterministic_by_design=True))
+    for r in out:
+        r["case_id"] = case_id(r)
+    return out
+
+
+def _varied_outputs(tmp: Path) -> dict[str, str]:
+    """{fixture name: text} of print_tables (split with GPU time, at 100 columns) and of
+    answer() (sorted and in run order) for _varied, with and without GPU time, from the
+    records as built, as report.fmt.plain has them and as the store loads them (`tmp`: a
+    directory for the run): the tables alike from each."""
+    from normbench.harness.report.fmt import plain
+    out = {}
+    for gpu in (False, True):
+        raw = pd.DataFrame(_varied(gpu))
+        stored = load_records(synthetic.write_run(tmp / str(gpu), _varied(gpu)))
+        for df in (raw, plain(raw), stored):
+            buf = io.StringIO()             # whole without GPU time; split with it
+            print_tables(df, {"interpreted": gpu}, Console(file=buf, width=100 if gpu else 250,
+                                                         color_system=None))
+            text = buf.getvalue()
+            name = f"varied_{'gpu' if gpu else 'call'}_tables.txt"
+            assert out.setdefault(name, text) == text
+        for df, order in ((plain(raw), "sorted"), (stored, "run")) if gpu else ((raw, "run"),):
+            out["varied_answer.csv"] = (out.get("varied_answer.csv", "")
+                                        + summary.answer(df, order).to_csv())
+    return out
+
+
+def test_answer_and_terminal_tables_of_a_varied_run_are_as_pinned(tmp_path):
+    """The answer and the end-of-run tables of a run with several norms, dtypes, weight
+    dtypes, implementations, failed and skipped records, as written before answer() and
+    print_tables stopped filtering the whole frame per shape (tests/data/varied_*; after a
+    deliberate change of either, rewrite them with NORMBENCH_PIN=1)."""
+    import os
+    data = ROOT / "tests" / "data"
+    for name, text in _varied_outputs(tmp_path).items():
+        if os.environ.get("NORMBENCH_PIN"):
+            (data / name).write_text(text, encoding="utf-8")
+        assert text == (data / name).read_text(encoding="utf-8"), name
+
+
+class _Counting(pd.DataFrame):
+    """A records frame that counts the frames made from it still holding every record's
+    samples (time_samples_ms): the copies of the whole records."""
+    copies = 0
+
+    @property
+    def _constructor(self):
+        return _Counting
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if "time_samples_ms" in self.columns:
+            _Counting.copies += 1
+
+
+@pytest.mark.parametrize("show", ["answer", "tables"])
+def test_answer_and_terminal_tables_copy_the_records_as_often_at_any_number_of_shapes(show):
+    """answer() copied each shape's records, every column with the samples' text, several
+    times a shape, and print_tables filtered the whole frame for each shape and
+    implementation: ~10 ms a shape, 3 minutes for a 10 000-shape run's tables.  Both now copy
+    the whole records a fixed number of times, at 4 shapes as at 32."""
+    def copies(n_rows: int) -> int:
+        df = _Counting(synthetic.sweep_records(rows_list=tuple(range(1024, 1024 + 64 * n_rows,
+                                                                     64))))
+        _Counting.copies = 0
+        if show == "answer":
+            summary.answer(df)
+        else:
+            print_tables(df, {}, Console(file=io.StringIO(), width=250, color_system=None))
+        return _Counting.copies
+    assert copies(1) == copies(8)

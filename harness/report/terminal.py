@@ -18,18 +18,26 @@ from normbench.harness.cells import is_missing
 from .fmt import finite, fmt_int, fmt_ratio, fmt_us
 
 
-def _at(frame, key: tuple, impl):
-    """The rows of `frame` at shape key = (norm, dtype, weight dtype, rows, d) of `impl`."""
-    norm, dtype, wdt, rows, d = key
-    return frame[(frame.norm == norm) & (frame.dtype == dtype) & (frame.weight_dtype == wdt)
-                 & (frame.rows == rows) & (frame.d == d) & (frame.implementation == impl)]
+KEY = ("norm", "dtype", "weight_dtype", "rows", "d")       # a table's, then a row's
+# What the cells read of a record (_text's, hostload.contention_note's, summary.why_out's)
+CELL = ("implementation", "time_ms", "gpu_time_ms", "host_overhead_ms", "groups",
+        "groups_effective", "status", "correct", "concurrent_cases", "hostname")
 
 
-def _text(r, gpu: bool) -> tuple[str, bool]:
-    """(one record's cell text: call time, GPU time, GROUPS, ‡; whether it carries ‡)."""
+def _where(frame, cols=KEY) -> dict:
+    """{(frame's values at `cols`): the label of its first row so} — a lookup per shape in
+    place of filtering the whole frame for each shape and implementation."""
+    at = {}
+    for label, key in zip(frame.index, zip(*(frame[c] for c in cols))):
+        at.setdefault(key, label)
+    return at
+
+
+def _text(r: dict, g: float, gpu: bool) -> tuple[str, bool]:
+    """(one record's cell text: call time, GPU time g (ms, NaN for none), GROUPS, ‡;
+    whether it carries ‡)."""
     txt = fmt_us(float(r["time_ms"]) * 1000)
     if gpu:
-        g = summary.times(r.to_frame().T, "gpu_time_ms").iloc[0]
         txt += " / " + (fmt_us(g * 1000) if np.isfinite(g) else "–")
     if r["groups"] not in ("-", None) and finite(r["groups_effective"]):
         txt += f" G{int(r['groups_effective'])}"
@@ -40,43 +48,50 @@ def _text(r, gpu: bool) -> tuple[str, bool]:
 def print_tables(df, meta: dict, console) -> None:
     if df.empty:
         return
+    df = df.reset_index(drop=True)
     ans = summary.answer(df)
     best = summary.best_groups(df)
     # the deterministic role's records: ◆ shows the answer's det record, which need not be its
     # implementation's best GROUPS (a faster GROUPS measured nondeterministic competes as nondet)
-    det_rows = df[[summary.role(r) == "det" for _, r in df.iterrows()]]
-    best_det = summary.best_groups(det_rows)
+    who = df[[c for c in summary.ROLE_COLUMNS if c in df.columns]].to_dict("records")
+    best_det = summary.best_groups(df[[summary.role(r) == "det" for r in who]])
+    # each lookup built once: a record (by label) as the cells read it, a shape's answer row,
+    # an implementation's best (and best deterministic) record at a shape
+    recs = df[[c for c in CELL if c in df.columns]].to_dict("records")
+    gpu_ms = summary.times(df, "gpu_time_ms").to_numpy()
+    ans_at = _where(ans.reset_index(drop=True))
+    best_at, det_at = (_where(f, (*KEY, "implementation")) for f in (best, best_det))
     gpu = "decided_on" in ans.columns
     impls = list(dict.fromkeys(df["implementation"]))
     clock = "call µs / GPU µs" if gpu else "median µs"
     tail = ["det÷nondet", "peer÷det"] + (["decided on"] if gpu else [])
-    for (norm, dtype, wdt), part in df.groupby(["norm", "dtype", "weight_dtype"], sort=False):
+    keys = df[[*KEY, "implementation"]]
+    for (norm, dtype, wdt), part in keys.groupby(["norm", "dtype", "weight_dtype"], sort=False):
         title = escape(f"{norm}, {dtype} (weight {wdt}) — {clock}, best GROUPS per "
                        "implementation")
         contended = split = False   # a cell of this table carries the mark: its legend is due
         body = []                   # per shape: (its label, a cell per implementation, the tail)
         for (rows, d), shape in part.groupby(["rows", "d"], sort=True):
             key = (norm, dtype, wdt, rows, d)
-            sel = ans[(ans.norm == norm) & (ans.dtype == dtype) & (ans.weight_dtype == wdt)
-                      & (ans.rows == rows) & (ans.d == d)]
-            a = sel.iloc[0] if len(sel) else None
+            a = ans.iloc[ans_at[key]] if key in ans_at else None
             fastest = np.nan if a is None or is_missing(a["fastest"]) else a[f"{a['fastest']}_us"]
+            first = _where(shape, ("implementation",))      # each one's first record here
             cells = []
             for n in impls:
-                rec = _at(best, key, n)
-                if rec.empty:
-                    mine = shape[shape.implementation == n]
-                    cells.append("" if mine.empty else
-                                 f"[red]✗ {escape(summary.why_out(mine.iloc[0]))}[/]")
+                rec = best_at.get((*key, n))
+                if rec is None:
+                    mine = first.get((n,))
+                    cells.append("" if mine is None else
+                                 f"[red]✗ {escape(summary.why_out(recs[mine]))}[/]")
                     continue
-                shown = [(rec.iloc[0], "")]
+                shown = [(rec, "")]
                 if a is not None and n == a["det_impl"]:
-                    det = _at(best_det, key, n).iloc[0]
-                    shown = [(det, "◆")] + ([] if det.name == rec.index[0] else
-                                            [(rec.iloc[0], "nondet")])
+                    det = det_at[(*key, n)]
+                    shown = [(det, "◆")] + ([] if det == rec else [(rec, "nondet")])
                 lines = []
-                for r, mark in shown:
-                    txt, c = _text(r, gpu)
+                for label, mark in shown:
+                    r = recs[label]
+                    txt, c = _text(r, gpu_ms[label], gpu)
                     contended |= c
                     us = float(r["time_ms"]) * 1000
                     if us == fastest or summary.tied(us, fastest):     # ties: every one ★
