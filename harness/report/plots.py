@@ -80,8 +80,7 @@ def _png(fig) -> bytes:
     return buf.getvalue()
 
 
-def _heatmap(fig, ax, values: pd.DataFrame, annot, cmap, norm, label: str | None,
-             fontsize: int = 8):
+def _heatmap(fig, ax, values: pd.DataFrame, annot, cmap, norm, fontsize: int = 8):
     """Annotated heatmap (imshow + text; NaN cells grey).  seaborn.heatmap redraws the whole
     figure to check label overlap, which costs about a second per panel on a small CPU."""
     import matplotlib as mpl
@@ -103,8 +102,6 @@ def _heatmap(fig, ax, values: pd.DataFrame, annot, cmap, norm, label: str | None
                 r, g, b, _ = cm(norm(v))
                 color = "white" if 0.299 * r + 0.587 * g + 0.114 * b < 0.5 else "black"
             ax.text(j, i, t, ha="center", va="center", fontsize=fontsize, color=color)
-    if label is not None:
-        fig.colorbar(im, ax=ax, label=label)
     return im
 
 
@@ -127,7 +124,7 @@ def _heatmap_figures(values: pd.DataFrame, annot, cmap, norm, label: str, *, col
         axes = list(fig.subplots(len(part), 1, squeeze=False)[:, 0])
         for ax, cols in zip(axes, part):
             im = _heatmap(fig, ax, values.iloc[:, cols.start:cols.stop],
-                          annot[:, cols.start:cols.stop], cmap, norm, None)
+                          annot[:, cols.start:cols.stop], cmap, norm)
             ax.set_ylabel(ylabel)
             _slant_xticks(ax)
         axes[-1].set_xlabel(xlabel)
@@ -142,6 +139,13 @@ def _heatmap_figures(values: pd.DataFrame, annot, cmap, norm, label: str, *, col
 def _heatmap_figure_name(name: str, k: int) -> str:
     """The file stem of a heatmap's K-th figure (from 0): the first keeps NAME."""
     return name if k == 0 else f"{name}_part{k + 1}"
+
+
+def _add_heatmaps(rep, figs: list[tuple], name: str, title: str, caption: str) -> None:
+    """_heatmap_figures' figures into the report: NAME, NAME_part2 ..., each captioned."""
+    for k, (fig, shapes, kept) in enumerate(figs):
+        rep.figure(PlotFigure(_heatmap_figure_name(name, k), title, _png(fig),
+                              _heatmap_caption(caption, kept, shapes, len(figs))))
 
 
 def _heatmap_caption(caption: str, kept: bool, shapes: tuple, parts: int) -> str:
@@ -285,13 +289,10 @@ def _plot_group_heatmaps(rep, df, comp, meta, palette, baseline, interp):
                                 panel_h=max(4.0, 0.42 * len(gvals) + 2.6),
                                 xlabel="shape (norm rows×d dtype)", ylabel="GROUPS (effective)",
                                 title=f"{label[impl]}: median µs per GROUPS and shape")
-        for k, (fig, shapes, kept) in enumerate(figs):
-            rep.figure(PlotFigure(
-                _heatmap_figure_name(f"groups_{impl}", k), f"{impl}: time over GROUPS × rows",
-                _png(fig), _heatmap_caption(
-                    "Numbers are median µs; colour is the time relative to the best GROUPS "
-                    "for the same shape (1 = best; grey = not measured or not passing). "
-                    "Passing records only.", kept, shapes, len(figs))))
+        _add_heatmaps(rep, figs, f"groups_{impl}", f"{impl}: time over GROUPS × rows",
+                      "Numbers are median µs; colour is the time relative to the best GROUPS "
+                      "for the same shape (1 = best; grey = not measured or not passing). "
+                      "Passing records only.")
     rep.bullets(notes)
 
 
@@ -368,14 +369,11 @@ def _plot_determinism(rep, df, comp, meta, palette, baseline, interp):
                             "distinct results (1 = bitwise deterministic)", col_w=1.0,
                             extra_w=3.5, panel_h=max(3.4, 0.42 * len(rows_order) + 1.8),
                             xlabel="shape", ylabel="", title="Distinct bit patterns of (dx, dγ, dβ)")
-    for k, (fig, shapes, kept) in enumerate(figs):
-        rep.figure(PlotFigure(_heatmap_figure_name("determinism", k), "Determinism matrix",
-                              _png(fig), _heatmap_caption(
-                                  f"k/R: k distinct bit patterns of (dx, dγ, dβ) in {among}; "
-                                  "a row per GROUPS asked for where an implementation "
-                                  "ran with several (→n under k/R: the GROUPS that ran there, "
-                                  "where the strategy capped them); grey: not measured "
-                                  "(error/skip/timeout).", kept, shapes, len(figs))))
+    _add_heatmaps(rep, figs, "determinism", "Determinism matrix",
+                  f"k/R: k distinct bit patterns of (dx, dγ, dβ) in {among}; a row per GROUPS "
+                  "asked for where an implementation ran with several (→n under k/R: the "
+                  "GROUPS that ran there, where the strategy capped them); grey: not measured "
+                  "(error/skip/timeout).")
     if not nondet_design.empty:
         rep.warn("implementations deterministic by design gave differing results: "
                  + ", ".join(sorted({impl_label(r['implementation'], r['groups'], r['groups_effective'])
@@ -425,11 +423,8 @@ def _plot_speedup(rep, df, comp, meta, palette, baseline, interp):
                             xlabel="shape", ylabel="",
                             title=f"Speedup = t({label[baseline]}) / t(implementation)\n"
                                   "best GROUPS each; > 1 is faster")
-    for k, (fig, shapes, kept) in enumerate(figs):
-        rep.figure(PlotFigure(_heatmap_figure_name(f"speedup_vs_{baseline}", k),
-                              f"Speedup against {baseline}", _png(fig), _heatmap_caption(
-                                  "Grey: no passing result for that implementation or for the "
-                                  "baseline.", kept, shapes, len(figs))))
+    _add_heatmaps(rep, figs, f"speedup_vs_{baseline}", f"Speedup against {baseline}",
+                  "Grey: no passing result for that implementation or for the baseline.")
 
 
 def _plot_workspace(rep, df, comp, meta, palette, baseline, interp):
