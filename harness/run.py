@@ -492,7 +492,7 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
                         rec = _measure_one(case, settings, worker, sweep.timeout_s)
                         unkept = (case, rec, load, where)
                     with held():
-                        keep(hostload.annotate(dict(rec), where, load.count), _label(case))
+                        keep(_annotated(unkept), _label(case))
                         unkept = None
         _ended(store, True, wrote, outcome.measured)
         outcome.finished = True
@@ -544,8 +544,7 @@ def _close(worker, executor, store: RunStore, outcome: Outcome, wrote: str | Non
             worker.close()
         items = []
         if unkept is not None:
-            case, rec, load, where = unkept
-            items.append((case, hostload.annotate(dict(rec), where, load.count)))
+            items.append((unkept[0], _annotated(unkept)))
         if executor is not None:
             try:
                 items += list(getattr(executor, "unsaved", list)())
@@ -561,6 +560,13 @@ def _close(worker, executor, store: RunStore, outcome: Outcome, wrote: str | Non
         except StoreError as e:
             error = e
     return error
+
+
+def _annotated(unkept: tuple) -> dict:
+    """The record of `unkept` (case, record, its hostload.track, where it ran) as it is
+    stored: a copy with where it ran and the host's load while it was measured."""
+    _case, rec, load, where = unkept
+    return hostload.annotate(dict(rec), where, load.count)
 
 
 def _add_gpus(store: RunStore, new: list) -> None:
