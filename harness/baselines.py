@@ -6,6 +6,7 @@
     base.records(key)          # the case's baseline records, each measurement once
     base.holders(key)          # the runs counted for it: all, less those whose record of
                                # it is another run's measurement
+    base.held[i]               # every case key run i holds (its shared records included)
 
 A run counts once however it is reached: the same directory given twice (by path), a copy of a
 run directory, or the shards of a sharded run beside their merge (a merge copies its shards'
@@ -17,7 +18,9 @@ time samples and medians of every metric (MEASURED_BY); a record that does not s
 started is never taken for another.  The runs are taken largest first (most cases): a run
 whose every record is a measurement an earlier one holds is dropped, noted (as a shard of a
 merge where the merge's merged_from names it, else as a copy); a run that holds some of them
-keeps its own, and the shared ones count once (noted too).
+keeps its own, and the shared ones count once (noted too).  The candidate's own measurements
+are no baseline for it: a baseline run that holds only them (a copy of the candidate, the
+shards of a merged candidate) is refused, one that holds some of them loses those (noted).
 """
 from __future__ import annotations
 
@@ -39,6 +42,7 @@ class Baselines:
     dup_keys: list[int]               # per run: case keys it holds more than once
     notes: list[str] = field(default_factory=list)
     shared: Counter = field(default_factory=Counter)   # case key -> records dropped as shared
+    held: list[frozenset] = field(default_factory=list)  # per run: every case key it holds
 
     def records(self, key: tuple) -> list[dict]:
         return [b[key] for b in self.indexes if key in b]
@@ -76,8 +80,15 @@ def same_dir(a: str, b: str) -> bool:
         return a == b
 
 
-def distinct(runs: list[Run]) -> Baselines:
-    """The baseline runs and records that count (module docstring), in the order given."""
+class CandidateCopy(ValueError):
+    """A baseline run holds only measurements the candidate holds (its copy, its shards)."""
+
+
+def distinct(runs: list[Run], candidate: Run | None = None) -> Baselines:
+    """The baseline runs and records that count (module docstring), in the order given.  A
+    measurement the candidate holds is no baseline for it: a run that holds only such
+    measurements (a copy of the candidate, the shards of a merged candidate) raises
+    CandidateCopy; a run that holds some of them loses those records, noted."""
     kept: list[Run] = []
     for r in runs:
         if not any(same_dir(r.dir, k.dir) for k in kept):
@@ -87,6 +98,8 @@ def distinct(runs: list[Run]) -> Baselines:
         notes.append(f"{len(runs) - len(kept)} baseline run(s) given more than once: each "
                      "counted once")
     indexed = [index(r.records) for r in kept]
+    if candidate is not None:
+        kept, indexed = _without_candidate(kept, indexed, candidate, notes)
     seen: dict[tuple, int] = {}               # measurement -> the run that holds it
     shared: dict[int, dict[tuple, int]] = {}  # run -> {its case key: the run that holds it}
     for i in sorted(range(len(kept)), key=lambda i: -len(indexed[i][0])):
@@ -114,10 +127,34 @@ def distinct(runs: list[Run]) -> Baselines:
                          f"measurements {where} hold(s) too: each counted once")
             out.shared.update(list(keys))
             idx = {k: v for k, v in idx.items() if k not in keys}
+        out.held.append(frozenset(indexed[i][0]))
         out.runs.append(run)
         out.indexes.append(idx)
         out.dup_keys.append(dups)
     return out
+
+
+def _without_candidate(kept: list[Run], indexed: list, candidate: Run, notes: list[str]):
+    """The baseline runs' indexes less the records that are the candidate's own measurements
+    (a baseline made of the candidate would widen the envelope to hold it: module docstring)."""
+    cand = {m for rec in index(candidate.records)[0].values() if (m := measurement(rec))}
+    if not cand:
+        return kept, indexed
+    out = []
+    for run, (idx, dups) in zip(kept, indexed):
+        own = [k for k, rec in idx.items() if measurement(rec) in cand]
+        if own and len(own) == len(idx):
+            raise CandidateCopy(
+                f"baseline {run.dir} holds only measurements the candidate {candidate.dir} "
+                f"holds too ({_why(run, [candidate])}): it would widen the baselines' "
+                "envelope to hold the candidate")
+        if own:
+            notes.append(f"{len(own)} of baseline {run.dir}'s {len(idx)} case(s) are "
+                         f"measurements the candidate {candidate.dir} holds too: not counted "
+                         "as baseline")
+            idx = {k: v for k, v in idx.items() if k not in set(own)}
+        out.append((idx, dups))
+    return kept, out
 
 
 def _why(run: Run, holders: list[Run]) -> str:

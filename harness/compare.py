@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from normbench.harness import baselines, schema, stats
 from normbench.harness.compare_rules import (BOTH_NOT_OK, CompareError, Run, baseline_mix,
                                              check_comparable, check_gates_something,
-                                             expand_dirs, gpu_unchanged, host_bound, index,
-                                             isna, key_label, method_text, num, select)
+                                             coverage_notes, expand_dirs, gpu_not_faster,
+                                             gpu_unchanged, host_bound, index, isna,
+                                             key_label, method_text, num, select)
 
 EXIT_OK = 0
 EXIT_REGRESSION = 1
@@ -144,6 +145,32 @@ class CompareResult:
     def geomean_ratio(self) -> float | None:
         return stats.geomean(c.ratio for c in self.cases if c.gated and c.ratio is not None)
 
+    def rule_counts(self) -> tuple[int, int]:
+        """The gated cases judged against a between-run envelope, and those judged against
+        one baseline run (the conservative rule): each case by the baseline runs that hold it
+        (shards, a partial run or cases added since leave a case to one run of several)."""
+        judged = [c for c in self.cases if c.gated and c.rule]
+        env = sum(c.rule == stats.ENVELOPE for c in judged)
+        return env, len(judged) - env
+
+    def noise_rule(self) -> str:
+        """How between-run noise was handled, as the summary and the JSON say it."""
+        runs = len(self.baseline_dirs)
+        env, one = self.rule_counts()
+        if runs == 1:
+            return "one baseline run: between-run noise unknown, conservative rule"
+        envelope = f"between-run envelope of {runs} baseline runs"
+        if self.baseline_mix:
+            envelope += (f" of different {' and '.join(self.baseline_mix)}: the envelope "
+                         "includes that change")
+        if not one:
+            return envelope
+        if not env:
+            return (f"{runs} baseline runs, each case held by one of them: between-run noise "
+                    "unknown, conservative rule")
+        return (f"{envelope}, for {env} case(s); one baseline run, conservative rule, for "
+                f"{one}")
+
     def summary(self) -> str:
         n_reg, n_imp = len(self.regressions), len(self.improvements)
         gated = [c for c in self.cases if c.gated]
@@ -158,12 +185,7 @@ class CompareResult:
         if self.count(stats.NOT_COMPARED):
             parts.append(f"{self.count(stats.NOT_COMPARED)} without a time on a side")
         g = self.geomean_ratio()
-        runs = len(self.baseline_dirs)
-        noise = (f"between-run envelope of {runs} baseline runs" if runs > 1 else
-                 "one baseline run: between-run noise unknown, conservative rule")
-        if self.baseline_mix:
-            noise += (f" of different {' and '.join(self.baseline_mix)}: the envelope includes "
-                      "that change")
+        noise = self.noise_rule()
         text = (f"{'REGRESSION' if n_reg else 'OK'}: {', '.join(parts)} of {len(gated)} gated "
                 f"cases ({self.metric} time, threshold {self.threshold:.1%}, {noise})")
         if g is not None:
@@ -210,7 +232,10 @@ def compare_runs(base_runs: list[Run], cand: Run, *, threshold: float = 0.05,
         raise CompareError(f"alpha must be in (0, 1), got {alpha!r}")
     # one measurement twice (a run given twice, a copy, shards beside their merge) would be
     # an envelope of no spread: each counts once (harness/baselines.py)
-    base = baselines.distinct(base_runs)
+    try:
+        base = baselines.distinct(base_runs, cand)
+    except baselines.CandidateCopy as e:
+        raise CompareError(str(e)) from None
     base_runs = base.runs
     notes = check_comparable(base_runs, cand, common=common, mixed_baselines=mixed_baselines)
     notes += base.notes
@@ -244,12 +269,21 @@ def compare_runs(base_runs: list[Run], cand: Run, *, threshold: float = 0.05,
     missing = [k for k in base_keys if k not in cand_idx]
     new = [k for k in cand_idx if not any(k in b for b in bases)]
     if not common:               # a case the candidate lacks is judged; under --common, listed
-        cases += [_missing_case(k, base.records(k), base.holders(k), wanted(k))
+        # a baseline run that holds less than its plan (a shard, one stopped early) says
+        # nothing about a case it lacks; a complete one that lacks it did not plan it
+        whole = [h for r, h in zip(base_runs, base.held) if not coverage_notes(r)]
+        cases += [_missing_case(k, base.records(k), base.holders(k), wanted(k),
+                                sum(k not in h for h in whole))
                   for k in missing]
         # a case new in the candidate has no time to judge, but a failure of its own
         cases += [r for k in new if (r := _failed_new_case(k, cand_idx[k], wanted(k)))]
     judged_new = {c.case_id for c in cases if c.base_runs == 0}
     check_gates_something(selection, [c.gated for c in cases], common)
+    one_run = sum(c.gated and c.rule not in ("", stats.ENVELOPE) for c in cases)
+    if len(base_runs) > 1 and one_run:
+        notes.append(f"{one_run} gated case(s) are held by one baseline run only (the runs "
+                     "are shards, one stopped early, or cases were added since): between-run "
+                     "noise is unknown for them, so the conservative single-run rule applies")
     cases.sort(key=lambda c: (not c.is_regression, not c.is_improvement, not c.gated,
                               -(c.ratio or 0) if c.is_regression else (c.ratio or 0)))
     if common:
@@ -354,19 +388,27 @@ def _side(rec: dict, col: schema.Column) -> stats.Side:
                       num(rec.get(col.p80)) if col.p80 else None, tuple(samples))
 
 
-def _missing_case(key: tuple, bs: list[dict], runs: int, gated: bool) -> CaseResult:
-    """A baseline case the candidate run does not hold: a regression where every one of the
-    `runs` baseline runs holds it ok (a strategy that dropped out of the plan, an interrupted
-    run), else a flag."""
+def _missing_case(key: tuple, bs: list[dict], runs: int, gated: bool,
+                  unplanned: int = 0) -> CaseResult:
+    """A baseline case the candidate run does not hold: a regression where every baseline run
+    that holds it holds it ok (a strategy that dropped out of the plan, an interrupted run) --
+    a run of the `runs` that does not hold it because it holds less than its plan (a shard, a
+    run stopped early) says nothing about it -- else a flag: a baseline run failed or skipped
+    it, or `unplanned` complete baseline runs lack it too (baseline runs of different configs:
+    the case is not in every plan)."""
     statuses = sorted({str(b.get("status") or "?") for b in bs})
     res = CaseResult(case_id="|".join(key), key=dict(zip(schema.KEY, key)),
                      base_status="/".join(statuses), cand_status=MISSING, gated=gated,
                      base_runs=len(bs))
-    if statuses == ["ok"] and len(bs) == runs:     # a regression only where gated
-        res.regressions.append("missing from the candidate run (ok in every baseline run)")
+    if statuses == ["ok"] and not unplanned:        # a regression only where gated
+        held = "every baseline run" if len(bs) >= runs else \
+            f"every baseline run that holds it, {len(bs)} of {runs}"
+        res.regressions.append(f"missing from the candidate run (ok in {held})")
     else:
         res.flags.append(f"missing from the candidate run (baseline {res.base_status} in "
-                         f"{len(bs)} of {runs} runs)")
+                         f"{len(bs)} of {runs} runs" + (
+                             f"; {unplanned} complete baseline run(s) lack it too: not in "
+                             "every baseline run's plan" if unplanned else "") + ")")
     return res
 
 
@@ -413,8 +455,9 @@ def _compare_case(key: tuple, bs: list[dict], c: dict, threshold: float, alpha: 
     cand = _side(c, mcol)
     hb = mcol.metric == "call" and host_bound(ok_bs)
     same_gpu = mcol.metric == "call" and gpu_unchanged(ok_bs, c, threshold)
+    not_faster = mcol.metric == "call" and gpu_not_faster(ok_bs, c, threshold)
     j = stats.judge_case(sides, cand, threshold, host_bound=hb, gpu_unchanged=same_gpu,
-                         alpha=alpha)
+                         gpu_not_faster=not_faster, alpha=alpha)
     res.base_ms = stats.geomean(s.median for s in sides if stats.finite(s.median))
     res.cand_ms = cand.median
     res.ratio, res.verdict, res.method, res.p_value, res.detail = (

@@ -222,6 +222,17 @@ def _meta_subset(meta: dict) -> dict:
     return {k: meta.get(k) for k in keys if k in meta}
 
 
+def _noise_token(result) -> str:
+    """The JSON's noise.rule: the envelope where every gated case had one, the one-run rule
+    where none had, else mixed (envelope_cases and one_run_cases say how many each)."""
+    env, one = result.rule_counts()
+    if len(result.baseline_dirs) > 1 and not one:
+        return stats.ENVELOPE
+    if len(result.baseline_dirs) == 1 or not env:
+        return "one baseline run: between-run noise unknown (conservative rule)"
+    return "mixed: between-run envelope for envelope_cases, one baseline run for one_run_cases"
+
+
 def _render_json(result) -> str:
     from normbench.harness.compare import exit_code
     doc = {
@@ -229,8 +240,9 @@ def _render_json(result) -> str:
         "metric": result.metric, "threshold": result.threshold, "alpha": result.alpha,
         "method": result.method,
         "noise": {"baseline_runs": len(result.baseline_dirs),
-                  "rule": (stats.ENVELOPE if len(result.baseline_dirs) > 1 else
-                           "one baseline run: between-run noise unknown (conservative rule)"),
+                  "rule": _noise_token(result), "text": result.noise_rule(),
+                  "envelope_cases": result.rule_counts()[0],
+                  "one_run_cases": result.rule_counts()[1],
                   "baselines_differ_in": result.baseline_mix},
         "gate": {"selection": result.selection or "all", "common_only": result.common_only},
         "baseline": {"dir": result.baseline_dir, "meta": _meta_subset(result.baseline_meta)},

@@ -206,7 +206,7 @@ def check_comparable(base_runs: list[Run], cand: Run, common: bool = False,
         notes.append("every run is CPU wall-clock timing under the Triton interpreter: "
                      "it says nothing about GPU speed")
     for role, r in [("baseline", b) for b in base_runs] + [("candidate", cand)]:
-        notes += [f"{role} {r.dir}: {n}" for n in _coverage(r)]
+        notes += [f"{role} {r.dir}: {n}" for n in coverage_notes(r)]
     for r in base_runs + [cand]:
         if r.meta.get("git_dirty"):
             notes.append(f"{r.dir} was run from a dirty tree (git_commit {r.meta.get('git_commit')})")
@@ -217,7 +217,7 @@ def check_comparable(base_runs: list[Run], cand: Run, common: bool = False,
     return list(dict.fromkeys(notes))
 
 
-def _coverage(run: Run) -> tuple[str, ...]:
+def coverage_notes(run: Run) -> tuple[str, ...]:
     """The caveat report and export print where a run holds less than its plan (stopped
     early, one shard, a partial merge, still running): export.coverage_note, one line."""
     from normbench.harness.export import coverage_note
@@ -330,6 +330,19 @@ def gpu_unchanged(base_recs: list[dict], cand: dict, threshold: float) -> bool:
     return bool(ref) and float(cand[gpu.name]) <= max(ref) * (1 + threshold)
 
 
+def gpu_not_faster(base_recs: list[dict], cand: dict, threshold: float) -> bool:
+    """The mirror of gpu_unchanged for a speed-up: the candidate's GPU time and the baseline's
+    are recorded, and the candidate's is not faster than the baseline's by more than the
+    threshold (a call time that fell did so on the host: the baseline run was the disturbed
+    one).  A baseline call time bounds its GPU time from above only, so it stands in for none
+    here."""
+    gpu = schema.metrics().get("gpu")
+    if gpu is None or not stats.is_time(cand.get(gpu.name)):
+        return False
+    ref = [float(r[gpu.name]) for r in base_recs if stats.is_time(r.get(gpu.name))]
+    return bool(ref) and float(cand[gpu.name]) >= min(ref) / (1 + threshold)
+
+
 def method_text(metric: str = "call") -> str:
     """The method, generated from the declaration (compare --help, the JSON, the markdown)."""
     mcols = schema.metrics()
@@ -350,7 +363,11 @@ def method_text(metric: str = "call") -> str:
         "baseline medians of a case span an envelope [lo, hi], its measured between-run spread "
         "(one measurement seen twice counts once, noted: a run given twice, a copy of a run "
         "directory, shards beside their merge; a record of the same case, start time, host, "
-        "GPU, status, duration and time samples is the same measurement); "
+        "GPU, status, duration and time samples is the same measurement; the candidate's own "
+        "measurements are no baseline: a baseline run of only those -- a copy of the "
+        "candidate, the shards of a merged candidate -- is refused, one that holds some loses "
+        "them, noted); a case that only one baseline run holds (shards, a run stopped early) "
+        "is judged by the one-run rule below, and the summary counts the cases of each rule; "
         "the candidate is a REGRESSION only when its median exceeds hi by more than the "
         "threshold (cand > hi x (1 + threshold)) and a one-sided Mann-Whitney U test "
         f"(alpha {stats.ALPHA:g}, at least {stats.MIN_SAMPLES} samples a side; else non-overlap "
@@ -360,7 +377,9 @@ def method_text(metric: str = "call") -> str:
         "UNSTEADY: its threshold is widened by that span (threshold + the wider side's p20-p80 "
         "as a fraction of its median), so only a change beyond the unsteadiness is judged, and "
         "a slowdown whose candidate GPU time stays within the threshold of the baseline's (its "
-        "call time where it recorded none) is host time in a disturbed run: noise; a "
+        "call time where it recorded none) is host time in a disturbed run: noise, and so is a "
+        "speed-up whose candidate GPU time is not faster than the baseline's recorded one by "
+        "more than the threshold (the baseline run was the disturbed one); a "
         "HOST-BOUND case (host time at least "
         f"{HOST_FRACTION:.0%} of the baseline's call where GPU time is recorded; otherwise a "
         f"baseline median under {HOST_BOUND_MS * 1000:.0f} us, where do_bench's L2 flush no longer "
@@ -377,8 +396,10 @@ def method_text(metric: str = "call") -> str:
         "implementations chosen by --only/--exclude (names, or kind:strategy / kind:baseline) "
         "are gated; the others are reported (a selection that gates no case is refused).  "
         "A gated case of the baseline (ok in every baseline "
-        "run) that the candidate lacks is a regression (a strategy that dropped out of the "
-        "plan, an interrupted run); an ok candidate record without the gated time (none, or "
+        "run that holds it) that the candidate lacks is a regression (a strategy that dropped "
+        "out of the plan, an interrupted run) -- a baseline run that holds less than its plan "
+        "(a shard, one stopped early) says nothing of a case it lacks, a complete one that "
+        "lacks it did not plan it (a flag then); an ok candidate record without the gated time (none, or "
         "one of 0 or less) where the baseline has one is a regression too, and so is one without "
         f"{' or '.join(c.name for c in bools)} where the baseline has it (a flag where a change "
         "of it is one; where no ok baseline record has it, a run before the column, the "

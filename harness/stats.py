@@ -12,9 +12,11 @@ Between-run noise (judge_case): a baseline may hold several runs of the same con
       show the host or the GPU was not steady: the threshold is widened by that span (the
       widest of the two sides, as a fraction of its median), so a change of the size of the
       unsteadiness is noise, while one far beyond it still regresses -- unless the caller
-      finds the candidate's GPU time unchanged (`gpu_unchanged`: the slowdown is host time in
+      finds the candidate's GPU time no slower (`gpu_unchanged`: the slowdown is host time in
       a disturbed run; the committed same-commit H200 runs hold peers whose call times came
-      1.4-3.2x apart so), which makes it noise;
+      1.4-3.2x apart so), which makes it noise; and the mirror image: a speed-up whose GPU
+      time is no faster (`gpu_not_faster`: the baseline run was the disturbed one) is noise,
+      never an improvement;
     - HOST-BOUND (the caller decides: host time dominates the call) the threshold is
       multiplied by HOST_FACTOR, since host time moves between runs far more than GPU time
       (an unsteady host-bound case takes the larger of the two thresholds);
@@ -198,7 +200,7 @@ def _two(base: Side, cand: Side, threshold: float, alpha: float) -> Judgement:
 
 def judge_case(bases: Sequence[Side], cand: Side, threshold: float, *,
                host_bound: bool = False, gpu_unchanged: bool = False,
-               alpha: float = ALPHA) -> Judgement:
+               gpu_not_faster: bool = False, alpha: float = ALPHA) -> Judgement:
     """The time verdict of one case against one or several baseline runs (module docstring)."""
     bases = [b for b in bases if is_time(b.median)]
     if not bases or not is_time(cand.median):
@@ -236,6 +238,10 @@ def judge_case(bases: Sequence[Side], cand: Side, threshold: float, *,
             verdict = NOISE
             detail += ("; the candidate's GPU time is within the threshold of the baseline's: "
                        "host time in an unsteady run, not gated")
+        elif verdict == IMPROVEMENT and gpu_not_faster:
+            verdict = NOISE
+            detail += ("; the candidate's GPU time is within the threshold of the baseline's: "
+                       "host time in an unsteady run, not an improvement")
     if verdict == UNCHANGED and thr > threshold and j.ratio is not None \
             and beyond(j.ratio, threshold):
         # beyond the threshold asked for, inside the widened one: noise, and shown as such

@@ -9,6 +9,7 @@ them exactly as they read a real run.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import random
@@ -136,9 +137,21 @@ def sweep_records(norms=("rmsnorm", "layernorm"), rows_list=(1024, 8192), d_list
     return out
 
 
+_START = "2025-01-01T00:00:00Z"       # record()'s start time
+_RUNS = itertools.count(1)
+
+
 def write_run(run_dir, records: list[dict], run_meta: dict | None = None) -> Path:
     """A run directory holding `records` and `run_meta`, written through harness.store."""
     run_dir = Path(run_dir)
+    # each run its own measurements, as runs on a GPU are: a record left at record()'s start
+    # time is stamped with this run's (the same case, time and samples in two runs would be
+    # one measurement seen twice, which compare counts once -- harness/baselines.py); a record
+    # that says when it started (taken from another run: a copy, a shard) keeps it
+    n = next(_RUNS)
+    stamp = f"2025-01-01T{n // 3600 % 24:02d}:{n // 60 % 60:02d}:{n % 60:02d}.5Z"
+    records = [dict(r, started_at=stamp) if r.get("started_at") == _START else r
+               for r in records]
     try:
         from normbench.harness.store import RunStore
     except ImportError:                         # store not landed yet: temporary CSV fallback

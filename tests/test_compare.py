@@ -969,9 +969,9 @@ def test_a_run_that_holds_less_than_its_plan_is_noted(tmp_path):
     assert not [n for n in cmp.compare(a, _one(tmp_path, "whole", meta=dict(
         completed=True))).notes if "incomplete" in n]
     # a meta field of the wrong type (the API takes any dict): one line, exit 2, no traceback
-    recs = load_records(a)
+    recs, again = load_records(a), load_records(_one(tmp_path, "again"))
     with pytest.raises(cmp.CompareError, match="cannot read candidate's meta: .*completed"):
-        cmp.compare_records(recs, recs, synthetic.meta(), synthetic.meta(completed="no"))
+        cmp.compare_records(recs, again, synthetic.meta(), synthetic.meta(completed="no"))
 
 
 @pytest.mark.parametrize("field,value", [("config_name", ["a"]), ("started_at", 1733430000),

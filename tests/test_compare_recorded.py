@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from normbench.harness import compare as cmp
@@ -24,8 +25,13 @@ PAIRS += [(b, a) for a, b in PAIRS]
 
 
 def _copy(tmp_path, run: str, name: str, edit=None, **meta_over) -> Path:
-    """A run directory holding `run`'s records (edited by `edit(df)`) and meta (overridden)."""
+    """A run directory holding `run`'s records (edited by `edit(df)`) and meta (overridden),
+    standing for another run of them: each record started a day later (the same start time,
+    time and samples would be `run`'s own measurement, which compare never counts as a
+    baseline of itself -- harness/baselines.py)."""
     df = load_records(RESULTS / run)
+    df["started_at"] = [(pd.Timestamp(t) + pd.Timedelta(days=1)).isoformat()
+                        for t in df["started_at"]]
     if edit is not None:
         df = edit(df.copy())
     meta = {**load_meta(RESULTS / run), **meta_over}

@@ -31,10 +31,20 @@ def test_committed_run_loads(run):
     assert known.all(), bad.loc[~known, ["implementation", "norm", "dtype", "weight_dtype"]]
 
 
-def test_the_ci_baseline_compares_clean_against_a_copy_of_itself(tmp_path):
-    # a copy: the candidate may not be one of the baselines (compare refuses that)
-    shutil.copytree(RESULTS / "h200-quick", tmp_path / "copy")
-    assert exit_code(compare(RESULTS / "h200-quick", tmp_path / "copy")) == 0
-    runs = RESULTS / "h200-quick-runs"          # the workflow's baseline: both runs at once
+def test_the_ci_baseline_s_two_runs_compare_clean_and_a_copy_is_no_baseline(tmp_path):
+    """The workflow's baseline (h200-quick-runs, two runs of one commit): each run against the
+    other, with the workflow's selection, passes both ways.  A copy of a run is its own
+    measurement, no baseline for it: refused, alone or beside the other run (there it widened
+    the envelope to hold the candidate, so a copy of anything passed)."""
+    from normbench.harness.compare import CompareError
+    runs = RESULTS / "h200-quick-runs"
+    gate = dict(only="kind:strategy", exclude="atomic")
+    assert exit_code(compare(runs / "run-1", runs / "run-2", **gate)) == 0
+    assert exit_code(compare(runs / "run-2", runs / "run-1", **gate)) == 0
     shutil.copytree(runs / "run-2", tmp_path / "run-2")
-    assert exit_code(compare(runs, tmp_path / "run-2", only="kind:strategy")) == 0
+    for base in (runs, runs / "run-2"):
+        with pytest.raises(CompareError, match="holds only measurements the candidate"):
+            compare(base, tmp_path / "run-2", **gate)
+    shutil.copytree(RESULTS / "h200-quick", tmp_path / "copy")
+    with pytest.raises(CompareError, match=r"\(a copy\)"):
+        compare(RESULTS / "h200-quick", tmp_path / "copy")

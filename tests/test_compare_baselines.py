@@ -1,0 +1,183 @@
+"""What `compare` counts as baseline: runs that hold less than their plan (shards, a run stopped
+early), the candidate's own measurements among the baselines, and a speed-up that is host time
+in a disturbed baseline run (CPU only, synthetic runs)."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+import synthetic
+from normbench.harness import compare as cmp
+from normbench.harness import stats
+from normbench.harness.merge import merge
+from normbench.harness.store import load_records
+
+
+def _cases(drop=(), **over):
+    """Three cases of a small run, less the implementations in `drop`; `over` maps an
+    implementation to record overrides."""
+    base = [dict(implementation="torch", time_ms=0.100),
+            dict(implementation="disjoint_block", groups=64, groups_effective=64, time_ms=0.200,
+                 writers_per_slot=1),
+            dict(implementation="spin_lock", groups=64, groups_effective=64, time_ms=0.250)]
+    out = []
+    for i, kw in enumerate(base):
+        kw = {"rows": 8192, "d": 4096, "seed": i, **kw, **over.get(kw["implementation"], {})}
+        if kw["implementation"] not in drop:
+            out.append(synthetic.record(**kw))
+    return out
+
+
+def _run(tmp_path, name, recs=None, **meta):
+    return synthetic.write_run(tmp_path / name, _cases() if recs is None else recs,
+                               synthetic.meta(**meta))
+
+
+def _shards(tmp_path, prefix="s"):
+    """run --shard 0/2 and 1/2 of the three cases: each holds part of the plan."""
+    recs = _cases()
+    plan = [r["case_id"] for r in recs]
+    out = []
+    for i, part in enumerate((recs[:1], recs[1:])):
+        shard = {"index": i, "count": 2, "spec": f"{i}/2", "plan_digest": "p", "plan_size": 3,
+                 "plan_keys": plan, "keys": [r["case_id"] for r in part]}
+        out.append(_run(tmp_path, f"{prefix}{i}", part, shard=shard))
+    return out
+
+
+def _impls(cases):
+    return sorted(c.key["implementation"] for c in cases)
+
+
+def test_a_case_dropped_from_the_candidate_regresses_beside_shards_and_a_run_stopped_early(
+        tmp_path):
+    """A shard, or a run stopped early, lacks cases it was never meant to (or never got to)
+    measure: it says nothing about them.  Before, a case the candidate dropped regressed only
+    where every baseline run held it, so with the shards of a run as the baseline no dropped
+    strategy ever failed the gate (exit 0, a flag)."""
+    cand = _run(tmp_path, "cand", _cases(drop=("spin_lock",)))
+    res = cmp.compare(_shards(tmp_path), cand)
+    (reg,) = res.regressions
+    assert reg.key["implementation"] == "spin_lock" and cmp.exit_code(res) == 1
+    assert reg.regressions == ["missing from the candidate run (ok in every baseline run that "
+                               "holds it, 1 of 2)"]
+    # a run stopped before its end beside a whole one: the same
+    whole = _run(tmp_path, "whole")
+    stopped = _run(tmp_path, "stopped", _cases(drop=("spin_lock",)), completed=False)
+    (reg,) = cmp.compare([whole, stopped], cand).regressions
+    assert reg.key["implementation"] == "spin_lock"
+    # a complete baseline run that lacks the case did not plan it (baseline runs of two
+    # configs): a flag, as before
+    other = _run(tmp_path, "other", _cases(drop=("spin_lock",)), completed=True)
+    res = cmp.compare([whole, other], cand)
+    assert not res.regressions and cmp.exit_code(res) == 0
+    (flagged,) = [c for c in res.cases if c.cand_status == cmp.MISSING]
+    assert "1 complete baseline run(s) lack it too: not in every baseline run's plan" in \
+        flagged.flags[0]
+    # a baseline run that failed the case: a flag, as before
+    failed = _run(tmp_path, "failed", _cases(spin_lock=dict(status="error", error="boom")))
+    assert not cmp.compare([whole, failed], cand).regressions
+
+
+def test_shards_as_the_baseline_say_one_baseline_run_a_case(tmp_path):
+    """Every case of two shards is held by one of them: judged by the single-run rule, which
+    the summary, the JSON and a note now say (they said "between-run envelope of 2 baseline
+    runs", and the one-run note was missing)."""
+    res = cmp.compare(_shards(tmp_path), _run(tmp_path, "cand"))
+    assert {c.rule for c in res.cases} <= {stats.SINGLE, stats.SINGLE_HOST,
+                                           stats.SINGLE_UNSTEADY}
+    assert "2 baseline runs, each case held by one of them: between-run noise unknown" in \
+        res.summary()
+    assert "envelope" not in res.summary()
+    noise = json.loads(cmp.render(res, "json"))["noise"]
+    assert noise["envelope_cases"] == 0 and noise["one_run_cases"] == 3
+    assert noise["rule"].startswith("one baseline run")
+    assert any("3 gated case(s) are held by one baseline run only" in n for n in res.notes)
+    # two whole runs and a third that stopped after one case: an envelope for that case,
+    # one run's rule for none (every case has two or three)
+    runs = [_run(tmp_path, "w1"), _run(tmp_path, "w2"),
+            _run(tmp_path, "w3", _cases(drop=("torch", "spin_lock")), completed=False)]
+    res = cmp.compare(runs, _run(tmp_path, "cand2"))
+    assert "between-run envelope of 3 baseline runs" in res.summary()
+    assert json.loads(cmp.render(res, "json"))["noise"]["rule"] == stats.ENVELOPE
+    # one whole run beside a shard of another: both rules, counted
+    res = cmp.compare([_run(tmp_path, "w4"), _shards(tmp_path, "t")[1]], _run(tmp_path, "c3"))
+    assert ("between-run envelope of 2 baseline runs, for 2 case(s); one baseline run, "
+            "conservative rule, for 1") in res.summary()
+    noise = json.loads(cmp.render(res, "json"))["noise"]
+    assert (noise["envelope_cases"], noise["one_run_cases"]) == (2, 1)
+    assert noise["rule"].startswith("mixed")
+
+
+def test_the_candidate_s_own_measurements_are_no_baseline(tmp_path):
+    """A copy of the candidate among the baselines widened the envelope to hold it: a
+    candidate 20 % slower than the one real baseline run passed (exit 0, "unchanged"); so did
+    a merge compared with its own shards.  Refused now; a baseline run that shares only some
+    of the candidate's measurements loses those, noted."""
+    b1 = _run(tmp_path, "b1")
+    slow = _run(tmp_path, "slow", _cases(**{i: dict(time_ms=t * 1.2) for i, t in
+                                            (("torch", 0.1), ("disjoint_block", 0.2),
+                                             ("spin_lock", 0.25))}))
+    assert cmp.exit_code(cmp.compare(b1, slow)) == 1
+    shutil.copytree(slow, tmp_path / "bl" / "run-2")
+    shutil.copytree(b1, tmp_path / "bl" / "run-1")
+    with pytest.raises(cmp.CompareError, match=r"run-2 holds only measurements the candidate "
+                       r".*slow holds too \(a copy\): it would widen"):
+        cmp.compare(tmp_path / "bl", slow)
+    text, code = cmp.run_cli(tmp_path / "bl", slow, "5%", "table")
+    assert code == 2 and "holds only measurements the candidate" in text
+    with pytest.raises(cmp.CompareError, match="holds only measurements the candidate"):
+        cmp.compare(tmp_path / "bl" / "run-2", slow)           # alone, too: itself, no baseline
+    # a merge against its own shards
+    s0, s1 = _shards(tmp_path)
+    merge(tmp_path / "m", [s0, s1])
+    with pytest.raises(cmp.CompareError, match=r"s0 holds only measurements the candidate .*m "
+                       r"holds too \(a shard merged into .*m: its merged_from names it\)"):
+        cmp.compare([s0, s1], tmp_path / "m")
+    # a baseline run that holds one of the candidate's measurements and two of its own: the
+    # shared record is dropped from it, the rest compared
+    mine = [r for r in load_records(slow).to_dict("records") if r["implementation"] == "torch"]
+    part = _run(tmp_path, "part", mine + _cases(drop=("torch",)))
+    res = cmp.compare(part, slow)
+    assert any(f"1 of baseline {part}'s 3 case(s) are measurements the candidate {slow} holds "
+               "too: not counted as baseline" in n for n in res.notes)
+    assert _impls(res.regressions) == ["disjoint_block", "spin_lock"]
+    assert "torch" not in _impls(res.cases)
+
+
+def test_a_speed_up_that_is_host_time_in_a_disturbed_baseline_is_noise(tmp_path):
+    """The one-run rule took a slowdown whose GPU time stayed put for host time in a disturbed
+    run (noise), but the same pair the other way round read as an improvement of the code.
+    Now the mirror image holds: a speed-up whose GPU time is no faster is noise."""
+    steady = dict(time_ms=0.300, gpu_time_ms=0.090, spread=0.02)
+    disturbed = dict(time_ms=0.600, gpu_time_ms=0.090, spread=0.3)
+    a = _run(tmp_path, "a", _cases(torch=steady))
+    b = _run(tmp_path, "b", _cases(torch=disturbed))
+
+    def torch(res):
+        return next(c for c in res.cases if c.key["implementation"] == "torch")
+    slower = torch(cmp.compare(a, b))
+    assert slower.verdict == stats.NOISE and "not gated" in slower.detail
+    faster = torch(cmp.compare(b, a))
+    assert faster.verdict == stats.NOISE and faster.rule == stats.SINGLE_UNSTEADY
+    assert "host time in an unsteady run, not an improvement" in faster.detail
+    # a speed-up the GPU time shows is one
+    fast_gpu = _run(tmp_path, "c", _cases(torch=dict(steady, gpu_time_ms=0.060)))
+    assert torch(cmp.compare(b, fast_gpu)).verdict == stats.IMPROVEMENT
+    # a baseline without a GPU time: its call time bounds its GPU time from above only, so it
+    # cannot show the GPU unchanged: the speed-up stands
+    no_gpu = _run(tmp_path, "d", _cases(torch=dict(disturbed, gpu_time_ms=None)))
+    assert torch(cmp.compare(no_gpu, a)).verdict == stats.IMPROVEMENT
+
+
+def test_the_committed_same_commit_pair_has_no_improvement_either_way():
+    """h200-quick-runs' two runs at c0f77f1: torch_compile LayerNorm's call time 1.66x apart
+    on host time, GPU time level.  run-1 against run-2 was noise, run-2 against run-1 an
+    improvement."""
+    from pathlib import Path
+    runs = Path(__file__).resolve().parents[1] / "results" / "h200-quick-runs"
+    for a, b in (("run-1", "run-2"), ("run-2", "run-1")):
+        res = cmp.compare(runs / a, runs / b)
+        assert not res.regressions and not res.improvements, (a, b)
