@@ -466,7 +466,15 @@ def _strict_failures(df) -> dict:
 
 
 def _fmt_s(sec: float) -> str:
-    return f"{sec:.0f} s" if sec < 120 else f"{sec / 60:.1f} min"
+    """An estimate in the unit a reader plans by: s, min, h, then days (a plan of days
+    read "6000.0 min")."""
+    if sec < 120:
+        return f"{sec:.0f} s"
+    if sec < 2 * 3600:
+        return f"{sec / 60:.1f} min"
+    if sec < 48 * 3600:
+        return f"{sec / 3600:.1f} h"
+    return f"{sec / 86400:.1f} days"
 
 
 PLAN_ROWS = 200      # a plan of more records lists its first ones (a table of 160000 rows

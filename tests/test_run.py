@@ -356,6 +356,10 @@ def test_dry_run_and_list():
     r = cli("run", "configs/cpu.yaml", "rows=[4]", "d=[8]", "norm=rmsnorm", "--only", "torch",
             "--dry-run")
     assert r.returncode == 0 and r.stdout.startswith("plan: cpu — 1 record, about "), r.stdout
+    # the estimate in the unit a plan is read in: a plan of days read "6000.0 min"
+    from normbench.harness.cli import _fmt_s
+    assert [_fmt_s(s) for s in (5, 119, 120, 7199, 7200, 172799, 360000)] == [
+        "5 s", "119 s", "2.0 min", "120.0 min", "2.0 h", "48.0 h", "4.2 days"]
     from normbench.harness.text import count
     assert [count(k, "more record") for k in (0, 1, 2)] == [
         "0 more records", "1 more record", "2 more records"]
