@@ -612,3 +612,38 @@ def test_the_workflow_keeps_the_history_only_where_its_branch_is_or_is_made(tmp_
     assert step("push", "refs/heads/main")[0] == ["exists=true"]
     assert subprocess.run(heads, capture_output=True, text=True).stdout != ""   # made
     assert step(event, "refs/heads/x")[0] == ["exists=true"]
+
+
+def test_the_job_summary_keeps_under_github_s_limit_with_its_details_closed(tmp_path):
+    """GitHub takes at most 1 MiB of job summary from a step; compare's markdown of thousands
+    of changed cases is longer, and the step then failed to post anything.  The step's own
+    script: a short compare.md goes whole, a long one is cut at a line with its <details>
+    closed and a note naming the artifact that holds it whole."""
+    import os
+    import subprocess
+    script = _workflow_steps()["summary"]["run"].replace("${{ github.sha }}", "abc123")
+
+    def post(text):
+        (tmp_path / "compare.md").write_text(text)
+        out = tmp_path / "summary.md"
+        out.write_text("")
+        r = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+                           cwd=tmp_path, env={**os.environ, "GITHUB_STEP_SUMMARY": str(out)},
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        return out.read_text()
+    short = "REGRESSION: 1 regression\n\n| case | ms |\n|---|---|\n| a | 1 |\n"
+    assert post(short).startswith(short) and "cut here" not in post(short)
+    long = ("OK: 0 regressions\n\n<details><summary>12000 changes</summary>\n\n"
+            "| case | baseline ms | candidate ms |\n|---|---|---|\n"
+            + "".join(f"| disjoint_block rmsnorm {i}x4096 | 0.1000 | 0.1100 |\n"
+                      for i in range(30000)) + "\n</details>\n")
+    assert len(long) > 1 << 20
+    got = post(long)
+    assert len(got.encode()) < 1 << 20
+    assert got.startswith(long[:1000]) and got.count("<details>") == got.count("</details>") == 1
+    body = got[:got.index("</details>")]
+    assert body.endswith("|\n"), body[-80:]                        # cut at a line
+    assert f"compare.md is {len(long)} bytes, more than the 1 MiB a job summary takes: cut " \
+           "here. The whole of it is compare.md in the artifact `benchmark-abc123`." in got
+    assert got.rstrip().endswith("→ report.html")
