@@ -12,8 +12,8 @@ from normbench.harness.summary import is_true
 from .document import PlotFigure, Report
 from .heatmap import column_chunks, fit, panels_per_figure
 from .fmt import (SHAPE, best_per_impl, competing, finite, fmt_int, fmt_ratio, groups_ran,
-                  impl_label, impl_order, implementation_order, no_ceiling, one_copy_ceiling,
-                  shape_label, short, show_weight, uses_groups)
+                  impl_label, impl_order, implementation_order, shape_label, short,
+                  show_weight, uses_groups)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -172,8 +172,9 @@ def _plots(rep: Report, df: pd.DataFrame, meta: dict, baseline: str, interp: boo
         rep.p("Timings below are CPU wall-clock under the Triton interpreter.")
     palette = _palette(df)
     from .plots_answer import plot_roofline, plot_samples
+    from .plots_bandwidth import plot_bandwidth
     short = _relabelled(df, comp, palette)
-    for section in (plot_samples, plot_roofline, _plot_bandwidth, _plot_group_heatmaps,
+    for section in (plot_samples, plot_roofline, plot_bandwidth, _plot_group_heatmaps,
                     _plot_determinism, _plot_speedup, _plot_workspace):
         # plots_answer's figures label with the frames' names: they get the short ones;
         # the sections here name implementations in text too, and shorten their labels only
@@ -181,72 +182,8 @@ def _plots(rep: Report, df: pd.DataFrame, meta: dict, baseline: str, interp: boo
         try:
             section(rep, d, c, meta, p, baseline, interp)
         except Exception as e:                # one bad plot must not cost the whole report
-            rep.warn(f"{section.__name__[6:]} plot failed: {type(e).__name__}: {e}")
-
-
-def _plot_bandwidth(rep, df, comp, meta, palette, baseline, interp):
-    from matplotlib.lines import Line2D
-    import seaborn as sns
-    rep.h(3, "Achieved bandwidth against rows")
-    copy = one_copy_ceiling(df, meta)
-    best = best_per_impl(comp)
-    if not best.empty:
-        best = best.copy()
-        missing = ~np.isfinite(best["gbps"])
-        best.loc[missing, "gbps"] = best.loc[missing, "bytes_moved"] / (best.loc[missing, "time_ms"] * 1e-3) / 1e9
-        best = best[np.isfinite(best["gbps"])]
-    if best.empty:
-        rep.p("Skipped: no record passed (status ok and correct) with a bandwidth.")
-        return
-    rep.p("GB/s = bytes_moved / median time, best GROUPS per implementation; one line per "
-          "implementation, one panel per d (columns) and dtype/weight dtype (rows)."
-          + (f" Right axis: % of this run's copy ceiling ({copy:.0f} GB/s"
-             + (", dashed)." if not interp else "; its line not drawn under the interpreter).") if copy
-             else f" {no_ceiling(meta)}: the % axis is left out."))
-    for norm in sorted(best["norm"].dropna().unique()):
-        sub = best[best["norm"] == norm].assign(
-            dtypes=lambda x: x["dtype"].astype(str) + "/" + x["weight_dtype"].astype(str))
-        ds, dts = sorted(sub["d"].unique()), sorted(sub["dtypes"].unique())
-        fig = _new_figure(4.2 * len(ds) + 2.2, 3.3 * len(dts) + 0.6)
-        axes = fig.subplots(len(dts), len(ds), squeeze=False, sharey="row")
-        impls = impl_order(sub["implementation"].unique(), palette)
-        for i, dt in enumerate(dts):
-            for j, d in enumerate(ds):
-                ax = axes[i][j]
-                cell = sub[(sub["dtypes"] == dt) & (sub["d"] == d)].sort_values("rows")
-                present = [x for x in impls if x in set(cell["implementation"])]
-                if present:
-                    sns.lineplot(data=cell, x="rows", y="gbps", hue="implementation",
-                                 hue_order=present, palette={k: palette[k] for k in present},
-                                 marker="o", ax=ax, legend=False, estimator=None)
-                if len(cell):                # log2 rows; one value: a decade around it,
-                    ax.set_xscale("log", base=2)  # never a linear 1950-2150 axis
-                    ticks = sorted(cell["rows"].unique())
-                    if len(ticks) == 1:
-                        ax.set_xlim(ticks[0] / 2, ticks[0] * 2)
-                    ax.set_xticks(ticks)
-                    ax.set_xticklabels([fmt_int(v) for v in ticks], rotation=30)
-                    ax.minorticks_off()
-                if copy and not interp:
-                    ax.axhline(copy, ls="--", color="0.4", lw=1)
-                if copy and j == len(ds) - 1:      # rows share y: one % axis per row
-                    sec = ax.secondary_yaxis("right", functions=(lambda g, c=copy: g / c * 100,
-                                                                 lambda p, c=copy: p * c / 100))
-                    sec.set_ylabel("% of copy ceiling")
-                ax.set_title(f"{norm}, d={fmt_int(d)}, {dt}", fontsize=10)
-                ax.set_xlabel("rows" if i == len(dts) - 1 else "")
-                ax.set_ylabel("GB/s" if j == 0 else "")
-        for i, dt in enumerate(dts):             # shared y per row: limits once all are drawn
-            top = float(sub.loc[sub["dtypes"] == dt, "gbps"].max())
-            if copy and not interp:
-                top = max(top, copy)
-            axes[i][0].set_ylim(0, top * 1.06 if top > 0 else 1)
-        label = plot_labels(palette)
-        handles = [Line2D([], [], color=palette[k], marker="o", label=label[k]) for k in impls]
-        fig.legend(handles=handles, loc="outside right center", frameon=False)
-        fig.suptitle(f"{norm}: achieved bandwidth" + (" (CPU wall-clock, interpreter)" if interp else ""))
-        rep.figure(PlotFigure(f"bandwidth_{norm}", f"{norm}: achieved GB/s and % of copy ceiling",
-                              _png(fig)))
+            name = section.__name__.removeprefix("_").removeprefix("plot_")
+            rep.warn(f"{name} plot failed: {type(e).__name__}: {e}")
 
 
 def _plot_group_heatmaps(rep, df, comp, meta, palette, baseline, interp):
