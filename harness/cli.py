@@ -618,29 +618,32 @@ def _after_sweep(signum: int, out_dir: Path, no_report: bool):
     """Exit 128 + signum for a signal that came once every record of the run was stored (as
     it closed, or as its tables were printed): nothing to resume, the report (unless
     --no-report) still to write."""
-    from normbench.harness.launch import command
     from normbench.harness.run import held_keys
-    from normbench.harness.text import count, shell_join
+    from normbench.harness.text import count
     line = (f"interrupted by {signal.Signals(signum).name} after the sweep finished: "
             f"{count(len(held_keys(out_dir)), 'record')} complete in {out_dir}")
     if no_report:
         fail(line, 128 + signum)
-    fail(line + "; write the report with:", 128 + signum,
-         command=shell_join([*command(), "report", out_dir]))
+    fail(line + "; write the report with:", 128 + signum, command=_report_command(out_dir))
 
 
 def _report_after(out_dir: Path) -> dict:
     """The report of a run or merge whose records are all written: a signal while it is made
     costs the report only, and the message says how to make it."""
     from normbench.harness.interrupt import Interrupted
-    from normbench.harness.launch import command
-    from normbench.harness.text import shell_join
     try:
         return _write_report(out_dir, None)
     except Interrupted as e:
         fail(f"interrupted by {signal.Signals(e.signum).name} while writing the report: the "
              f"records in {out_dir} are complete; write it with:", 128 + e.signum,
-             command=shell_join([*command(), "report", out_dir]))
+             command=_report_command(out_dir))
+
+
+def _report_command(out_dir: Path) -> str:
+    """The command that writes OUT_DIR's report, as this process was launched."""
+    from normbench.harness.launch import command
+    from normbench.harness.text import shell_join
+    return shell_join([*command(), "report", out_dir])
 
 
 _NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)   # the user's to fix: exit 2
