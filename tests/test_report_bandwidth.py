@@ -3,14 +3,11 @@ into rows of at most MAX_D panels, each panel its full width, and rows past the 
 to further figures (report/plots_bandwidth.py)."""
 from __future__ import annotations
 
-import matplotlib as mpl
 import pandas as pd
 
 import synthetic
-from normbench.harness.report import plots, plots_bandwidth as pb
-from normbench.harness.report.coverage import last_of_each_key
-from normbench.harness.report.document import Report
-from normbench.harness.report.fmt import competing, plain
+import test_report_heatmaps as heatmaps
+from normbench.harness.report import plots_bandwidth as pb
 
 
 def _records(n_d: int, dtypes=(("bf16", "fp32"),)):
@@ -27,16 +24,7 @@ def _records(n_d: int, dtypes=(("bf16", "fp32"),)):
 
 
 def _draw(monkeypatch, records):
-    import seaborn as sns
-    df, _ = last_of_each_key(plain(records))
-    figs, real = [], pb._png
-    monkeypatch.setattr(pb, "_png", lambda fig: (figs.append(fig), real(fig))[1])
-    rep = Report(title="t")
-    with mpl.rc_context():
-        sns.set_theme(style="whitegrid", context="notebook")
-        pb.plot_bandwidth(rep, df, competing(df), synthetic.meta(), plots._palette(df),
-                          "torch", False)
-    return figs, rep
+    return heatmaps._draw(monkeypatch, records, (pb.plot_bandwidth,), module=pb)
 
 
 def _panels(fig):

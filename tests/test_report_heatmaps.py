@@ -35,12 +35,13 @@ def _records(n_rows: int, n_d: int, impls=("disjoint_block", "torch")):
     return pd.DataFrame(recs)
 
 
-def _draw(monkeypatch, records, sections):
-    """Run the plot SECTIONS over RECORDS; the figures they made and the report."""
+def _draw(monkeypatch, records, sections, module=plots):
+    """Run the plot SECTIONS (whose figures MODULE's _png encodes) over RECORDS; the figures
+    they made and the report."""
     import seaborn as sns
     df, _ = last_of_each_key(plain(records))
-    figs, real = [], plots._png
-    monkeypatch.setattr(plots, "_png", lambda fig: (figs.append(fig), real(fig))[1])
+    figs, real = [], module._png
+    monkeypatch.setattr(module, "_png", lambda fig: (figs.append(fig), real(fig))[1])
     rep = Report(title="t")
     with mpl.rc_context():
         sns.set_theme(style="whitegrid", context="notebook")
