@@ -99,7 +99,7 @@ def distinct(runs: list[Run], candidate: Run | None = None) -> Baselines:
                      "counted once")
     indexed = [index(r.records) for r in kept]
     if candidate is not None:
-        kept, indexed = _without_candidate(kept, indexed, candidate, notes)
+        indexed = _without_candidate(kept, indexed, candidate, notes)
     seen: dict[tuple, int] = {}               # measurement -> the run that holds it
     shared: dict[int, dict[tuple, int]] = {}  # run -> {its case key: the run that holds it}
     for i in sorted(range(len(kept)), key=lambda i: -len(indexed[i][0])):
@@ -134,15 +134,16 @@ def distinct(runs: list[Run], candidate: Run | None = None) -> Baselines:
     return out
 
 
-def _without_candidate(kept: list[Run], indexed: list, candidate: Run, notes: list[str]):
+def _without_candidate(kept: list[Run], indexed: list, candidate: Run,
+                       notes: list[str]) -> list:
     """The baseline runs' indexes less the records that are the candidate's own measurements
     (a baseline made of the candidate would widen the envelope to hold it: module docstring)."""
     cand = {m for rec in index(candidate.records)[0].values() if (m := measurement(rec))}
     if not cand:
-        return kept, indexed
+        return indexed
     out = []
     for run, (idx, dups) in zip(kept, indexed):
-        own = [k for k, rec in idx.items() if measurement(rec) in cand]
+        own = {k for k, rec in idx.items() if measurement(rec) in cand}
         if own and len(own) == len(idx):
             raise CandidateCopy(
                 f"baseline {run.dir} holds only measurements the candidate {candidate.dir} "
@@ -152,9 +153,9 @@ def _without_candidate(kept: list[Run], indexed: list, candidate: Run, notes: li
             notes.append(f"{len(own)} of baseline {run.dir}'s {len(idx)} case(s) are "
                          f"measurements the candidate {candidate.dir} holds too: not counted "
                          "as baseline")
-            idx = {k: v for k, v in idx.items() if k not in set(own)}
+            idx = {k: v for k, v in idx.items() if k not in own}
         out.append((idx, dups))
-    return kept, out
+    return out
 
 
 def _why(run: Run, holders: list[Run]) -> str:

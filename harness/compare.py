@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from normbench.harness import baselines, schema, stats
 from normbench.harness.compare_rules import (BOTH_NOT_OK, CompareError, Run, baseline_mix,
                                              check_comparable, check_gates_something,
-                                             coverage_notes, expand_dirs, gpu_not_faster,
-                                             gpu_unchanged, host_bound, index, isna,
-                                             key_label, method_text, num, select)
+                                             expand_dirs, gpu_not_faster, gpu_unchanged,
+                                             host_bound, index, isna, key_label, method_text,
+                                             num, select)
 
 EXIT_OK = 0
 EXIT_REGRESSION = 1
@@ -147,11 +147,8 @@ class CompareResult:
 
     def rule_counts(self) -> tuple[int, int]:
         """The gated cases judged against a between-run envelope, and those judged against
-        one baseline run (the conservative rule): each case by the baseline runs that hold it
-        (shards, a partial run or cases added since leave a case to one run of several)."""
-        judged = [c for c in self.cases if c.gated and c.rule]
-        env = sum(c.rule == stats.ENVELOPE for c in judged)
-        return env, len(judged) - env
+        one baseline run (_rule_counts)."""
+        return _rule_counts(self.cases)
 
     def noise_rule(self) -> str:
         """How between-run noise was handled, as the summary and the JSON say it."""
@@ -206,6 +203,15 @@ class CompareResult:
         return text + "."
 
 
+def _rule_counts(cases: list[CaseResult]) -> tuple[int, int]:
+    """The gated cases judged against a between-run envelope, and those judged against one
+    baseline run (the conservative rule): each case by the baseline runs that hold it (shards,
+    a partial run or cases added since leave a case to one run of several)."""
+    judged = [c for c in cases if c.gated and c.rule]
+    env = sum(c.rule == stats.ENVELOPE for c in judged)
+    return env, len(judged) - env
+
+
 # ---------------------------------------------------------------------------------------------
 # comparison
 
@@ -237,7 +243,10 @@ def compare_runs(base_runs: list[Run], cand: Run, *, threshold: float = 0.05,
     except baselines.CandidateCopy as e:
         raise CompareError(str(e)) from None
     base_runs = base.runs
-    notes = check_comparable(base_runs, cand, common=common, mixed_baselines=mixed_baselines)
+    # a run that holds less than its plan is noted, and says nothing of a case it lacks
+    coverage: dict[str, tuple[str, ...]] = {}
+    notes = check_comparable(base_runs, cand, common=common, mixed_baselines=mixed_baselines,
+                             coverage=coverage)
     notes += base.notes
     mcol = metrics[metric]
     for run in base_runs + [cand]:
@@ -271,7 +280,7 @@ def compare_runs(base_runs: list[Run], cand: Run, *, threshold: float = 0.05,
     if not common:               # a case the candidate lacks is judged; under --common, listed
         # a baseline run that holds less than its plan (a shard, one stopped early) says
         # nothing about a case it lacks; a complete one that lacks it did not plan it
-        whole = [h for r, h in zip(base_runs, base.held) if not coverage_notes(r)]
+        whole = [h for r, h in zip(base_runs, base.held) if not coverage[r.dir]]
         cases += [_missing_case(k, base.records(k), base.holders(k), wanted(k),
                                 sum(k not in h for h in whole))
                   for k in missing]
@@ -279,7 +288,7 @@ def compare_runs(base_runs: list[Run], cand: Run, *, threshold: float = 0.05,
         cases += [r for k in new if (r := _failed_new_case(k, cand_idx[k], wanted(k)))]
     judged_new = {c.case_id for c in cases if c.base_runs == 0}
     check_gates_something(selection, [c.gated for c in cases], common)
-    one_run = sum(c.gated and c.rule not in ("", stats.ENVELOPE) for c in cases)
+    one_run = _rule_counts(cases)[1]
     if len(base_runs) > 1 and one_run:
         notes.append(f"{one_run} gated case(s) are held by one baseline run only (the runs "
                      "are shards, one stopped early, or cases were added since): between-run "

@@ -222,10 +222,9 @@ def _meta_subset(meta: dict) -> dict:
     return {k: meta.get(k) for k in keys if k in meta}
 
 
-def _noise_token(result) -> str:
+def _noise_token(result, env: int, one: int) -> str:
     """The JSON's noise.rule: the envelope where every gated case had one, the one-run rule
-    where none had, else mixed (envelope_cases and one_run_cases say how many each)."""
-    env, one = result.rule_counts()
+    where none had, else mixed (ENV envelope_cases and ONE one_run_cases)."""
     if len(result.baseline_dirs) > 1 and not one:
         return stats.ENVELOPE
     if len(result.baseline_dirs) == 1 or not env:
@@ -235,14 +234,14 @@ def _noise_token(result) -> str:
 
 def _render_json(result) -> str:
     from normbench.harness.compare import exit_code
+    env, one = result.rule_counts()
     doc = {
         "summary": result.summary(), "exit_code": exit_code(result),
         "metric": result.metric, "threshold": result.threshold, "alpha": result.alpha,
         "method": result.method,
         "noise": {"baseline_runs": len(result.baseline_dirs),
-                  "rule": _noise_token(result), "text": result.noise_rule(),
-                  "envelope_cases": result.rule_counts()[0],
-                  "one_run_cases": result.rule_counts()[1],
+                  "rule": _noise_token(result, env, one), "text": result.noise_rule(),
+                  "envelope_cases": env, "one_run_cases": one,
                   "baselines_differ_in": result.baseline_mix},
         "gate": {"selection": result.selection or "all", "common_only": result.common_only},
         "baseline": {"dir": result.baseline_dir, "meta": _meta_subset(result.baseline_meta)},

@@ -181,10 +181,12 @@ def baseline_mix(base_runs: list[Run]) -> dict[str, str]:
 
 
 def check_comparable(base_runs: list[Run], cand: Run, common: bool = False,
-                     mixed_baselines: bool = False) -> list[str]:
+                     mixed_baselines: bool = False,
+                     coverage: dict[str, tuple[str, ...]] | None = None) -> list[str]:
     """Raise CompareError when the runs cannot be compared; return run-level notes otherwise.
     Baseline runs of different commits are refused unless `mixed_baselines`: their envelope
-    would take the code change between them for between-run noise."""
+    would take the code change between them for between-run noise.  `coverage`, where given,
+    receives each run's coverage_notes by its directory (the caller reads them again)."""
     notes: list[str] = []
     mix = baseline_mix(base_runs)
     if "commits" in mix and not mixed_baselines:
@@ -206,7 +208,10 @@ def check_comparable(base_runs: list[Run], cand: Run, common: bool = False,
         notes.append("every run is CPU wall-clock timing under the Triton interpreter: "
                      "it says nothing about GPU speed")
     for role, r in [("baseline", b) for b in base_runs] + [("candidate", cand)]:
-        notes += [f"{role} {r.dir}: {n}" for n in coverage_notes(r)]
+        said = coverage_notes(r)
+        if coverage is not None:
+            coverage[r.dir] = said
+        notes += [f"{role} {r.dir}: {n}" for n in said]
     for r in base_runs + [cand]:
         if r.meta.get("git_dirty"):
             notes.append(f"{r.dir} was run from a dirty tree (git_commit {r.meta.get('git_commit')})")
