@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from normbench.harness import baselines, schema, stats
 from normbench.harness.compare_rules import (BOTH_NOT_OK, CompareError, Run, baseline_mix,
                                              check_comparable, check_gates_something,
-                                             expand_dirs, gpu_not_faster, gpu_unchanged,
+                                             expand_dirs, gpu_change,
                                              host_bound, index, isna, key_label, method_text,
                                              num, select)
 
@@ -179,6 +179,8 @@ class CompareResult:
                  f"{n_imp} improvement{'s' if n_imp != 1 else ''}",
                  f"{self.count(stats.NOISE)} within noise",
                  f"{self.count(stats.UNCHANGED)} unchanged"]
+        if self.count(stats.FLAG):
+            parts.append(f"{self.count(stats.FLAG)} flagged (call and GPU time moved apart)")
         if self.count(stats.NOT_COMPARED):
             parts.append(f"{self.count(stats.NOT_COMPARED)} without a time on a side")
         g = self.geomean_ratio()
@@ -463,15 +465,15 @@ def _compare_case(key: tuple, bs: list[dict], c: dict, threshold: float, alpha: 
     sides = [_side(b, mcol) for b in ok_bs]
     cand = _side(c, mcol)
     hb = mcol.metric == "call" and host_bound(ok_bs)
-    same_gpu = mcol.metric == "call" and gpu_unchanged(ok_bs, c, threshold)
-    not_faster = mcol.metric == "call" and gpu_not_faster(ok_bs, c, threshold)
-    j = stats.judge_case(sides, cand, threshold, host_bound=hb, gpu_unchanged=same_gpu,
-                         gpu_not_faster=not_faster, alpha=alpha)
+    gpu = gpu_change(ok_bs, c) if mcol.metric == "call" else None
+    j = stats.judge_case(sides, cand, threshold, host_bound=hb, gpu=gpu, alpha=alpha)
     res.base_ms = stats.geomean(s.median for s in sides if stats.finite(s.median))
     res.cand_ms = cand.median
     res.ratio, res.verdict, res.method, res.p_value, res.detail = (
         j.ratio, j.verdict, j.method, j.p_value, j.detail)
     res.rule, res.threshold, res.spread = j.rule, j.threshold, j.spread
+    if j.flag:                           # host and GPU disagree: said among the flags too
+        res.flags.append(f"{mcol.name}: {j.flag}")
     # a time of 0 or less is no time (stats.is_time), and shown as recorded
     if (j.verdict == stats.NOT_COMPARED and not stats.is_time(cand.median)
             and any(stats.is_time(s.median) for s in sides)):

@@ -251,6 +251,7 @@ def _render_json(result) -> str:
         "counts": {"regressions": len(result.regressions),
                    "improvements": len(result.improvements),
                    "noise": result.count(stats.NOISE),
+                   "flagged": result.count(stats.FLAG),
                    "unchanged": result.count(stats.UNCHANGED),
                    "not_compared": result.count(stats.NOT_COMPARED),
                    "gated": sum(c.gated for c in result.cases),

@@ -321,31 +321,22 @@ def host_bound(base_recs: list[dict]) -> bool:
     return bool(times) and min(times) < HOST_BOUND_MS
 
 
-def gpu_unchanged(base_recs: list[dict], cand: dict, threshold: float) -> bool:
-    """The candidate's GPU time is recorded and within the threshold of the baseline's (of its
-    call time where the baseline recorded no GPU time, an upper bound of its GPU time): a call
-    time that moved did so on the host."""
+def gpu_change(base_recs: list[dict], cand: dict) -> stats.GpuChange | None:
+    """The candidate's GPU time against the baseline's recorded one (the nearest where the
+    baseline records differ), or, where the baseline recorded none, against its call time, an
+    upper bound of its GPU time (`bound`); None where the candidate recorded no GPU time (a
+    GPU time of 0 or less is none) or the baseline neither."""
     metrics = schema.metrics()
     call, gpu = metrics.get("call"), metrics.get("gpu")
-    if gpu is None or not stats.is_time(cand.get(gpu.name)):     # a GPU time of 0 is none
-        return False
-    ref = [float(r[gpu.name]) if stats.is_time(r.get(gpu.name)) else
-           float(r[call.name]) if stats.is_time(r.get(call.name)) else None for r in base_recs]
-    ref = [t for t in ref if t is not None]
-    return bool(ref) and float(cand[gpu.name]) <= max(ref) * (1 + threshold)
-
-
-def gpu_not_faster(base_recs: list[dict], cand: dict, threshold: float) -> bool:
-    """The mirror of gpu_unchanged for a speed-up: the candidate's GPU time and the baseline's
-    are recorded, and the candidate's is not faster than the baseline's by more than the
-    threshold (a call time that fell did so on the host: the baseline run was the disturbed
-    one).  A baseline call time bounds its GPU time from above only, so it stands in for none
-    here."""
-    gpu = schema.metrics().get("gpu")
     if gpu is None or not stats.is_time(cand.get(gpu.name)):
-        return False
+        return None
+    c = float(cand[gpu.name])
     ref = [float(r[gpu.name]) for r in base_recs if stats.is_time(r.get(gpu.name))]
-    return bool(ref) and float(cand[gpu.name]) >= min(ref) / (1 + threshold)
+    if ref:
+        nearest = max(ref) if c > max(ref) else min(ref) if c < min(ref) else c
+        return stats.GpuChange(c / nearest)
+    bound = [float(r[call.name]) for r in base_recs if stats.is_time(r.get(call.name))]
+    return stats.GpuChange(c / max(bound), bound=True) if bound else None
 
 
 def method_text(metric: str = "call") -> str:
@@ -381,10 +372,12 @@ def method_text(metric: str = "call") -> str:
         f"a case whose p20-p80 spans more than {stats.WIDE:.0%} of its median on either side is "
         "UNSTEADY: its threshold is widened by that span (threshold + the wider side's p20-p80 "
         "as a fraction of its median), so only a change beyond the unsteadiness is judged, and "
-        "a slowdown whose candidate GPU time stays within the threshold of the baseline's (its "
-        "call time where it recorded none) is host time in a disturbed run: noise, and so is a "
-        "speed-up whose candidate GPU time is not faster than the baseline's recorded one by "
-        "more than the threshold (the baseline run was the disturbed one); a "
+        "a change whose candidate GPU time stays within the threshold of the baseline's is "
+        "host time in a disturbed run: noise (so is a slowdown whose candidate GPU time stays "
+        "within the threshold of the baseline's call time where the baseline recorded no GPU "
+        "time); a change whose GPU time moved the other way beyond the threshold (call time "
+        "faster, GPU time slower, or the reverse) is a FLAG: host and GPU disagree, neither a "
+        "regression nor an improvement; a "
         "HOST-BOUND case (host time at least "
         f"{HOST_FRACTION:.0%} of the baseline's call where GPU time is recorded; otherwise a "
         f"baseline median under {HOST_BOUND_MS * 1000:.0f} us, where do_bench's L2 flush no longer "

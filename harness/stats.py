@@ -11,12 +11,15 @@ Between-run noise (judge_case): a baseline may hold several runs of the same con
     - UNSTEADY: when either side's p20-p80 spans more than WIDE of its median, the samples
       show the host or the GPU was not steady: the threshold is widened by that span (the
       widest of the two sides, as a fraction of its median), so a change of the size of the
-      unsteadiness is noise, while one far beyond it still regresses -- unless the caller
-      finds the candidate's GPU time no slower (`gpu_unchanged`: the slowdown is host time in
-      a disturbed run; the committed same-commit H200 runs hold peers whose call times came
-      1.4-3.2x apart so), which makes it noise; and the mirror image: a speed-up whose GPU
-      time is no faster (`gpu_not_faster`: the baseline run was the disturbed one) is noise,
-      never an improvement;
+      unsteadiness is noise, while one far beyond it still regresses or improves -- unless
+      the candidate's GPU time says otherwise (`GpuChange`, from the caller): a GPU time
+      within the threshold of the baseline's makes the call-time change host time in a
+      disturbed run, noise (the committed same-commit H200 runs hold peers whose call times
+      came 1.4-3.2x apart so; where the baseline recorded no GPU time, a slowdown whose GPU
+      time is within the threshold of the baseline's call time, which bounds its GPU time
+      from above, is noise too); a GPU time that moved the other way beyond the threshold
+      (call faster, GPU slower, or the reverse) is a FLAG: host and GPU disagree, neither a
+      regression nor an improvement; one that moved the same way leaves the verdict;
     - HOST-BOUND (the caller decides: host time dominates the call) the threshold is
       multiplied by HOST_FACTOR, since host time moves between runs far more than GPU time
       (an unsteady host-bound case takes the larger of the two thresholds);
@@ -62,6 +65,7 @@ WITHIN_THRESHOLD = "within-threshold"
 REGRESSION = "regression"      # slower beyond threshold, outside noise
 IMPROVEMENT = "improvement"    # faster beyond threshold, outside noise
 NOISE = "noise"                # beyond threshold, but inside run-to-run noise
+FLAG = "flag"                  # beyond threshold, but the GPU time moved the other way
 UNCHANGED = "unchanged"        # within threshold
 NOT_COMPARED = "n/a"           # a side has no usable time
 
@@ -125,13 +129,15 @@ def intervals_separate(base: tuple[float, float], cand: tuple[float, float]) -> 
 @dataclass(frozen=True)
 class Judgement:
     ratio: float | None          # candidate / baseline median time
-    verdict: str                 # REGRESSION | IMPROVEMENT | NOISE | UNCHANGED | NOT_COMPARED
+    verdict: str                 # REGRESSION | IMPROVEMENT | NOISE | FLAG | UNCHANGED |
+    #                              NOT_COMPARED
     method: str                  # how noise was judged (MANN_WHITNEY, INTERVALS, ...)
     p_value: float | None = None  # Mann-Whitney one-sided p, when that test ran
     detail: str = ""
     rule: str = ""               # judge_case: how between-run noise was handled
     threshold: float | None = None  # judge_case: the threshold applied
     spread: float | None = None  # judge_case: between-run spread hi/lo - 1 (several runs)
+    flag: str = ""               # judge_case, verdict FLAG: what disagrees (for the flags)
 
 
 def beyond(ratio: float, threshold: float) -> bool:
@@ -198,10 +204,48 @@ def _two(base: Side, cand: Side, threshold: float, alpha: float) -> Judgement:
                  cand_interval=(cand.p20, cand.p80), alpha=alpha)
 
 
+@dataclass(frozen=True)
+class GpuChange:
+    """The candidate's GPU time against the baseline's, for the unsteady one-run rule."""
+    ratio: float                 # candidate / baseline GPU time
+    bound: bool = False          # against the baseline's call time (it recorded no GPU time),
+    # which bounds its GPU time from above only: it can show a slowdown, never a speed-up
+
+
+def _moved(ratio: float) -> str:
+    """"50% faster", "122% slower": a ratio as a change, said plainly."""
+    return f"{abs(ratio - 1):.0%} {'slower' if ratio > 1 else 'faster'}"
+
+
+def _by_gpu(verdict: str, call_ratio: float, gpu: GpuChange | None,
+            threshold: float) -> tuple[str, str]:
+    """An unsteady one-run REGRESSION or IMPROVEMENT of the call time, told by the GPU time
+    (module docstring): (verdict, what to add to the detail; "" when the verdict stands)."""
+    if gpu is None or verdict not in (REGRESSION, IMPROVEMENT):
+        return verdict, ""
+    slower = verdict == REGRESSION
+    if gpu.bound:
+        if slower and gpu.ratio <= 1 + threshold:
+            return NOISE, ("the candidate's GPU time is within the threshold of the baseline's "
+                           "call time (it recorded no GPU time; its call time bounds it): host "
+                           "time in an unsteady run, not gated")
+        return verdict, ""
+    if not beyond(gpu.ratio, threshold):
+        return NOISE, ("the candidate's GPU time is within the threshold of the baseline's: "
+                       "host time in an unsteady run, "
+                       + ("not gated" if slower else "not an improvement"))
+    if (gpu.ratio > 1) != slower:
+        return FLAG, (f"call time {_moved(call_ratio)} but GPU time {_moved(gpu.ratio)}: host "
+                      "and GPU disagree, neither a regression nor an improvement")
+    return verdict, ""
+
+
 def judge_case(bases: Sequence[Side], cand: Side, threshold: float, *,
-               host_bound: bool = False, gpu_unchanged: bool = False,
-               gpu_not_faster: bool = False, alpha: float = ALPHA) -> Judgement:
-    """The time verdict of one case against one or several baseline runs (module docstring)."""
+               host_bound: bool = False, gpu: GpuChange | None = None,
+               alpha: float = ALPHA) -> Judgement:
+    """The time verdict of one case against one or several baseline runs (module docstring).
+    `gpu`: the candidate's GPU time against the baseline's, where both are known (the caller's
+    host-time test of the unsteady one-run rule)."""
     bases = [b for b in bases if is_time(b.median)]
     if not bases or not is_time(cand.median):
         return Judgement(None, NOT_COMPARED, "-", None, "no time on one side")
@@ -225,23 +269,18 @@ def judge_case(bases: Sequence[Side], cand: Side, threshold: float, *,
     thr, rule = (threshold * HOST_FACTOR, SINGLE_HOST) if host_bound else (threshold, SINGLE)
     # unsteady on either side (a candidate run disturbed on its host is judged as a disturbed
     # baseline is: same-commit reruns must compare clean); the regression it would hide
-    # shows in GPU time, which gpu_unchanged checks where measured
+    # shows in GPU time, which `gpu` tells where measured
     widths = [w for w in (base.width, cand.width) if w is not None]
     if widths and max(widths) > WIDE:
         thr, rule = max(thr, threshold + max(widths)), SINGLE_UNSTEADY
     j = _two(base, cand, thr, alpha)
-    verdict, detail = j.verdict, j.detail
+    verdict, detail, flag = j.verdict, j.detail, ""
     if rule == SINGLE_UNSTEADY:
         detail = (f"p20-p80 spans {max(widths):.0%} of the median (> {WIDE:.0%}): unsteady, "
                   f"threshold widened to {thr:.1%}" + (f"; {detail}" if detail else ""))
-        if verdict == REGRESSION and gpu_unchanged:
-            verdict = NOISE
-            detail += ("; the candidate's GPU time is within the threshold of the baseline's: "
-                       "host time in an unsteady run, not gated")
-        elif verdict == IMPROVEMENT and gpu_not_faster:
-            verdict = NOISE
-            detail += ("; the candidate's GPU time is within the threshold of the baseline's: "
-                       "host time in an unsteady run, not an improvement")
+        verdict, told = _by_gpu(verdict, j.ratio, gpu, threshold)
+        detail += f"; {told}" if told else ""
+        flag = told if verdict == FLAG else ""
     if verdict == UNCHANGED and thr > threshold and j.ratio is not None \
             and beyond(j.ratio, threshold):
         # beyond the threshold asked for, inside the widened one: noise, and shown as such
@@ -251,7 +290,8 @@ def judge_case(bases: Sequence[Side], cand: Side, threshold: float, *,
         detail = "; ".join(filter(None, (detail, f"{change} is beyond the "
                                           f"{threshold:.1%} threshold but inside the widened "
                                           f"{thr:.1%}: noise")))
-    return Judgement(j.ratio, verdict, j.method, j.p_value, detail, rule=rule, threshold=thr)
+    return Judgement(j.ratio, verdict, j.method, j.p_value, detail, rule=rule, threshold=thr,
+                     flag=flag)
 
 
 def parse_threshold(text) -> float:

@@ -282,10 +282,10 @@ def test_a_time_of_zero_or_less_is_no_time(tmp_path, bad):
     (reg,) = cmp.compare([b0, b1], c).regressions
     assert reg.key["implementation"] == "disjoint_block" and reg.rule == stats.SINGLE
     # nor does a candidate's GPU time of 0 pass an unsteady call-time slowdown as host time
-    from normbench.harness.compare_rules import gpu_unchanged
+    from normbench.harness.compare_rules import gpu_change
     base = [{"time_ms": 0.2, "gpu_time_ms": 0.1}]
-    assert gpu_unchanged(base, {"gpu_time_ms": 0.1}, 0.05)
-    assert not gpu_unchanged(base, {"gpu_time_ms": bad}, 0.05)
+    assert gpu_change(base, {"gpu_time_ms": 0.1}) == stats.GpuChange(1.0)
+    assert gpu_change(base, {"gpu_time_ms": bad}) is None
 
 
 def test_several_baseline_runs_give_an_envelope(tmp_path):

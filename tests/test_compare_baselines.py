@@ -172,6 +172,44 @@ def test_a_speed_up_that_is_host_time_in_a_disturbed_baseline_is_noise(tmp_path)
     assert torch(cmp.compare(no_gpu, a)).verdict == stats.IMPROVEMENT
 
 
+def test_call_and_gpu_time_that_moved_apart_are_a_flag(tmp_path):
+    """The one-run unsteady rule took any GPU time no slower (or no faster) than the
+    baseline's for "within the threshold": a call time 50 % faster whose GPU time was 2.2x
+    slower (0.090 -> 0.200 ms) was noise, "the candidate's GPU time is within the threshold
+    of the baseline's".  Now only a GPU time within the threshold either way makes it noise;
+    one that moved the other way beyond it is a flag that says so, never a verdict."""
+    disturbed = dict(time_ms=0.600, gpu_time_ms=0.090, spread=0.3)
+    a = _run(tmp_path, "a", _cases(torch=disturbed))
+    b = _run(tmp_path, "b", _cases(torch=dict(time_ms=0.300, gpu_time_ms=0.200, spread=0.02)))
+
+    def torch(res):
+        return next(c for c in res.cases if c.key["implementation"] == "torch")
+    said = "call time 50% faster but GPU time 122% slower: host and GPU disagree"
+    res = cmp.compare(a, b)
+    faster = torch(res)
+    assert faster.verdict == stats.FLAG and faster.rule == stats.SINGLE_UNSTEADY
+    assert said in faster.detail and "within the threshold" not in faster.detail
+    assert faster.flags == [f"time_ms: {said}, neither a regression nor an improvement"]
+    assert not res.improvements and not res.regressions and res.count(stats.NOISE) == 0
+    assert "1 flagged (call and GPU time moved apart)" in res.summary()
+    doc = json.loads(cmp.render(res, "json"))
+    assert doc["counts"]["flagged"] == 1 and doc["counts"]["noise"] == 0
+    assert said in cmp.render(res, "markdown").split("### Flags (1)")[1]
+    # the reverse: a call time 2x slower whose GPU time is 55 % faster is no regression
+    slower = torch(cmp.compare(b, a))
+    assert slower.verdict == stats.FLAG and cmp.exit_code(cmp.compare(b, a)) == 0
+    assert "call time 100% slower but GPU time 55% faster: host and GPU disagree" in \
+        slower.detail
+    # a GPU time that moved the same way leaves the verdict; one within the threshold either
+    # way (here 4 % faster) is noise, as before
+    same = _run(tmp_path, "c", _cases(torch=dict(time_ms=0.300, gpu_time_ms=0.045)))
+    assert torch(cmp.compare(a, same)).verdict == stats.IMPROVEMENT
+    level = _run(tmp_path, "d", _cases(torch=dict(time_ms=0.300, gpu_time_ms=0.0865)))
+    kept = torch(cmp.compare(a, level))
+    assert kept.verdict == stats.NOISE and not kept.flags
+    assert "GPU time is within the threshold of the baseline's" in kept.detail
+
+
 def test_the_committed_same_commit_pair_has_no_improvement_either_way():
     """h200-quick-runs' two runs at c0f77f1: torch_compile LayerNorm's call time 1.66x apart
     on host time, GPU time level.  run-1 against run-2 was noise, run-2 against run-1 an
