@@ -7,6 +7,9 @@
     base.holders(key)          # the runs counted for it: all, less those whose record of
                                # it is another run's measurement
     base.held[i]               # every case key run i holds (its shared records included)
+    base.without(key)          # why runs counted hold no record of it: lack / own / shared
+    base.own_in                # the runs that held the candidate's own measurements, each
+                               # with whose (the candidate's shard, a copy)
 
 A run counts once however it is reached: the same directory given twice (by path), a copy of a
 run directory, or the shards of a sharded run beside their merge (a merge copies its shards'
@@ -43,6 +46,9 @@ class Baselines:
     notes: list[str] = field(default_factory=list)
     shared: Counter = field(default_factory=Counter)   # case key -> records dropped as shared
     held: list[frozenset] = field(default_factory=list)  # per run: every case key it holds
+    own: Counter = field(default_factory=Counter)      # case key -> records dropped as the
+    # candidate's own measurements
+    own_in: list[str] = field(default_factory=list)    # "m holds c's measurements (why)"
 
     def records(self, key: tuple) -> list[dict]:
         return [b[key] for b in self.indexes if key in b]
@@ -52,6 +58,15 @@ class Baselines:
         is a measurement another run holds (a case missing from the candidate regresses where
         each of them holds it ok)."""
         return len(self.runs) - self.shared[key]
+
+    def without(self, key: tuple) -> Counter:
+        """How many runs counted hold no record of the case, by why: "lack" (the run does not
+        hold it: a shard, a run stopped early, a case added since), "own" (its record was the
+        candidate's own measurement), "shared" (its record is another run's measurement,
+        counted there)."""
+        own, shared = self.own[key], self.shared[key]
+        return +Counter(lack=len(self.runs) - len(self.records(key)) - own - shared, own=own,
+                        shared=shared)
 
 
 def measurement(rec: dict) -> tuple | None:
@@ -98,8 +113,9 @@ def distinct(runs: list[Run], candidate: Run | None = None) -> Baselines:
         notes.append(f"{len(runs) - len(kept)} baseline run(s) given more than once: each "
                      "counted once")
     indexed = [index(r.records) for r in kept]
+    own: list[set] = [set() for _ in kept]    # per run: its keys dropped as the candidate's
     if candidate is not None:
-        indexed = _without_candidate(kept, indexed, candidate, notes)
+        indexed = _without_candidate(kept, indexed, candidate, notes, own)
     seen: dict[tuple, int] = {}               # measurement -> the run that holds it
     shared: dict[int, dict[tuple, int]] = {}  # run -> {its case key: the run that holds it}
     for i in sorted(range(len(kept)), key=lambda i: -len(indexed[i][0])):
@@ -127,6 +143,10 @@ def distinct(runs: list[Run], candidate: Run | None = None) -> Baselines:
                          f"measurements {where} hold(s) too: each counted once")
             out.shared.update(list(keys))
             idx = {k: v for k, v in idx.items() if k not in keys}
+        if own[i]:
+            out.own.update(own[i])
+            out.own_in.append(f"{run.dir} holds the candidate {candidate.dir}'s "
+                              f"measurements ({_why(candidate, [run])})")
         out.held.append(frozenset(indexed[i][0]))
         out.runs.append(run)
         out.indexes.append(idx)
@@ -135,15 +155,17 @@ def distinct(runs: list[Run], candidate: Run | None = None) -> Baselines:
 
 
 def _without_candidate(kept: list[Run], indexed: list, candidate: Run,
-                       notes: list[str]) -> list:
+                       notes: list[str], dropped: list[set]) -> list:
     """The baseline runs' indexes less the records that are the candidate's own measurements
-    (a baseline made of the candidate would widen the envelope to hold it: module docstring)."""
+    (a baseline made of the candidate would widen the envelope to hold it: module docstring);
+    `dropped[i]` receives run i's keys so dropped."""
     cand = {m for rec in index(candidate.records)[0].values() if (m := measurement(rec))}
     if not cand:
         return indexed
     out = []
-    for run, (idx, dups) in zip(kept, indexed):
+    for run, (idx, dups), mine in zip(kept, indexed, dropped):
         own = {k for k, rec in idx.items() if measurement(rec) in cand}
+        mine.update(own)
         if own and len(own) == len(idx):
             raise CandidateCopy(
                 f"baseline {run.dir} holds only measurements the candidate {candidate.dir} "

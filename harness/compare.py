@@ -29,6 +29,7 @@ EXIT_REGRESSION = 1
 EXIT_INCOMPARABLE = 2
 MISSING = "missing"          # cand_status of a baseline case the candidate run does not hold
 FORMATS = ("table", "markdown", "json")
+NO_TIME_JUDGED = "no gated case judged on time"     # noise_rule where no rule judged a case
 METHOD = method_text("call")
 parse_threshold = stats.parse_threshold
 __all__ = ["BOTH_NOT_OK", "CompareError", "CompareResult", "CaseResult", "compare",
@@ -154,6 +155,8 @@ class CompareResult:
         """How between-run noise was handled, as the summary and the JSON say it."""
         runs = len(self.baseline_dirs)
         env, one = self.rule_counts()
+        if not env and not one:          # every gated case failed, went missing, or is new
+            return NO_TIME_JUDGED
         if runs == 1:
             return "one baseline run: between-run noise unknown, conservative rule"
         envelope = f"between-run envelope of {runs} baseline runs"
@@ -203,6 +206,31 @@ class CompareResult:
                         f" ({judged} failed by themselves, counted above; "
                         f"{len(self.listed_new)} listed, not judged)" if judged else ""))
         return text + "."
+
+
+# why a baseline run counted has no time of a case (Baselines.without, and "failed")
+_WITHOUT = {"lack": "lack {n} of them (shards, a run stopped early, cases added since)",
+            "failed": "failed or did not time {n}",
+            "own": "hold only the candidate's own measurement of {n} (no baseline)",
+            "shared": "hold another run's measurement of {n} (counted once)"}
+
+
+def _one_run_note(cases: list[CaseResult], base: baselines.Baselines) -> str:
+    """Of several baseline runs, the gated cases judged against one run's time, and why the
+    others gave none, by cause ("" where there are none)."""
+    one = [c for c in cases if c.gated and c.rule and c.rule != stats.ENVELOPE]
+    if not one:
+        return ""
+    why: dict[str, int] = dict.fromkeys(_WITHOUT, 0)
+    for c in one:
+        key = tuple(c.key[k] for k in schema.KEY)
+        causes = set(base.without(key)) | ({"failed"} if c.base_runs > 1 else set())
+        for cause in causes:
+            why[cause] += 1
+    said = ", ".join(_WITHOUT[k].format(n=n) for k, n in why.items() if n)
+    return (f"{len(one)} gated case(s) are judged against one baseline run's time: the other "
+            f"baseline run(s) {said}; between-run noise is unknown for them, so the "
+            "conservative single-run rule applies")
 
 
 def _rule_counts(cases: list[CaseResult]) -> tuple[int, int]:
@@ -271,6 +299,10 @@ def compare_runs(base_runs: list[Run], cand: Run, *, threshold: float = 0.05,
         notes.append(f"{cand.dir} has {dups} duplicate case key(s): the last of each is used")
     base_keys = list(dict.fromkeys(k for b in bases for k in b))
     common_keys = [k for k in base_keys if k in cand_idx]
+    if not common_keys and any(k in cand_idx for k in base.own):
+        raise CompareError("every case the baseline shares with the candidate is the "
+                           f"candidate's own measurement ({'; '.join(base.own_in)}); nothing "
+                           "left to compare")
     if not common_keys:
         raise CompareError(f"no common case: baseline has {len(base_keys)} case(s), candidate "
                            f"{len(cand_idx)}, none with the same key {schema.KEY}")
@@ -290,11 +322,8 @@ def compare_runs(base_runs: list[Run], cand: Run, *, threshold: float = 0.05,
         cases += [r for k in new if (r := _failed_new_case(k, cand_idx[k], wanted(k)))]
     judged_new = {c.case_id for c in cases if c.base_runs == 0}
     check_gates_something(selection, [c.gated for c in cases], common)
-    one_run = _rule_counts(cases)[1]
-    if len(base_runs) > 1 and one_run:
-        notes.append(f"{one_run} gated case(s) are held by one baseline run only (the runs "
-                     "are shards, one stopped early, or cases were added since): between-run "
-                     "noise is unknown for them, so the conservative single-run rule applies")
+    if len(base_runs) > 1 and (note := _one_run_note(cases, base)):
+        notes.append(note)
     cases.sort(key=lambda c: (not c.is_regression, not c.is_improvement, not c.gated,
                               -(c.ratio or 0) if c.is_regression else (c.ratio or 0)))
     if common:

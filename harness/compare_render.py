@@ -223,8 +223,12 @@ def _meta_subset(meta: dict) -> dict:
 
 
 def _noise_token(result, env: int, one: int) -> str:
-    """The JSON's noise.rule: the envelope where every gated case had one, the one-run rule
-    where none had, else mixed (ENV envelope_cases and ONE one_run_cases)."""
+    """The JSON's noise.rule: "none" where no gated case was judged on time (envelope_cases
+    and one_run_cases both 0: each failed, went missing or is new), the envelope where every
+    gated case judged had one, the one-run rule where none had, else mixed (ENV
+    envelope_cases and ONE one_run_cases)."""
+    if not env and not one:
+        return "none"
     if len(result.baseline_dirs) > 1 and not one:
         return stats.ENVELOPE
     if len(result.baseline_dirs) == 1 or not env:

@@ -94,7 +94,9 @@ def test_shards_as_the_baseline_say_one_baseline_run_a_case(tmp_path):
     noise = json.loads(cmp.render(res, "json"))["noise"]
     assert noise["envelope_cases"] == 0 and noise["one_run_cases"] == 3
     assert noise["rule"].startswith("one baseline run")
-    assert any("3 gated case(s) are held by one baseline run only" in n for n in res.notes)
+    assert ("3 gated case(s) are judged against one baseline run's time: the other baseline "
+            "run(s) lack 3 of them (shards, a run stopped early, cases added since); "
+            "between-run noise is unknown") in "\n".join(res.notes)
     # two whole runs and a third that stopped after one case: an envelope for that case,
     # one run's rule for none (every case has two or three)
     runs = [_run(tmp_path, "w1"), _run(tmp_path, "w2"),
@@ -145,6 +147,55 @@ def test_the_candidate_s_own_measurements_are_no_baseline(tmp_path):
                "too: not counted as baseline" in n for n in res.notes)
     assert _impls(res.regressions) == ["disjoint_block", "spin_lock"]
     assert "torch" not in _impls(res.cases)
+
+
+def test_a_merge_against_its_own_shard_says_why_nothing_is_left(tmp_path):
+    """`compare MERGE SHARD0`: every case the merge shares with the shard is the shard's own
+    measurement, dropped from the baseline; the error said "no common case: baseline has 3
+    case(s), candidate 3, none with the same key", which was false."""
+    s0, s1 = _shards(tmp_path)
+    merge(tmp_path / "m", [s0, s1])
+    with pytest.raises(cmp.CompareError) as e:
+        cmp.compare(tmp_path / "m", s0)
+    assert str(e.value) == (
+        "every case the baseline shares with the candidate is the candidate's own measurement "
+        f"({tmp_path / 'm'} holds the candidate {s0}'s measurements (a shard merged into "
+        f"{tmp_path / 'm'}: its merged_from names it)); nothing left to compare")
+    text, code = cmp.run_cli(tmp_path / "m", s0, "5%", "table")
+    assert code == 2 and "no common case" not in text
+    # runs that share no case at all still say so
+    other = _run(tmp_path, "other", [synthetic.record(implementation="torch", rows=64)])
+    with pytest.raises(cmp.CompareError, match="no common case"):
+        cmp.compare(other, s0)
+
+
+def test_the_one_run_note_and_the_noise_rule_say_why(tmp_path):
+    """Of several baseline runs, the note on cases judged against one run's time blamed
+    shards, a run stopped early or cases added since, also where both runs held the case but
+    one failed it, or one's record was the candidate's own; and where no case was judged on
+    time at all, the summary and the JSON's noise.rule still said "between-run envelope"."""
+    whole = _run(tmp_path, "whole")
+    failed = _run(tmp_path, "failed", _cases(torch=dict(status="error", error="boom")))
+    res = cmp.compare([whole, failed], _run(tmp_path, "cand"))
+    note = next(n for n in res.notes if "judged against one baseline run's time" in n)
+    assert note.startswith("1 gated case(s) are judged against one baseline run's time: the "
+                           "other baseline run(s) failed or did not time 1;")
+    assert "shards" not in note
+    # a merge beside another whole run, compared with one of its shards: the merge's record
+    # of the shard's case is the candidate's own
+    s0, s1 = _shards(tmp_path)
+    merge(tmp_path / "m", [s0, s1])
+    res = cmp.compare([tmp_path / "m", whole], s0)
+    note = next(n for n in res.notes if "judged against one baseline run's time" in n)
+    assert "hold only the candidate's own measurement of 1 (no baseline)" in note
+    assert "shards" not in note
+    # every candidate case failed: no case judged on time, and said so
+    broken = _run(tmp_path, "broken", _cases(**{i: dict(status="error", error="boom") for i in
+                                                ("torch", "disjoint_block", "spin_lock")}))
+    res = cmp.compare([whole, _run(tmp_path, "whole2")], broken)
+    assert "no gated case judged on time" in res.summary() and "envelope" not in res.summary()
+    noise = json.loads(cmp.render(res, "json"))["noise"]
+    assert (noise["rule"], noise["envelope_cases"], noise["one_run_cases"]) == ("none", 0, 0)
 
 
 def test_a_speed_up_that_is_host_time_in_a_disturbed_baseline_is_noise(tmp_path):
