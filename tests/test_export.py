@@ -615,13 +615,21 @@ def test_the_workflow_keeps_the_history_only_where_its_branch_is_or_is_made(tmp_
 
 
 def test_the_job_summary_keeps_under_github_s_limit_with_its_details_closed(tmp_path):
-    """GitHub takes at most 1 MiB of job summary from a step; compare's markdown of thousands
-    of changed cases is longer, and the step then failed to post anything.  The step's own
-    script: a short compare.md goes whole, a long one is cut at a line with its <details>
-    closed and a note naming the artifact that holds it whole."""
+    """GitHub takes at most 1 MiB (1048576 bytes) of job summary from a step; compare's
+    markdown of thousands of changed cases is longer, and the step then failed to post
+    anything.  The step's own script: a compare.md that fits with the step's other lines goes
+    whole, without a note (it cut at 1000000 bytes and said "more than the 1 MiB a job summary
+    takes: cut here" of a file of 1000001, less than 1 MiB, that lost nothing: its last
+    </details> taken off and put back); a longer one is cut at a line with its <details>
+    closed and a note that gives the real sizes and names the artifact that holds it whole,
+    every byte posted under the limit."""
     import os
+    import re
     import subprocess
+    limit = 1 << 20
     script = _workflow_steps()["summary"]["run"].replace("${{ github.sha }}", "abc123")
+    footer = "\nFull report: artifact `benchmark-abc123` → report.html\n"
+    room = limit - len(footer.encode())
 
     def post(text):
         (tmp_path / "compare.md").write_text(text)
@@ -632,18 +640,44 @@ def test_the_job_summary_keeps_under_github_s_limit_with_its_details_closed(tmp_
                            capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         return out.read_text()
+
+    def changes(size):
+        """compare's markdown of `size` bytes: a <details> of table rows, closed at the end."""
+        head = ("OK: 0 regressions\n\n<details><summary>12000 changes</summary>\n\n"
+                "| case | baseline ms | candidate ms |\n|---|---|---|\n")
+        end = "\n</details>\n"
+        row = "| disjoint_block rmsnorm 8192x4096 | 0.1000 | 0.1100 |\n"
+        rows = (size - len(head) - len(end)) // len(row) - 1
+        last = size - len(head) - len(end) - rows * len(row)       # a last row, padded
+        text = head + row * rows + "|" + "x" * (last - 3) + "|\n" + end
+        assert len(text.encode()) == size
+        return text
     short = "REGRESSION: 1 regression\n\n| case | ms |\n|---|---|\n| a | 1 |\n"
-    assert post(short).startswith(short) and "cut here" not in post(short)
-    long = ("OK: 0 regressions\n\n<details><summary>12000 changes</summary>\n\n"
-            "| case | baseline ms | candidate ms |\n|---|---|---|\n"
-            + "".join(f"| disjoint_block rmsnorm {i}x4096 | 0.1000 | 0.1100 |\n"
-                      for i in range(30000)) + "\n</details>\n")
-    assert len(long) > 1 << 20
-    got = post(long)
-    assert len(got.encode()) < 1 << 20
-    assert got.startswith(long[:1000]) and got.count("<details>") == got.count("</details>") == 1
-    body = got[:got.index("</details>")]
-    assert body.endswith("|\n"), body[-80:]                        # cut at a line
-    assert f"compare.md is {len(long)} bytes, more than the 1 MiB a job summary takes: cut " \
-           "here. The whole of it is compare.md in the artifact `benchmark-abc123`." in got
-    assert got.rstrip().endswith("→ report.html")
+    assert post(short) == short + footer
+    # just under 1 MiB (1000001 bytes: cut before), and exactly as much as fits beside the
+    # step's own lines: whole, no note, 1048576 bytes posted in all
+    for size in (1_000_001, room):
+        text = changes(size)
+        got = post(text)
+        assert got == text + footer and "compare.md is" not in got, size
+    assert len(post(changes(room)).encode()) == limit
+    # a byte more than fits, and far more: cut, every byte counted
+    for size in (room + 1, limit, 3_000_000):
+        text = changes(size)
+        got = post(text)
+        posted = len(got.encode())
+        assert posted <= limit, (size, posted)
+        cut = got[:got.index("\n**compare.md is")]                     # before the note
+        assert got.startswith(text[:1000]) and cut.count("<details>") == cut.count("</details>") == 1
+        body = got[:got.index("</details>")]
+        assert body.endswith("|\n"), body[-80:]                        # cut at a line
+        note = re.search(r"\*\*compare\.md is (\d+) bytes: with the other lines of this step it "
+                         r"would pass the 1048576 bytes \(1 MiB\) GitHub takes of the summary of "
+                         r"a step, so only its first (\d+) bytes are shown, cut at a line \(1 "
+                         r"open `<details>` closed here\)\. The whole of it is compare\.md in the "
+                         r"artifact `benchmark-abc123`\.\*\*", got)
+        assert note and int(note[1]) == size, got[-600:]
+        shown = int(note[2])
+        assert text.encode()[:shown] == got.encode()[:shown] and shown < size
+        assert got.encode()[shown:].startswith(b"</details>\n")          # the count is true
+        assert got.endswith(footer)
