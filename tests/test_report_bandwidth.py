@@ -32,11 +32,38 @@ def _panels(fig):
 
 
 def test_panel_rows_wrap_each_dtype_mix_evenly():
-    assert pb.panel_rows([1, 2, 3], ["a"]) == [("a", [1, 2, 3])]
-    rows = pb.panel_rows(list(range(14)), ["a", "b"])
+    assert pb.panel_rows({"a": [1, 2, 3]}) == [("a", [1, 2, 3])]
+    rows = pb.panel_rows({"a": list(range(14)), "b": list(range(14))})
     assert [dt for dt, _ in rows] == ["a"] * 3 + ["b"] * 3
     assert [len(ds) for _, ds in rows] == [5, 4, 5] * 2
     assert sum((ds for dt, ds in rows if dt == "a"), []) == list(range(14))
+    # each mix its own d values
+    assert pb.panel_rows({"a": list(range(7)), "b": [8192]}) == [
+        ("a", [0, 1, 2, 3]), ("a", [4, 5, 6]), ("b", [8192])]
+
+
+def test_a_dtype_mix_measured_at_fewer_d_values_gets_no_empty_panel(monkeypatch):
+    """The d values were taken per norm: bf16/fp32 at 7 d values beside fp32/fp32 at d=8192
+    alone drew 16 panels, 9 of them empty (bf16/fp32 at 8192, fp32/fp32 at the other 7 and
+    a hidden one), and the empty rows pushed real panels into a _part2 figure.  Now each mix
+    gets a panel per d value it was measured at: 8, each with its lines."""
+    recs = _records(7)
+    recs = pd.concat([recs, _records(1, (("fp32", "fp32"),)).assign(d=8192)],
+                     ignore_index=True)
+    figs, _ = _draw(monkeypatch, recs)
+    (fig,) = figs
+    panels = _panels(fig)
+    assert len(panels) == 8 and all(ax.lines for ax in panels)
+    titles = sorted(ax.get_title() for ax in panels)
+    assert titles.count("rmsnorm, d=8192, fp32/fp32") == 1
+    assert not any("8192, bf16" in t for t in titles)
+    assert sum("fp32/fp32" in t for t in titles) == 1
+    # the height cap fitting two rows of panels: bf16/fp32's two rows and fp32/fp32's one
+    # are three, two figures, none of its rows empty
+    monkeypatch.setattr(pb, "MAX_HEIGHT", 8.0)
+    figs, _ = _draw(monkeypatch, recs)
+    assert [len(_panels(f)) for f in figs] == [7, 1]
+    assert all(ax.lines for f in figs for ax in _panels(f))
 
 
 def test_fourteen_d_values_draw_full_width_panels(monkeypatch):

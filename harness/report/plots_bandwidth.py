@@ -1,5 +1,6 @@
-"""The report's bandwidth figures: achieved GB/s against rows, a panel per d and dtype mix,
-and the % of the run's copy ceiling beside it.  A dtype mix's d values wrap into rows of at
+"""The report's bandwidth figures: achieved GB/s against rows, a panel per d and dtype mix
+(each mix at the d values it was measured at), and the % of the run's copy ceiling beside
+it.  A dtype mix's d values wrap into rows of at
 most MAX_D panels (past that the figure's 40-inch cap squeezed ten or more d values into
 slivers), and rows of panels past the height cap go to further figures
 (`bandwidth_<norm>_part2`, ...)."""
@@ -17,11 +18,12 @@ PANEL_W, PANEL_H = 4.2, 3.3
 EXTRA_W, EXTRA_H = 2.2, 0.6      # the legend beside, the title above
 
 
-def panel_rows(ds: list, dts: list) -> list[tuple[str, list]]:
-    """The figure's rows of panels: each dtype mix's d values in rows of at most MAX_D, as
-    even as they go (14 values: 5, 4, 5)."""
-    return [(dt, [ds[i] for i in chunk]) for dt in dts
-            for chunk in column_chunks(len(ds), MAX_D)]
+def panel_rows(ds: dict[str, list]) -> list[tuple[str, list]]:
+    """The figure's rows of panels: each dtype mix (the keys of `ds`, in order) with the d
+    values it was measured at (its own: a mix measured at fewer d values gets no empty
+    panel) in rows of at most MAX_D, as even as they go (14 values: 5, 4, 5)."""
+    return [(dt, [d_values[i] for i in chunk]) for dt, d_values in ds.items()
+            for chunk in column_chunks(len(d_values), MAX_D)]
 
 
 def plot_bandwidth(rep, df, comp, meta, palette, baseline, interp):
@@ -38,22 +40,24 @@ def plot_bandwidth(rep, df, comp, meta, palette, baseline, interp):
         rep.p("Skipped: no record passed (status ok and correct) with a bandwidth.")
         return
     rep.p("GB/s = bytes_moved / median time, best GROUPS per implementation; one line per "
-          f"implementation, one panel per d and dtype/weight dtype (a dtype mix's d values in "
-          f"rows of at most {MAX_D}; panels of one dtype mix share their GB/s scale)."
+          f"implementation, one panel per d and dtype/weight dtype measured (each dtype mix at "
+          f"its own d values, in rows of at most {MAX_D}; panels of one dtype mix share their "
+          "GB/s scale)."
           + (f" Right axis: % of this run's copy ceiling ({copy:.0f} GB/s"
              + (", dashed)." if not interp else "; its line not drawn under the interpreter).")
              if copy else f" {no_ceiling(meta)}: the % axis is left out."))
     for norm in sorted(best["norm"].dropna().unique()):
         sub = best[best["norm"] == norm].assign(
             dtypes=lambda x: x["dtype"].astype(str) + "/" + x["weight_dtype"].astype(str))
-        ds, dts = sorted(sub["d"].unique()), sorted(sub["dtypes"].unique())
+        dts = sorted(sub["dtypes"].unique())
+        ds = {dt: sorted(sub.loc[sub["dtypes"] == dt, "d"].unique()) for dt in dts}
         top = {}
         for dt in dts:                    # one scale per dtype mix, whatever row a panel is in
             t = float(sub.loc[sub["dtypes"] == dt, "gbps"].max())
             if copy and not interp:
                 t = max(t, copy)
             top[dt] = t * 1.06 if t > 0 else 1
-        rows = panel_rows(ds, dts)
+        rows = panel_rows(ds)
         per_fig = panels_per_figure(PANEL_H, MAX_HEIGHT - EXTRA_H)
         parts = [rows[i:i + per_fig] for i in range(0, len(rows), per_fig)]
         impls = impl_order(sub["implementation"].unique(), palette)
