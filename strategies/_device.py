@@ -31,6 +31,9 @@ if not torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1":
 
 # Read once: kernels are defined at import, so a later change of the variable changes nothing.
 _INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+if _INTERPRETED and os.environ.get("NORMBENCH_INTERPRET_REPATCH") != "1":
+    from . import _interpret        # the interpreter without its repeated set-up (CPU only)
+    _interpret.install()
 
 
 def interpreted() -> bool:

@@ -1,0 +1,71 @@
+"""strategies/_interpret.py: the interpreter's language patch once a launch, not once a
+device-function call, with every result as Triton's own way gives it."""
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+from triton.runtime import interpreter
+
+from normbench import strategies
+from normbench.harness.inputs import make_inputs
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+pytestmark = pytest.mark.skipif(not strategies.interpreted(), reason="CPU (interpreter) only")
+
+# every strategy here that runs Triton kernels under the interpreter
+NAMES = [n for n in strategies.names()
+         if strategies.get(n).kind == "strategy" and strategies.get(n).available]
+
+
+def _patches(monkeypatch, name, rows):
+    """How many times the language modules' builtins are patched in one backward call."""
+    calls = []
+    real = interpreter._patch_builtin
+    monkeypatch.setattr(interpreter, "_patch_builtin", lambda *a: (calls.append(1), real(*a)))
+    x, dy, w, mean, rstd = make_inputs("layernorm", rows, 40, "fp32", "fp32", seed=rows, device="cpu")
+    strategies.get(name).backward(x, dy, w, mean, rstd, groups=2)
+    return len(calls)
+
+
+@pytest.mark.parametrize("name", ["atomic", "grouped_atomic", "spin_lock"])
+def test_a_launch_patches_the_language_once_however_many_rows(monkeypatch, name):
+    """Triton's interpreter patched triton.language again at every call of a device function
+    (the per-row helper, tl.sum, ...), so the patching grew with the rows; now each launch
+    patches it once."""
+    assert _patches(monkeypatch, name, 16) == _patches(monkeypatch, name, 2) > 0
+
+
+_SCRIPT = r"""
+import sys, torch
+from normbench import strategies
+from normbench.harness.inputs import make_inputs
+out = {}
+for name in sys.argv[2].split(","):
+    for norm in ("layernorm", "rmsnorm"):
+        x, dy, w, mean, rstd = make_inputs(norm, 7, 45, "bf16", "fp32", seed=3, device="cpu")
+        res = strategies.get(name).backward(x, dy, w, mean, rstd, groups=3)
+        out[name, norm] = [t.clone() if t is not None else None for t in res]
+torch.save(out, sys.argv[1])
+"""
+
+
+def test_every_strategy_gives_the_bits_triton_s_own_way_gives(tmp_path):
+    """The same results, bit for bit, with the skip and with Triton patching at every call
+    (NORMBENCH_INTERPRET_REPATCH=1), for every strategy the interpreter runs."""
+    got = {}
+    for mode in ("0", "1"):
+        f = tmp_path / f"out{mode}.pt"
+        env = {**os.environ, "NORMBENCH_INTERPRET_REPATCH": mode, "PYTHONPATH": ROOT,
+               "NORMBENCH_PLUGINS": ""}
+        r = subprocess.run([sys.executable, "-c", _SCRIPT, str(f), ",".join(NAMES)], env=env,
+                           capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-2000:]
+        got[mode] = torch.load(f)
+    assert got["0"].keys() == got["1"].keys() and len(got["0"]) == 2 * len(NAMES)
+    for key, outs in got["0"].items():
+        for a, b in zip(outs, got["1"][key]):
+            assert (a is None) == (b is None), key
+            if a is not None:
+                assert torch.equal(a.view(torch.uint8), b.view(torch.uint8)), key
