@@ -14,7 +14,8 @@ kernel's globals hold (Triton's own device functions, `tl.sum`, `tl.zeros`, ...,
 `tl.core` where this package's kernels see `tl`), and then skips the patch of every device
 function called inside it: the launch's patch already covers every module a function's
 globals can hold, and the launch restores them all when it ends, as before.  Anything else —
-a call outside a launch, a kernel that sees no language module (Triton's own error) — goes to
+a call outside a launch, a kernel or device function whose module sees no language module
+(Triton's own error, "triton.language must be visible") — goes to
 Triton's own `_patch_lang` as before.  Nothing here runs on a GPU, and it installs nothing
 where the interpreter's internals are not as expected (another Triton version): then every
 call patches, as Triton does.  NORMBENCH_INTERPRET_REPATCH=1 (read at import) leaves Triton's
@@ -64,14 +65,13 @@ def install() -> bool:
 
     def patch_lang(fn):
         stack = getattr(_state, "stack", None)
-        if stack:
+        langs = _langs(fn, tl)
+        if stack and langs:                          # (none: Triton's own error, as before)
             if stack[-1] is None:                    # the launch's own patch: of both
-                if not _langs(fn, tl):               # Triton's own error, as before
-                    return real(fn)
                 scope = real(every)
                 stack[-1] = _langs(every, tl)
                 return scope
-            if _langs(fn, tl) <= stack[-1]:          # a device function under it: done already
+            if langs <= stack[-1]:                   # a device function under it: done already
                 return _Unpatched()
         return real(fn)
 

@@ -69,3 +69,45 @@ def test_every_strategy_gives_the_bits_triton_s_own_way_gives(tmp_path):
             assert (a is None) == (b is None), key
             if a is not None:
                 assert torch.equal(a.view(torch.uint8), b.view(torch.uint8)), key
+
+
+_NO_LANG = r"""
+import sys, torch, triton
+sys.path.insert(0, sys.argv[1])
+from normbench import strategies             # installs the skip (or not) before the kernel
+import triton.language as tl
+from helper_without_tl import scaled         # a device function whose module has no tl
+
+
+@triton.jit
+def copy_scaled(X, Y, N, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < N
+    tl.store(Y + offs, scaled(tl.load(X + offs, mask=m), 2.0), mask=m)
+
+
+x = torch.arange(5, dtype=torch.float32)
+y = torch.zeros(5)
+try:
+    copy_scaled[(1,)](x, y, 5, BLOCK=8)
+    print("ran", y.tolist())
+except Exception as e:
+    print("error", type(e).__name__, "triton.language must be visible" in str(e))
+"""
+
+
+def test_a_device_function_whose_module_has_no_triton_language_fails_as_in_triton(tmp_path):
+    """Triton's interpreter refuses a device function whose module does not see
+    triton.language ("must be visible"); the skip ran it instead, so a plugin's record was ok
+    one way and an error the other.  Both ways now give Triton's error."""
+    (tmp_path / "helper_without_tl.py").write_text(
+        "import triton\n\n\n@triton.jit\ndef scaled(x, s):\n    return x * s\n")
+    out = {}
+    for mode in ("0", "1"):
+        env = {**os.environ, "NORMBENCH_INTERPRET_REPATCH": mode, "PYTHONPATH": ROOT,
+               "NORMBENCH_PLUGINS": ""}
+        r = subprocess.run([sys.executable, "-c", _NO_LANG, str(tmp_path)], env=env,
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+        out[mode] = r.stdout.strip()
+    assert out["0"] == out["1"] == "error InterpreterError True", out
