@@ -158,6 +158,11 @@ def params(name: str, d: int):
     ov = OVERRIDE.get(name)
     if not ov:
         return _frozen(name, d, MAX_BLOCK_D, CHUNK_D)
+    if ov.get("col_split", 1) > 1 and not RULES[name].row_loop:
+        # split_params' parameters are the row loop's: a one-row kernel read them as its own
+        # and wrote garbage (atomic at d = 130: dx up to 1e36, another each call)
+        raise ValueError(f"{name} runs one row a program, not the row loop: col_split "
+                         f"(programs sharing the row loop's rows) does not apply to it")
     return overridden(RULES[name].params(d), ov, d)
 
 

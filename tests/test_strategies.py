@@ -360,6 +360,20 @@ def test_interleave_refuses_rows_shared_by_programs(monkeypatch):
         strategies.get("disjoint_block").backward(*inputs, groups=2)
 
 
+@pytest.mark.parametrize("name", ["atomic", "grouped_atomic", "spin_lock"])
+def test_one_row_strategies_refuse_col_split_saying_why(monkeypatch, name):
+    """col_split shares the row loop's rows between programs; a one-row strategy took the
+    override's parameters (the row loop's, at the part's width) as its own and wrote garbage
+    (atomic at d = 130: dx up to 1e36, different each call).  It is refused in one line."""
+    inputs = make_inputs("layernorm", 5, 130, "fp32", "fp32", seed=1, device="cpu")
+    monkeypatch.setitem(_tuning.OVERRIDE, name, {"col_split": 2})
+    with pytest.raises(ValueError, match=f"{name} runs one row a program.*col_split"):
+        strategies.get(name).backward(*inputs, groups=2)
+    monkeypatch.setitem(_tuning.OVERRIDE, name, {"num_warps": 4})    # another override runs
+    check_out = strategies.get(name).backward(*inputs, groups=2)
+    assert all(torch.isfinite(t).all() for t in check_out if t is not None)
+
+
 def test_strided_refuses_col_split_saying_why(monkeypatch):
     """disjoint_strided deals whole rows round-robin on every path: a col_split override is
     refused in one line saying so — it raised KeyError: 'staged' (the override's parameters,
