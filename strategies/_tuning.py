@@ -26,8 +26,27 @@ EXCHANGE_SPIN = 4
 
 # strategy name -> dict of forced parameters (block_r, num_warps, block_d, prefetch, reload,
 # num_stages, w_tile, col_split, exchange, spin, l2_ahead, pdl, interleave, balance; and
-# disjoint_fused's tail), for tuning.
+# disjoint_fused's tail), for tuning.  `params` refuses a key that is neither its rule's nor
+# in KERNEL_OPTIONS, and the values that would run nothing or the wrong thing (its docstring).
 OVERRIDE: dict[str, dict] = {}
+
+# The option keys the kernels read beyond a rule's own parameters (p["..."] / p.get("...") in
+# strategies/): disjoint_fused's tail, disjoint_strided's staged, stage_from and ln_warps, and
+# disjoint_smem's keys, which disjoint_strided's staged path takes from its override.
+KERNEL_OPTIONS = frozenset({
+    "block_d", "one_chunk", "block_r", "num_warps", "num_stages", "prefetch", "reload",
+    "w_tile", "col_split", "exchange", "spin", "l2_ahead", "pdl", "interleave", "balance",
+    "fp32_stages", "tail", "staged", "stage_from", "ln_warps", "wide_weight_warps",
+    "ln_split_warps", "inflight", "split_inflight", "ln_inflight", "split", "half_rows",
+    "w_regs", "rms_split_w_regs", "one_stage_halves", "bf16_pairs", "xhat_fma", "full_sectors",
+    "sectors_off", "pairs_off", "ln_l2_ahead", "l2_off"})
+
+# What a one-row program (ONE_ROW: atomic, grouped_atomic, spin_lock) never reads: an override
+# of one of these to a value other than the rule's would time the rule under another name.
+ONE_ROW_IGNORES = ("num_stages", "prefetch", "w_tile", "exchange", "spin", "l2_ahead", "pdl",
+                   "interleave", "balance", "fp32_stages", "tail")
+# ... and block_r, where the kernel does one row whatever it is given.
+ONE_ROW_ONLY = ("grouped_atomic", "spin_lock")
 
 
 def cdiv(a: int, b: int) -> int:
@@ -152,18 +171,40 @@ def rule(name: str) -> Rule:
 
 
 def params(name: str, d: int):
-    """block_d, one_chunk, block_r, num_warps, num_stages, prefetch, reload for `name` at d.
+    """block_d, one_chunk, block_r, num_warps, num_stages, prefetch, reload for `name` at d,
+    under `OVERRIDE[name]` where it is set (`overridden`).
 
-    Returns a read-only mapping (cached: this runs on every call)."""
+    Returns a read-only mapping (cached: this runs on every call).  Refuses in one line
+    (ValueError, naming the strategy, the key and why) an override that would time nothing or
+    the wrong kernel: a key neither in the rule's parameters at d nor one the kernels read
+    (KERNEL_OPTIONS: a typo would time the rule twice); a col_split on a one-row rule; on a
+    one-row rule (ONE_ROW) a key of ONE_ROW_IGNORES — or block_r on grouped_atomic and
+    spin_lock — set to a value other than the rule's own (equal to it, it is harmless and
+    allowed); and what `overridden` refuses."""
     ov = OVERRIDE.get(name)
     if not ov:
         return _frozen(name, d, MAX_BLOCK_D, CHUNK_D)
+    rule_p = RULES[name].params(d)
+    unknown = sorted(set(ov) - set(rule_p) - KERNEL_OPTIONS)
+    if unknown:
+        known = ", ".join(sorted(set(rule_p) | KERNEL_OPTIONS))
+        raise ValueError(f"unknown tuning option {unknown[0]!r} for {name} (known: {known})")
     if ov.get("col_split", 1) > 1 and not RULES[name].row_loop:
         # split_params' parameters are the row loop's: a one-row kernel read them as its own
         # and wrote garbage (atomic at d = 130: dx up to 1e36, another each call)
         raise ValueError(f"{name} runs one row a program, not the row loop: col_split "
                          f"(programs sharing the row loop's rows) does not apply to it")
-    return overridden(RULES[name].params(d), ov, d)
+    if RULES[name] is ONE_ROW or name in ONE_ROW_ONLY:
+        ignored = ONE_ROW_IGNORES + (("block_r",) if name in ONE_ROW_ONLY else ())
+        for k in ignored:
+            if k in ov and ov[k] != rule_p.get(k):
+                raise ValueError(f"{name} runs one row a program, whose kernel never reads "
+                                 f"{k!r}: an override {k} = {ov[k]!r} would time its rule "
+                                 f"({rule_p.get(k)!r}) under another name")
+    try:
+        return overridden(rule_p, ov, d)
+    except ValueError as e:     # the same one line, naming the strategy
+        raise ValueError(f"{name}: {e}") from None
 
 
 def overridden(p, ov: dict, d: int) -> dict:
@@ -171,19 +212,31 @@ def overridden(p, ov: dict, d: int) -> dict:
     override implies: a col_split > 1 starts from split_params' parameters, a block_d decides
     one_chunk, a num_warps holds for LayerNorm too, an inflight for rows staged in two parts
     too (tuning through OVERRIDE and
-    bench/regs.py's --override both come here)."""
+    bench/regs.py's --override both come here).  Refuses in one line (ValueError) what would
+    compute the wrong columns: an explicit one_chunk true where the block (block_d) is
+    narrower than the row, and a col_split > 1 with a block_d narrower than a part
+    (split_width)."""
     if ov.get("col_split", 1) > 1:
-        return {**split_params(d, ov["col_split"]), **ov}
-    p = {**p, **ov}
-    if "num_warps" in ov and "ln_warps" not in ov and p.get("ln_warps"):
-        p["ln_warps"] = 0           # the warps asked for, in either norm
-    if "num_stages" in ov and "fp32_stages" not in ov and p.get("fp32_stages"):
-        p["fp32_stages"] = 0        # the stages asked for, at every activation width
-    for k in ("split_inflight", "ln_inflight"):
-        if "inflight" in ov and k not in ov and p.get(k):
-            p[k] = 0                # the bytes asked for, at every row and in either norm
-    if "block_d" in ov:
-        p["one_chunk"] = p["block_d"] >= d
+        parts = ov["col_split"]
+        if "block_d" in ov and ov["block_d"] < split_width(d, parts):
+            raise ValueError(f"block_d {ov['block_d']} with col_split {parts} at d = {d}: each "
+                             f"part is {split_width(d, parts)} columns, one block, and the "
+                             f"columns past block_d would go uncomputed")
+        p = {**split_params(d, parts), **ov}
+    else:
+        p = {**p, **ov}
+        if "num_warps" in ov and "ln_warps" not in ov and p.get("ln_warps"):
+            p["ln_warps"] = 0           # the warps asked for, in either norm
+        if "num_stages" in ov and "fp32_stages" not in ov and p.get("fp32_stages"):
+            p["fp32_stages"] = 0        # the stages asked for, at every activation width
+        for k in ("split_inflight", "ln_inflight"):
+            if "inflight" in ov and k not in ov and p.get(k):
+                p[k] = 0                # the bytes asked for, at every row and in either norm
+        if "block_d" in ov and "one_chunk" not in ov:
+            p["one_chunk"] = p["block_d"] >= d
+    if ov.get("one_chunk") and p["block_d"] < d and p.get("col_split", 1) == 1:
+        raise ValueError(f"one_chunk true with block_d {p['block_d']} at d = {d}: the kernel "
+                         f"would compute the first {p['block_d']} columns of each row alone")
     return p
 
 

@@ -237,10 +237,15 @@ def path(d: int, elem: int, p) -> str:
     `staged_params` compiles it.  A `col_split` (a tuning override) is refused here, one line
     saying why: every path deals whole rows round-robin, and an override's col_split
     parameters (`_tuning.overridden`: disjoint_block's rule at the part's width) would run
-    another strategy under this name."""
+    another strategy under this name.  So is a `staged` or `stage_from` override where
+    disjoint_smem is unavailable (no staged kernel to run: its reason, in one line)."""
     if p.get("col_split", 1) > 1:
         raise ValueError(f"{NAME} deals its rows round-robin (interleave) on every path; "
                          + SPLIT_INTERLEAVED)
+    if disjoint_smem._WHY and (p["staged"] or p.get("stage_from")):
+        key = "staged" if p["staged"] else "stage_from"
+        raise ValueError(f"{NAME}: {key} runs disjoint_smem's staged kernel, unavailable here: "
+                         f"{disjoint_smem._WHY}")
     if p["staged"]:
         return "staged"
     if p.get("stage_from") and d * elem >= p["stage_from"]:

@@ -967,3 +967,59 @@ def test_modulo_strategies_right_at_groups_near_rows(poisoned, name, norm, rows,
     spin_lock's is never zeroed, so an empty one would read NaN into dγ)."""
     assert strategies.get(name).effective_groups(rows, 40, groups) == groups
     check(name, norm, rows, 40, "fp32", groups=groups)
+
+
+@pytest.mark.parametrize("name,ov,d,why", [
+    # a typo: the A/B timed the rule twice
+    ("atomic", {"num_warp": 16}, 256, r"unknown tuning option 'num_warp' for atomic \(known: "),
+    ("disjoint_block", {"num_warp": 16}, 256, r"unknown tuning option 'num_warp' for disjoint_bl"),
+    # one_chunk alone at d > 16384: the first 8192 columns of each row computed, the rest not
+    ("atomic", {"one_chunk": True}, 16400, r"atomic: one_chunk true with block_d 8192 at d = 16400"),
+    ("disjoint_block", {"one_chunk": True}, 16400, r"disjoint_block: one_chunk true with block_d"),
+    # a part (128 columns at d = 130 in two) wider than the block: its last columns uncomputed
+    ("disjoint_block", {"col_split": 2, "block_d": 64}, 130,
+     r"disjoint_block: block_d 64 with col_split 2 at d = 130: each part is 128 columns"),
+    ("disjoint_fused", {"col_split": 2, "block_d": 64}, 130, r"disjoint_fused: block_d 64 with"),
+    # what a one-row kernel never reads, set other than its rule: the rule timed under a new name
+    ("atomic", {"num_stages": 3}, 256, r"atomic runs one row a program, whose kernel never reads "
+                                       r"'num_stages'"),
+    ("spin_lock", {"pdl": True}, 256, r"spin_lock runs one row .*'pdl'"),
+    ("grouped_atomic", {"block_r": 4}, 256, r"grouped_atomic runs one row .*'block_r'"),
+])
+def test_tuning_overrides_that_change_nothing_or_run_wrong_columns_are_refused(
+        monkeypatch, name, ov, d, why):
+    """A tuning override (bench/ab_repeat.py, bench/tune.py) that would time nothing new or
+    compute the wrong columns was accepted silently; `_tuning.params` refuses it in one line
+    naming the strategy, the key and why."""
+    monkeypatch.setitem(_tuning.OVERRIDE, name, ov)
+    with pytest.raises(ValueError, match=why) as e:
+        _tuning.params(name, d)
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("name,ov,d", [
+    ("atomic", {"num_stages": 1}, 256),          # the rule's own value: harmless, allowed
+    ("atomic", {"block_r": 1}, 256),
+    ("disjoint_block", {"col_split": 2, "block_d": 128}, 130),
+    ("disjoint_block", {"block_d": 1024}, 4096),
+    ("disjoint_fused", {"tail": 2}, 4096),
+    ("disjoint_strided", {"stage_from": 0, "inflight": 4}, 4096),
+])
+def test_tuning_overrides_that_apply_still_run(monkeypatch, name, ov, d):
+    monkeypatch.setitem(_tuning.OVERRIDE, name, ov)
+    assert _tuning.params(name, d)["block_d"] >= 1
+
+
+@pytest.mark.parametrize("ov", [{"staged": True}, {"stage_from": 1}])
+def test_strided_refuses_staged_where_disjoint_smem_is_unavailable(monkeypatch, ov):
+    """`staged` or `stage_from` sends disjoint_strided to disjoint_smem's staged kernel; where
+    that is unavailable the call failed with AttributeError 'run_staged'.  It is refused in
+    one line with disjoint_smem's reason."""
+    from normbench.strategies import disjoint_smem
+    monkeypatch.setattr(disjoint_smem, "_WHY", "no Gluon here")
+    inputs = make_inputs("rmsnorm", 8, 64, "fp32", "fp32", seed=1, device="cpu")
+    monkeypatch.setitem(_tuning.OVERRIDE, "disjoint_strided", ov)
+    key = next(iter(ov))
+    with pytest.raises(ValueError, match=f"disjoint_strided: {key} runs disjoint_smem's staged "
+                                         "kernel, unavailable here: no Gluon here"):
+        strategies.get("disjoint_strided").backward(*inputs, groups=2)
