@@ -18,6 +18,12 @@ entry, another registered strategy (or peer) to call instead of --name with the 
 configuration as its OVERRIDE ('{"strategy": "disjoint_fused", "interleave": true}'):
 strategies timed in turn against each other.
 
+Every configuration is checked before anything is timed (`check_configs`): one that is not a
+JSON object, names an unknown tuning key (`_tuning.params` refuses it: a typo would time the
+rule twice) or one that would time nothing or the wrong kernel, carries "groups" for a
+strategy that takes none or "reduce" for atomic (no reduce kernel) is refused in one line,
+`ab_repeat: config N (JSON): <why>`, exit 2.
+
 With --gpu-time each timing also takes the harness's GPU time (`harness.timing.gpu_time`: the
 call captured in a CUDA graph and replayed, the L2 flushed before each replay — what the
 targets' speed ratios count beside the call time) into ab.csv's gpu_us and the summary.
@@ -73,6 +79,47 @@ def alike_inputs(norm: str, rows: int, d: int, dtype: str, weight_dtype: str, *,
 INPUTS = {"default": make_inputs, "alike": alike_inputs}
 
 
+def check_configs(configs: list[str], name: str, shapes: list[tuple[int, int]]) -> list[dict]:
+    """Each --configs entry parsed and tried before anything is timed: JSON of an object;
+    "groups"/"raw_groups" only for a strategy that takes GROUPS, "reduce" only for one with a
+    reduce kernel (not atomic); "inputs" one of INPUTS; its strategy registered; and
+    `_tuning.params` under its override at every shape (which refuses unknown keys and those
+    that would time nothing or the wrong kernel).  Returns the parsed configurations; raises
+    SystemExit(2) after printing `ab_repeat: config N (JSON): <why>` for the first bad one."""
+    out = []
+    for n, text in enumerate(configs, 1):
+        try:
+            c = json.loads(text)
+            if not isinstance(c, dict):
+                raise ValueError("not a JSON object")
+            who = c.get("strategy", name)
+            e = strategies.get(who)
+            if ("groups" in c or "raw_groups" in c) and not e.uses_groups:
+                raise ValueError(f"{who} takes no GROUPS: 'groups' does not apply to it")
+            if "reduce" in c and who == "atomic":
+                raise ValueError("atomic has no reduce kernel: 'reduce' does not apply to it")
+            if c.get("inputs", "default") not in INPUTS:
+                raise ValueError(f"inputs {c['inputs']!r}: one of {', '.join(INPUTS)}")
+            rest = {k: v for k, v in c.items()
+                    if k not in ("reduce", "groups", "raw_groups", "inputs", "strategy")}
+            if rest and who in _tuning.RULES:
+                saved = dict(_tuning.OVERRIDE)
+                try:
+                    _tuning.OVERRIDE.clear()
+                    _tuning.OVERRIDE[who] = rest
+                    for _, d in shapes:
+                        _tuning.params(who, d)
+                finally:
+                    _tuning.OVERRIDE.clear()
+                    _tuning.OVERRIDE.update(saved)
+        except (ValueError, KeyError) as err:
+            why = err.args[0] if isinstance(err, KeyError) else err
+            print(f"ab_repeat: config {n} ({text}): {why}", file=sys.stderr)
+            raise SystemExit(2) from None
+        out.append(c)
+    return out
+
+
 def apply(config: dict, name: str) -> tuple[str, int | None, bool, str]:
     """Set `strategies._tuning.OVERRIDE` to `config`: its "reduce" entry for the reduce kernel,
     the rest for its "strategy" (default `name`; an empty rest: the strategy's rule) but
@@ -103,7 +150,9 @@ def main(argv=None) -> int:
     ap.add_argument("--dtype", default="bf16", help="bf16, fp16 or fp32 (x, dy)")
     ap.add_argument("--weight-dtype", default="same", help="same, bf16, fp16 or fp32")
     ap.add_argument("--configs", nargs="+", default=["{}"],
-                    help="OVERRIDE dicts, JSON ({} = the rule)")
+                    help="OVERRIDE dicts, JSON ({} = the rule); each is checked before "
+                         "anything is timed (an unknown key, or one that would time nothing "
+                         "or the wrong kernel: one line, exit 2)")
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--fresh-inputs", action="store_true",
                     help="new inputs (allocations) each round")
@@ -113,7 +162,15 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="cuda", help="cpu: a smoke test under the interpreter")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     args = ap.parse_args(argv)
-    configs = [json.loads(c) for c in args.configs]
+    try:
+        shapes = [tuple(map(int, s.split("x"))) for s in args.shapes.split(",")]
+    except ValueError:
+        print(f"ab_repeat: --shapes {args.shapes!r}: ROWSxD,...", file=sys.stderr)
+        return 2
+    try:
+        configs = check_configs(args.configs, args.name, shapes)
+    except SystemExit as e:
+        return e.code
     wd = args.dtype if args.weight_dtype == "same" else args.weight_dtype
     gpu = args.device == "cuda"
     entries = {n: strategies.get(n) for n in {c.get("strategy", args.name) for c in configs}}

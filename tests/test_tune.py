@@ -545,8 +545,9 @@ def test_ab_repeat_times_rows_drawn_alike(tmp_path, monkeypatch):
     x, dy, *_ = ab_repeat.alike_inputs("rmsnorm", 64, 512, "fp32", "fp32", seed=1, device="cpu")
     assert abs(x.mean().item() - 0.5) < 0.1 and abs(x.std().item() - 2.0) < 0.1
     assert abs(dy.std().item() - 1.0) < 0.1
-    with pytest.raises(SystemExit, match="inputs 'other'"):
-        _ab_on_cpu(tmp_path, monkeypatch, "5x40", 1, '{"inputs": "other"}')
+    import ab_repeat        # an unknown kind: one line before timing, exit 2
+    assert ab_repeat.main(["--device", "cpu", "--shapes", "5x40", "--out", str(tmp_path),
+                           "--configs", '{"inputs": "other"}']) == 2
 
 
 def test_ab_repeat_times_another_strategy_in_turn(tmp_path, monkeypatch):
@@ -744,3 +745,27 @@ def test_row_loop_candidates_stay_on_the_row_loop_where_fp32_rows_are_staged(mon
     finally:
         monkeypatch.undo()
         _tuning._frozen.cache_clear()
+
+
+@pytest.mark.parametrize("name,config,why", [
+    ("disjoint_strided", '{"num_warp": 16}', "unknown tuning option 'num_warp' for disjoint_str"),
+    ("atomic", '{"num_stages": 3}', "atomic runs one row a program, whose kernel never reads"),
+    ("atomic", '{"reduce": {"BLOCK_G": 2}}', "atomic has no reduce kernel"),
+    ("atomic", '{"groups": 4}', "atomic takes no GROUPS"),
+    ("disjoint_strided", '{"num_warps": 4', "Expecting"),
+    ("disjoint_strided", '[1]', "not a JSON object"),
+])
+def test_ab_repeat_refuses_a_bad_configuration_before_timing(tmp_path, monkeypatch, capsys,
+                                                             name, config, why):
+    """A configuration that would time nothing new or the wrong kernel was a traceback (exit
+    1), or worse a silent timing of the rule; it is refused in one line before anything is
+    timed, naming the configuration, exit 2."""
+    import ab_repeat
+    monkeypatch.setattr(tune._tuning, "OVERRIDE", {})
+    called = []
+    monkeypatch.setattr(ab_repeat.timing, "bench", lambda *a, **k: called.append(1))
+    assert ab_repeat.main(["--device", "cpu", "--name", name, "--shapes", "5x40", "--rounds",
+                           "1", "--out", str(tmp_path), "--configs", "{}", config]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"ab_repeat: config 2 ({config}): ") and why in err, err
+    assert "\n" not in err and not called
