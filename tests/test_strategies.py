@@ -398,9 +398,11 @@ def test_strided_refuses_col_split_saying_why(monkeypatch):
 def test_reloading_rows(poisoned, monkeypatch, name, norm):
     """Reading a tile a second time after the row sums (the rule at d = 16384, forced here at
     small d): right answers, and the same bits as keeping x̂ and g in registers — the same
-    arithmetic in the same order.  With prefetch too (the row-loop kernels' option)."""
-    for prefetch in (False, True):
-        ov = {"reload": True, "block_r": 2, "prefetch": prefetch}
+    arithmetic in the same order.  With prefetch and two rows a tile too (the row-loop kernels'
+    options; a one-row kernel reads neither, and an override of them is refused)."""
+    row_loop = _tuning.RULES[name].row_loop
+    for prefetch in ((False, True) if row_loop else (False,)):
+        ov = {"reload": True, **({"block_r": 2, "prefetch": prefetch} if row_loop else {})}
         monkeypatch.setitem(_tuning.OVERRIDE, name, ov)
         check(name, norm, 13, 40, "bf16", groups=3)
         check(name, norm, 5, 33, "fp32", groups=5)
