@@ -42,11 +42,11 @@ KERNEL_OPTIONS = frozenset({
     "sectors_off", "pairs_off", "ln_l2_ahead", "l2_off"})
 
 # What a one-row program (ONE_ROW: atomic, grouped_atomic, spin_lock) never reads: an override
-# of one of these to a value other than the rule's would time the rule under another name.
+# of one of these to a value other than the rule's would time the rule under another name
+# (a rule declares them: `Rule.ignores`; ONE_TILE_ROW adds block_r, for the kernels that do
+# one row whatever they are given).
 ONE_ROW_IGNORES = ("num_stages", "prefetch", "w_tile", "exchange", "spin", "l2_ahead", "pdl",
                    "interleave", "balance", "fp32_stages", "tail")
-# ... and block_r, where the kernel does one row whatever it is given.
-ONE_ROW_ONLY = ("grouped_atomic", "spin_lock")
 
 
 def cdiv(a: int, b: int) -> int:
@@ -78,9 +78,12 @@ class Rule:
     num_stages, prefetch, reload, w_tile, col_split, exchange, spin, l2_ahead, pdl, interleave,
     balance).
     `row_loop`: its programs loop over a block of rows each (GROUPS programs), so the row-loop
-    tuning candidates of bench/tune.py apply to it."""
+    tuning candidates of bench/tune.py apply to it.
+    `ignores`: launch options its kernel never reads; `params` refuses an override of one to
+    a value other than the rule's own (it would time the rule under another name)."""
     params: Callable[[int], dict]
     row_loop: bool = False
+    ignores: tuple[str, ...] = ()
 
 
 # The launch options every rule starts from, off: a rule turns on what it measured (the row
@@ -152,7 +155,8 @@ def split_params(d: int, parts: int) -> dict:
     return {**_row_loop(pow2(width)), "col_split": parts}
 
 
-ONE_ROW = Rule(_one_row)
+ONE_ROW = Rule(_one_row, ignores=ONE_ROW_IGNORES)
+ONE_TILE_ROW = Rule(_one_row, ignores=ONE_ROW_IGNORES + ("block_r",))   # one row, any block_r
 ROW_LOOP = Rule(_row_loop, row_loop=True)
 
 # strategy name -> its declared Rule (filled by the registry from each registration)
@@ -178,8 +182,8 @@ def params(name: str, d: int):
     (ValueError, naming the strategy, the key and why) an override that would time nothing or
     the wrong kernel: a key neither in the rule's parameters at d nor one the kernels read
     (KERNEL_OPTIONS: a typo would time the rule twice); a col_split on a one-row rule; on a
-    one-row rule (ONE_ROW) a key of ONE_ROW_IGNORES — or block_r on grouped_atomic and
-    spin_lock — set to a value other than the rule's own (equal to it, it is harmless and
+    one-row rule a key it declares it ignores (`Rule.ignores`: ONE_ROW_IGNORES, and block_r
+    where the kernel does one row whatever it is given) set to a value other than the rule's own (equal to it, it is harmless and
     allowed); and what `overridden` refuses."""
     ov = OVERRIDE.get(name)
     if not ov:
@@ -194,9 +198,8 @@ def params(name: str, d: int):
         # and wrote garbage (atomic at d = 130: dx up to 1e36, another each call)
         raise ValueError(f"{name} runs one row a program, not the row loop: col_split "
                          f"(programs sharing the row loop's rows) does not apply to it")
-    if RULES[name] is ONE_ROW or name in ONE_ROW_ONLY:
-        ignored = ONE_ROW_IGNORES + (("block_r",) if name in ONE_ROW_ONLY else ())
-        for k in ignored:
+    if RULES[name].ignores:
+        for k in RULES[name].ignores:
             if k in ov and ov[k] != rule_p.get(k):
                 raise ValueError(f"{name} runs one row a program, whose kernel never reads "
                                  f"{k!r}: an override {k} = {ov[k]!r} would time its rule "

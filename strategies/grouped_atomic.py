@@ -38,7 +38,7 @@ def auto_groups(rows: int, d: int, sms: int, launch) -> int:
 
 
 @register("grouped_atomic", kind="strategy", deterministic_by_design=False, uses_groups=True,
-          launch=_tuning.ONE_ROW, auto_groups=auto_groups, partition="modulo",
+          launch=_tuning.ONE_TILE_ROW, auto_groups=auto_groups, partition="modulo",
           contention=Contention(writers="rows/groups", partial_rows="groups"))
 def backward(x, dy, weight, mean, rstd, *, groups):
     """Row r atomic_adds into partial row r mod GROUPS; a fixed-order reduce sums the groups."""

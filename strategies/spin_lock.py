@@ -79,7 +79,7 @@ def auto_groups(rows: int, d: int, sms: int, launch) -> int:
 
 
 @register("spin_lock", kind="strategy", deterministic_by_design=False, uses_groups=True,
-          launch=_tuning.Rule(_launch_rule), auto_groups=auto_groups, partition="modulo",
+          launch=_tuning.Rule(_launch_rule, ignores=_tuning.ONE_TILE_ROW.ignores), auto_groups=auto_groups, partition="modulo",
           # partial rows, never zeroed, plus a lock and a first-writer count per group and chunk
           contention=Contention(writers="rows/groups", partial_rows="groups", counters_per_chunk=2))
 def backward(x, dy, weight, mean, rstd, *, groups):
