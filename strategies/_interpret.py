@@ -23,6 +23,7 @@ way in place.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import threading
 
@@ -36,9 +37,12 @@ class _Unpatched:
         pass
 
 
+@functools.lru_cache(maxsize=None)
 def _langs(fn, tl) -> frozenset[int]:
     """The language modules `_patch_lang(fn)` would patch: those of fn's globals (as Triton
-    finds them)."""
+    finds them).  Once a function: it runs at every device-function call, and a module that
+    sees triton.language keeps seeing it (one seen without it goes to Triton's own patch,
+    which looks again)."""
     return frozenset(id(v) for v in fn.__globals__.values()
                      if inspect.ismodule(v) and v in (tl, tl.core))
 

@@ -198,12 +198,11 @@ def params(name: str, d: int):
         # and wrote garbage (atomic at d = 130: dx up to 1e36, another each call)
         raise ValueError(f"{name} runs one row a program, not the row loop: col_split "
                          f"(programs sharing the row loop's rows) does not apply to it")
-    if RULES[name].ignores:
-        for k in RULES[name].ignores:
-            if k in ov and ov[k] != rule_p.get(k):
-                raise ValueError(f"{name} runs one row a program, whose kernel never reads "
-                                 f"{k!r}: an override {k} = {ov[k]!r} would time its rule "
-                                 f"({rule_p.get(k)!r}) under another name")
+    for k in RULES[name].ignores:
+        if k in ov and ov[k] != rule_p.get(k):
+            raise ValueError(f"{name} runs one row a program, whose kernel never reads "
+                             f"{k!r}: an override {k} = {ov[k]!r} would time its rule "
+                             f"({rule_p.get(k)!r}) under another name")
     try:
         return overridden(rule_p, ov, d)
     except ValueError as e:     # the same one line, naming the strategy
