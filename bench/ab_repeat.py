@@ -21,7 +21,9 @@ strategies timed in turn against each other.
 Every configuration is checked before anything is timed (`check_configs`): one that is not a
 JSON object, names an unknown tuning key (`_tuning.params` refuses it: a typo would time the
 rule twice) or one that would time nothing or the wrong kernel, carries "groups" for a
-strategy that takes none or "reduce" for atomic (no reduce kernel) is refused in one line,
+strategy that takes none, or "reduce" for a strategy whose registration declares no reduce
+kernel (atomic; disjoint_fused, which sums its partial rows in-kernel) or with a key or value
+the reduce does not take (`reduce.check_override`) is refused in one line,
 `ab_repeat: config N (JSON): <why>`, exit 2.
 
 With --gpu-time each timing also takes the harness's GPU time (`harness.timing.gpu_time`: the
@@ -57,7 +59,7 @@ import torch  # noqa: E402
 
 from normbench.harness.inputs import (DTYPES, EPS, make_inputs, reference,  # noqa: E402
                                       within_tolerances)
-from normbench.strategies import _tuning  # noqa: E402
+from normbench.strategies import _tuning, reduce  # noqa: E402
 
 
 def alike_inputs(norm: str, rows: int, d: int, dtype: str, weight_dtype: str, *, seed: int,
@@ -81,8 +83,10 @@ INPUTS = {"default": make_inputs, "alike": alike_inputs}
 
 def check_configs(configs: list[str], name: str, shapes: list[tuple[int, int]]) -> list[dict]:
     """Each --configs entry parsed and tried before anything is timed: JSON of an object;
-    "groups"/"raw_groups" only for a strategy that takes GROUPS, "reduce" only for one with a
-    reduce kernel (not atomic); "inputs" one of INPUTS; its strategy registered; and
+    "groups"/"raw_groups" only for a strategy that takes GROUPS, "reduce" only for one whose
+    registration declares the reduce kernel (`reduce_kernel`: not atomic, nor disjoint_fused,
+    which sums its partial rows in-kernel) and only with the reduce's own keys
+    (`reduce.check_override`); "inputs" one of INPUTS; its strategy registered; and
     `_tuning.params` under its override at every shape (which refuses unknown keys and those
     that would time nothing or the wrong kernel).  Returns the parsed configurations; raises
     SystemExit(2) after printing `ab_repeat: config N (JSON): <why>` for the first bad one."""
@@ -96,8 +100,11 @@ def check_configs(configs: list[str], name: str, shapes: list[tuple[int, int]]) 
             e = strategies.get(who)
             if ("groups" in c or "raw_groups" in c) and not e.uses_groups:
                 raise ValueError(f"{who} takes no GROUPS: 'groups' does not apply to it")
-            if "reduce" in c and who == "atomic":
-                raise ValueError("atomic has no reduce kernel: 'reduce' does not apply to it")
+            if "reduce" in c:
+                if not e.reduce_kernel:
+                    raise ValueError(f"{who} has no separate reduce kernel (its registration "
+                                     "declares none): 'reduce' does not apply to it")
+                reduce.check_override(c["reduce"])
             if c.get("inputs", "default") not in INPUTS:
                 raise ValueError(f"inputs {c['inputs']!r}: one of {', '.join(INPUTS)}")
             rest = {k: v for k, v in c.items()

@@ -51,6 +51,14 @@ def main():
     ap.add_argument("--device", default="cuda")
     a = ap.parse_args()
     gpu = a.device == "cuda"
+    for name in a.names.split(","):     # before anything is timed: the override reaches only
+        try:                            # a registered reduce kernel (`reduce_kernel`)
+            e = strategies.get(name)
+        except KeyError as err:
+            ap.error(f"--names: {err.args[0]}")
+        if not e.reduce_kernel:
+            ap.error(f"--names {name}: its registration declares no separate reduce kernel "
+                     "(reduce.reduce_partials): the candidates would time its own code unchanged")
     os.makedirs(a.out, exist_ok=True)
     fields = ["norm", "rows", "d", "name", "groups", "override", "call_us", "reduce_us", "err",
               "status"]

@@ -80,6 +80,10 @@ class Entry:
     max_groups: Callable[[int, int, dict], int] | None = None
     # how rows are dealt to the partial rows (PARTITIONS): what caps GROUPS at a shape
     partition: str = "block"
+    # its partial rows are summed by the separate reduce kernel (reduce.reduce_partials), the
+    # one `_tuning.OVERRIDE["reduce"]` tunes (bench/ab_repeat.py, bench/reduce_tune.py refuse
+    # that override for an entry without it: it would time the entry's own code unchanged)
+    reduce_kernel: bool = False
     # the launch rule (strategies with Triton kernels) and the contention model, as declared
     launch: _tuning.Rule | None = None
     contention: Contention | None = None
@@ -220,7 +224,7 @@ _plugins_loaded = False
 def register(name: str, *, kind: str, deterministic_by_design: bool, uses_groups: bool,
              launch: _tuning.Rule | None = None, auto_groups=None, contention: Contention | None = None,
              workspace=None, writers=None, max_groups=None, partition: str = "block",
-             doc: str | None = ""):
+             reduce_kernel: bool = False, doc: str | None = ""):
     """Decorator registering `fn(x, dy, weight, mean, rstd, *, groups)` under `name` (a
     function that cannot be called so, its signature read where Python can, is refused here).
 
@@ -234,7 +238,9 @@ def register(name: str, *, kind: str, deterministic_by_design: bool, uses_groups
     at rows).  contention: the contention model as data (`Contention`); `workspace` /
     `writers` callables instead, for a model that is not of that form (they win over it):
     workspace(rows, d, groups_effective, has_bias, *, weight_dtype=None) -> bytes, the keyword
-    optional (a model without it is called without it), writers(rows, groups_effective)."""
+    optional (a model without it is called without it), writers(rows, groups_effective).
+    reduce_kernel: its partial rows are summed by reduce.reduce_partials (the kernel that
+    `_tuning.OVERRIDE["reduce"]` tunes)."""
     _check_kind(kind)
     _check_contention(name, uses_groups, contention)
     if contention is not None:
@@ -249,7 +255,7 @@ def register(name: str, *, kind: str, deterministic_by_design: bool, uses_groups
             uses_groups=uses_groups, fn=fn, doc=doc or _first_line(fn.__doc__),
             auto_groups=_four_args(auto_groups), workspace=workspace or _no_workspace,
             writers=writers, launch=launch, contention=contention, max_groups=max_groups,
-            partition=partition))
+            partition=partition, reduce_kernel=bool(reduce_kernel)))
         if launch is not None:
             _tuning.declare(name, launch)
             fn.params = functools.partial(_tuning.params, name)
@@ -356,19 +362,21 @@ def add(entry: Entry) -> Entry:
 
 def register_unavailable(name: str, *, kind: str, reason: str, deterministic_by_design: bool = False,
                          uses_groups: bool = False, doc: str = "",
-                         contention: Contention | None = None, partition: str = "block") -> None:
+                         contention: Contention | None = None, partition: str = "block",
+                         reduce_kernel: bool = False) -> None:
     """Record an optional implementation that cannot run here, and why (the same record again,
     a module imported twice, is no change; any other entry of the name is a clash).
     contention: its contention model where that is host arithmetic (`Contention`, data), as it
     would be registered where it runs — so a report written on this machine from another's
     records still shows its writers and workspace (harness/report/widget.py); None where the
     model needs what is missing here (a peer's SM count from its package).  partition: as
-    `register`'s, so the GROUPS that model is evaluated at are the ones that would run."""
+    `register`'s, so the GROUPS that model is evaluated at are the ones that would run;
+    reduce_kernel: as `register`'s, so the entry states the same wherever it is read."""
     _check_kind(kind)
     _check_contention(name, uses_groups, contention)
     entry = Entry(name=name, kind=kind, deterministic_by_design=deterministic_by_design,
                   uses_groups=uses_groups, fn=None, available=False, reason=reason, doc=doc,
-                  contention=contention, partition=partition)
+                  contention=contention, partition=partition, reduce_kernel=bool(reduce_kernel))
     if contention is not None:
         entry.workspace, entry.writers = contention.workspace, contention.writers_per_slot
     old = _REGISTRY.get(name)

@@ -309,7 +309,7 @@ def launch_partials(kernel, c, groups: int, params, extra: tuple = (), extra_met
 @register("disjoint_block", kind="strategy", deterministic_by_design=True, uses_groups=True,
           launch=_tuning.ROW_LOOP, auto_groups=_groups.row_loop_programs,
           max_groups=_groups.row_loop_units,
-          contention=Contention(writers=1, partial_rows="groups"))
+          contention=Contention(writers=1, partial_rows="groups"), reduce_kernel=True)
 def backward(x, dy, weight, mean, rstd, *, groups):
     """Each program owns a contiguous block of rows, stores one partial row; fixed-order reduce."""
     c = prepare(x, dy, weight, mean, rstd)

@@ -98,7 +98,7 @@ CONTENTION = Contention(writers=1, partial_rows="groups", bytes_per_group=32)
 _WHY = _device.gluon_unavailable((9, 0), "thread-block clusters", "_cluster_kernel")
 if _WHY:
     register_unavailable(NAME, kind="strategy", reason=_WHY, deterministic_by_design=True,
-                         uses_groups=True, contention=CONTENTION,
+                         uses_groups=True, contention=CONTENTION, reduce_kernel=True,
                          doc="each row split between the two CTAs of a cluster (Gluon, sm_90)")
 else:
     import torch
@@ -144,7 +144,8 @@ else:
                     "cluster-words", clusters)
 
     @register(NAME, kind="strategy", deterministic_by_design=True, uses_groups=True,
-              launch=_tuning.Rule(_rule), auto_groups=_groups_rule, contention=CONTENTION)
+              launch=_tuning.Rule(_rule), auto_groups=_groups_rule, contention=CONTENTION,
+              reduce_kernel=True)
     def backward(x, dy, weight, mean, rstd, *, groups):
         """Each row split between the two CTAs of a cluster, their row sums swapped through L2."""
         c = prepare(x, dy, weight, mean, rstd)

@@ -426,7 +426,7 @@ CONTENTION = Contention(writers=1, partial_rows="groups")
 _WHY = _device.gluon_unavailable((8, 0), "cp.async", "_smem_kernel")
 if _WHY:
     register_unavailable(NAME, kind="strategy", reason=_WHY, deterministic_by_design=True,
-                         uses_groups=True, contention=CONTENTION,
+                         uses_groups=True, contention=CONTENTION, reduce_kernel=True,
                          doc="disjoint_block with each row staged in shared memory (Gluon, cp.async)")
 else:
     from ._launch import launch, prepare, scratch
@@ -474,7 +474,7 @@ else:
 
     @register(NAME, kind="strategy", deterministic_by_design=True, uses_groups=True,
               launch=_tuning.Rule(_rule), auto_groups=_groups_rule,
-              contention=CONTENTION)
+              contention=CONTENTION, reduce_kernel=True)
     def backward(x, dy, weight, mean, rstd, *, groups):
         """disjoint_block with each row staged in shared memory (Gluon, cp.async): read from DRAM once."""
         c = prepare(x, dy, weight, mean, rstd)

@@ -268,7 +268,7 @@ def staged_params(d: int, elem: int):
 @register(NAME, kind="strategy", deterministic_by_design=True, uses_groups=True,
           launch=_tuning.Rule(_rule, row_loop=True), auto_groups=_groups.row_loop_programs,
           max_groups=_groups.row_loop_units,
-          contention=Contention(writers=1, partial_rows="groups"))
+          contention=Contention(writers=1, partial_rows="groups"), reduce_kernel=True)
 def backward(x, dy, weight, mean, rstd, *, groups):
     """disjoint_block with rows dealt round-robin: program p sums tiles p, p+G, …; fixed-order reduce."""
     c = prepare(x, dy, weight, mean, rstd)

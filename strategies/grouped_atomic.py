@@ -39,7 +39,8 @@ def auto_groups(rows: int, d: int, sms: int, launch) -> int:
 
 @register("grouped_atomic", kind="strategy", deterministic_by_design=False, uses_groups=True,
           launch=_tuning.ONE_TILE_ROW, auto_groups=auto_groups, partition="modulo",
-          contention=Contention(writers="rows/groups", partial_rows="groups"))
+          contention=Contention(writers="rows/groups", partial_rows="groups"),
+          reduce_kernel=True)
 def backward(x, dy, weight, mean, rstd, *, groups):
     """Row r atomic_adds into partial row r mod GROUPS; a fixed-order reduce sums the groups."""
     c = prepare(x, dy, weight, mean, rstd)

@@ -14,6 +14,30 @@ from ._launch import launch
 
 BLOCK_G = 64
 
+# The keys `_tuning.OVERRIDE["reduce"]` may set: reduce_params' own.  The launch reads those
+# four by name, so any other key was dropped there and the shipped reduce timed under the
+# override's name (`{"BLOCK_n": 64}`); `check_override` refuses it.
+REDUCE_KEYS = ("BLOCK_G", "BLOCK_N", "num_warps", "PAIRED")
+
+
+def check_override(ov) -> None:
+    """ValueError, in one line, unless `ov` (an `OVERRIDE["reduce"]`) is a mapping of
+    REDUCE_KEYS whose BLOCK_G, BLOCK_N and num_warps are powers of two (a tile's sides and a
+    program's warps must be; num_warps at most 32) and whose PAIRED is a bool."""
+    if not isinstance(ov, dict):
+        raise ValueError(f"the reduce's override must be a mapping of {', '.join(REDUCE_KEYS)}, "
+                         f"got {type(ov).__name__} {ov!r}")
+    unknown = sorted(set(ov) - set(REDUCE_KEYS), key=str)
+    if unknown:
+        raise ValueError(f"unknown reduce option {unknown[0]!r} (known: {', '.join(REDUCE_KEYS)})")
+    for k in ("BLOCK_G", "BLOCK_N", "num_warps"):
+        v = ov.get(k, 1)
+        if type(v) is not int or v < 1 or v & (v - 1) or (k == "num_warps" and v > 32):
+            what = "a power of two from 1 to 32" if k == "num_warps" else "a power of two"
+            raise ValueError(f"reduce option {k}: {v!r} is not {what}")
+    if type(ov.get("PAIRED", False)) is not bool:
+        raise ValueError(f"reduce option PAIRED: {ov['PAIRED']!r} is not true or false")
+
 
 def block_n(d: int) -> int:
     """Columns per program: about 128 programs at d ≥ 4096 so that many SMs share the read."""
@@ -24,7 +48,10 @@ def reduce_params(g: int, n: int, has_b: bool) -> dict:
     """The reduce kernel's launch parameters for G partial rows of n columns (and dβ's too,
     has_b): BLOCK_G rows a step, BLOCK_N columns a program, num_warps, and PAIRED (dγ's and
     dβ's partials summed in one loop, so both are in flight at once, instead of one after the
-    other).  `_tuning.OVERRIDE["reduce"]` replaces any of them (bench/reduce_tune.py).
+    other).  `_tuning.OVERRIDE["reduce"]` replaces any of them (bench/reduce_tune.py); one
+    that `check_override` refuses raises ValueError.  Only the strategies registered with
+    `reduce_kernel=True` call this (reduce_partials): atomic has no partial rows and
+    disjoint_fused sums its own in-kernel, so the override does not reach them.
 
     Reduce-13 (H200, bf16, disjoint_block's whole call, docs/perf/reduce-13/): with dβ and
     n ≥ 2048, both partials in one loop over every partial row at once (BLOCK_G 256 ≥ G, 32
@@ -46,7 +73,11 @@ def reduce_params(g: int, n: int, has_b: bool) -> dict:
                  PAIRED=has_b)
     else:
         p = dict(BLOCK_G=BLOCK_G, BLOCK_N=block_n(n), num_warps=4, PAIRED=False)
-    return {**p, **_tuning.OVERRIDE.get("reduce", {})}
+    ov = _tuning.OVERRIDE.get("reduce")
+    if ov is None:
+        return p
+    check_override(ov)
+    return {**p, **ov}
 
 
 @triton.jit

@@ -81,7 +81,8 @@ def auto_groups(rows: int, d: int, sms: int, launch) -> int:
 @register("spin_lock", kind="strategy", deterministic_by_design=False, uses_groups=True,
           launch=_tuning.Rule(_launch_rule, ignores=_tuning.ONE_TILE_ROW.ignores), auto_groups=auto_groups, partition="modulo",
           # partial rows, never zeroed, plus a lock and a first-writer count per group and chunk
-          contention=Contention(writers="rows/groups", partial_rows="groups", counters_per_chunk=2))
+          contention=Contention(writers="rows/groups", partial_rows="groups", counters_per_chunk=2),
+          reduce_kernel=True)
 def backward(x, dy, weight, mean, rstd, *, groups):
     """Triton tutorial: atomic_cas spin lock per group, first-writer count, then a reduce."""
     c = prepare(x, dy, weight, mean, rstd)

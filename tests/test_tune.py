@@ -750,7 +750,14 @@ def test_row_loop_candidates_stay_on_the_row_loop_where_fp32_rows_are_staged(mon
 @pytest.mark.parametrize("name,config,why", [
     ("disjoint_strided", '{"num_warp": 16}', "unknown tuning option 'num_warp' for disjoint_str"),
     ("atomic", '{"num_stages": 3}', "atomic runs one row a program, whose kernel never reads"),
-    ("atomic", '{"reduce": {"BLOCK_G": 2}}', "atomic has no reduce kernel"),
+    ("atomic", '{"reduce": {"BLOCK_G": 2}}', "atomic has no separate reduce kernel"),
+    # disjoint_fused sums its partial rows in-kernel: the override timed its rule unchanged
+    ("disjoint_fused", '{"reduce": {"BLOCK_N": 64}}', "disjoint_fused has no separate reduce"),
+    # a typo of the reduce's key was dropped by its launch: the shipped reduce timed again
+    ("disjoint_strided", '{"reduce": {"BLOCK_n": 64}}', "unknown reduce option 'BLOCK_n'"),
+    ("disjoint_strided", '{"reduce": {"BLOCK_N": 48}}', "BLOCK_N: 48 is not a power of two"),
+    ("disjoint_strided", '{"reduce": {"PAIRED": 1}}', "PAIRED: 1 is not true or false"),
+    ("disjoint_strided", '{"reduce": [64]}', "must be a mapping"),
     ("atomic", '{"groups": 4}', "atomic takes no GROUPS"),
     ("disjoint_strided", '{"num_warps": 4', "Expecting"),
     ("disjoint_strided", '[1]', "not a JSON object"),
@@ -769,3 +776,31 @@ def test_ab_repeat_refuses_a_bad_configuration_before_timing(tmp_path, monkeypat
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"ab_repeat: config 2 ({config}): ") and why in err, err
     assert "\n" not in err and not called
+
+
+def test_the_reduce_kernel_is_declared_where_reduce_partials_is_called():
+    """`Entry.reduce_kernel` (what ab_repeat and reduce_tune check the reduce's override
+    against) is true exactly for the strategies whose source calls reduce.reduce_partials."""
+    import inspect
+    from normbench import strategies
+    from normbench.strategies import _registry
+    for name, e in _registry._REGISTRY.items():
+        if e.kind != "strategy":
+            assert not e.reduce_kernel, name
+            continue
+        mod = __import__(f"normbench.strategies.{name}", fromlist=["_"])
+        assert e.reduce_kernel == ("reduce_partials(" in inspect.getsource(mod)), name
+    assert strategies.get("grouped_atomic").reduce_kernel
+    assert not strategies.get("atomic").reduce_kernel
+    assert not strategies.get("disjoint_fused").reduce_kernel
+
+
+def test_reduce_tune_refuses_a_strategy_without_the_reduce_kernel(monkeypatch, capsys):
+    import reduce_tune
+    monkeypatch.setattr(sys, "argv", ["reduce_tune.py", "--names", "disjoint_fused",
+                                      "--device", "cpu", "--out", "/nonexistent/never"])
+    with pytest.raises(SystemExit) as exc:
+        reduce_tune.main()
+    assert exc.value.code == 2
+    assert "disjoint_fused: its registration declares no separate reduce kernel" in \
+        capsys.readouterr().err
