@@ -24,7 +24,11 @@ rule twice) or one that would time nothing or the wrong kernel, carries "groups"
 strategy that takes none, or "reduce" for a strategy whose registration declares no reduce
 kernel (atomic; disjoint_fused, which sums its partial rows in-kernel) or with a key or value
 the reduce does not take (`reduce.check_override`) is refused in one line,
-`ab_repeat: config N (JSON): <why>`, exit 2.
+`ab_repeat: config N (JSON): <why>`, exit 2.  So is, at any of the shapes, a configuration
+that launches what an earlier one does, or one with a key set to a value other than its
+rule's that changes nothing that launches there (`check_launches`: each call captured by
+`strategies._launch.capture` without running a kernel — on a GPU the compiled kernels'
+code is compared, on a CPU their constexpr parameters).
 
 With --gpu-time each timing also takes the harness's GPU time (`harness.timing.gpu_time`: the
 call captured in a CUDA graph and replayed, the L2 flushed before each replay — what the
@@ -59,7 +63,7 @@ import torch  # noqa: E402
 
 from normbench.harness.inputs import (DTYPES, EPS, make_inputs, reference,  # noqa: E402
                                       within_tolerances)
-from normbench.strategies import _tuning, reduce  # noqa: E402
+from normbench.strategies import _device, _launch, _tuning, reduce  # noqa: E402
 
 
 def alike_inputs(norm: str, rows: int, d: int, dtype: str, weight_dtype: str, *, seed: int,
@@ -79,6 +83,115 @@ def alike_inputs(norm: str, rows: int, d: int, dtype: str, weight_dtype: str, *,
 
 
 INPUTS = {"default": make_inputs, "alike": alike_inputs}
+
+
+def blank_inputs(norm, rows, d, dtype, weight_dtype, device):
+    """Inputs of the case's shapes and dtypes, uninitialised: what a call under
+    `_launch.capture` needs (it runs no kernel, so reads no value)."""
+    dt, wd = DTYPES[dtype], DTYPES[weight_dtype]
+    x = torch.empty(rows, d, dtype=dt, device=device)
+    stat = torch.empty(rows, dtype=torch.float32, device=device)
+    return (x, torch.empty_like(x), torch.empty(d, dtype=wd, device=device),
+            stat if norm == "layernorm" else None, torch.empty_like(stat))
+
+
+def launched(config: dict, name: str, inputs, code: bool) -> tuple:
+    """What one call under `config` launches at `inputs` (`_launch.capture`: the kernels,
+    grids, run-time scalars and constexpr parameters — with `code`, the compiled kernels'
+    PTX in place of the constexprs), or None where its strategy cannot run here.  Leaves
+    `_tuning.OVERRIDE` as it found it."""
+    saved = dict(_tuning.OVERRIDE)
+    try:
+        who, g, raw, _ = apply(config, name)
+        e = strategies.get(who)
+        if not e.available:
+            return None
+        with _launch.capture(code) as got:
+            e.fn(*inputs, groups=g) if raw else e.backward(*inputs, groups=g)
+        return who, tuple(got)
+    finally:
+        _tuning.OVERRIDE.clear()
+        _tuning.OVERRIDE.update(saved)
+
+
+def _without(config: dict, key: tuple) -> dict:
+    """`config` less one of its keys: ("reduce", k) one of the reduce's, (k,) any other."""
+    c = {k: (dict(v) if k == "reduce" else v) for k, v in config.items()}
+    if key[0] == "reduce" and len(key) == 2:
+        del c["reduce"][key[1]]
+        if not c["reduce"]:
+            del c["reduce"]
+    else:
+        del c[key[0]]
+    return c
+
+
+def _tried_keys(config: dict, who: str, d: int, has_b: bool, mine: tuple) -> list[tuple]:
+    """The keys of `config` that set an option to a value other than its rule's own at d
+    (a key equal to the rule's value pins it: no change, and none claimed): each of the
+    strategy's launch options, and each of the reduce's (its rule's values read at the G
+    partial rows `mine`'s reduce launch took).  Not GROUPS (the registry's cap, recorded as
+    groups_effective), "inputs" nor "strategy"."""
+    rule = _tuning.RULES[who].params(d) if who in _tuning.RULES else {}
+    keys = [(k,) for k, v in config.items()
+            if k not in ("reduce", "groups", "raw_groups", "inputs", "strategy")
+            and not (k in rule and rule[k] == v)]
+    red = config.get("reduce", {})
+    if red:
+        g = next((int(call[2][0]) for call in mine[1] if call[0] == "_reduce_kernel"), None)
+        saved = _tuning.OVERRIDE.pop("reduce", None)
+        try:
+            own = reduce.reduce_params(g, d, has_b) if g else {}
+        finally:
+            if saved is not None:
+                _tuning.OVERRIDE["reduce"] = saved
+        keys += [("reduce", k) for k, v in red.items() if own.get(k, not v) != v]
+    return keys
+
+
+def check_launches(configs: list[dict], texts: list[str], name: str,
+                   shapes: list[tuple[int, int]], norm: str, dtype: str, weight_dtype: str,
+                   device: str) -> None:
+    """At every shape, what each configuration launches (`launched`), without running it:
+    refused, `ab_repeat: config N (JSON): <why>` and SystemExit(2), where a configuration
+    launches what an earlier one does (the same timing under two names: a GROUPS the cap
+    brings back to another's, stages that shared memory caps back to the rule's), or where
+    one of its keys set to a value other than its rule's changes nothing that runs there —
+    the configuration without it launches the same (an option that path never reads).  A key
+    equal to the rule's own value pins it and is let be.  On a GPU the kernels are compiled and their code compared,
+    so a constexpr that no path of the kernel reads counts as no change too; on a CPU the
+    constexpr values are compared, a weaker check."""
+    code = device != "cpu" and torch.cuda.is_available() and not _device.interpreted()
+    how = " (the same compiled code)" if code else ""
+    for rows, d in shapes:
+        inputs = blank_inputs(norm, rows, d, dtype, weight_dtype, device)
+        at = f"{norm} {rows}x{d} {dtype}/{weight_dtype}"
+        seen: dict = {}
+        for n, (c, text) in enumerate(zip(configs, texts), 1):
+            def refuse(why):
+                print(f"ab_repeat: config {n} ({text}): {why}", file=sys.stderr)
+                raise SystemExit(2)
+            try:
+                mine = launched(c, name, inputs, code)
+            except (ValueError, RuntimeError) as err:
+                refuse(f"at {at}: {err}")
+            if mine is None:
+                continue
+            same = (c.get("inputs", "default"), mine)     # rows drawn otherwise: a change
+            if same in seen:
+                refuse(f"launches at {at} what config {seen[same]} does{how}: the same "
+                       "kernels, grids and parameters timed twice under two names")
+            seen[same] = n
+            who = c.get("strategy", name)
+            for key in _tried_keys(c, who, d, norm == "layernorm", mine):
+                try:
+                    other = launched(_without(c, key), name, inputs, code)
+                except (ValueError, RuntimeError):
+                    continue        # without it the configuration is refused: it matters
+                if other == mine:
+                    label = f"reduce option {key[1]!r}" if len(key) == 2 else repr(key[0])
+                    refuse(f"{label} changes nothing that launches at {at}{how}: without it "
+                           "the same kernels, grids and parameters run")
 
 
 def check_configs(configs: list[str], name: str, shapes: list[tuple[int, int]]) -> list[dict]:
@@ -158,8 +271,9 @@ def main(argv=None) -> int:
     ap.add_argument("--weight-dtype", default="same", help="same, bf16, fp16 or fp32")
     ap.add_argument("--configs", nargs="+", default=["{}"],
                     help="OVERRIDE dicts, JSON ({} = the rule); each is checked before "
-                         "anything is timed (an unknown key, or one that would time nothing "
-                         "or the wrong kernel: one line, exit 2)")
+                         "anything is timed (an unknown key, one that would time nothing "
+                         "or the wrong kernel, or a configuration that launches what another "
+                         "does at a shape: one line, exit 2)")
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--fresh-inputs", action="store_true",
                     help="new inputs (allocations) each round")
@@ -176,9 +290,15 @@ def main(argv=None) -> int:
         return 2
     try:
         configs = check_configs(args.configs, args.name, shapes)
+        wd = args.dtype if args.weight_dtype == "same" else args.weight_dtype
+        if args.dtype not in DTYPES or wd not in DTYPES:
+            print(f"ab_repeat: --dtype/--weight-dtype {args.dtype}/{wd}: each one of "
+                  f"{', '.join(DTYPES)}", file=sys.stderr)
+            return 2
+        check_launches(configs, args.configs, args.name, shapes, args.norm, args.dtype, wd,
+                       args.device)
     except SystemExit as e:
         return e.code
-    wd = args.dtype if args.weight_dtype == "same" else args.weight_dtype
     gpu = args.device == "cuda"
     entries = {n: strategies.get(n) for n in {c.get("strategy", args.name) for c in configs}}
     for name, e in entries.items():

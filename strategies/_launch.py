@@ -1,6 +1,8 @@
 """Host-side preparation shared by the Triton strategies (outputs, strides, placeholders)."""
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import inspect
 import os
 from dataclasses import dataclass
@@ -137,13 +139,59 @@ def _no_hooks() -> bool:
     return (e is None or not getattr(e, "calls", True)) and (x is None or not getattr(x, "calls", True))
 
 
+# `capture()`'s list while one is open (launch records what it would launch there instead),
+# and whether it records the compiled code too
+_CAPTURED: list | None = None
+_CAPTURE_CODE = False
+
+
+@contextlib.contextmanager
+def capture(code: bool = False):
+    """Within it, `launch` (and disjoint_cluster's cluster launch) run nothing: each records
+    what it would launch (`described`) in the list it yields — what a call launches under a
+    tuning override, on this machine, without running a kernel (bench/ab_repeat.py's check
+    that each key of an override changes something that runs).  code: compile each kernel
+    (`warmup`, which fills Triton's cache as a first launch would) and record its code in
+    place of its constexpr values — on a GPU, so that a value no path of the kernel reads,
+    compiled to the same PTX, counts as no change.  Not for timed calls, nor for threads."""
+    global _CAPTURED, _CAPTURE_CODE
+    saved, _CAPTURED, _CAPTURE_CODE = (_CAPTURED, _CAPTURE_CODE), [], bool(code)
+    try:
+        yield _CAPTURED
+    finally:
+        _CAPTURED, _CAPTURE_CODE = saved
+
+
+def described(kernel, grid, scalars, meta, tensors=None) -> tuple:
+    """One launch as `capture` records it, hashable: the kernel's name, grid and run-time
+    scalars, then its constexpr parameters and launch options by name — or, given its
+    `tensors` (capture(code=True)), the compiled kernel's PTX (a hash), shared memory, warps
+    and CTAs, and the launch options that are no code (`launch_*`: PDL, a cooperative grid)."""
+    name = getattr(kernel, "__name__", None) or getattr(getattr(kernel, "fn", None),
+                                                         "__name__", repr(kernel))
+    head = (name, tuple(grid), tuple(repr(v) for v in scalars))
+    if tensors is None:
+        return (*head, tuple(sorted((k, repr(v)) for k, v in meta.items())))
+    compiled = kernel.warmup(*tensors, *scalars, grid=grid, **meta)
+    md = compiled.metadata
+    code = (hashlib.sha256(compiled.asm["ptx"].encode()).hexdigest(),
+            getattr(md, "shared", None), getattr(md, "num_warps", None),
+            getattr(md, "num_ctas", None))
+    return (*head, code, tuple(sorted((k, repr(v)) for k, v in meta.items()
+                                      if k.startswith("launch_"))))
+
+
 def launch(kernel, key, tensors: tuple, setup) -> None:
     """Launch `kernel`, with little host time from the second call of a key on.
 
     `tensors` are the kernel's leading (tensor) arguments in order.  `setup()` returns
     (grid, scalars, meta): the grid, the run-time arguments after the tensors, and the
     constexpr parameters and launch options by name.  It runs only when `key` (with the
-    kernel and the current device) is new, so the key must determine its answer."""
+    kernel and the current device) is new, so the key must determine its answer.  Inside
+    `capture()` nothing is launched: setup() runs and what it gives is recorded."""
+    if _CAPTURED is not None:
+        _CAPTURED.append(described(kernel, *setup(), tensors if _CAPTURE_CODE else None))
+        return
     if not _FAST or _device.interpreted() or _tuning.OVERRIDE or not _no_hooks():
         grid, scalars, meta = setup()
         kernel[grid](*tensors, *scalars, **meta)

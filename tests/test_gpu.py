@@ -764,3 +764,25 @@ def test_awkward_shapes_on_gpu(name, case):
     if e.deterministic_by_design:
         for _ in range(3):
             same_bits(first, e.backward(x, dy, w, mean, rstd), (name, case))
+
+
+def test_ab_repeat_compares_the_compiled_code(capsys):
+    """On a GPU bench/ab_repeat.py's check compares the compiled kernels (`_launch.capture`
+    with code): disjoint_strided's `spin` (the exchange's polls; its rule has no exchange, so
+    no path reads it) compiles to the rule's PTX and is refused as the rule timed twice —
+    on a CPU only its constexpr differs and it passes — while 8 warps compile otherwise."""
+    import json
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "bench"))
+    import ab_repeat
+    saved = dict(_tuning.OVERRIDE)
+    args = ("disjoint_strided", [(4096, 4096)], "rmsnorm", "bf16", "bf16", "cuda")
+    configs = [{}, {"spin": 8}]
+    with pytest.raises(SystemExit):
+        ab_repeat.check_launches(configs, [json.dumps(c) for c in configs], *args)
+    err = capsys.readouterr().err
+    assert "what config 1 does (the same compiled code)" in err, err
+    configs = [{}, {"num_warps": 8}]
+    ab_repeat.check_launches(configs, [json.dumps(c) for c in configs], *args)
+    assert _tuning.OVERRIDE == saved

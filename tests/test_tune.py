@@ -1,6 +1,7 @@
 """bench/tune.py's round 9 (issue 16) and the device call that runs it (bench/device_targets.sh):
 the candidates it times, and the script end to end on CPU under the interpreter, tiny."""
 import csv
+import json
 import io
 import os
 import subprocess
@@ -508,7 +509,10 @@ def test_ab_repeat_calls_with_a_configurations_groups(tmp_path, monkeypatch):
     monkeypatch.setattr(type(e), "backward",
                         lambda self, *a, groups=None: seen.append(groups) or real(self, *a,
                                                                                  groups=groups))
-    rows = _ab_on_cpu(tmp_path, monkeypatch, "6x40", 1, "{}", '{"groups": 2}')
+    # 40 rows: the auto GROUPS is 3 there (at 6 rows the cap brought 2 back to the auto's 1,
+    # and check_launches refuses the pair as one configuration timed twice)
+    assert e.effective_groups(40, 40, None) != e.effective_groups(40, 40, 2) == 2
+    rows = _ab_on_cpu(tmp_path, monkeypatch, "40x40", 1, "{}", '{"groups": 2}')
     assert len(rows) == 2 and all(x["status"] == "ok" for x in rows)
     assert set(seen) == {None, 2} and tune._tuning.OVERRIDE == {}
 
@@ -577,7 +581,7 @@ def test_ab_repeat_gpu_time_column(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(ab_repeat.timing, "gpu_time", lambda fn, **kw: calls.append(fn()) or
                         {"gpu_time_ms": 0.0421})
     capsys.readouterr()
-    rows = _ab_on_cpu(tmp_path, monkeypatch, "5x40", 2, "{}", '{"groups": 2}',
+    rows = _ab_on_cpu(tmp_path, monkeypatch, "5x40", 2, "{}", '{"num_warps": 8}',
                       extra=["--gpu-time"])
     assert [x["gpu_us"] for x in rows] == ["42.1"] * 4 and len(calls) == 4
     assert "GPU 42.1 [42.1, 42.1]" in capsys.readouterr().out
@@ -589,8 +593,10 @@ def test_device_round48_script_on_cpu(tmp_path):
     """Round 48's call, tiny: each A/B step's timings are all correct — atomic on both kinds of
     inputs, the capped GROUPS against the kernel launched past the cap, the reduce's tiles —
     and the GPU tests' log is in the tarball."""
+    # the reduce's steps at 2048 columns, where its rule takes 32 a program: at 48 or 64 its 16
+    # was the rule's own, and ab_repeat refuses the rule timed twice
     _device_script(tmp_path, "device_round48.sh", SHAPE_ATOMIC="6x64", SHAPES_CAP="9x32",
-                   SHAPES_FP32="4x48", SHAPE_4096="5x64", ROUNDS="1", G_T="60")
+                   SHAPES_FP32="4x2048", SHAPE_4096="5x2048", ROUNDS="1", G_T="60")
     with tarfile.open(tmp_path / "round48.tgz") as tar:
         for step, n in (("atomic_ln", 2), ("strided_ln", 2), ("cap_ln", 2), ("cap_rms", 2),
                         ("red_fp32", 4), ("red_4096w", 4)):
@@ -663,16 +669,16 @@ def test_device_round24_script_on_cpu(tmp_path):
 
 
 def test_device_round25_script_on_cpu(tmp_path):
-    """Round 25's first call, tiny: each of disjoint_strided's A/B steps lands in its folder
-    with both configurations timed and correct; disjoint_smem's step, which needs a GPU, says
-    why in one line (no traceback); and the GPU-test step's log is there."""
+    """Round 25's first call, tiny: disjoint_strided's A/B steps time `ln_inflight`, which only
+    the staged kernel (a GPU's) reads — on a CPU each step says in one line that the
+    configuration launches what the rule does, and times nothing; disjoint_smem's step, which
+    needs a GPU, says why in one line (no traceback); and the GPU-test step's log is there."""
     _device_script(tmp_path, "device_round25.sh", SHAPE_16384="9x64", SHAPE_16384S="5x64",
                    ROUNDS="1", G_S="30", K="nothing_selected")
     with tarfile.open(tmp_path / "round25.tgz") as tar:
         for step in ("ln16384", "ln16384s"):
-            rows = list(csv.DictReader(io.TextIOWrapper(tar.extractfile(f"t/{step}/ab.csv"))))
-            assert len({x["config"] for x in rows}) == 2, step
-            assert all(x["status"] == "ok" for x in rows), step
+            log = tar.extractfile(f"t/{step}.log").read().decode()
+            assert "what config 1 does" in log and "Traceback" not in log, log
         log = tar.extractfile("t/rms16384s.log").read().decode()
         assert "disjoint_smem is not available" in log and "Traceback" not in log
         assert "gpu-tests.log" in {os.path.basename(n) for n in tar.getnames()}
@@ -758,6 +764,14 @@ def test_row_loop_candidates_stay_on_the_row_loop_where_fp32_rows_are_staged(mon
     ("disjoint_strided", '{"reduce": {"BLOCK_N": 48}}', "BLOCK_N: 48 is not a power of two"),
     ("disjoint_strided", '{"reduce": {"PAIRED": 1}}', "PAIRED: 1 is not true or false"),
     ("disjoint_strided", '{"reduce": [64]}', "must be a mapping"),
+    # what launches, captured without running a kernel (`_launch.capture`): an option no path
+    # of a one-row kernel reads, and the fused kernel's tail left out of disjoint_block
+    ("atomic", '{"ln_warps": 8}', "launches at layernorm 5x40 bf16/bf16 what config 1 does"),
+    ("disjoint_block", '{"tail": 4}', "what config 1 does: the same kernels"),
+    ("disjoint_block", '{"num_warps": 8, "tail": 4}',
+     "'tail' changes nothing that launches at layernorm 5x40 bf16/bf16"),
+    # the reduce's own warps pinned: the rule's reduce under another name
+    ("disjoint_strided", '{"reduce": {"num_warps": 4}}', "what config 1 does"),
     ("atomic", '{"groups": 4}', "atomic takes no GROUPS"),
     ("disjoint_strided", '{"num_warps": 4', "Expecting"),
     ("disjoint_strided", '[1]', "not a JSON object"),
@@ -804,3 +818,50 @@ def test_reduce_tune_refuses_a_strategy_without_the_reduce_kernel(monkeypatch, c
     assert exc.value.code == 2
     assert "disjoint_fused: its registration declares no separate reduce kernel" in \
         capsys.readouterr().err
+
+
+def test_capture_records_what_a_call_launches_and_runs_nothing(monkeypatch):
+    """`_launch.capture` records each launch (kernel, grid, scalars, constexprs) and runs no
+    kernel; a launch option that changes the kernel changes the record, and the override
+    hook is left as it was."""
+    import ab_repeat
+    from normbench.strategies import _launch
+    monkeypatch.setattr(tune._tuning, "OVERRIDE", {})
+    inputs = ab_repeat.blank_inputs("layernorm", 40, 96, "bf16", "bf16", "cpu")
+    ran = []
+    real = _launch.described
+    monkeypatch.setattr(_launch, "described", lambda *a, **k: ran.append(a[0]) or real(*a, **k))
+    rule = ab_repeat.launched({}, "disjoint_strided", inputs, False)
+    assert [c[0] for c in rule[1]] == ["_disjoint_kernel", "_reduce_kernel"]
+    assert ab_repeat.launched({}, "disjoint_strided", inputs, False) == rule
+    assert ab_repeat.launched({"num_warps": 8}, "disjoint_strided", inputs, False) != rule
+    assert tune._tuning.OVERRIDE == {} and len(ran) == 6
+    class Unlaunchable:                     # nothing runs: a launch of it would raise
+        __name__ = "_atomic_kernel"
+
+        def __getitem__(self, grid):
+            raise AssertionError("launched under capture")
+    from normbench.strategies import atomic
+    monkeypatch.setattr(atomic, "_atomic_kernel", Unlaunchable())
+    with _launch.capture() as got:
+        strategies.get("atomic").backward(*inputs)
+    assert [c[0] for c in got] == ["_atomic_kernel"]
+    with pytest.raises(AssertionError, match="launched under capture"):
+        strategies.get("atomic").backward(*inputs)
+
+
+def test_check_launches_lets_a_pinned_value_be(tmp_path, monkeypatch):
+    """A key equal to its rule's value at the shape pins it (no change, none claimed); the
+    same configuration beside a real change passes; two configurations that launch the same
+    are refused whatever their keys."""
+    import ab_repeat
+    monkeypatch.setattr(tune._tuning, "OVERRIDE", {})
+    rule = tune._tuning.rule("disjoint_block").params(96)
+    configs = [{}, {"num_warps": 8, "block_d": rule["block_d"]},
+               {"reduce": {"BLOCK_G": 2, "BLOCK_N": 16}}]
+    ab_repeat.check_launches(configs, [json.dumps(c) for c in configs], "disjoint_block",
+                             [(40, 96)], "layernorm", "bf16", "bf16", "cpu")
+    with pytest.raises(SystemExit):
+        twice = [{}, {"num_warps": 8}, {"num_warps": 8, "block_d": rule["block_d"]}]
+        ab_repeat.check_launches(twice, [json.dumps(c) for c in twice], "disjoint_block",
+                                 [(40, 96)], "layernorm", "bf16", "bf16", "cpu")
