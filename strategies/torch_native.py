@@ -127,6 +127,13 @@ def _path(x, weight, mean) -> tuple[str, str]:
 def backward(x, dy, weight, mean, rstd, *, groups=None):
     """PyTorch's native layer-norm / RMS-norm backward kernels (autocast's fp32 path where they refuse a dtype mix)."""
     path = _path(x, weight, mean)[0]
+    if (x.requires_grad or dy.requires_grad or weight.requires_grad or rstd.requires_grad
+            or (mean is not None and mean.requires_grad)):
+        # a weight that is an nn.Parameter: the native ops would record a double-backward
+        # graph on every call and return gradients holding it (time and memory no other
+        # implementation pays); the strategies' outputs hold no graph, nor do these
+        with torch.no_grad():
+            return _RUN[path](dy.contiguous(), x.contiguous(), weight, mean, rstd)
     return _RUN[path](dy.contiguous(), x.contiguous(), weight, mean, rstd)
 
 

@@ -141,6 +141,29 @@ def test_bad_arguments_raise_value_error_naming_the_argument(name, arg, mutate):
         strategies.get(name).backward(**a)
 
 
+@pytest.mark.parametrize("name", STRATEGIES)
+def test_a_device_the_kernels_cannot_run_on_is_refused_by_name(name):
+    """Meta tensors (shapes, no data) passed every check and failed inside Triton's
+    interpreter with NotImplementedError — which the harness reads as "does not take this
+    combination" (a skip): now a ValueError naming x, as for any other bad argument."""
+    meta = {k: (v.to("meta") if isinstance(v, torch.Tensor) else v) for k, v in _args().items()}
+    with pytest.raises(ValueError, match="^x: is on meta; the Triton kernels run on"):
+        strategies.get(name).backward(**meta)
+
+
+@pytest.mark.parametrize("norm", NORMS)
+@pytest.mark.parametrize("name", IMPLS)
+def test_gradients_hold_no_graph_when_an_input_requires_grad(name, norm):
+    """A weight that is an nn.Parameter (as a user's norm layer holds it): every
+    implementation returns plain gradients, no autograd graph — the torch baseline's native
+    LayerNorm op recorded a double-backward graph on every call, time and memory no other
+    implementation paid."""
+    x, dy, w, mean, rstd = make_inputs(norm, 4, 8, "fp32", "fp32", seed=0, device="cpu")
+    out = strategies.get(name).backward(x.requires_grad_(), dy, torch.nn.Parameter(w), mean,
+                                        rstd)
+    assert all(o is None or (o.grad_fn is None and not o.requires_grad) for o in out), out
+
+
 @pytest.mark.parametrize("groups", [0, -3, 2.5, True, "4"])
 def test_bad_groups(groups):
     with pytest.raises(ValueError, match="^groups: "):
