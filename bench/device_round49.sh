@@ -7,7 +7,10 @@
 # leave fewer programs (128) than the H200's 132 SMs — so that a rule, if any, is read from
 # all of them, not from the one line.  Per shape: the rule (32 columns, every partial row in
 # one step), 64 columns, and 64 columns walking the partial rows 128 at a time (the grid's
-# 132 partial rows in two steps, a tile half the size).  disjoint_strided, the fastest
+# 131 partial rows at 8192 rows in two steps, a tile half the size; at 4096 rows the registry
+# caps GROUPS at 128, which the rule's step already takes whole, so there the third
+# configuration is the second again — a session-52 audit; bench/ab_repeat.py now refuses
+# that pair at those shapes).  disjoint_strided, the fastest
 # deterministic strategy at all of these lines; six rounds in turn on fresh inputs, call and
 # GPU time, every configuration checked against fp64.  Then the GPU tests of disjoint_fused
 # round 48's 150 s did not reach.  Everything lands in $OUT/round49.tgz.

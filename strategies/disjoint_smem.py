@@ -46,9 +46,11 @@ from ._registry import register, register_unavailable
 
 NAME = "disjoint_smem"
 # Bytes of x and dy a program aims to have on their way into shared memory (the stages ahead
-# of the row being worked on): a launch parameter (`inflight`).  Tune-14: 32 and 128 KB
-# within 1.3 % of it at rows of 12288-16384, where only 1-3 stages fit anyway; at d ≤ 8192
-# (where it decides 3-8 stages) not yet measured.
+# of the row being worked on): a launch parameter (`inflight`).  Tune-14: 128 KB within
+# 1.3 % of it at rows of 12288-16384 with a 16-bit γ, where only 1-3 stages fit anyway (32 KB
+# launched the same stages as 64 KB at all nine of its lines, and 128 KB as well wherever γ
+# or the activations were fp32 — a session-52 audit: those timings compared the rule with
+# itself); at d ≤ 8192 (where it decides 3-8 stages) not yet measured.
 INFLIGHT = 64 * 1024
 MAX_STAGES = 8
 # Bytes in flight for a LayerNorm row of one 16384-column block with a weight of the
@@ -112,7 +114,9 @@ def _rule(d: int) -> dict:
     (= inflight) elsewhere; disjoint_strided's rule takes it too (round 25: 3.1 % faster at
     8192 × 16384 with its rows dealt round-robin, 2.8 % at 4096 × 16384).  Round 25 timed
     128 KB at two-part rows too (`split_inflight`, four stages at 12288 with a 16-bit γ): level
-    in RMSNorm at 12288 and 10240, 0.7 and 3.7 % slower in LayerNorm — not adopted.
+    in RMSNorm at 12288, 0.7 and 3.7 % slower in LayerNorm — not adopted.  (Its RMSNorm line
+    at 10240 was the rule timed twice: with RMSNorm's 16 warps that row is one unsplit block
+    of 16384 whatever `split_inflight` says — a session-52 audit.)
 
     half_rows: a row of one block staged by halves — first halves in one ring, second halves
     in another, one slot fewer (`half_slots`, the kernel's HALVES) — where that keeps more of the rows ahead on their way than whole-row stages
