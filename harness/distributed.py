@@ -132,11 +132,13 @@ class Queue:
         return bool(self.shared or self.exclusive)
 
 
-def _check_scheduler(target: str) -> None:
-    """--scheduler names a scheduler file (JSON with its "address") or an address with a
-    port of 1-65535 (tcp://host:8786, host:8786); anything else is refused before a run
-    starts (a port out of range waited 30 s to fail to connect)."""
-    from distributed.comm import get_address_host_port
+def _check_scheduler(target: str) -> str:
+    """The scheduler's address.  --scheduler names a scheduler file (JSON with its "address")
+    or an address with a port of 1-65535 (tcp://host:8786, host:8786) whose scheme the
+    client can use (_scheme_problem); anything else is refused before a run starts (a port
+    out of range waited 30 s to fail to connect, tls:// without certificates ended in
+    Dask's traceback)."""
+    from distributed.comm import get_address_host_port, parse_address
     address = target
     if Path(target).is_file():
         try:
@@ -147,12 +149,40 @@ def _check_scheduler(target: str) -> None:
         if not isinstance(address, str):
             raise ClusterError(f"--scheduler {target}: its \"address\" is not a string")
     try:
+        scheme = parse_address(address, strict=False)[0]
+        if (why := _scheme_problem(scheme)) is not None:
+            raise ClusterError(f"--scheduler {target!r}: {why}")
         _, port = get_address_host_port(address)
         if not 0 < port < 65536:
             raise ValueError(f"port {port} is outside 1-65535")
     except ValueError as e:
         raise ClusterError(f"--scheduler {target!r}: not a scheduler address ({e}); give "
                            "tcp://HOST:PORT or a scheduler file") from None
+    return address
+
+
+SCHEMES = ("tcp", "tls")        # the comms --scheduler takes (HOST:PORT is tcp)
+
+
+def _scheme_problem(scheme: str) -> str | None:
+    """Why the client cannot reach a scheduler over `scheme`, or None: tcp needs nothing,
+    tls the client certificate of Dask's own TLS settings (distributed.comm.tls.ca-file and
+    .client.cert in its config or DASK_DISTRIBUTED__COMM__TLS__* variables); the others
+    (inproc, ws, ucx ...) normbench does not set up."""
+    supported = "tcp://HOST:PORT, or tls://HOST:PORT with Dask's TLS settings"
+    if scheme not in SCHEMES:
+        return f"the {scheme}:// comm is not supported ({supported})"
+    if scheme == "tls":
+        from distributed.security import Security
+        try:
+            tls = Security().get_tls_config_for_role("client")
+        except Exception as e:          # a Dask config it cannot read
+            return f"Dask's TLS settings cannot be read ({type(e).__name__}: {e})"
+        if not (tls.get("ca_file") and tls.get("cert")):
+            return ("tls:// needs Dask's TLS settings: distributed.comm.tls.ca-file and "
+                    "distributed.comm.tls.client.cert (and .key) in the Dask config, e.g. "
+                    "DASK_DISTRIBUTED__COMM__TLS__CA_FILE")
+    return None
 
 
 def make_executor(*, gpus, scheduler, sweep, exclusive_below_us, dry_run=False):
@@ -260,8 +290,10 @@ class Executor:
             kw = {"scheduler_file": target} if Path(target).is_file() else {"address": target}
             try:
                 self.client = Client(timeout="30s", **kw)
-            except OSError as e:
-                raise ClusterError(f"--scheduler {target}: cannot connect: {e}") from None
+            except (OSError, TypeError, ValueError) as e:   # TypeError: a TLS setting Dask refuses
+                raise ClusterError(f"--scheduler {target}: cannot connect: "
+                                   f"{type(e).__name__}: {' '.join(str(e).split())}"[:400]
+                                   ) from None
             where = f"the cluster at {target}"
         console.print(f"Dask: {where}; dashboard {self.client.dashboard_link}", markup=False,
                       highlight=False, soft_wrap=True)

@@ -526,7 +526,9 @@ def test_bad_cluster_options_are_one_line_and_exit_2(tmp_path):
                          (["--scheduler", "garbage"], "not a scheduler address"),
                          (["--scheduler", "tcp://127.0.0.1:99999"], "port 99999 is outside"),
                          (["--scheduler", "127.0.0.1:0"], "port 0 is outside"),
-                         (["--scheduler", str(cfg)], "not a Dask scheduler file")):
+                         (["--scheduler", str(cfg)], "not a Dask scheduler file"),
+                         (["--scheduler", "tls://127.0.0.1:1"], "needs Dask's TLS settings"),
+                         (["--scheduler", "ws://127.0.0.1:1"], "ws:// comm is not supported")):
         r = cli("run", cfg, *args, "--out", tmp_path / "x", "--dry-run")
         assert r.returncode == 2, (args, r.stderr)
         lines = r.stderr.strip().splitlines()
@@ -537,6 +539,10 @@ def test_bad_cluster_options_are_one_line_and_exit_2(tmp_path):
     r = cli("run", cfg, "--scheduler", tmp_path / "s.json", "--out", tmp_path / "y")
     assert r.returncode == 2 and "port 99999 is outside 1-65535" in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and time.monotonic() - start < 25
+    # tls:// without certificates: Dask's TypeError about ssl_context, a traceback
+    r = cli("run", cfg, "--scheduler", "tls://127.0.0.1:1", "--out", tmp_path / "z")
+    assert r.returncode == 2 and r.stderr.startswith("run: --scheduler 'tls://"), r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "z").exists()
 
 
 def test_a_task_the_cluster_could_not_run_stops_the_run_and_records_nothing():
