@@ -388,6 +388,11 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
     if dry_run:
         _print_plan(left, count, est, sweep, skip_here)
         return
+    if executor is not None:
+        try:        # --scheduler: an address that does not answer, before out_dir is made
+            executor.reach()
+        except ClusterError as e:
+            fail(f"run: {e}")
     try:
         chosen = out_dir is not None       # a directory made here is removed if left empty
         out_dir = out_dir or default_out_dir(sweep)

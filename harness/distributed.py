@@ -3,8 +3,10 @@
 The engine is Dask (`dask.distributed`; dask-cuda's LocalCUDACluster on one host: one worker
 per GPU, CUDA_VISIBLE_DEVICES and CPU affinity set per worker).  This module is the driver:
 
-* it starts the cluster (`--gpus`) or connects to one (`--scheduler`), and asks every worker
-  for its GPU's facts (harness.gpuworker.facts) for meta.json;
+* it starts the cluster (`--gpus`) or connects to one (`--scheduler`: its address must first
+  answer as a Dask scheduler within HANDSHAKE_S, `Executor.reach`, asked before the run
+  directory is made), and asks every worker for its GPU's facts (harness.gpuworker.facts)
+  for meta.json;
 * it schedules dynamically: a free worker gets the largest case left (the plan's estimated
   cost, harness.shard.case_costs); it keeps at most one case per worker in flight, each
   restricted to its host, so it knows what runs where (`Queue`, pure, tested with stand-in
@@ -31,12 +33,14 @@ resource each) that run under the Triton interpreter — how the tests run it.
 """
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
 import os
 import signal
 import statistics
+import threading
 import time
 import uuid
 from collections import Counter, deque
@@ -54,6 +58,7 @@ NO_WORKER_TIMEOUT_S = 300.0    # with work left and no worker at all: give up
 POLL_S = 0.02
 STOP_FETCH_S = 10.0            # at a stop, for each finished task's result
 REFRESH_S = 1.0
+HANDSHAKE_S = 30.0             # for --scheduler's address to answer as a scheduler (reach)
 WORKER_PRELOAD = "normbench.harness.gpuworker"   # its dask_setup: the workers of --gpus
 
 
@@ -196,9 +201,9 @@ def make_executor(*, gpus, scheduler, sweep, exclusive_below_us, dry_run=False):
         spec = placement.parse_gpus(gpus) if gpus is not None else None
     except placement.PlacementError as e:
         raise ClusterError(str(e)) from None
-    if scheduler is not None:
-        _check_scheduler(scheduler)
+    address = _check_scheduler(scheduler) if scheduler is not None else None
     ex = Executor(spec, scheduler, sweep, exclusive_below_us)
+    ex.address = address
     if spec is not None:
         ex.choose()
     return ex
@@ -209,6 +214,7 @@ class Executor:
         self.gpus, self.scheduler, self.sweep = gpus, scheduler, sweep
         self.x = exclusive_below_us
         self.client = self.cluster = None
+        self.address: str | None = None      # --scheduler's, from its file where it names one
         self.devices: list[str] | None = None
         self.standin = False
         self._facts: dict = {}
@@ -235,6 +241,38 @@ class Executor:
             self.devices = placement.choose(self.gpus, visible)
         except placement.PlacementError as e:
             raise ClusterError(str(e)) from None
+
+    def reach(self, timeout_s: float = HANDSHAKE_S) -> None:
+        """--scheduler: ClusterError unless its address answers as a Dask scheduler within
+        timeout_s (_identity); the CLI asks before it makes the run directory.  Nothing to
+        ask for --gpus (start() makes the cluster)."""
+        if self.address is None:
+            return
+        got: list = []
+
+        def ask() -> None:
+            try:
+                got.append(asyncio.run(_identity(self.address, timeout_s)))
+            except BaseException as e:      # its thread's: told by the caller
+                got.append(e)
+        # in a thread of its own, waited for at most timeout_s and a margin: a connect stuck
+        # past its own timeout (a cancellation not taken) is left to that daemon thread
+        asker = threading.Thread(target=ask, name="normbench-scheduler-probe", daemon=True)
+        asker.start()
+        asker.join(timeout_s + 5)
+        said = f"--scheduler {self.scheduler}: "
+        if not got or isinstance(got[0], (TimeoutError, asyncio.TimeoutError)):
+            raise ClusterError(said + f"does not answer as a Dask scheduler within "
+                               f"{timeout_s:g} s (is it the scheduler's port, not its "
+                               "dashboard's or another server's?)")
+        out = got[0]
+        if isinstance(out, BaseException):
+            raise ClusterError(said + "does not answer as a Dask scheduler ("
+                               f"{type(out).__name__}: {' '.join(str(out).split())}"[:300]
+                               + ")")
+        if not isinstance(out, dict) or out.get("type") != "Scheduler":
+            kind = out.get("type") if isinstance(out, dict) else type(out).__name__
+            raise ClusterError(said + f"answers as a {kind}, not as a Dask scheduler")
 
     def estimate(self, serial_s: float) -> float:
         n = len(self.devices) if self.devices else 1
@@ -533,6 +571,25 @@ class Executor:
             pass
         self.client = self.cluster = None
         self._quiet.close()
+
+
+async def _identity(address: str, timeout_s: float):
+    """What the server at `address` says to Dask's `identity` request ({"type": "Scheduler",
+    ...} from a scheduler), all of it within timeout_s: distributed.Client's timeout does not
+    bound its handshake, and a port that accepts but does not answer as Dask does (the
+    dashboard's, an HTTP server's) held `run --scheduler` for good."""
+    from distributed.comm import connect
+    from distributed.security import Security
+
+    async def ask():
+        comm = await connect(address, timeout=timeout_s,
+                             **Security().get_connection_args("client"))
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+    return await asyncio.wait_for(ask(), timeout_s)
 
 
 def _per_gpu_cluster(devices: list[str], common: dict):

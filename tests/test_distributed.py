@@ -545,6 +545,25 @@ def test_bad_cluster_options_are_one_line_and_exit_2(tmp_path):
     assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "z").exists()
 
 
+@needs_dask
+def test_a_scheduler_address_that_does_not_answer_as_one_is_refused_in_time():
+    """A port that accepts and never answers as Dask does (the dashboard's, an HTTP
+    server's): distributed.Client's timeout="30s" did not cover its handshake and `run
+    --scheduler` hung for good.  reach() asks for the scheduler's identity within its
+    timeout (the CLI's: 30 s, before the run directory is made)."""
+    import socket
+    from normbench.harness.distributed import ClusterError, make_executor
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(4)
+        address = "tcp://127.0.0.1:%d" % s.getsockname()[1]
+        ex = make_executor(gpus=None, scheduler=address, sweep=None, exclusive_below_us=None)
+        start = time.monotonic()
+        with pytest.raises(ClusterError, match="does not answer as a Dask scheduler within 2 s"):
+            ex.reach(timeout_s=2)
+        assert time.monotonic() - start < 10
+
+
 def test_a_task_the_cluster_could_not_run_stops_the_run_and_records_nothing():
     """A scheduler without normbench cannot unpickle the task: every case was an `error`
     record ("the task failed: RuntimeError: Error during deserialization …"), the run exited
