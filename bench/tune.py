@@ -14,6 +14,9 @@ and appends each measurement to tune.csv as it goes (a cut run keeps what it mea
 With --passes N every configuration of a shape is timed N times, each pass in a rotated order,
 and the summary reads each one's median: round 22 (docs/PERF_NOTES.md) saw single timings
 read 20-50 % slow now and then, whichever configuration was running.
+Each row also says what launched (`what_launched`: launch_id, the same for two rows that ran
+the same code — compiled code on a GPU — and launched, the first kernel's constexprs and
+warps as launched), beside the parameters asked for.
 Prints the best configuration per shape and strategy, and where `groups=auto` and the
 default parameters land against that best.
 Results and their reading go into docs/PERF_NOTES.md.
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import json
 import itertools
 import os
@@ -41,7 +45,7 @@ except ImportError:
 from normbench import strategies  # noqa: E402
 from normbench.harness import model, timing  # noqa: E402
 from normbench.harness.inputs import errors, make_inputs, reference, within_tolerances  # noqa: E402
-from normbench.strategies import _tuning  # noqa: E402
+from normbench.strategies import _launch, _tuning  # noqa: E402
 
 SHAPES = [(16384, 4096), (16384, 8192), (65536, 1024), (8192, 16384),
           (2048, 768), (4096, 1024), (4096, 4096)]
@@ -370,6 +374,29 @@ def wdtype(args) -> str:
     return args.dtype if args.weight_dtype == "same" else args.weight_dtype
 
 
+def what_launched(call, gpu: bool) -> tuple[str, str]:
+    """(launch_id, launched) of one call (`_launch.capture`, no kernel run): launch_id, 12 hex
+    digits naming everything it launches — on a GPU the compiled kernels' code, so two rows
+    with one id ran the same code whatever their parameters asked for (a stage count that
+    shared memory caps, an option the path never reads) — and launched, its first kernel's
+    name, grid and the constexprs and warps it was launched with (after `fit_stages`, the
+    staged kernel's own warps and stages): what ran, where the columns before it say what
+    was asked for.  The columns the parameters give (block_d … col_split) stay as asked."""
+    with _launch.capture() as meta:
+        call()
+    if gpu:
+        with _launch.capture(code=True) as code:
+            call()
+    else:
+        code = meta
+    ident = hashlib.sha256(repr(code).encode()).hexdigest()[:12]
+    if not meta:
+        return ident, ""
+    name, grid, _, consts = meta[0]
+    return ident, f"{name} grid={'x'.join(map(str, grid))} " + " ".join(
+        f"{k}={v}" for k, v in consts)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.environ.get("OUT", "."), help="folder for tune.csv ($OUT)")
@@ -426,7 +453,7 @@ def main():
     path = os.path.join(args.out, "tune.csv")
     fields = ["norm", "rows", "d", "dtype", "weight_dtype", "name", "config", "override", "groups",
               "geff", "block_d", "block_r", "num_warps", "num_stages", "prefetch", "reload", "w_tile",
-              "col_split", "us", "pct_copy", "err", "status", "pass"]
+              "col_split", "launch_id", "launched", "us", "pct_copy", "err", "status", "pass"]
     out = open(path, "w", newline="")
     w = csv.DictWriter(out, fieldnames=fields)
     w.writeheader()
@@ -460,12 +487,15 @@ def main():
                         err = max(v for v in errors(res, ref)
                                   if v is not None)
                         checked[key] = (err, "ok" if within_tolerances(res, ref, args.dtype, wd)
-                                        else "WRONG")
-                    err, status = checked[key]
+                                        else "WRONG",
+                                        *what_launched(lambda: e.backward(x, dy, wt, mean, rstd,
+                                                                          groups=g), gpu))
+                    err, status, launch_id, launched = checked[key]
                     ms = timing.summarize(timing.bench(
                         lambda: e.backward(x, dy, wt, mean, rstd, groups=g), 5, args.rep, gpu))["time_ms"]
                 except Exception as ex:  # record and go on
                     err, ms, status = float("nan"), float("nan"), f"{type(ex).__name__}: {str(ex)[:80]}"
+                    launch_id = launched = ""
                 rec = dict(norm=norm, rows=rows, d=d, dtype=args.dtype, weight_dtype=wd, name=name,
                            config=(REPEAT if again else DEFAULT) if not ov and g is None else "",
                            override=json.dumps(ov, sort_keys=True) if ov else "",
@@ -476,7 +506,7 @@ def main():
                            num_stages=p.get("num_stages"),
                            prefetch=p.get("prefetch"), reload=p.get("reload"),
                            w_tile=p.get("w_tile"), col_split=p.get("col_split"),
-                           us=round(ms * 1e3, 2),
+                           launch_id=launch_id, launched=launched, us=round(ms * 1e3, 2),
                            pct_copy=round(model.pct(model.gbps(nbytes, ms), copy), 1) if ms == ms else None,
                            err=err, status=status, **{"pass": n})
                 w.writerow(rec)
@@ -505,6 +535,18 @@ def main():
         cols = ["geff", "override", "us", "pct_copy", "default_us", "default_vs_best",
                 "auto_vs_best_g"]
         print(best.sort_values("us")[cols].to_string(), flush=True)
+        # candidates that ran the default's code: the rule timed again under another name
+        ids = df[df.config.isin([DEFAULT, REPEAT]) & (df.launch_id != "")]
+        ids = set(zip(ids.name, ids.launch_id))
+        ran = pd.Series([(n, i) in ids for n, i in zip(df.name, df.launch_id)], index=df.index)
+        again = df[(df.config == "") & ran]
+        again = again.drop_duplicates(["name", "override", "groups"])
+        if len(again):
+            print("launched what the default launches (the same " + ("compiled code" if gpu else
+                  "kernels and constexprs") + "): " + "; ".join(
+                f"{r.name} {r.override or '{}'} groups="
+                f"{'auto' if pd.isna(r.groups) else int(r.groups)}" for r in again.itertuples()),
+                flush=True)
         bad = df[df.status != "ok"]
         if len(bad):
             print("NOT OK:\n" + bad[["name", "groups", "block_r", "num_warps", "status"]].to_string(index=False))

@@ -351,6 +351,29 @@ def test_passes_time_every_configuration_again_in_a_rotated_order(tmp_path):
     assert "== rmsnorm 3x40" in r.stdout
 
 
+def test_tune_csv_says_what_launched(tmp_path):
+    """tune.csv's launch_id and launched say what ran beside what was asked for: the default's
+    two timings share one id, a GROUPS that comes to the auto's (8 at 200 rows) has the
+    default's id too (and the summary names it as the rule timed again), a real change (12)
+    has another; `launched` holds the kernel's constexprs as launched."""
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "tune.py"), "--device", "cpu",
+                        "--names", "disjoint_strided", "--norms", "rmsnorm", "--shapes", "200x96",
+                        "--new-only", "--rep", "1", "--out", str(tmp_path)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "PYTHONPATH": ROOT})
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = [x for x in csv.DictReader(open(tmp_path / "tune.csv"))
+            if x["name"] == "disjoint_strided"]
+    ids = {(x["config"], x["override"], x["groups"]): x["launch_id"] for x in rows}
+    default = {v for (c, _, _), v in ids.items() if c}
+    assert len(default) == 1 and all(len(v) == 12 for v in ids.values())
+    capped = [k for k, v in ids.items() if not k[0] and v in default]
+    assert capped and all(k[2] for k in capped)     # GROUPS asked past the cap: the rule again
+    assert any(v not in default for v in ids.values())
+    assert all(x["launched"].startswith("_disjoint_kernel grid=") for x in rows)
+    assert "launched what the default launches" in r.stdout and "groups=" in r.stdout
+
+
 def test_device_ab_script_on_cpu(tmp_path):
     """bench/device_ab.sh, tiny: A, the variant, A again, each with its tune.csv and every
     timing correct; the variant's file recorded as swapped in, and this tree's file back in
