@@ -394,7 +394,9 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
         except ClusterError as e:
             fail(f"run: {e}")
     try:
-        chosen = out_dir is not None       # a directory made here is removed if left empty
+        # a directory this run makes (--out naming none yet, or runs/NAME-TIME) is removed
+        # if the cluster fails before a record is kept
+        made = out_dir is None or not os.path.lexists(out_dir)
         out_dir = out_dir or default_out_dir(sweep)
     except StoreError as e:
         fail(f"run: {e}")
@@ -414,7 +416,7 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
     except Exception as e:
         from normbench.harness.distributed import ClusterError
         if isinstance(e, ClusterError):
-            if not chosen:
+            if made:
                 from normbench.harness.run import discard_if_empty
                 discard_if_empty(out_dir)
             fail(f"run: {e}", 1)

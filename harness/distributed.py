@@ -39,6 +39,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import statistics
 import threading
 import time
@@ -244,15 +245,16 @@ class Executor:
 
     def reach(self, timeout_s: float = HANDSHAKE_S) -> None:
         """--scheduler: ClusterError unless its address answers as a Dask scheduler within
-        timeout_s (_identity); the CLI asks before it makes the run directory.  Nothing to
-        ask for --gpus (start() makes the cluster)."""
+        timeout_s (_ask: a host that does not resolve or a port that refuses fails at once);
+        the CLI asks before it makes the run directory, and exits 2: the address is the
+        input's fault.  Nothing to ask for --gpus (start() makes the cluster)."""
         if self.address is None:
             return
         got: list = []
 
         def ask() -> None:
             try:
-                got.append(asyncio.run(_identity(self.address, timeout_s)))
+                got.append(_ask(self.address, timeout_s))
             except BaseException as e:      # its thread's: told by the caller
                 got.append(e)
         # in a thread of its own, waited for at most timeout_s and a margin: a connect stuck
@@ -266,6 +268,8 @@ class Executor:
                                f"{timeout_s:g} s (is it the scheduler's port, not its "
                                "dashboard's or another server's?)")
         out = got[0]
+        if isinstance(out, ClusterError):
+            raise ClusterError(said + str(out))
         if isinstance(out, BaseException):
             raise ClusterError(said + "does not answer as a Dask scheduler ("
                                f"{type(out).__name__}: {' '.join(str(out).split())}"[:300]
@@ -571,6 +575,24 @@ class Executor:
             pass
         self.client = self.cluster = None
         self._quiet.close()
+
+
+def _ask(address: str, timeout_s: float):
+    """_identity's answer, after two quick looks that fail at once with their reason where
+    Dask's connect retried for its whole timeout: a host that does not resolve, a port that
+    refuses the connection (ClusterError)."""
+    from distributed.comm import get_address_host_port
+    deadline = time.monotonic() + timeout_s
+    host, port = get_address_host_port(address)
+    try:
+        socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as e:
+        raise ClusterError(f"its host {host} does not resolve ({e.strerror or e})") from None
+    try:
+        socket.create_connection((host, port), timeout=timeout_s).close()
+    except OSError as e:
+        raise ClusterError(f"cannot connect to {host}:{port} ({e.strerror or e})") from None
+    return asyncio.run(_identity(address, max(deadline - time.monotonic(), 0.1)))
 
 
 async def _identity(address: str, timeout_s: float):

@@ -119,7 +119,8 @@ def preflight(sweep: Sweep, out_dir: Path, *, resume: bool, force_resume: bool =
 
 
 def discard_if_empty(out_dir) -> None:
-    """Remove a run directory this command made (default_out_dir) when it holds no record —
+    """Remove a run directory this command made (default_out_dir, or an --out that named none
+    yet) when it holds no record —
     a cluster that could not start — and nothing but the run's own files; else leave it."""
     from normbench.harness.rundir import _DATA_FILES, LOCK_FILE
     p = Path(out_dir)
