@@ -434,6 +434,7 @@ class Executor:
         # the records of tasks found finished at a stop: on the executor, so that what a stop
         # leaves here is saved by the caller (unsaved())
         self._held, self._stopped, self._handed = {}, [], None
+        self._check_known(todo)
         hosts, refreshed, lonely = self._hosts(), time.monotonic(), None
         try:
             while queue or in_flight:
@@ -472,6 +473,21 @@ class Executor:
             self._stop(in_flight, queue, settings)
             yield from self._take_unsaved()     # measured: never lost
             raise
+
+    def _check_known(self, todo) -> None:
+        """ClusterError, before any case, where a worker that reported its facts does not know
+        an implementation of the plan (a worker joining later fails the first such case:
+        gpuworker.UnknownImplementation)."""
+        plan = list(dict.fromkeys(c.implementation for c in todo))
+        for worker, f in sorted(self._facts.items()):
+            known = f.get("implementations")
+            missing = [n for n in plan if known is not None and n not in known]
+            if missing:
+                raise ClusterError(
+                    f"the worker {worker} on {f['where'].get('hostname')} does not know "
+                    f"implementation(s) {', '.join(missing)} of the plan (NORMBENCH_PLUGINS and "
+                    "the plugins installed must be those of the driver): no case measured; run "
+                    "again once every worker has them")
 
     def _finished(self, fut, in_flight, queue, settings, stopping_s=None):
         """(case, record) of a finished task in flight; None where its record is held for an
@@ -644,7 +660,10 @@ def _record(fut, case, settings, failed_record, stopping_s=None) -> dict:
     cannot unpickle the task (normbench not importable there), a measuring child that cannot
     start: ClusterError, nothing recorded, the case left for --resume (as an `error` record
     every case failed so, and a resume skipped them all).  The one exception: the Dask worker
-    died while it ran the task (KilledWorker) — the case's own crash, an `error` record."""
+    died while it ran the task (KilledWorker) — the case's own crash, an `error` record.  A
+    worker that does not know the case's implementation (gpuworker.UnknownImplementation: a
+    plugin its node lacks) is the cluster's failure too: recorded as an `error`, --resume
+    skipped a case never measured."""
     from normbench.harness.measure import Settings
     try:
         out = fut.result(stopping_s) if stopping_s is not None else fut.result()
@@ -655,10 +674,12 @@ def _record(fut, case, settings, failed_record, stopping_s=None) -> dict:
             # client lost the scheduler between the poll's cancelled() and result()
             raise ClusterError(_LOST) from None
         if name != "KilledWorker":
+            need = ("every worker needs the plan's implementations" if name ==
+                    "UnknownImplementation" else "the scheduler and every worker need "
+                    "normbench importable")
             raise ClusterError(f"the cluster could not run case {case.key} ({name}: {text[:300]}): "
-                               "nothing recorded for it (the scheduler and every worker need "
-                               "normbench importable); the records kept are on disk, finish with "
-                               "--resume") from None
+                               f"nothing recorded for it ({need}); the records kept are on disk, "
+                               "finish with --resume") from None
         return failed_record(case, settings, "error",
                              "the Dask worker died while measuring it (killed, a segfault or out "
                              f"of memory): {text}"[:500], None)
@@ -682,7 +703,8 @@ def summarize_facts(facts: list[dict]) -> dict:
     if not facts:
         raise ClusterError("no Dask worker reported its GPU")
     facts = sorted(facts, key=lambda f: (f["where"]["hostname"], f["where"]["gpu_index"] or 0))
-    meta = {k: v for k, v in facts[0].items() if k not in ("where", "peak_tbps")}
+    meta = {k: v for k, v in facts[0].items()
+            if k not in ("where", "peak_tbps", "implementations")}
     models = list(dict.fromkeys(f["device_name"] for f in facts))
     meta["device_name"] = models[0] if len(models) == 1 else "mixed: " + ", ".join(models)
     meta["gpus"] = [gpu_entry(f) for f in facts]

@@ -23,8 +23,9 @@ def child(payload):
 def _describe() -> dict:
     # the implementations first: a plugin this worker cannot load (NORMBENCH_PLUGINS naming a
     # module not installed on its node) stops the run here, not as an error record a case
-    strategies.known()
+    known = strategies.known()
     info = env.describe()
+    info["implementations"] = known     # the driver checks its plan against them
     on_gpu = not info["interpreted"]
     info["where"] = placement.local_gpu_fields()
     info["copy_ceiling_gbps"] = timing.copy_ceiling_gbps(strategies.default_device(), on_gpu)

@@ -57,10 +57,23 @@ async def facts_async() -> dict:
     return await asyncio.to_thread(facts)
 
 
+class UnknownImplementation(RuntimeError):
+    """The case's implementation is not registered here (a plugin the driver has and this
+    node lacks): the cluster's failure, not the case's (distributed._record)."""
+
+
 def measure_task(case: dict, settings: dict, timeout_s: float) -> dict:
-    """One case on this worker's GPU -> {"record": ...} or {"failed": (status, error), ...}."""
+    """One case on this worker's GPU -> {"record": ...} or {"failed": (status, error), ...}.
+    UnknownImplementation where this worker does not know the case's implementation."""
     from normbench.harness.isolate import WorkerCrashed, WorkerStartError, WorkerTimeout
     f = facts()
+    known = f.get("implementations")
+    if known is not None and case["implementation"] not in known:
+        w = f["where"]
+        raise UnknownImplementation(
+            f"the worker {_address() or ''} on {w.get('hostname')} does not know implementation "
+            f"{case['implementation']!r} (NORMBENCH_PLUGINS and the plugins installed must be "
+            "those of the driver)")
     s = dict(settings, device_name=f["device_name"], copy_gbps=f["copy_ceiling_gbps"])
     if f["device_name"] != settings["device_name"] and not f["interpreted"]:
         s["peak_tbps"] = f["peak_tbps"]

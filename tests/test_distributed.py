@@ -505,6 +505,54 @@ def test_workers_that_cannot_load_a_plugin_stop_the_run_not_each_case(tmp_path):
     assert not (tmp_path / "r").exists()    # made by the run, nothing measured: not left
 
 
+@needs_dask
+def test_workers_without_an_implementation_of_the_plan_stop_the_run_and_record_nothing(
+        tmp_path):
+    """NORMBENCH_PLUGINS registering an implementation on the driver only: each of its cases
+    was an `error` record ("unknown implementation ..."), never measured, and --resume
+    skipped them as done.  The workers' known implementations are checked against the plan
+    before any case (a worker joining later fails its first such task: UnknownImplementation,
+    a cluster failure, nothing recorded)."""
+    (tmp_path / "nb_driver_impl.py").write_text(
+        "import os\n"
+        "from normbench import strategies\n"
+        "os.environ.setdefault('NB_DRIVER_PID', str(os.getpid()))\n"
+        "if os.environ['NB_DRIVER_PID'] == str(os.getpid()):\n"
+        "    t = strategies.get('torch')\n"
+        "    strategies.register('test_driver_only', kind='strategy', "
+        "deterministic_by_design=True, uses_groups=False)(t.fn)\n")
+    cfg = write_config(tmp_path / "c.yaml", implementations=["torch", "test_driver_only"])
+    env = {**ENV, "NORMBENCH_PLUGINS": ENV["NORMBENCH_PLUGINS"] + ",nb_driver_impl",
+           "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
+    r = cli("run", cfg, "--gpus", "2", "--out", tmp_path / "r", "--no-report", env=env)
+    assert r.returncode == 1, r.stderr
+    last = r.stderr.strip().splitlines()[-1]
+    assert "does not know implementation(s) test_driver_only of the plan" in last, r.stderr
+    assert not (tmp_path / "r").exists()       # nothing measured: no directory left
+
+    from dataclasses import asdict
+    from normbench.harness import gpuworker
+    from normbench.harness.distributed import ClusterError, _record
+    from normbench.harness.measure import Settings, failed_record
+    from normbench.harness.plan import Case
+    case = Case(norm="rmsnorm", implementation="test_driver_only", rows=5, d=16, dtype="fp32",
+                weight_dtype="fp32", groups="-")
+
+    facts = {"implementations": ["torch"], "where": {"hostname": "node7"}}
+    with pytest.raises(gpuworker.UnknownImplementation, match="on node7 does not know"):
+        with pytest.MonkeyPatch.context() as m:     # the worker's facts, its child unasked
+            m.setitem(gpuworker._state, "facts", facts)
+            gpuworker.measure_task(asdict(case), {}, 10)
+
+    class Failed:
+        def result(self):
+            raise gpuworker.UnknownImplementation("does not know implementation")
+    with pytest.raises(ClusterError, match="could not run case .*plan's implementations"):
+        _record(Failed(), case, Settings(warmup_ms=1, rep_ms=1, repeats=1, seed=0,
+                                         peak_tbps=None, copy_gbps=None, device_name="x"),
+                failed_record)
+
+
 def test_a_cluster_run_plans_what_its_workers_can_run_not_the_login_node(tmp_path):
     """--scheduler from a node without a GPU: the config naming no implementation plans every
     one known (the GPU-only ones included, skipped where unavailable), as a shard does."""
