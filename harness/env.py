@@ -28,6 +28,11 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("torch", "triton", "numpy", "liger-kernel", "quack-kernels", "nvidia-cutlass-dsl",
             "cuda-python", "nvidia-ml-py")
 ENV_PREFIXES = ("TRITON_", "CUDA_", "NORMBENCH_", "PYTORCH_")
+# Not recorded: set by the harness itself for the processes it measures in (harness.isolate's
+# worker, a cluster worker's measuring child: their environment() is meta's), and steering no
+# measurement (it silences a note on stderr).  Recorded, a --gpus or --scheduler shard differed
+# from a plain one in a variable nobody set (merge's environment_differs, the report's warning)
+NOT_RECORDED = ("NORMBENCH_QUIET",)
 
 
 def _git(*args: str) -> str | None:
@@ -96,8 +101,9 @@ def cpu_model() -> str | None:
 
 
 def environment() -> dict[str, str]:
-    """The variables that steer Triton, CUDA, PyTorch and normbench."""
-    return {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)}
+    """The variables that steer Triton, CUDA, PyTorch and normbench (NOT_RECORDED left out)."""
+    return {k: v for k, v in sorted(os.environ.items())
+            if k.startswith(ENV_PREFIXES) and k not in NOT_RECORDED}
 
 
 def device_name() -> str:

@@ -35,9 +35,9 @@ def _child():
                            "DASK_DISTRIBUTED__WORKER__DAEMON=False")
     w = _state.get("worker")
     if w is None:
-        w = Worker("normbench.harness.gpuchild:child",
-                   env={"TRITON_INTERPRET": os.environ.get("TRITON_INTERPRET", "0"),
-                        "NORMBENCH_QUIET": "1"})
+        # TRITON_INTERPRET as this worker has it, unset where it is unset: the child's facts
+        # (meta's environment) recorded the "0" once set here, which a plain run does not
+        w = Worker("normbench.harness.gpuchild:child", env={"NORMBENCH_QUIET": "1"})
         _state["worker"] = w
     return w
 

@@ -31,6 +31,26 @@ def test_environment_keeps_only_the_variables_that_steer_the_kernels(monkeypatch
     assert "SOME_TOKEN" not in got
 
 
+def test_variables_the_harness_sets_itself_are_not_the_users(monkeypatch):
+    """A --gpus/--scheduler worker measures in a child the harness starts with NORMBENCH_QUIET=1
+    (and TRITON_INTERPRET=0 where the worker had none), and the child's environment() is
+    meta's: merged with a plain shard, it read as a variable set differently."""
+    from normbench.harness import gpuworker, isolate
+    monkeypatch.setenv("NORMBENCH_QUIET", "1")
+    assert "NORMBENCH_QUIET" not in env.environment()
+    made = []
+
+    class Worker:
+        def __init__(self, target, env=None):
+            made.append(env)
+    monkeypatch.setattr(isolate, "Worker", Worker)
+    monkeypatch.delitem(gpuworker._state, "worker", raising=False)
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    gpuworker._child()
+    assert made == [{"NORMBENCH_QUIET": "1"}]       # TRITON_INTERPRET: as the worker has it
+    monkeypatch.delitem(gpuworker._state, "worker")
+
+
 def test_package_versions_are_null_for_absent_packages(monkeypatch):
     monkeypatch.setattr(env, "PACKAGES", ("torch", "surely-no-such-distribution"))
     got = env.package_versions()
