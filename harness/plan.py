@@ -101,9 +101,12 @@ def expand(sweep: Sweep, uses_groups: Callable[[str], bool],
 
 
 # Rough costs.  GPU: the timing budgets dominate; each distinct Triton specialization compiles
-# once.  Interpreter (Triton on CPU): measured on a 2-core CPU with the strategies of this repo,
-# a call costs ~0.15 s plus ~15-25 ms per row for row-parallel kernels (one program per row)
-# plus a part that grows with rows*d; torch calls are ~100x cheaper (not told apart here).
+# once.  Interpreter (Triton on CPU): measured on a 2-core CPU (session 52, after the
+# interpreter's set-up was taken out of each launch, strategies/_interpret.py), LN bf16, a
+# call costs 20-50 ms, plus ~3.5 ms a row for the one-row kernels (atomic 256 × 64: 0.90 s;
+# the row loop's: 74-86 ms) plus a part that grows with rows·d (disjoint_block 64 × 1024:
+# 0.28 s, atomic 0.24 s); torch calls are ~100x cheaper (not told apart here).  At the old
+# constants (0.15 s, 15 ms, 1e-5 s) the CPU default run read "about 2.2 min" and took 31 s.
 STARTUP_S = 5.0                  # importing torch/triton, device set-up, copy ceiling
 GPU_CASE_OVERHEAD_S = 0.05       # inputs, reference, correctness check
 GPU_LAUNCH_S = 50e-6             # one call from Python, for small shapes
@@ -112,9 +115,9 @@ GPU_COMPARE_BPS = 1e12           # bytes/s for a repeat's run + bitwise compare
 # cache.  H200, 2026-11-30: default.yaml (48 such groups, 144 records) ran 376 s against an
 # estimate of 105 s at 1.5 s; peers.yaml right after it, caches warm, 150 s.
 GPU_COMPILE_S = 5.0
-CPU_CALL_S = 0.15                # interpreter: fixed cost of one call
-CPU_ROW_S = 0.015                # interpreter: cost per row per call
-CPU_ELEMENT_S = 1e-5             # interpreter: cost per element of x (rows*d) per call
+CPU_CALL_S = 0.03                # interpreter: fixed cost of one call
+CPU_ROW_S = 0.0035               # interpreter: cost per row per call (one-row kernels)
+CPU_ELEMENT_S = 2e-6             # interpreter: cost per element of x (rows*d) per call
 CPU_MIN_TIMED_CALLS = 3          # the CPU timer's minimum number of samples
 
 
