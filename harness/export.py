@@ -5,11 +5,13 @@
 * github-action-benchmark, tool `customSmallerIsBetter`: a top-level JSON array of
   {name, unit, value, range?, extra?} -- one entry per case key (the case label), unit "us",
   value the median, range "± x" (x = half the p20-p80 width), extra a text with GB/s, % of the
-  copy ceiling and the determinism verdict (the action shows it in the chart's tooltip).
+  copy ceiling (to at least 3 significant digits: _figure) and the determinism verdict (the
+  action shows it in the chart's tooltip).
 * Bencher Metric Format (BMF): {benchmark: {measure: {value, lower_value?, upper_value?}}} --
   one benchmark per case key with the built-in `latency` measure in nanoseconds (the median,
   p20 and p80 as bounds), the built-in `throughput` measure in calls per second (its bounds
-  from p80 and p20), and a `bandwidth` measure in GB/s (harness.model's minimal bytes).
+  from p80 and p20), and a `bandwidth` measure in GB/s (harness.model's minimal bytes).  A
+  case label past BENCHER_NAME_MAX characters, which Bencher refuses as a name, is refused.
 The GB/s and % of copy follow the exported time: under `--metric gpu` they are the records'
 (call-time) figures scaled by call time / GPU time.  A metric other than `call` is a series of
 its own (series()): its entries are named "<case> [gpu]", its measures `gpu-latency`,
@@ -42,6 +44,7 @@ from normbench.harness.cells import num as _num
 from normbench.harness.compare_rules import isna, key_label, key_tuple, timer_kind
 
 FORMATS = ("github-action-benchmark", "bencher")
+BENCHER_NAME_MAX = 1024      # characters in a Bencher benchmark name (BMF's reference)
 
 
 def series(metric: str) -> tuple[str, str]:
@@ -226,6 +229,13 @@ def _determinism(r: dict) -> str:
     return ("bitwise reproducible" if det else "not reproducible") + how + by_design
 
 
+def _figure(name: str, v: float) -> str:
+    """A rate as its column shows it, or to 3 significant digits where that shows fewer: the
+    table's GB/s (".0f") wrote "GB/s: 0" for 8e-05 GB/s, and 1.4 as "1"."""
+    text = schema.column_format(name, v)
+    return text if len(text.lstrip("-").replace(".", "").lstrip("0")) >= 3 else f"{v:.3g}"
+
+
 def github_action_benchmark(records, metric: str = "call", meta: dict | None = None,
                             source: str = "the records") -> tuple[list[dict], LeftOut]:
     """The customSmallerIsBetter entries of a run, and how many records were left out (`meta`,
@@ -244,7 +254,7 @@ def github_action_benchmark(records, metric: str = "call", meta: dict | None = N
                  + (f"; p20-p80 {p20 * 1e3:.4g}-{p80 * 1e3:.4g} us" if band else "")]
         for c, text, v in zip(("gbps", "pct_copy"), ("GB/s", "% of copy"), _rates(r, col)):
             if v is not None:
-                extra.append(f"{text}: {schema.column_format(c, v)}")
+                extra.append(f"{text}: {_figure(c, v)}")
         extra.append(f"determinism: {_determinism(r)}")
         e["extra"] = "\n".join(extra + _caveats(r, timer))
         entries.append(e)
@@ -265,6 +275,13 @@ def bencher(records, metric: str = "call", meta: dict | None = None,
     rows, skipped = _rows(records, metric, meta, source)
     slug, doc = series(metric)[1], {}
     for name, r, col in rows:
+        if len(name) > BENCHER_NAME_MAX:    # Bencher refuses it: the upload would fail
+            impl = str(r["implementation"])
+            raise ExportError(f"{source}: implementation {impl[:60]!r}"
+                              f"{'...' if len(impl) > 60 else ''}: its case label is "
+                              f"{len(name)} characters, past the "
+                              f"{BENCHER_NAME_MAX} of a Bencher benchmark name (give the "
+                              "implementation a shorter name)")
         med = float(r[col.name]) * 1e6                                   # ms -> ns
         p20 = _num(r.get(col.p20)) if col.p20 else None
         p80 = _num(r.get(col.p80)) if col.p80 else None

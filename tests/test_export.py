@@ -301,6 +301,23 @@ def test_gpu_metric_exports_rates_at_gpu_time(tmp_path):
     assert f"GB/s: {2 * rec['gbps']:.0f}" in e["extra"]
 
 
+def test_a_small_bandwidth_keeps_its_digits_and_a_name_bencher_refuses_is_refused(tmp_path):
+    """The extra's GB/s, formatted as the table's column (".0f"), read "GB/s: 0" for 8e-05
+    GB/s; a case label past Bencher's 1,024 characters for a benchmark name was exported and
+    its upload refused."""
+    rec = synthetic.record(implementation="torch", time_ms=0.2)
+    rec["gbps"], rec["pct_copy"] = 8e-05, 0.0123
+    run = synthetic.write_run(tmp_path / "s", [rec], synthetic.meta())
+    (e,) = json.loads(ex.export(run, "github-action-benchmark")[0])
+    assert "GB/s: 8e-05" in e["extra"] and "% of copy: 0.0123" in e["extra"], e["extra"]
+    long = synthetic.record(implementation="x" * 1000, time_ms=0.2)
+    run = synthetic.write_run(tmp_path / "l", [long], synthetic.meta())
+    assert ex.export(run, "github-action-benchmark")[0]         # no limit documented there
+    with pytest.raises(ex.ExportError, match=r"implementation 'x{60}'\.\.\.: its case label "
+                                             r"is \d+ characters, past the 1024"):
+        ex.export(run, "bencher")
+
+
 def test_the_gpu_metric_is_a_series_of_its_own(tmp_path):
     """--metric gpu wrote the same names as --metric call (Bencher: the same benchmark's
     `latency` and `throughput`; github-action-benchmark: the same name and unit), so a
