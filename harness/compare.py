@@ -315,8 +315,12 @@ def compare_runs(base_runs: list[Run], cand: Run, *, threshold: float = 0.05,
         # a baseline run that holds less than its plan (a shard, one stopped early) says
         # nothing about a case it lacks; a complete one that lacks it did not plan it
         whole = [h for r, h in zip(base_runs, base.held) if not coverage[r.dir]]
+        # nor did a complete candidate lose a case that its own config or --only never
+        # planned (overrides: the same config name, other text): a flag, not a regression
+        plan = None if coverage[cand.dir] else _changed_plan(cand, cand_idx, base_runs)
         cases += [_missing_case(k, base.records(k), base.holders(k), wanted(k),
-                                sum(k not in h for h in whole))
+                                sum(k not in h for h in whole),
+                                plan is not None and "|".join(k) not in plan)
                   for k in missing]
         # a case new in the candidate has no time to judge, but a failure of its own
         cases += [r for k in new if (r := _failed_new_case(k, cand_idx[k], wanted(k)))]
@@ -428,18 +432,40 @@ def _side(rec: dict, col: schema.Column) -> stats.Side:
                       num(rec.get(col.p80)) if col.p80 else None, tuple(samples))
 
 
+def _changed_plan(cand, cand_idx: dict, base_runs) -> set[str] | None:
+    """The case keys the candidate planned (harness/replan.py), where its plan was chosen
+    otherwise than the baseline's — its config text differs from a baseline run's (the same
+    config name with overrides) or an invocation narrowed it with --only — and can be
+    rebuilt whole from its meta.json; else None (a case the candidate lacks then is judged
+    as before: with the same config and no --only, a case missing from its plan is a
+    strategy that dropped out of it, a regression)."""
+    from normbench.harness import replan
+    meta = cand.meta
+    narrowed = replan.narrowed_only(meta) is not None
+    if not narrowed and all(b.meta.get("config_hash") == meta.get("config_hash")
+                            for b in base_runs):
+        return None
+    plan = replan.rebuild(meta, {"|".join(k) for k in cand_idx})
+    return set(plan.keys) if plan is not None and plan.whole else None
+
+
 def _missing_case(key: tuple, bs: list[dict], runs: int, gated: bool,
-                  unplanned: int = 0) -> CaseResult:
+                  unplanned: int = 0, not_planned: bool = False) -> CaseResult:
     """A baseline case the candidate run does not hold: a regression where every baseline run
     that holds it holds it ok (a strategy that dropped out of the plan, an interrupted run) --
     a run of the `runs` that does not hold it because it holds less than its plan (a shard, a
     run stopped early) says nothing about it -- else a flag: a baseline run failed or skipped
     it, or `unplanned` complete baseline runs lack it too (baseline runs of different configs:
-    the case is not in every plan)."""
+    the case is not in every plan), or `not_planned`: the candidate, complete, never planned
+    it (its config text or --only differs from the baseline's: `_changed_plan`)."""
     statuses = sorted({str(b.get("status") or "?") for b in bs})
     res = CaseResult(case_id="|".join(key), key=dict(zip(schema.KEY, key)),
                      base_status="/".join(statuses), cand_status=MISSING, gated=gated,
                      base_runs=len(bs))
+    if not_planned:
+        res.flags.append("missing from the candidate run: not in its plan (its config text or "
+                         "--only differs from the baseline's; the candidate is complete)")
+        return res
     if statuses == ["ok"] and not unplanned:        # a regression only where gated
         held = "every baseline run" if len(bs) >= runs else \
             f"every baseline run that holds it, {len(bs)} of {runs}"

@@ -55,6 +55,12 @@ def invocation_only(entry: dict) -> set[str] | None:
     return {n.strip() for v in given for n in v.split(",") if n.strip()} if given else None
 
 
+def narrowed_only(meta: dict) -> set[str] | None:
+    """The implementations the run's --only narrowed its plan to (None: the whole plan, or no
+    invocation recorded)."""
+    return _narrowed(meta)[1]
+
+
 def _narrowed(meta: dict) -> tuple[bool, set[str] | None]:
     """(whether meta.json records its invocations, the union of their --only: None where one
     ran the whole plan)."""

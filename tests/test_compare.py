@@ -1020,3 +1020,35 @@ def test_the_cli_draws_the_table_for_stdouts_encoding(tmp_path):
     out = r.stdout.decode("latin-1")
     assert r.returncode == 1 and "REGRESSION: 1 regression" in out, out + r.stderr.decode()
     assert "+20.0%" in out and "\\u25" not in out and "+---" in out, out
+
+
+def test_a_case_the_candidates_own_config_never_planned_is_a_flag(tmp_path):
+    """The same config name with other text (overrides: `run cpu d=[33]`), or an invocation
+    narrowed by --only: a complete candidate that lacks a baseline case never planned it —
+    a flag naming that, not "missing from the candidate run" as a regression (which it was,
+    64 false regressions against the CPU default run).  With the same config text and no
+    --only, a case missing from a complete candidate still regresses (a strategy that
+    dropped out of the plan)."""
+    from typer.testing import CliRunner
+    from normbench.harness.cli import app
+    runner = CliRunner()
+
+    def run(out, *args):
+        r = runner.invoke(app, ["run", "cpu", "rows=[5]", "norm=[rmsnorm]", "--only", "torch",
+                                "--no-report", "--out", str(tmp_path / out), *args])
+        assert r.exit_code == 0, r.output
+        return tmp_path / out
+    base, cand = run("base", "d=[33, 80]"), run("cand", "d=[33]")
+    res = cmp.compare([base], cand)
+    (gone,) = [c for c in res.cases if c.cand_status == cmp.MISSING]
+    assert gone.key["d"] == "80" and not gone.regressions
+    assert gone.flags == ["missing from the candidate run: not in its plan (its config text or "
+                          "--only differs from the baseline's; the candidate is complete)"]
+    # the same config text, a case dropped from the records of a complete run: a regression
+    same = run("same", "d=[33, 80]")
+    recs = (same / "records.csv").read_text().splitlines()
+    (same / "records.csv").write_text("\n".join(r for r in recs if "|80|" not in r and
+                                                ",80," not in r) + "\n")
+    (same / "records.parquet").unlink()
+    (gone,) = [c for c in cmp.compare([base], same).cases if c.cand_status == cmp.MISSING]
+    assert gone.regressions and not gone.flags
