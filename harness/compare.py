@@ -317,7 +317,8 @@ def compare_runs(base_runs: list[Run], cand: Run, *, threshold: float = 0.05,
         whole = [h for r, h in zip(base_runs, base.held) if not coverage[r.dir]]
         # nor did a complete candidate lose a case that its own config or --only never
         # planned (overrides: the same config name, other text): a flag, not a regression
-        plan = None if coverage[cand.dir] else _changed_plan(cand, cand_idx, base_runs)
+        plan = None if coverage[cand.dir] else _changed_plan(cand, cand_idx, base_runs,
+                                                             base_keys)
         cases += [_missing_case(k, base.records(k), base.holders(k), wanted(k),
                                 sum(k not in h for h in whole),
                                 plan is not None and "|".join(k) not in plan)
@@ -432,7 +433,7 @@ def _side(rec: dict, col: schema.Column) -> stats.Side:
                       num(rec.get(col.p80)) if col.p80 else None, tuple(samples))
 
 
-def _changed_plan(cand, cand_idx: dict, base_runs) -> set[str] | None:
+def _changed_plan(cand, cand_idx: dict, base_runs, base_keys) -> set[str] | None:
     """The case keys the candidate planned (harness/replan.py), where its plan was chosen
     otherwise than the baseline's — its config text differs from a baseline run's (the same
     config name with overrides) or an invocation narrowed it with --only — and can be
@@ -440,11 +441,20 @@ def _changed_plan(cand, cand_idx: dict, base_runs) -> set[str] | None:
     as before: with the same config and no --only, a case missing from its plan is a
     strategy that dropped out of it, a regression)."""
     from normbench.harness import replan
-    meta = cand.meta
+    meta = dict(cand.meta)
     narrowed = replan.narrowed_only(meta) is not None
     if not narrowed and all(b.meta.get("config_hash") == meta.get("config_hash")
                             for b in base_runs):
         return None
+    # planned with every implementation the baseline planned or holds, so that one missing
+    # from the candidate's registry (a strategy that stopped registering, a peer not
+    # installed) is in the plan rebuilt — its cases missing, regressions — and only the
+    # config text or --only can leave a case out
+    at = schema.KEY.index("implementation")
+    names = [str(n) for b in base_runs for n in (b.meta.get("plan_implementations") or ())]
+    names += [k[at] for k in base_keys]
+    meta["plan_implementations"] = list(dict.fromkeys(
+        [*(str(n) for n in meta.get("plan_implementations") or ()), *names]))
     plan = replan.rebuild(meta, {"|".join(k) for k in cand_idx})
     return set(plan.keys) if plan is not None and plan.whole else None
 

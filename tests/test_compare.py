@@ -1026,29 +1026,46 @@ def test_a_case_the_candidates_own_config_never_planned_is_a_flag(tmp_path):
     """The same config name with other text (overrides: `run cpu d=[33]`), or an invocation
     narrowed by --only: a complete candidate that lacks a baseline case never planned it —
     a flag naming that, not "missing from the candidate run" as a regression (which it was,
-    64 false regressions against the CPU default run).  With the same config text and no
-    --only, a case missing from a complete candidate still regresses (a strategy that
-    dropped out of the plan)."""
+    58 false regressions against the CPU default run).  A strategy the candidate's registry
+    lost stays a regression whatever its config text, and so does a case missing from a
+    complete candidate with the same config text and no --only."""
     from typer.testing import CliRunner
     from normbench.harness.cli import app
     runner = CliRunner()
 
     def run(out, *args):
-        r = runner.invoke(app, ["run", "cpu", "rows=[5]", "norm=[rmsnorm]", "--only", "torch",
-                                "--no-report", "--out", str(tmp_path / out), *args])
+        r = runner.invoke(app, ["run", "cpu", "rows=[5]", "norm=[rmsnorm]", "--only",
+                                "torch,atomic", "--no-report", "--out", str(tmp_path / out),
+                                *args])
         assert r.exit_code == 0, r.output
         return tmp_path / out
+
+    def drop(run_dir, text):
+        recs = (run_dir / "records.csv").read_text().splitlines()
+        (run_dir / "records.csv").write_text("\n".join(r for r in recs if text not in r) + "\n")
+        (run_dir / "records.parquet").unlink()
+
+    def missing(cand):
+        return [c for c in cmp.compare([base], cand).cases if c.cand_status == cmp.MISSING]
     base, cand = run("base", "d=[33, 80]"), run("cand", "d=[33]")
-    res = cmp.compare([base], cand)
-    (gone,) = [c for c in res.cases if c.cand_status == cmp.MISSING]
-    assert gone.key["d"] == "80" and not gone.regressions
-    assert gone.flags == ["missing from the candidate run: not in its plan (its config text or "
-                          "--only differs from the baseline's; the candidate is complete)"]
+    gone = missing(cand)
+    assert sorted(c.key["implementation"] for c in gone) == ["atomic", "torch"]
+    assert {c.key["d"] for c in gone} == {"80"} and not any(c.regressions for c in gone)
+    assert all(c.flags == ["missing from the candidate run: not in its plan (its config text "
+                           "or --only differs from the baseline's; the candidate is complete)"]
+               for c in gone)
+    # other text, and atomic lost from the candidate's registry (not in its
+    # plan_implementations, none of its records): still regressions — the plan is rebuilt
+    # with every implementation the baseline planned
+    lost = run("lost", "d=[33, 80]", "determinism.repeats=3")
+    meta = json.loads((lost / "meta.json").read_text())
+    meta["plan_implementations"] = [n for n in meta["plan_implementations"] if n != "atomic"]
+    (lost / "meta.json").write_text(json.dumps(meta))
+    drop(lost, '"atomic","strategy"')
+    gone = missing(lost)
+    assert len(gone) == 2 and all(c.regressions and not c.flags for c in gone)
     # the same config text, a case dropped from the records of a complete run: a regression
     same = run("same", "d=[33, 80]")
-    recs = (same / "records.csv").read_text().splitlines()
-    (same / "records.csv").write_text("\n".join(r for r in recs if "|80|" not in r and
-                                                ",80," not in r) + "\n")
-    (same / "records.parquet").unlink()
-    (gone,) = [c for c in cmp.compare([base], same).cases if c.cand_status == cmp.MISSING]
-    assert gone.regressions and not gone.flags
+    drop(same, ",80,")
+    gone = missing(same)
+    assert len(gone) == 2 and all(c.regressions and not c.flags for c in gone)
