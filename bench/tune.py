@@ -376,7 +376,8 @@ def wdtype(args) -> str:
 
 def what_launched(call, gpu: bool) -> tuple[str, str]:
     """(launch_id, launched) of one call (`_launch.capture`, no kernel run): launch_id, 12 hex
-    digits naming everything it launches — on a GPU the compiled kernels' code, so two rows
+    digits naming everything it launches (empty where nothing is launched through
+    `_launch`: the peers) — on a GPU the compiled kernels' code, so two rows
     with one id ran the same code whatever their parameters asked for (a stage count that
     shared memory caps, an option the path never reads) — and launched, its first kernel's
     name, grid and the constexprs and warps it was launched with (after `fit_stages`, the
@@ -389,9 +390,9 @@ def what_launched(call, gpu: bool) -> tuple[str, str]:
             call()
     else:
         code = meta
+    if not meta:                # nothing through _launch (a peer, torch): no id to share
+        return "", ""
     ident = hashlib.sha256(repr(code).encode()).hexdigest()[:12]
-    if not meta:
-        return ident, ""
     name, grid, _, consts = meta[0]
     return ident, f"{name} grid={'x'.join(map(str, grid))} " + " ".join(
         f"{k}={v}" for k, v in consts)

@@ -371,6 +371,8 @@ def test_tune_csv_says_what_launched(tmp_path):
     assert capped and all(k[2] for k in capped)     # GROUPS asked past the cap: the rule again
     assert any(v not in default for v in ids.values())
     assert all(x["launched"].startswith("_disjoint_kernel grid=") for x in rows)
+    peers = [x for x in csv.DictReader(open(tmp_path / "tune.csv")) if x["name"] == "torch"]
+    assert peers and all(x["launch_id"] == x["launched"] == "" for x in peers)
     assert "launched what the default launches" in r.stdout and "groups=" in r.stdout
 
 
@@ -790,7 +792,9 @@ def test_row_loop_candidates_stay_on_the_row_loop_where_fp32_rows_are_staged(mon
     # what launches, captured without running a kernel (`_launch.capture`): an option no path
     # of a one-row kernel reads, and the fused kernel's tail left out of disjoint_block
     ("atomic", '{"ln_warps": 8}', "launches at layernorm 5x40 bf16/bf16 what config 1 does"),
-    ("disjoint_block", '{"tail": 4}', "what config 1 does: the same kernels"),
+    ("disjoint_block", '{"tail": 4}', "what config 1 does on this machine (the Triton interp"),
+    # a value of the wrong type was a traceback from the launch check
+    ("disjoint_block", '{"block_r": "16"}', "at layernorm 5x40 bf16/bf16: TypeError: "),
     ("disjoint_block", '{"num_warps": 8, "tail": 4}',
      "'tail' changes nothing that launches at layernorm 5x40 bf16/bf16"),
     # the reduce's own warps pinned: the rule's reduce under another name
@@ -871,6 +875,14 @@ def test_capture_records_what_a_call_launches_and_runs_nothing(monkeypatch):
     assert [c[0] for c in got] == ["_atomic_kernel"]
     with pytest.raises(AssertionError, match="launched under capture"):
         strategies.get("atomic").backward(*inputs)
+
+
+def test_no_launch_check_times_a_pair_the_check_refuses(tmp_path, monkeypatch, capsys):
+    """--no-launch-check: a GPU command rehearsed on a CPU (where pdl is off) is timed all the
+    same, and the summary says the check was off."""
+    rows = _ab_on_cpu(tmp_path, monkeypatch, "5x40", 1, "{}", '{"pdl": true}',
+                      extra=["--no-launch-check"])
+    assert len(rows) == 2 and "launch check off (--no-launch-check)" in capsys.readouterr().out
 
 
 def test_check_launches_lets_a_pinned_value_be(tmp_path, monkeypatch):
