@@ -397,6 +397,11 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
         # a directory this run makes (--out naming none yet, or runs/NAME-TIME) is removed
         # if the cluster fails before a record is kept
         made = out_dir is None or not os.path.lexists(out_dir)
+        top = None              # the first directory of --out's path this run makes
+        if out_dir is not None and made:
+            top = Path(out_dir)
+            while top.parent != top and not os.path.lexists(top.parent):
+                top = top.parent
         out_dir = out_dir or default_out_dir(sweep)
     except StoreError as e:
         fail(f"run: {e}")
@@ -418,7 +423,7 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
         if isinstance(e, ClusterError):
             if made:
                 from normbench.harness.run import discard_if_empty
-                discard_if_empty(out_dir)
+                discard_if_empty(out_dir, up_to=top)
             fail(f"run: {e}", 1)
         raise
     from normbench.harness.interrupt import Interrupted

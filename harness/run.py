@@ -118,10 +118,12 @@ def preflight(sweep: Sweep, out_dir: Path, *, resume: bool, force_resume: bool =
                              "(--force-resume resumes anyway and records both in meta.json)")
 
 
-def discard_if_empty(out_dir) -> None:
+def discard_if_empty(out_dir, up_to=None) -> None:
     """Remove a run directory this command made (default_out_dir, or an --out that named none
     yet) when it holds no record —
-    a cluster that could not start — and nothing but the run's own files; else leave it."""
+    a cluster that could not start — and nothing but the run's own files; else leave it.
+    up_to: the first directory of its path this command made (--out a/b/c where a did not
+    exist: a), whose parents it made too are removed where they are empty."""
     from normbench.harness.rundir import _DATA_FILES, LOCK_FILE
     p = Path(out_dir)
     try:
@@ -131,6 +133,11 @@ def discard_if_empty(out_dir) -> None:
         for n in names:
             os.unlink(p / n)
         p.rmdir()
+        top = Path(up_to).absolute() if up_to is not None else None
+        p = p.absolute()
+        while top is not None and p != top and top in p.parents:
+            p = p.parent
+            p.rmdir()           # OSError where it is not empty: something else is there
     except OSError:
         pass
 

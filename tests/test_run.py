@@ -1214,3 +1214,24 @@ def test_a_sweep_built_in_python_resumes_only_its_own_run(tmp_path, monkeypatch)
     with pytest.raises(StoreError, match="started from another config"):
         run.execute(b, plan(b), tmp_path / "r", resume=True, console=quiet)
     assert list(load_records(tmp_path / "r")["d"]) == [8]
+
+
+def test_discard_if_empty_removes_the_parents_the_run_made(tmp_path):
+    """A cluster that fails before a record is kept: the --out directory this run made goes,
+    and so do the parents of it the run made (--out nest/a/b where nest did not exist), up to
+    the first one only; a parent that holds something else stays, as does what was there."""
+    from normbench.harness.run import discard_if_empty
+    from normbench.harness.rundir import META_JSON, RECORDS_CSV
+    out = tmp_path / "nest" / "a" / "b"
+    out.mkdir(parents=True)
+    for name in (META_JSON, RECORDS_CSV):
+        (out / name).write_text("")
+    discard_if_empty(out, up_to=tmp_path / "nest")
+    assert not (tmp_path / "nest").exists() and tmp_path.exists()
+    out.mkdir(parents=True)
+    (tmp_path / "nest" / "keep.txt").write_text("mine")
+    discard_if_empty(out, up_to=tmp_path / "nest")
+    assert not (tmp_path / "nest" / "a").exists() and (tmp_path / "nest" / "keep.txt").exists()
+    out.mkdir(parents=True)
+    discard_if_empty(out)                       # no up_to: the run directory alone
+    assert not out.exists() and (tmp_path / "nest" / "a").exists()
