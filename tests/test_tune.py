@@ -794,7 +794,7 @@ def test_row_loop_candidates_stay_on_the_row_loop_where_fp32_rows_are_staged(mon
     ("atomic", '{"ln_warps": 8}', "launches at layernorm 5x40 bf16/bf16 what config 1 does"),
     ("disjoint_block", '{"tail": 4}', "what config 1 does on this machine (the Triton interp"),
     # a value of the wrong type was a traceback from the launch check
-    ("disjoint_block", '{"block_r": "16"}', "at layernorm 5x40 bf16/bf16: TypeError: "),
+    ("disjoint_block", '{"block_r": "16"}', "tuning option block_r = '16': expected int, got"),
     ("disjoint_block", '{"num_warps": 8, "tail": 4}',
      "'tail' changes nothing that launches at layernorm 5x40 bf16/bf16"),
     # the reduce's own warps pinned: the rule's reduce under another name
@@ -883,6 +883,11 @@ def test_no_launch_check_times_a_pair_the_check_refuses(tmp_path, monkeypatch, c
     rows = _ab_on_cpu(tmp_path, monkeypatch, "5x40", 1, "{}", '{"pdl": true}',
                       extra=["--no-launch-check"])
     assert len(rows) == 2 and "launch check off (--no-launch-check)" in capsys.readouterr().out
+    import ab_repeat            # a value of the wrong type: one line without the check too
+    assert ab_repeat.main(["--device", "cpu", "--shapes", "5x40", "--rounds", "1",
+                           "--no-launch-check", "--out", str(tmp_path), "--configs",
+                           '{"block_r": "16"}']) == 2
+    assert "block_r = '16': expected int, got str" in capsys.readouterr().err
 
 
 def test_check_launches_lets_a_pinned_value_be(tmp_path, monkeypatch):
