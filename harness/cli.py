@@ -396,10 +396,13 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
     try:
         # a directory this run makes (--out naming none yet, or runs/NAME-TIME) is removed
         # if the cluster fails before a record is kept
-        made = out_dir is None or not os.path.lexists(out_dir)
-        top = None              # the first directory of --out's path this run makes
-        if out_dir is not None and made:
-            top = Path(out_dir)
+        # judged on the path the kernel will use (realpath: `newdir/../x` is x, which may be
+        # there already — read as text, the run took it for its own and removed it)
+        real = Path(os.path.realpath(out_dir)) if out_dir is not None else None
+        made = real is None or not os.path.lexists(real)
+        top = None              # the first directory of that path this run makes
+        if real is not None and made:
+            top = real
             while top.parent != top and not os.path.lexists(top.parent):
                 top = top.parent
         out_dir = out_dir or default_out_dir(sweep)
@@ -423,7 +426,7 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
         if isinstance(e, ClusterError):
             if made:
                 from normbench.harness.run import discard_if_empty
-                discard_if_empty(out_dir, up_to=top)
+                discard_if_empty(real or out_dir, up_to=top)
             fail(f"run: {e}", 1)
         raise
     from normbench.harness.interrupt import Interrupted

@@ -503,6 +503,13 @@ def test_workers_that_cannot_load_a_plugin_stop_the_run_not_each_case(tmp_path):
     last = r.stderr.strip().splitlines()[-1]
     assert last.startswith("run: a worker could not get ready") and "not installed" in last
     assert not (tmp_path / "r").exists()    # made by the run, nothing measured: not left
+    # --out through a directory not yet there and `..`: the path the kernel uses is x/y, and
+    # x was the user's (empty) — judged on the text, the run took x for its own, removed it
+    (tmp_path / "x").mkdir()
+    r = cli("run", cfg, "--gpus", "2", "--out", tmp_path / "newdir" / ".." / "x" / "y",
+            "--no-report", env=env)
+    assert r.returncode == 1, r.stderr
+    assert (tmp_path / "x").is_dir() and not (tmp_path / "x" / "y").exists()
 
 
 @needs_dask
