@@ -455,7 +455,8 @@ def _changed_plan(cand, cand_idx: dict, base_runs, base_keys) -> set[str] | None
     names += [k[at] for k in base_keys]
     meta["plan_implementations"] = list(dict.fromkeys(
         [*(str(n) for n in meta.get("plan_implementations") or ()), *names]))
-    plan = replan.rebuild(meta, {"|".join(k) for k in cand_idx})
+    plan = replan.rebuild(meta, {"|".join(k) for k in cand_idx},
+                          also=["|".join(k) for k in base_keys])
     return set(plan.keys) if plan is not None and plan.whole else None
 
 

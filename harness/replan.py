@@ -81,9 +81,11 @@ def _uses_groups() -> dict[str, bool]:
         return {}
 
 
-def rebuild(meta: dict, here: Iterable[str]) -> Plan | None:
+def rebuild(meta: dict, here: Iterable[str], also: Iterable[str] = ()) -> Plan | None:
     """The plan of the run `meta` describes, rebuilt (the module docstring); `here`: the case
-    keys its directory holds.  None where meta.json cannot say it: no config_text that parses,
+    keys its directory holds; `also`: case keys of other runs, read only for whether an
+    implementation uses GROUPS (compare's baseline, for a strategy the candidate's registry
+    and this one lack).  None where meta.json cannot say it: no config_text that parses,
     no invocation recorded (its --only unknown), an implementation whose use of GROUPS
     neither the registry here nor a record of it tells, or a record here outside the plan
     rebuilt (it is then not the plan that was measured: a resume on a cluster plans every
@@ -98,15 +100,16 @@ def rebuild(meta: dict, here: Iterable[str]) -> Plan | None:
         return None
     here = set(here)
     groups: dict[str, set] = {}
-    for k in here:
+    for k in (*here, *also):
         p = k.split("|")
         if len(p) == len(schema.KEY):
             groups.setdefault(p[_IMPL_AT], set()).add(p[_GROUPS_AT])
+    held = {k.split("|")[_IMPL_AT] for k in here if len(k.split("|")) == len(schema.KEY)}
     registry = _uses_groups()
     if sweep.implementations is not None:
         names, whole = list(sweep.implementations), True
     else:
-        names, whole = planned_implementations(meta, groups, list(registry), ())
+        names, whole = planned_implementations(meta, held, list(registry), ())
     if only is not None:
         whole = whole or only <= set(names)     # every name --only gave has a record here
         names = [n for n in names if n in only]

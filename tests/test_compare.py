@@ -1064,6 +1064,28 @@ def test_a_case_the_candidates_own_config_never_planned_is_a_flag(tmp_path):
     drop(lost, '"atomic","strategy"')
     gone = missing(lost)
     assert len(gone) == 2 and all(c.regressions and not c.flags for c in gone)
+    # a strategy lost from the candidate's registry and from compare's own (a plugin no longer
+    # installed): the plan could not be rebuilt and every case of the candidate's narrower
+    # config became a regression again; its use of GROUPS is read from the baseline's keys
+    wide = run("wide", "rows=[5, 9]")
+    lines = (wide / "records.csv").read_text().splitlines()
+    lost_rows = [r.replace("|torch|", "|my_lost|").replace('"torch"', '"my_lost"')
+                 for r in lines if '"torch","baseline"' in r]
+    (wide / "records.csv").write_text("\n".join(lines + lost_rows) + "\n")
+    (wide / "records.parquet").unlink()
+    meta = json.loads((wide / "meta.json").read_text())
+    meta["plan_implementations"] = [*meta["plan_implementations"], "my_lost"]
+    meta["invocations"] = [{**i, "only": ["torch", "atomic", "my_lost"]}
+                           for i in meta["invocations"]]
+    (wide / "meta.json").write_text(json.dumps(meta))
+    narrow = run("narrow", "rows=[5]", "d=[33]")
+    meta = json.loads((narrow / "meta.json").read_text())      # as if run without --only
+    meta["invocations"] = [{**i, "only": None} for i in meta["invocations"]]
+    (narrow / "meta.json").write_text(json.dumps(meta))
+    gone = {(c.key["implementation"], c.key["rows"], c.key["d"]): bool(c.regressions)
+            for c in cmp.compare([wide], narrow).cases if c.cand_status == cmp.MISSING}
+    assert gone.pop(("my_lost", "5", "33")) is True             # planned, lost: regresses
+    assert len(gone) == 9 and not any(gone.values())            # never planned: flags
     # the same config text, a case dropped from the records of a complete run: a regression
     same = run("same", "d=[33, 80]")
     drop(same, ",80,")
