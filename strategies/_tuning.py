@@ -49,6 +49,13 @@ ONE_ROW_IGNORES = ("num_stages", "prefetch", "w_tile", "exchange", "spin", "l2_a
                    "interleave", "balance", "fp32_stages", "tail")
 
 
+# The kinds of value an override may give where its rule's value is of a type: a number for
+# a number or a flag (full_sectors' False takes the mode 2; a flag's True is 1), a sequence
+# for a sequence (JSON gives sectors_off's () as a list); checked by `params`.
+_KINDS = {bool: ((bool, int), "an int or a bool"), int: ((bool, int), "an int or a bool"),
+          tuple: ((tuple, list), "a list"), list: ((tuple, list), "a list")}
+
+
 def cdiv(a: int, b: int) -> int:
     """⌈a/b⌉ for the host path (triton.cdiv is a constexpr function: slow to call from Python)."""
     return -(-a // b)
@@ -181,8 +188,8 @@ def params(name: str, d: int):
     Returns a read-only mapping (cached: this runs on every call).  Refuses in one line
     (ValueError, naming the strategy, the key and why) an override that would time nothing or
     the wrong kernel: a key neither in the rule's parameters at d nor one the kernels read
-    (KERNEL_OPTIONS: a typo would time the rule twice); a value of another type than the
-    rule's own for that key (bool and int apart); a col_split on a one-row rule; on a
+    (KERNEL_OPTIONS: a typo would time the rule twice); a value of another kind than the
+    rule's own for that key (`_KINDS`: a string for a number); a col_split on a one-row rule; on a
     one-row rule a key it declares it ignores (`Rule.ignores`: ONE_ROW_IGNORES, and block_r
     where the kernel does one row whatever it is given) set to a value other than the rule's own (equal to it, it is harmless and
     allowed); and what `overridden` refuses."""
@@ -194,11 +201,11 @@ def params(name: str, d: int):
     if unknown:
         known = ", ".join(sorted(set(rule_p) | KERNEL_OPTIONS))
         raise ValueError(f"unknown tuning option {unknown[0]!r} for {name} (known: {known})")
-    for k, v in ov.items():     # the rule's own type (bool is not int): "16" failed deep in
-        want = type(rule_p[k]) if k in rule_p and rule_p[k] is not None else None
-        if want is not None and type(v) is not want:        # the launch, a traceback
-            raise ValueError(f"{name}: tuning option {k} = {v!r}: expected {want.__name__}, "
-                             f"got {type(v).__name__}")
+    for k, v in ov.items():     # the rule's own kind of value: "16" failed deep in the
+        want = _KINDS.get(type(rule_p.get(k)))                      # launch, a traceback
+        if want is not None and not isinstance(v, want[0]):
+            raise ValueError(f"{name}: tuning option {k} = {v!r}: expected {want[1]}, got "
+                             f"{type(v).__name__}")
     if ov.get("col_split", 1) > 1 and not RULES[name].row_loop:
         # split_params' parameters are the row loop's: a one-row kernel read them as its own
         # and wrote garbage (atomic at d = 130: dx up to 1e36, another each call)

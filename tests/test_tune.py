@@ -794,7 +794,7 @@ def test_row_loop_candidates_stay_on_the_row_loop_where_fp32_rows_are_staged(mon
     ("atomic", '{"ln_warps": 8}', "launches at layernorm 5x40 bf16/bf16 what config 1 does"),
     ("disjoint_block", '{"tail": 4}', "what config 1 does on this machine (the Triton interp"),
     # a value of the wrong type was a traceback from the launch check
-    ("disjoint_block", '{"block_r": "16"}', "tuning option block_r = '16': expected int, got"),
+    ("disjoint_block", '{"block_r": "16"}', "tuning option block_r = '16': expected an int or a bool, got"),
     ("disjoint_block", '{"num_warps": 8, "tail": 4}',
      "'tail' changes nothing that launches at layernorm 5x40 bf16/bf16"),
     # the reduce's own warps pinned: the rule's reduce under another name
@@ -887,7 +887,7 @@ def test_no_launch_check_times_a_pair_the_check_refuses(tmp_path, monkeypatch, c
     assert ab_repeat.main(["--device", "cpu", "--shapes", "5x40", "--rounds", "1",
                            "--no-launch-check", "--out", str(tmp_path), "--configs",
                            '{"block_r": "16"}']) == 2
-    assert "block_r = '16': expected int, got str" in capsys.readouterr().err
+    assert "block_r = '16': expected an int or a bool, got str" in capsys.readouterr().err
 
 
 def test_check_launches_lets_a_pinned_value_be(tmp_path, monkeypatch):
@@ -905,3 +905,27 @@ def test_check_launches_lets_a_pinned_value_be(tmp_path, monkeypatch):
         twice = [{}, {"num_warps": 8}, {"num_warps": 8, "block_d": rule["block_d"]}]
         ab_repeat.check_launches(twice, [json.dumps(c) for c in twice], "disjoint_block",
                                  [(40, 96)], "layernorm", "bf16", "bf16", "cpu")
+
+
+def test_an_override_of_the_rules_kind_of_value_is_taken():
+    """`_tuning.params` refuses a value of another kind than its rule's (a string for a
+    number: a traceback deep in the launch before) but takes what the kernels take: a mode 2
+    for a flag whose rule value is False (full_sectors) and a JSON list for a tuple
+    (sectors_off) — a check by exact type refused both, and 54 of the GPU suite's tests."""
+    from normbench.strategies import _tuning
+    rule = _tuning.Rule(lambda d: {**_tuning._row_loop(d), "full_sectors": False,
+                                   "sectors_off": ()}, row_loop=True)
+    _tuning.declare("t_kinds", rule)
+    try:
+        _tuning.OVERRIDE["t_kinds"] = {"full_sectors": 2, "sectors_off": [4096], "pdl": 1}
+        p = _tuning.params("t_kinds", 4096)
+        assert p["full_sectors"] == 2 and list(p["sectors_off"]) == [4096]
+        for bad, why in (({"block_r": "16"}, "block_r = '16': expected an int or a bool"),
+                         ({"sectors_off": 4096}, "sectors_off = 4096: expected a list")):
+            _tuning.OVERRIDE["t_kinds"] = bad
+            with pytest.raises(ValueError, match=why):
+                _tuning.params("t_kinds", 4096)
+    finally:
+        _tuning.OVERRIDE.pop("t_kinds", None)
+        _tuning.RULES.pop("t_kinds", None)
+        _tuning._frozen.cache_clear()
