@@ -190,6 +190,17 @@ def described(kernel, grid, scalars, meta, tensors=None) -> tuple:
                                       if k.startswith("launch_"))))
 
 
+def captured(kernel, tensors: tuple, setup, *extra) -> bool:
+    """Inside `capture()`: record what this launch would be (`described`, then `extra`) and
+    return True — the caller launches nothing; False otherwise.  `launch` and
+    disjoint_cluster's cluster launch both record through here."""
+    if _CAPTURED is None:
+        return False
+    _CAPTURED.append((*described(kernel, *setup(), tensors if _CAPTURE_CODE else None),
+                      *extra))
+    return True
+
+
 def launch(kernel, key, tensors: tuple, setup) -> None:
     """Launch `kernel`, with little host time from the second call of a key on.
 
@@ -198,8 +209,7 @@ def launch(kernel, key, tensors: tuple, setup) -> None:
     constexpr parameters and launch options by name.  It runs only when `key` (with the
     kernel and the current device) is new, so the key must determine its answer.  Inside
     `capture()` nothing is launched: setup() runs and what it gives is recorded."""
-    if _CAPTURED is not None:
-        _CAPTURED.append(described(kernel, *setup(), tensors if _CAPTURE_CODE else None))
+    if _CAPTURED is not None and captured(kernel, tensors, setup):
         return
     if not _FAST or _device.interpreted() or _tuning.OVERRIDE or not _no_hooks():
         grid, scalars, meta = setup()

@@ -123,11 +123,7 @@ else:
         device.  The launch goes straight to the compiled kernel's launcher every time, even
         where `_launch.launch` would not (NORMBENCH_FAST_LAUNCH=0, a launch hook): through
         `kernel[grid]` the kernel would run without clusters, and wrong."""
-        if _launch._CAPTURED is not None:        # _launch.capture(): record, run nothing
-            grid, scalars, meta = setup()
-            _launch._CAPTURED.append((*_launch.described(
-                kernel, grid, scalars, meta, tensors if _launch._CAPTURE_CODE else None),
-                "clusters of 2"))
+        if _launch.captured(kernel, tensors, setup, "clusters of 2"):   # capture(): record
             return
         dev = torch.cuda.current_device()
         run = None if _tuning.OVERRIDE else _RUNS.get((kernel, dev, key))
