@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from normbench.harness import baselines, schema, stats
 from normbench.harness.compare_rules import (BOTH_NOT_OK, CompareError, Run, baseline_mix,
                                              check_comparable, check_gates_something,
+                                             check_judges_something,
                                              expand_dirs, gpu_change,
                                              host_bound, index, isna, key_label, method_text,
                                              num, select)
@@ -327,6 +328,7 @@ def compare_runs(base_runs: list[Run], cand: Run, *, threshold: float = 0.05,
         cases += [r for k in new if (r := _failed_new_case(k, cand_idx[k], wanted(k)))]
     judged_new = {c.case_id for c in cases if c.base_runs == 0}
     check_gates_something(selection, [c.gated for c in cases], common)
+    check_judges_something(cases)
     if len(base_runs) > 1 and (note := _one_run_note(cases, base)):
         notes.append(note)
     cases.sort(key=lambda c: (not c.is_regression, not c.is_improvement, not c.gated,

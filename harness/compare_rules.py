@@ -306,6 +306,25 @@ def check_gates_something(selection: str, gated: list[bool], common: bool) -> No
         raise CompareError(f"{selection} leave no case to gate ({why})")
 
 
+def check_judges_something(cases) -> None:
+    """Gated cases none of which was judged -- none with a time on both sides (a noise rule,
+    `CaseResult.rule`), none that regressed otherwise -- would pass whatever the runs hold:
+    every one missing from a candidate that never planned it (a config that dropped them),
+    failed or skipped on both sides, or without a time on a side.  Refused, as a selection
+    that gates nothing is: an OK there would be a gate that looked at nothing."""
+    gated = [c for c in cases if c.gated]
+    if not gated or any(c.rule or c.is_regression for c in gated):
+        return
+    missing = sum(c.cand_status == "missing" for c in gated)
+    why = ", ".join(p for p in (
+        f"{missing} missing from the candidate, flags (not in its plan, or not in every "
+        "baseline run's)" if missing else "",
+        f"{len(gated) - missing} without a time on a side (failed, skipped or timed on "
+        "one side only)" if len(gated) > missing else "") if p)
+    raise CompareError(f"no gated case was judged: of {len(gated)} gated case(s), {why}; "
+                       "the gate would pass whatever the runs hold")
+
+
 def host_bound(base_recs: list[dict]) -> bool:
     """Host time dominates the call in the baseline: by the GPU time where the baseline
     recorded it (host time >= HOST_FRACTION of the call), else by the baseline median (below
@@ -396,7 +415,9 @@ def method_text(metric: str = "call") -> str:
         "flags); a candidate ok record where no baseline record is ok is judged as a case "
         "only in the candidate is (below).  Only the "
         "implementations chosen by --only/--exclude (names, or kind:strategy / kind:baseline) "
-        "are gated; the others are reported (a selection that gates no case is refused).  "
+        "are gated; the others are reported (a selection that gates no case is refused, and "
+        "so is a comparison that judges none of its gated cases: none with a time on both "
+        "sides, none that regressed).  "
         "A gated case of the baseline (ok in every baseline "
         "run that holds it) that the candidate lacks is a regression (a strategy that dropped "
         "out of the plan, an interrupted run) -- a baseline run that holds less than its plan "

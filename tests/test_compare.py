@@ -1086,6 +1086,13 @@ def test_a_case_the_candidates_own_config_never_planned_is_a_flag(tmp_path):
             for c in cmp.compare([wide], narrow).cases if c.cand_status == cmp.MISSING}
     assert gone.pop(("my_lost", "5", "33")) is True             # planned, lost: regresses
     assert len(gone) == 9 and not any(gone.values())            # never planned: flags
+    # a gate of only such flags judged nothing: refused (exit 2), not "OK"
+    r = runner.invoke(app, ["run", "cpu", "rows=[5]", "norm=[rmsnorm]", "d=[33, 80]", "--only",
+                            "torch", "--no-report", "--out", str(tmp_path / "torch_only")])
+    assert r.exit_code == 0, r.output
+    with pytest.raises(cmp.CompareError, match=r"no gated case was judged: of 2 gated case\(s\), "
+                       r"2 missing from the candidate, flags"):
+        cmp.compare([base], tmp_path / "torch_only", only="atomic")
     # the same config text, a case dropped from the records of a complete run: a regression
     same = run("same", "d=[33, 80]")
     drop(same, ",80,")

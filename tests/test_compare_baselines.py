@@ -270,3 +270,18 @@ def test_the_committed_same_commit_pair_has_no_improvement_either_way():
     for a, b in (("run-1", "run-2"), ("run-2", "run-1")):
         res = cmp.compare(runs / a, runs / b)
         assert not res.regressions and not res.improvements, (a, b)
+
+
+def test_a_gate_that_judges_none_of_its_cases_is_refused(tmp_path):
+    """Every gated case unjudged -- failed on both sides, or missing from a candidate whose
+    config never planned it -- gave "OK: 0 regressions" and exit 0: a gate that looked at
+    nothing passed.  Refused now (exit 2), as a selection that gates nothing is; one gated case
+    judged on time is enough to gate."""
+    failed = dict(status="error", error="boom")
+    base = _run(tmp_path, "base", _cases(spin_lock=failed))
+    cand = _run(tmp_path, "cand", _cases(spin_lock=failed))
+    with pytest.raises(cmp.CompareError, match=r"no gated case was judged: of 1 gated case\(s\), "
+                       r"1 without a time on a side .*whatever the runs hold"):
+        cmp.compare(base, cand, only="spin_lock")
+    res = cmp.compare(base, cand, only="spin_lock,torch")       # torch judged on time
+    assert cmp.exit_code(res) == 0 and res.count(stats.UNCHANGED) + res.count(stats.NOISE) == 1
