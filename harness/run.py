@@ -31,7 +31,7 @@ from normbench.harness.interrupt import Interrupted, held, install, interruption
 from normbench.harness.isolate import Worker, WorkerCrashed, WorkerStartError, WorkerTimeout
 from normbench.harness.measure import Settings, failed_record, measure
 from normbench.harness.plan import Case
-from normbench.harness.replan import planned_implementations
+from normbench.harness.replan import planned_implementations, rebuild
 from normbench.harness.store import (RunStore, StoreError, check_not_in_use, check_out_dir,
                                      is_run_dir, load_meta, load_records)
 from normbench.harness.text import count, one_line
@@ -337,6 +337,9 @@ def _ended(store: RunStore, completed: bool, wrote: str | None, measured: int) -
         # a merged run is complete when the whole merged plan is in, not when this resume's
         # cases are (one of --only, or a plan that lacks some: a merge stays partial)
         whole = _merge_whole(merge.get("merge", store.meta.get("merge")), done)
+        # nor is a run whose first invocation stopped early complete when a resume narrowed
+        # by --only has measured its own cases: the plan is every invocation's
+        whole = whole and (not completed or _plan_done(store.meta, done))
         store.update_meta(ended_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                           completed=completed and whole, **merge,
                           **_counted(store, wrote, measured))
@@ -374,6 +377,22 @@ def _merge_now(store: RunStore, completed: bool = False, done: set | None = None
     if completed and merge.get("finished") is False and _merge_whole(new, done):
         new["finished"] = True
     return {"merge": new} if new != merge else {}
+
+
+def _plan_done(meta: dict, done: set) -> bool:
+    """Every case of the run's plan is in the directory: the plan rebuilt from meta.json as
+    the report counts it (replan.rebuild: the config, narrowed by the union of its
+    invocations' --only -- a resume's --only adds to the plan, it does not replace it); a
+    shard's, its own keys.  True where the plan cannot be rebuilt (meta.json cannot say it)
+    and for a merge (_merge_whole judges it)."""
+    shard = meta.get("shard")
+    if isinstance(shard, dict):
+        keys = shard.get("keys")
+        return not isinstance(keys, list) or {str(k) for k in keys} <= done
+    if isinstance(meta.get("merge"), dict):
+        return True
+    plan = rebuild(meta, done)
+    return plan is None or set(plan.keys) <= done
 
 
 def _merge_whole(merge, done: set) -> bool:

@@ -1235,3 +1235,24 @@ def test_discard_if_empty_removes_the_parents_the_run_made(tmp_path):
     out.mkdir(parents=True)
     discard_if_empty(out)                       # no up_to: the run directory alone
     assert not out.exists() and (tmp_path / "nest" / "a").exists()
+
+
+def test_a_resume_narrowed_by_only_leaves_a_stopped_run_incomplete(torch_only_run, tmp_path):
+    """A whole run stopped early, then resumed with --only torch: the resume measured what
+    its --only left and wrote completed: true, though disjoint_block's case of the first
+    invocation's plan was never measured — the report then called it "not in run", compare
+    read the run as complete.  The plan is every invocation's: it stays incomplete until a
+    resume measures the rest."""
+    from normbench.harness.store import load_meta
+    cfg, run = torch_only_run
+    d = tmp_path / "run"
+    shutil.copytree(run, d)
+    meta = load_meta(d)        # as if the first invocation planned both and stopped after torch
+    meta.update(completed=False, invocations=[{**e, "only": None} for e in meta["invocations"]])
+    (d / "meta.json").write_text(json.dumps(meta))
+    r = cli("run", cfg, "--out", d, "--resume", "--no-report", "--only", "torch")
+    assert r.returncode == 0, r.stderr
+    assert load_meta(d)["completed"] is False
+    r = cli("run", cfg, "--out", d, "--resume", "--no-report")
+    assert r.returncode == 0, r.stderr
+    assert load_meta(d)["completed"] is True and len(load_records(d)) == 2
