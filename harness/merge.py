@@ -3,13 +3,15 @@
 Refused (MergeError, one line) when the shards cannot make one honest run: not shards, of
 different plans or shard counts, one shard (I/N) given twice, from different configs (hash),
 GPU models, package versions, plugins (or their versions) or commits, a case held by two
-shards, or cases that no shard holds (named; `allow_partial` merges what exists and says so
-in meta.json).  The records are written through the store, in plan order, all at once
-(RunStore.append_many: one write of records.csv, one of records.parquet).  meta.json's top
-level holds what every shard's agrees on — a key they differ in
-(a GPU's UUID or clocks, cpu_model, the environment, argv, workers ...) is null there and
-named in `merge.differs`, the TRITON_*/CUDA_*/PYTORCH_*/NORMBENCH_* variables set
-differently in `merge.environment_differs` — whatever order the shards are given in; the
+shards, a record the store would refuse, or cases that no shard holds (named;
+`allow_partial` merges what exists and says so in meta.json); a shard whose records cannot
+be read is StoreError (load_records) — either before the output directory is made.  The
+records are written through the store, in plan order, all at once (RunStore.append_many:
+one write of records.csv, one of records.parquet).  meta.json's top level holds what every
+shard's agrees on — a key they differ in (a GPU's UUID or clocks, cpu_model, the
+environment, argv, workers ...) is null there and named in `merge.differs`, the
+TRITON_*/CUDA_*/PYTORCH_*/NORMBENCH_* variables set differently in
+`merge.environment_differs` — whatever order the shards are given in; the
 copy ceiling is the shards' median, the times span them all.  `merged_from` has one entry per
 shard with its own: where, when, on which host and GPUs, its copy ceiling, environment,
 command lines and resumes; `merge` (shards, partial, missing cases) replaces `shard` and
@@ -23,7 +25,8 @@ import statistics
 from pathlib import Path
 
 from normbench.harness.schema import COLUMNS
-from normbench.harness.store import RunStore, StoreError, is_run_dir, load_meta, load_records
+from normbench.harness.store import (RunStore, StoreError, check_record, is_run_dir, load_meta,
+                                     load_records)
 
 # meta keys that must agree between shards, besides every "*_version" key
 SAME = (("config_hash", "config"), ("device_name", "GPU model"), ("git_commit", "commit"),
@@ -223,6 +226,10 @@ def merge(out: str | os.PathLike, dirs: list[str | os.PathLike], *,
                                  f"case {cid} is in two shards: {owner[cid]} and {d}")
             if cid not in in_plan:
                 raise MergeError(f"{d} holds case {cid}, which is not in the plan")
+            try:        # refused here, not by the store after the output is made
+                check_record(rec)
+            except ValueError as e:
+                raise MergeError(f"{d}: case {cid}: {e}") from None
             owner[cid] = d
             rows[cid] = rec
     missing = [k for k in plan if k not in rows]

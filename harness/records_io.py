@@ -37,7 +37,8 @@ def load_records(run_dir: str | os.PathLike, source: str = "auto") -> pd.DataFra
     only when there is no CSV).  Columns the schema does not know (a newer writer) are kept
     after the known ones; known columns missing from the file are filled with NA.  A CSV
     that is cut short (a record of fewer fields than its header, no final newline) is
-    refused, never read with the fields it lost as NA (_check_whole).
+    refused, never read with the fields it lost as NA (_check_whole), and so is a record
+    whose status or samples the store never writes (_bad_record).
     """
     run_dir = Path(run_dir)
     if source not in ("auto", "csv", "parquet"):
@@ -61,9 +62,13 @@ def load_records(run_dir: str | os.PathLike, source: str = "auto") -> pd.DataFra
         raise StoreError(f"cannot read {path}: no {', '.join(map(repr, missing))} column "
                          "(every record has its case's key and status)")
     try:
-        return _conform(frame)
+        frame = _conform(frame)
     except Exception as e:
         raise StoreError(f"cannot read {path}: {type(e).__name__}: {e}") from e
+    where = _bad_record(frame)
+    if where:
+        raise StoreError(f"cannot read {path}: {where}")
+    return frame
 
 
 def records_path(run_dir: str | os.PathLike, source: str = "auto") -> Path:
@@ -157,6 +162,24 @@ def _bad_cell(path: Path) -> str | None:
     return None
 
 
+def _bad_record(frame: pd.DataFrame) -> str | None:
+    """The first record (edited by hand: the store writes none such) whose status is not one of
+    STATUSES or whose samples are not the JSON list of finite numbers the store writes, as
+    "column 'status', record 2: 'OK' is not one of ok, ...", or None: such a record made a
+    resume or a merge a traceback (a status that append refuses, samples that the parquet
+    rewrite cannot parse)."""
+    status = frame["status"]
+    odd = [i for i, ok in enumerate(status.isin(STATUSES).fillna(False)) if not ok]
+    if odd:
+        v = status.iloc[odd[0]]
+        what = "an empty field" if pd.isna(v) else _short(v)
+        return f"column 'status', record {odd[0] + 1}: {what} is not one of {', '.join(STATUSES)}"
+    for i, v in enumerate(frame[SAMPLES]):
+        if not pd.isna(v) and _samples_list(v) is None:
+            return (f"column {SAMPLES!r}, record {i + 1}: {_short(v)} is not a JSON list of "
+                    "finite numbers")
+    return None
+
 
 def _empty_frame() -> pd.DataFrame:
     return pd.DataFrame({c: pd.array([], dtype=t) for c, t in COLUMNS.items()})
@@ -194,6 +217,13 @@ def _row_values(record: dict) -> dict:
     if not isinstance(values["status"], str) or values["status"] not in STATUSES:
         raise ValueError(f"record status must be one of {', '.join(STATUSES)}, not {record.get('status')!r}")
     return values
+
+
+def check_record(record: dict) -> None:
+    """ValueError (TypeError) where RunStore.append would refuse `record` itself (a case_id
+    already recorded is the store's to refuse): merge checks every shard's records before it
+    makes its output directory."""
+    _row_values(record)
 
 
 def _csv_line(values: list) -> bytes:
@@ -260,15 +290,22 @@ def _samples_text(value: Any) -> Any:
         value = [float(v) for v in value]
         return json.dumps(value) if all(math.isfinite(v) for v in value) else _bad_samples(value)
     if isinstance(value, str) and value:
-        try:
-            parsed = json.loads(value)
-        except ValueError:
-            parsed = None
-        if not (isinstance(parsed, list) and all(isinstance(v, (int, float)) and not
-                                                 isinstance(v, bool) for v in parsed)):
-            _bad_samples(value)
-        return _samples_text(parsed)       # one spelling (floats), as parquet reads it back
+        parsed = _samples_list(value)
+        # one spelling (floats), as parquet reads it back
+        return _bad_samples(value) if parsed is None else json.dumps(parsed)
     return value
+
+
+def _samples_list(text: str) -> list[float] | None:
+    """The samples JSON text holds, as floats, or None unless it is a list of finite numbers."""
+    try:
+        parsed = json.loads(text)
+        if isinstance(parsed, list) and all(type(v) in (int, float) for v in parsed):  # no bool
+            parsed = [float(v) for v in parsed]
+            return parsed if all(map(math.isfinite, parsed)) else None
+    except (ValueError, OverflowError, RecursionError):
+        pass
+    return None
 
 
 def _bad_samples(value: Any):

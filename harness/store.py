@@ -51,14 +51,14 @@ import pandas as pd
 from normbench.harness.interrupt import held
 from normbench.harness.records_io import (  # noqa: F401  (re-exported: the store's public names)
     SAMPLES, _CSV_OPTIONS, _INT64, _bad_samples, _coerce, _conform, _csv_line, _empty_frame,
-    _read_parquet, _row_values, _samples_as_lists, _samples_text, _short, load_records,
-    records_path)
+    _read_parquet, _row_values, _samples_as_lists, _samples_text, _short, check_record,
+    load_records, records_path)
 from normbench.harness.rundir import (  # noqa: F401  (re-exported: the store's public names)
     FORMAT, FORMAT_VERSION, LOCK_FILE, LOCK_INFO, META_JSON, RECORDS_CSV, RECORDS_PARQUET,
     StoreError, StoreWriteError, _DATA_FILES, _atomic_write, _read_json, _reason, cannot_read,
     check_out_dir, check_meta_types, check_run_dir, is_run_dir, meta_format_version, run_dir_version,
     write_file_atomic)
-from normbench.harness.schema import COLUMNS, STATUSES
+from normbench.harness.schema import COLUMNS
 from normbench.harness.text import count
 
 # append waits at least this many times the last records.parquet rewrite's duration before the
@@ -198,14 +198,6 @@ class RunStore:
             )
         if not resume:
             frame = _empty_frame()
-        odd = frame.loc[~frame["status"].isin(STATUSES).fillna(False)]
-        if len(odd):    # resumed, it would be measured again and refused as a duplicate
-            r = odd.iloc[0]
-            raise StoreError(
-                f"{self.run_dir / RECORDS_CSV}: case {r['case_id']} has status "
-                f"{None if pd.isna(r['status']) else r['status']!r}, not one of "
-                f"{', '.join(STATUSES)} ({len(odd)} such row(s)); cannot resume it — remove "
-                f"the row, and {RECORDS_PARQUET}, to measure the case again")
         self._frame = frame
         self._pending: list[dict] = []  # appended rows not yet in self._frame
         self._ids: set[str] = set(frame["case_id"].dropna())

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from normbench.harness.config import load_config
@@ -199,6 +200,48 @@ def test_merge_refuses_a_shard_whose_records_csv_is_cut_short(runs, tmp_path):
     _refusal(cli("merge", tmp_path / "m", tmp / "s0", tmp_path / "s1", tmp / "s2"),
              f"{csv_path}: record ", " — the file is cut short")
     assert not (tmp_path / "m" / "records.csv").exists()
+
+
+@pytest.mark.parametrize("col,bad", [("status", "OK"), ("time_samples_ms", "garbage"),
+                                     ("time_samples_ms", '{"a":1}'), ("time_samples_ms", '["x"]')])
+def test_merge_refuses_a_shard_record_of_a_status_or_samples_the_store_never_writes(
+        runs, tmp_path, col, bad):
+    """A shard's records.csv edited by hand (status "OK", time_samples_ms "garbage"), its
+    parquet gone: the merge was a traceback (exit 1) that left the output half made (meta.json,
+    an empty records.csv).  Refused in one line naming the file, the record and the column;
+    nothing made."""
+    tmp, _ = runs
+    shutil.copytree(tmp / "s1", tmp_path / "s1")
+    csv_path = tmp_path / "s1" / "records.csv"
+    frame = pd.read_csv(csv_path, dtype=str, keep_default_na=False)
+    frame.loc[0, col] = bad
+    frame.to_csv(csv_path, index=False)
+    (tmp_path / "s1" / "records.parquet").unlink()
+    _refusal(cli("merge", tmp_path / "m", tmp / "s0", tmp_path / "s1", tmp / "s2"),
+             f"{csv_path}: column '{col}', record 1: {bad!r} is not ")
+    assert not (tmp_path / "m").exists()
+
+
+def test_merge_checks_every_record_before_it_makes_the_output(runs, tmp_path, monkeypatch):
+    """A record the store refuses (here a status, read past load_records' own check) was
+    refused by append_many after the output was made: a traceback (ValueError, which the CLI
+    does not catch) and a half-made directory.  A MergeError naming the shard and the case,
+    before anything is made."""
+    from normbench.harness import merge as merge_mod
+    tmp, _ = runs
+    read = merge_mod.load_records
+
+    def edited(d):
+        frame = read(d)
+        if Path(d) == tmp / "s1":
+            frame.loc[0, "status"] = "OK"
+        return frame
+    monkeypatch.setattr(merge_mod, "load_records", edited)
+    cid = read(tmp / "s1")["case_id"].iloc[0]
+    with pytest.raises(merge_mod.MergeError,
+                       match=rf"^{re.escape(str(tmp / 's1'))}: case {re.escape(cid)}: .*'OK'"):
+        merge_mod.merge(tmp_path / "m", [tmp / "s0", tmp / "s1", tmp / "s2"])
+    assert not (tmp_path / "m").exists()
 
 
 def test_a_short_commit_id_and_its_full_id_are_one_commit(runs, tmp_path):

@@ -358,6 +358,37 @@ def test_a_bad_cell_or_a_missing_key_column_is_named(tmp_path):
     assert len(load_records(tmp_path / "run")) == 5
 
 
+@pytest.mark.parametrize("col,bad,needle", [
+    ("status", "OK", "'OK' is not one of ok, error, skipped, timeout"),
+    ("status", "", "an empty field is not one of ok, error, skipped, timeout"),
+    *[("time_samples_ms", bad, f"{bad!r} is not a JSON list of finite numbers")
+      for bad in ("garbage", '{"a":1}', '["x"]', "[true]", "[NaN]", "[1, [2]]")],
+])
+def test_a_status_or_samples_cell_the_store_never_writes_is_named_as_it_is_read(
+        tmp_path, col, bad, needle):
+    """A hand-edited status ("OK") or time_samples_ms ("garbage") was read, and a resume or a
+    merge of the run then died in a traceback (json.loads rewriting records.parquet, append
+    refusing the status).  Refused as the records are read, naming the file, the column and
+    the record; a resume leaves the file as it was."""
+    with RunStore(tmp_path / "run") as store:
+        for i in range(3):
+            store.append(full_record(i))
+    path = tmp_path / "run" / "records.csv"
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    frame.loc[1, col] = bad
+    frame.to_csv(path, index=False)
+    (tmp_path / "run" / "records.parquet").unlink()
+    text = path.read_bytes()
+    want = f"cannot read {path}: column '{col}', record 2: {needle}"
+    with pytest.raises(StoreError) as err:
+        load_records(tmp_path / "run")
+    assert str(err.value) == want
+    with pytest.raises(StoreError) as err:
+        RunStore(tmp_path / "run", resume=True)
+    assert str(err.value) == want
+    assert path.read_bytes() == text and not (tmp_path / "run" / "records.parquet").exists()
+
+
 def test_unwritable_out_dir(tmp_path):
     blocker = tmp_path / "a_file"
     blocker.write_text("x")
@@ -621,7 +652,8 @@ def test_undecodable_text_in_meta_reads_back(tmp_path):
 
 def test_resume_refuses_a_row_of_an_unknown_status(tmp_path):
     """A row whose status is none of STATUSES (edited by hand) would be measured again and its
-    new record refused as a duplicate: resuming is refused first, naming the case."""
+    new record refused as a duplicate: resuming is refused first (as the records are read),
+    naming the record."""
     with RunStore(tmp_path) as s:
         s.append(full_record(0))
         s.append(full_record(1))
@@ -633,7 +665,7 @@ def test_resume_refuses_a_row_of_an_unknown_status(tmp_path):
     assert lines != text.splitlines(keepends=True)
     csv.write_text("".join(lines))
     (tmp_path / "records.parquet").unlink(missing_ok=True)
-    with pytest.raises(StoreError, match=f"case {re.escape(cid)} has status 'weird'"):
+    with pytest.raises(StoreError, match="column 'status', record 2: 'weird' is not one of"):
         RunStore(tmp_path, resume=True)
     assert csv.read_text() == "".join(lines)          # left as it was
 
