@@ -15,6 +15,7 @@ import io
 import json
 import math
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -49,14 +50,18 @@ def load_records(run_dir: str | os.PathLike, source: str = "auto") -> pd.DataFra
         raise StoreError(f"{run_dir} holds no records ({path.name} not found)")
     if source == "csv":
         _check_whole(path)
-    try:
-        if source == "csv":
-            frame = pd.read_csv(path, dtype=dict(COLUMNS), **_READ_CSV)
-        else:
-            frame = _read_parquet(path)
-    except Exception as e:  # parser errors, bad values, a file that is not parquet ...
-        where = _bad_cell(path) if source == "csv" else None
-        raise StoreError(f"cannot read {path}: {where or f'{type(e).__name__}: {e}'}") from e
+    # a value out of its dtype's range (rows = 1e30 read as Int64) is refused in one line, but
+    # numpy warned of its cast first, once per read of the column (8 to 16 lines before it)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        try:
+            if source == "csv":
+                frame = pd.read_csv(path, dtype=dict(COLUMNS), **_READ_CSV)
+            else:
+                frame = _read_parquet(path)
+        except Exception as e:  # parser errors, bad values, a file that is not parquet ...
+            where = _bad_cell(path) if source == "csv" else None
+            raise StoreError(f"cannot read {path}: {where or f'{type(e).__name__}: {e}'}") from e
     missing = [c for c in ("case_id", "status", *schema.KEY) if c not in frame.columns]
     if missing:
         raise StoreError(f"cannot read {path}: no {', '.join(map(repr, missing))} column "
