@@ -370,17 +370,18 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
         # nothing to measure: the directory is left as it is (no copy ceiling measured, no
         # resumes entry, ended_at and the report as they were) but for what a run stopped as
         # it closed left (repair_closed); --strict judges its records
-        say(out if dry_run else err, f"nothing left to measure: {out_dir} is complete "
-                                     f"({counted(len(held), 'record')})")
-        if not dry_run:
+        repaired = None
+        if not dry_run:     # said complete only once the store opened it, where it must
             try:
                 repaired = repair_closed(out_dir)
             except StoreWriteError as e:
                 fail(f"run: {e}", 1)
             except StoreError as e:
                 fail(f"run: {e}")
-            if repaired:
-                say(err, repaired)
+        say(out if dry_run else err, f"nothing left to measure: {out_dir} is complete "
+                                     f"({counted(len(held), 'record')})")
+        if repaired:
+            say(err, repaired)
         if strict and not dry_run:
             from normbench.harness.store import load_records
             _strict_exit(load_records(out_dir))

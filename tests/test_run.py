@@ -495,6 +495,22 @@ def test_a_resume_of_a_complete_run_leaves_it_as_it_is(tmp_path):
     assert meta["completed"] is True and meta["ended_at"] and meta["resumes"][-1]["measured"] == 0
 
 
+def test_a_resume_of_a_complete_run_it_cannot_open_does_not_say_it_is_complete(tmp_path):
+    """A complete run whose records.csv has a column this version does not know, its parquet
+    gone: --resume printed "nothing left to measure: ... is complete" and then refused the
+    directory (exit 2).  Only the refusal, in one line."""
+    cfg = config(tmp_path, implementations=["torch"])
+    out = tmp_path / "run"
+    assert cli("run", cfg, "--out", out, "--no-report").returncode == 0
+    lines = (out / "records.csv").read_text().splitlines()
+    (out / "records.csv").write_text("\n".join([lines[0] + ',"foo"']
+                                                + [ln + ',"x"' for ln in lines[1:]]) + "\n")
+    (out / "records.parquet").unlink()
+    r = cli("run", cfg, "--out", out, "--resume", "--no-report")
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [
+        f"run: {out} was written with other columns (foo); cannot resume it"], r.stderr
+
+
 def test_no_arguments_runs_the_cpu_config_without_a_gpu(tmp_path):
     """`python run_bench.py` alone: configs/cpu.yaml under the interpreter, with its report."""
     r = subprocess.run([sys.executable, str(ROOT / "run_bench.py")], cwd=tmp_path,
