@@ -72,13 +72,22 @@ def sm_count(device: torch.device | str | None = None) -> int:
     """Streaming multiprocessors of a CUDA device; 4 on CPU (the interpreter runs programs one by one)."""
     n = _SMS.get(device)                  # asked on every call: a dict hit, nothing more
     if n is None:
-        n = _SMS[device] = _sm_count(device)
+        n = _SMS[device] = _sm_count(device)    # a refusal (ValueError) is not kept
     return n
 
 
 def _sm_count(device) -> int:
-    device = torch.device(device) if device is not None else default_device()
+    """ValueError "device: …" for a device torch does not know ("xyz") or a CUDA device this
+    machine lacks (torch said so in a bare AssertionError, or a RuntimeError)."""
+    try:
+        device = torch.device(device) if device is not None else default_device()
+    except (RuntimeError, TypeError, ValueError):
+        raise ValueError(f"device: {device!r} is not a device torch knows") from None
     if device.type == "cuda":
+        have = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if not have or (device.index is not None and device.index >= have):
+            raise ValueError(f"device: {device} is not available here " + (
+                f"({have} CUDA device{'' if have == 1 else 's'})" if have else "(no CUDA GPU)"))
         return _cuda_sm_count(device.index if device.index is not None else torch.cuda.current_device())
     return 4
 

@@ -911,6 +911,24 @@ def test_the_model_functions_refuse_the_shapes_backward_refuses(name, size, text
             model()
 
 
+def test_a_device_the_groups_rule_cannot_ask_is_a_value_error_naming_it():
+    """default_groups(..., "cuda") without a CUDA GPU was a bare AssertionError from torch,
+    "xyz" a long RuntimeError: a ValueError naming the device, not kept in sm_count's cache
+    (asked again, it is refused again; a good device is still cached)."""
+    from normbench.strategies import _device
+    bad = [("xyz", r"^device: 'xyz' is not a device torch knows$"),
+           ("cuda:99", r"^device: cuda:99 is not available here \(")]
+    if not torch.cuda.is_available():
+        bad.append(("cuda", r"^device: cuda is not available here \(no CUDA GPU\)$"))
+    for device, text in bad:
+        for ask in (lambda: strategies.default_groups("disjoint_block", 1000, 512, device),
+                    lambda: strategies.sm_count(device), lambda: strategies.sm_count(device)):
+            with pytest.raises(ValueError, match=text):
+                ask()
+        assert device not in _device._SMS
+    assert strategies.sm_count("cpu") == 4 and _device._SMS["cpu"] == 4
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter's case: no CUDA GPU")
 def test_triton_imported_first_without_a_gpu_is_one_clear_error():
     import subprocess
