@@ -108,17 +108,18 @@ class Entry:
         leaves none empty.
 
         rows and d are checked as `backward` checks x's shape (ValueError "rows: …" / "d: …"),
-        for every entry: the model functions built on this one (workspace_bytes,
-        writers_per_slot, default_groups) answer only for shapes backward would run."""
+        and groups as it checks groups ("groups: …"), for every entry, one that uses no GROUPS
+        too: the model functions built on this one (workspace_bytes, writers_per_slot,
+        default_groups) answer only for calls backward would run."""
         rows, d = _as_size("rows", rows, MAX_ROWS), _as_size("d", d, MAX_D)
-        if not self.uses_groups:
-            return None
-        if groups is not None:
+        if groups is not None:      # checked as backward checks it, even where it is unused
             groups = _as_groups(groups)
             if isinstance(groups, bool) or not isinstance(groups, int):
                 raise ValueError(f"groups: must be a positive int or None, got {groups!r}")
             if groups < 1:
                 raise ValueError(f"groups: must be >= 1, got {groups}")
+        if not self.uses_groups:
+            return None
         if groups is None:
             groups = (self._rule_groups("auto_groups", self.auto_groups(
                 rows, d, _device.sm_count(device), self.params(d)), rows, d)

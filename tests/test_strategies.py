@@ -911,6 +911,25 @@ def test_the_model_functions_refuse_the_shapes_backward_refuses(name, size, text
             model()
 
 
+@pytest.mark.parametrize("name", [n for n in IMPLS if not strategies.get(n).uses_groups])
+@pytest.mark.parametrize("groups,text", [
+    (0, "^groups: must be >= 1, got 0$"), (-5, "^groups: must be >= 1, got -5$"),
+    (2.5, "^groups: must be a positive int or None, got 2.5$")])
+def test_an_entry_that_uses_no_groups_refuses_in_its_models_the_groups_backward_refuses(
+        name, groups, text):
+    """atomic's workspace_bytes and writers_per_slot took groups = 0 or -5, which its
+    backward refuses: refused alike, naming the argument."""
+    e = strategies.get(name)
+    x, dy, w, mean, rstd = _ln_inputs(8, 32)
+    for model in (lambda: e.backward(x, dy, w, mean, rstd, groups=groups),
+                  lambda: e.effective_groups(8, 32, groups),
+                  lambda: e.workspace_bytes(8, 32, groups),
+                  lambda: e.writers_per_slot(8, 32, groups)):
+        with pytest.raises(ValueError, match=text):
+            model()
+    assert e.effective_groups(8, 32, 3) is None and e.workspace_bytes(8, 32, 3) >= 0
+
+
 def test_a_device_the_groups_rule_cannot_ask_is_a_value_error_naming_it():
     """default_groups(..., "cuda") without a CUDA GPU was a bare AssertionError from torch,
     "xyz" a long RuntimeError: a ValueError naming the device, not kept in sm_count's cache
