@@ -39,6 +39,9 @@ KINDS = ("strategy", "baseline")
 # "modulo", row r to partial row r mod GROUPS (grouped_atomic, spin_lock)
 PARTITIONS = ("block", "modulo")
 _NO_PARAMS = MappingProxyType({})
+# the weight dtypes a workspace model is asked at, besides None (Entry.workspace_bytes checks)
+_WEIGHT_NAMES = ("fp32", "bf16", "fp16")
+_WEIGHT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 
 
 def _no_workspace(rows: int, d: int, groups: int | None, has_bias: bool, *,
@@ -145,9 +148,16 @@ class Entry:
     def workspace_bytes(self, rows: int, d: int, groups: int | None, has_bias: bool = True,
                         weight_dtype=None) -> int:
         """The fp32 workspace bytes a call allocates at GROUPS `groups` (as asked: the effective
-        GROUPS are worked out) with a weight of `weight_dtype` (None: not known)."""
-        return self.workspace_at(rows, d, self.effective_groups(rows, d, groups), has_bias,
-                                 weight_dtype)
+        GROUPS are worked out) with a weight of `weight_dtype` (None: not known); rows, d,
+        groups and weight_dtype checked (ValueError naming the one refused)."""
+        g = self.effective_groups(rows, d, groups)
+        # "float32" (or "bogus") was priced as a weight that is not fp32
+        if weight_dtype is not None and not (
+                isinstance(weight_dtype, str) and weight_dtype in _WEIGHT_NAMES
+                or isinstance(weight_dtype, torch.dtype) and weight_dtype in _WEIGHT_DTYPES):
+            raise ValueError("weight_dtype: must be None, 'fp32', 'bf16', 'fp16', torch.float32, "
+                             f"torch.bfloat16 or torch.float16, got {weight_dtype!r}")
+        return self.workspace_at(rows, d, g, has_bias, weight_dtype)
 
     def workspace_at(self, rows: int, d: int, groups_effective: int | None, has_bias: bool,
                      weight_dtype=None) -> int:

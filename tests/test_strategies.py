@@ -930,6 +930,22 @@ def test_an_entry_that_uses_no_groups_refuses_in_its_models_the_groups_backward_
     assert e.effective_groups(8, 32, 3) is None and e.workspace_bytes(8, 32, 3) >= 0
 
 
+@pytest.mark.parametrize("name", ["atomic", "disjoint_block"])
+def test_workspace_bytes_refuses_a_weight_dtype_it_cannot_price(name):
+    """atomic priced weight_dtype "float32" at 512 B where "fp32" is 0, and took "bogus" or
+    torch.float64: workspace_bytes (the checked entry point) refuses what no record names."""
+    e = strategies.get(name)
+    for wd in ("float32", "bogus", torch.float64, 32, ["fp32"]):
+        with pytest.raises(ValueError, match=r"^weight_dtype: must be None, 'fp32', 'bf16', "
+                                             rf"'fp16', .* got {re.escape(repr(wd))}$"):
+            e.workspace_bytes(64, 32, 4, True, wd)
+    sizes = {wd: e.workspace_bytes(64, 32, 4, True, wd)
+             for wd in (None, "fp32", "bf16", "fp16", torch.float32, torch.bfloat16, torch.float16)}
+    assert sizes["fp32"] == sizes[torch.float32] and sizes["bf16"] == sizes[torch.bfloat16] == \
+        sizes[None] == sizes["fp16"] == sizes[torch.float16]
+    assert (sizes["fp32"] == 0) == (name == "atomic")
+
+
 def test_a_device_the_groups_rule_cannot_ask_is_a_value_error_naming_it():
     """default_groups(..., "cuda") without a CUDA GPU was a bare AssertionError from torch,
     "xyz" a long RuntimeError: a ValueError naming the device, not kept in sm_count's cache
