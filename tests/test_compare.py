@@ -819,9 +819,13 @@ def test_a_case_not_ok_in_the_baseline_is_judged_in_the_candidate(tmp_path):
     assert by["atomic"].flags == ["status error -> timeout"]
     assert "unchanged failures" not in cmp.render(res, "markdown")
     # the same status on both sides is the unchanged one, collapsed
-    res = cmp.compare(s, _one(tmp_path, "s2", torch=skip, disjoint_block=skip, atomic=err))
+    res = cmp.compare(_one(tmp_path, "u", disjoint_block=skip, atomic=err),
+                      _one(tmp_path, "u2", disjoint_block=skip, atomic=err))
     assert cmp.exit_code(res) == 0
-    assert "3 case(s) not ok on both sides, the same status" in cmp.render(res, "markdown")
+    assert "2 case(s) not ok on both sides, the same status" in cmp.render(res, "markdown")
+    # ... and a comparison of nothing else judges nothing: refused, not "OK"
+    with pytest.raises(cmp.CompareError, match=r"no gated case was judged: of 3 gated"):
+        cmp.compare(s, _one(tmp_path, "s2", torch=skip, disjoint_block=skip, atomic=err))
     # mixed baselines: ok / skipped -> error regresses, ok / error -> error is a flag
     res = cmp.compare([_one(tmp_path, "o"), s], _one(tmp_path, "e", torch=err, atomic=err))
     by = {c.key["implementation"]: c for c in res.cases}
