@@ -31,7 +31,7 @@ from normbench.harness.interrupt import Interrupted, held, install, interruption
 from normbench.harness.isolate import Worker, WorkerCrashed, WorkerStartError, WorkerTimeout
 from normbench.harness.measure import Settings, failed_record, measure
 from normbench.harness.plan import Case
-from normbench.harness.replan import planned_implementations, rebuild
+from normbench.harness.replan import invocation_only, planned_implementations, rebuild
 from normbench.harness.store import (RunStore, StoreError, check_not_in_use, check_out_dir,
                                      is_run_dir, load_meta, load_records)
 from normbench.harness.text import count, one_line
@@ -380,11 +380,17 @@ def _merge_now(store: RunStore, completed: bool = False, done: set | None = None
 
 
 def _plan_done(meta: dict, done: set) -> bool:
-    """Every case of the run's plan is in the directory: the plan rebuilt from meta.json as
-    the report counts it (replan.rebuild: the config, narrowed by the union of its
-    invocations' --only -- a resume's --only adds to the plan, it does not replace it); a
-    shard's, its own keys.  True where the plan cannot be rebuilt (meta.json cannot say it)
-    and for a merge (_merge_whole judges it)."""
+    """Every case of the run's plan is in the directory, where this invocation was narrowed
+    by --only: the plan rebuilt from meta.json as the report counts it (replan.rebuild: the
+    config, narrowed by the union of its invocations' --only -- a resume's --only adds to
+    the plan, it does not replace it); a shard's, its own keys.  True where this invocation
+    ran all it planned (no --only: the cases `execute` was given, a sweep built in Python
+    passes a plan of its own), where the plan cannot be rebuilt (meta.json cannot say it) and
+    for a merge (_merge_whole judges it)."""
+    calls = meta.get("invocations")
+    if not (isinstance(calls, list) and calls and isinstance(calls[-1], dict)) or \
+            invocation_only(calls[-1]) is None:
+        return True              # this invocation was not narrowed: it measured all it planned
     shard = meta.get("shard")
     if isinstance(shard, dict):
         keys = shard.get("keys")
