@@ -15,9 +15,10 @@ shapes drops the others from the config: ``rows=`` drops ``batch``, ``seq`` and 
 still missing after it, they are the config's fault and the error names the file.  The
 result is validated exactly like a file (harness/config.py), and its text, the config with
 the overrides applied, is what the run records as ``config_text`` (so its hash tells an
-overridden run from the plain one).  A field an override sets is judged there only: the file
-may hold anything in it (a plugin's implementation, run without the plugin); its other faults
-name the file.  An error names the override that caused it::
+overridden run from the plain one).  A field an override sets is judged there only, and one
+it (or --shape) drops is not judged at all: the file may hold anything in it (a plugin's
+implementation, run without the plugin; a `d` that --shape replaces); its other faults name
+the file.  An error names the override that caused it::
 
     config error: override 'd=[x]': d[0]: must be an integer, got string 'x'
 """
@@ -120,7 +121,7 @@ def apply(text: str, file: str, overrides: Iterable[str] = (), shapes: Iterable[
         return parse_config(text, file, known)
     # the config's own faults name the file; a shape it leaves out is one only if the command
     # line does not give it either (judged on the merged config below)
-    base = _parse_base(text, file, known, overrides)
+    base = _parse_base(text, file, known, overrides, bool(shapes))
     data = dict(_load_yaml(text, file))
     data.setdefault("name", base.name)
     origin: dict[str, str] = {}                     # top-level key -> what set it
@@ -181,10 +182,12 @@ def apply(text: str, file: str, overrides: Iterable[str] = (), shapes: Iterable[
                           e.field, e.problem) from None
 
 
-def _set_by(overrides: list[str]) -> set[tuple[str, str]]:
-    """(top-level key, nested key or '') of every override that names a key it can set; a
-    malformed one is left to apply, which says what is wrong with it."""
-    out = set()
+def _set_by(overrides: list[str], shapes: bool = False) -> set[tuple[str, str]]:
+    """(top-level key, nested key or '') of every override that names a key it can set, and
+    of each key of the base that it drops (_DROPS: `shapes=` drops rows and d); with
+    `shapes` (--shape given) every key of the shapes.  A malformed override is left to
+    apply, which says what is wrong with it."""
+    out = {(k, "") for k in _SHAPE_KEYS} if shapes else set()
     for raw in overrides:
         try:
             key, _ = _split(raw)
@@ -193,17 +196,22 @@ def _set_by(overrides: list[str]) -> set[tuple[str, str]]:
         top, _, sub = key.partition(".")
         if top in KEYS and (not sub or (top in _NESTED and "." not in sub)):
             out.add((top, sub))
+            if not sub:
+                out.update((other, "") for other in _DROPS.get(top, ()))
     return out
 
 
-def _parse_base(text: str, file: str, known, overrides: list[str]) -> Sweep:
-    """The config `text` validated but for the fields `overrides` set: what the file holds
-    there is replaced, and the merged config validates the new value.  So a fault in such a
-    field is no fault; any other still names the file and its field."""
+def _parse_base(text: str, file: str, known, overrides: list[str],
+                shapes: bool = False) -> Sweep:
+    """The config `text` validated but for the fields `overrides` (and --shape, `shapes`)
+    set or drop: what the file holds there is replaced, and the merged config validates the
+    new value.  So a fault in such a field is no fault (`--shape 5x33` runs a file whose
+    `d: [0]` it replaces, as `rows=[5] d=[33]` does); any other still names the file and
+    its field."""
     try:
         return parse_config(text, file, known, shapes_later=True)
     except ConfigError as e:
-        replaced = _set_by(overrides)
+        replaced = _set_by(overrides, shapes)
         parts = re.split(r"[.\[]", e.field, maxsplit=2)
         if not any(top == parts[0] and (not sub or parts[1:2] == [sub]) for top, sub in replaced):
             raise                   # the text, its YAML, an unknown key, a field kept -- or

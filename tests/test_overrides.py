@@ -139,8 +139,23 @@ def test_d_over_a_shapes_config_asks_for_rows():
 def test_the_config_s_own_faults_name_the_file():
     with pytest.raises(ConfigError, match=r"^config error: bad.yaml: d\[0\]"):
         apply("rows: [1]\nd: [x]\n", "bad.yaml", ["dtype=fp16"])
+    with pytest.raises(ConfigError, match=r"^config error: bad.yaml: dtype"):
+        apply("d: [8]\ndtype: fp99\n", "bad.yaml", shapes=["4x8"])  # a field kept: the file's
+
+
+def test_a_fault_in_a_field_the_command_line_drops_is_no_fault():
+    """--shape and shapes= drop the file's rows and d, rows= its batch, seq and shapes: the
+    merged config never reads them.  A fault there was refused as the file's (`--shape 5x33`
+    on a file of `d: [0]`, exit 2), where `rows=[5] d=[33]`, which sets the same, ran."""
+    for overrides, shapes in (([], ["5x33"]), (["shapes=[[5, 33]]"], []), (["d=[33]"], [])):
+        s = apply("rows: [5]\nd: [0]\n", "bad.yaml", overrides, shapes)
+        pairs = ([(x.rows, x.d) for x in s.shapes] if s.shapes else
+                 [(r, d) for r in s.rows for d in s.d])
+        assert pairs == [(5, 33)], (overrides, shapes)
+    assert apply("batch: [0]\nseq: [4]\nd: [33]\n", "bad.yaml", ["rows=[5]"]).rows == [5]
+    assert apply("d: [x]\n", "bad.yaml", shapes=["4x8"]).shapes[0].d == 8
     with pytest.raises(ConfigError, match=r"^config error: bad.yaml: d\[0\]"):
-        apply("d: [x]\n", "bad.yaml", shapes=["4x8"])       # no rows either: still the file's
+        apply("rows: [5]\nd: [0]\n", "bad.yaml", ["rows=[6]"])     # d kept: the file's
 
 
 def test_a_config_that_leaves_its_shapes_to_the_command_line(tmp_path):
