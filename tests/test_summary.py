@@ -59,6 +59,28 @@ def test_answer_by_hand():
     assert "decided_on" not in a.columns            # no GPU time: nothing invented
 
 
+def test_a_determinism_broken_by_design_is_listed_among_the_failures_and_marked():
+    """A strategy deterministic by design whose repeats gave other bits competes as
+    nondeterministic, but `run --strict` fails the run over it while the report's failures
+    section left it out and the terminal showed its time plain: listed there now, with why,
+    and marked in the table."""
+    from normbench.harness.report import sections
+    from normbench.harness.report.document import Report
+    recs = _shape()
+    recs[0] = {**recs[0], "deterministic": False, "distinct_results": 2}   # det_a at 8
+    bad = pd.Series(recs[0])
+    assert sections._failure_kind(bad) == "not deterministic, though by design"
+    assert sections._failure_text(bad).startswith("2 distinct results over its repeats")
+    df = pd.DataFrame([recs[0], *recs[2:]])          # det_a's only record
+    out = io.StringIO()
+    print_tables(df, {}, Console(file=out, width=250, color_system=None))
+    assert "nondet ✗" in out.getvalue() and "yet its repeats differed" in out.getvalue()
+    rep = Report("r")
+    sections.failures_section(rep, df)
+    text = rep.markdown()
+    assert "(2)" in text and "not deterministic, though by design" in text
+
+
 def test_answer_both_clocks():
     recs = _shape()
     gpu = {"det_a": 0.035, "nondet_b": 0.010, "peer_c": 0.050, "peer_d": 0.09, "peer_e": 0.001}

@@ -29,20 +29,25 @@ def failures_section(rep: Report, df: pd.DataFrame, incomplete: bool = False) ->
     """incomplete: the run holds part of its plan (coverage.py); a case it never recorded
     has neither failed nor passed, and "none" must not read as "none in the run"."""
     # every record that does not compete (summary.competing): a failure, an unchecked
-    # result, or an ok and correct one without a positive finite time (a hand-edited CSV)
-    bad = df[~df.index.isin(summary.competing(df).index)]
-    rep.h(2, f"Failures, incorrect results, timeouts and skips ({len(bad)})", "failures")
+    # result, or an ok and correct one without a positive finite time (a hand-edited CSV);
+    # and one deterministic by design whose repeats differed, which competes as
+    # nondeterministic but fails `run --strict`
+    bad = df[~df.index.isin(summary.competing(df).index)
+             | df.apply(_broken_determinism, axis=1).astype(bool)]
+    rep.h(2, f"Failures, incorrect or unrepeatable results, timeouts and skips ({len(bad)})",
+          "failures")
     if bad.empty:
         rep.p(("No records." if not len(df) else
-               "None: every record has status ok and a correct result.")
+               "None: every record has status ok and a correct result, repeatable where "
+               "its implementation is deterministic by design.")
               + (" The run is incomplete: the cases it did not record were not checked (see "
                  "the warning at the top)." if incomplete else ""))
         return
     counts = bad.assign(what=bad.apply(_failure_kind, axis=1))["what"].value_counts()
     rep.p(", ".join(f"{v} {k}" for k, v in counts.items()) + ".")
     rows = []
-    priority = {"error": 0, "timeout": 1, "incorrect": 2, NO_TIME: 3,
-                "correctness not checked": 4, "skipped": 5}
+    priority = {"error": 0, "timeout": 1, "incorrect": 2, NOT_REPEATABLE: 3, NO_TIME: 4,
+                "correctness not checked": 5, "skipped": 6}
     for _, r in bad.iterrows():
         rows.append({"implementation": impl_label(r["implementation"], r["groups"], r["groups_effective"]),
                      "norm": r["norm"], "rows": fmt_int(r["rows"]), "d": fmt_int(r["d"]), "dtype": r["dtype"],
@@ -53,6 +58,12 @@ def failures_section(rep: Report, df: pd.DataFrame, incomplete: bool = False) ->
 
 
 NO_TIME = "no positive finite time"
+NOT_REPEATABLE = "not deterministic, though by design"
+
+
+def _broken_determinism(r) -> bool:
+    return summary.is_true(r.get("deterministic_by_design")) and \
+        summary.is_false(r.get("deterministic"))
 
 
 def _failure_kind(r) -> str:
@@ -60,6 +71,8 @@ def _failure_kind(r) -> str:
         return str(r["status"] or "no status")
     if r["correct"] is False:
         return "incorrect"
+    if summary.is_true(r["correct"]) and _broken_determinism(r):
+        return NOT_REPEATABLE
     if r["correct"] is True:           # ok and correct, yet it does not compete
         return NO_TIME
     return "correctness not checked"
@@ -91,6 +104,12 @@ def _failure_text(r) -> str:
         return f"{detail}; {err}" if err else detail
     if r["status"] == "ok" and r["correct"] is None:
         return err or "the record carries no correctness verdict"
+    if r["status"] == "ok" and summary.is_true(r["correct"]) and _broken_determinism(r):
+        n = r.get("distinct_results")
+        detail = ("other bits when repeated" if na(n) else
+                  f"{int(n)} distinct results over its repeats") + \
+            ", though its implementation is deterministic by design"
+        return f"{detail}; {err}" if err else detail
     if r["status"] == "ok" and r["correct"] is True:
         t = "empty" if na(r["time_ms"]) else f"{float(r['time_ms']):g} ms"
         detail = f"median time {t}: not positive and finite, so the answer leaves it out"

@@ -21,7 +21,8 @@ from .fmt import finite, fmt_int, fmt_ratio, fmt_us
 KEY = ("norm", "dtype", "weight_dtype", "rows", "d")       # a table's, then a row's
 # What the cells read of a record (_text's, hostload.contention_note's, summary.why_out's)
 CELL = ("implementation", "time_ms", "gpu_time_ms", "host_overhead_ms", "groups",
-        "groups_effective", "status", "correct", "concurrent_cases", "hostname")
+        "groups_effective", "status", "correct", "concurrent_cases", "hostname",
+        "deterministic", "deterministic_by_design")
 
 
 def _where(frame, cols=KEY) -> dict:
@@ -69,7 +70,7 @@ def print_tables(df, meta: dict, console) -> None:
     for (norm, dtype, wdt), part in keys.groupby(["norm", "dtype", "weight_dtype"], sort=False):
         title = escape(f"{norm}, {dtype} (weight {wdt}) — {clock}, best GROUPS per "
                        "implementation")
-        contended = split = False   # a cell of this table carries the mark: its legend is due
+        contended = split = broken = False   # a cell carries the mark: its legend is due
         body = []                   # per shape: (its label, a cell per implementation, the tail)
         for (rows, d), shape in part.groupby(["rows", "d"], sort=True):
             key = (norm, dtype, wdt, rows, d)
@@ -100,13 +101,16 @@ def print_tables(df, meta: dict, console) -> None:
                         txt = f"[bold cyan]◆ {txt}[/]"
                     elif mark:
                         txt, split = f"{txt} {mark}", True
+                    elif summary.is_true(r.get("deterministic_by_design")) and \
+                            summary.is_false(r.get("deterministic")):
+                        txt, broken = f"{txt} [red]nondet ✗[/]", True
                     lines.append(txt)
                 cells.append("\n".join(lines))
             ratios = ["" if a is None else fmt_ratio(a[c])
                       for c in ("det_over_nondet", "peer_over_det")]
             extra = [escape(str(a["decided_on"])) if a is not None else ""] if gpu else []
             body.append((f"{fmt_int(rows)} × {fmt_int(d)}", cells, ratios + extra))
-        caption = _caption(contended, gpu, meta, split)
+        caption = _caption(contended, gpu, meta, split, broken)
         these = ans[(ans.norm == norm) & (ans.dtype == dtype) & (ans.weight_dtype == wdt)]
         for note in (summary.mixed_devices(these), summary.peers_out(these)):
             if note:
@@ -148,7 +152,8 @@ def _table(title: str, impls: list, body: list, cols: range, tail: list, caption
     return t
 
 
-def _caption(contended: bool, gpu: bool, meta: dict, split: bool = False) -> str:
+def _caption(contended: bool, gpu: bool, meta: dict, split: bool = False,
+             broken: bool = False) -> str:
     """The legend of one table: the ‡ line only where a cell carries the mark (a record
     measured next to others that is not host-bound carries none); the "nondet" line only
     where a ◆ cell shows a second, faster GROUPS measured nondeterministic."""
@@ -159,6 +164,9 @@ def _caption(contended: bool, gpu: bool, meta: dict, split: bool = False) -> str
         caption += ("\n◆ the best deterministic record; under it, marked nondet, the "
                     "implementation's faster GROUPS whose repeats differed (it competes as "
                     "nondeterministic)")
+    if broken:
+        caption += ("\nnondet ✗: deterministic by design, yet its repeats differed — it competes "
+                    "as nondeterministic; run --strict fails it, the report lists it")
     if contended:
         caption += (f"\n{summary.CONTENDED_MARK} host-bound and measured next to other cases "
                     "on its host: may be inflated by host contention")
