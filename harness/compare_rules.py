@@ -445,6 +445,7 @@ def method_text(metric: str = "call") -> str:
         "(different device model, different config without --common, interpreter CPU timings "
         "against GPU timings, baseline runs of different commits without --mixed-baselines, "
         "no common case, or none left once the candidate's own measurements are taken out "
-        "of the baselines, no GPU time for --metric gpu, a bad argument); "
+        "of the baselines, no GPU time for --metric gpu, no gated case judged, a bad "
+        "argument); "
         "every exit code prints its explanation in the chosen --format."
     )
