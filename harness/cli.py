@@ -469,15 +469,15 @@ def _strict_failures(df) -> dict:
     """{why: how many records}: not ok (by status), ok but incorrect against the fp64
     reference, ok and correct but not bitwise repeatable although deterministic by design."""
     from collections import Counter
-    from normbench.harness.summary import is_false, is_true
+    from normbench.harness.summary import NOT_REPEATABLE, is_false, not_repeatable
     why: Counter = Counter()
     for r in df.to_dict("records"):
         if r["status"] != "ok":
             why[str(r["status"])] += 1
         elif is_false(r.get("correct")):
             why["incorrect"] += 1
-        elif is_true(r.get("deterministic_by_design")) and is_false(r.get("deterministic")):
-            why["not deterministic, though by design"] += 1
+        elif not_repeatable(r):
+            why[NOT_REPEATABLE] += 1
     return dict(why)
 
 

@@ -29,6 +29,16 @@ def is_false(v) -> bool:
     return isinstance(v, str) and v.strip().lower() == "false"
 
 
+NOT_REPEATABLE = "not deterministic, though by design"     # what a not_repeatable record is
+
+
+def not_repeatable(rec) -> bool:
+    """A record of an implementation deterministic by design whose repeats gave other bits:
+    its claim broken (`run --strict` fails it; the report lists it among the failures and the
+    terminal table marks it, though it competes as nondeterministic)."""
+    return is_true(rec.get("deterministic_by_design")) and is_false(rec.get("deterministic"))
+
+
 def times(df: pd.DataFrame, col: str = "time_ms") -> pd.Series:
     """A numeric column as float64 with NaN for missing (from any loader's dtype)."""
     if col not in df.columns:

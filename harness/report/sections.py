@@ -33,7 +33,7 @@ def failures_section(rep: Report, df: pd.DataFrame, incomplete: bool = False) ->
     # and one deterministic by design whose repeats differed, which competes as
     # nondeterministic but fails `run --strict`
     bad = df[~df.index.isin(summary.competing(df).index)
-             | df.apply(_broken_determinism, axis=1).astype(bool)]
+             | df.apply(summary.not_repeatable, axis=1).astype(bool)]
     rep.h(2, f"Failures, incorrect or unrepeatable results, timeouts and skips ({len(bad)})",
           "failures")
     if bad.empty:
@@ -58,12 +58,7 @@ def failures_section(rep: Report, df: pd.DataFrame, incomplete: bool = False) ->
 
 
 NO_TIME = "no positive finite time"
-NOT_REPEATABLE = "not deterministic, though by design"
-
-
-def _broken_determinism(r) -> bool:
-    return summary.is_true(r.get("deterministic_by_design")) and \
-        summary.is_false(r.get("deterministic"))
+NOT_REPEATABLE = summary.NOT_REPEATABLE
 
 
 def _failure_kind(r) -> str:
@@ -71,7 +66,7 @@ def _failure_kind(r) -> str:
         return str(r["status"] or "no status")
     if r["correct"] is False:
         return "incorrect"
-    if summary.is_true(r["correct"]) and _broken_determinism(r):
+    if summary.is_true(r["correct"]) and summary.not_repeatable(r):
         return NOT_REPEATABLE
     if r["correct"] is True:           # ok and correct, yet it does not compete
         return NO_TIME
@@ -104,7 +99,7 @@ def _failure_text(r) -> str:
         return f"{detail}; {err}" if err else detail
     if r["status"] == "ok" and r["correct"] is None:
         return err or "the record carries no correctness verdict"
-    if r["status"] == "ok" and summary.is_true(r["correct"]) and _broken_determinism(r):
+    if r["status"] == "ok" and summary.is_true(r["correct"]) and summary.not_repeatable(r):
         n = r.get("distinct_results")
         detail = ("other bits when repeated" if na(n) else
                   f"{int(n)} distinct results over its repeats") + \

@@ -101,8 +101,7 @@ def print_tables(df, meta: dict, console) -> None:
                         txt = f"[bold cyan]◆ {txt}[/]"
                     elif mark:
                         txt, split = f"{txt} {mark}", True
-                    elif summary.is_true(r.get("deterministic_by_design")) and \
-                            summary.is_false(r.get("deterministic")):
+                    elif summary.not_repeatable(r):
                         txt, broken = f"{txt} [red]nondet ✗[/]", True
                     lines.append(txt)
                 cells.append("\n".join(lines))
