@@ -929,3 +929,37 @@ def test_an_override_of_the_rules_kind_of_value_is_taken():
         _tuning.OVERRIDE.pop("t_kinds", None)
         _tuning.RULES.pop("t_kinds", None)
         _tuning._frozen.cache_clear()
+
+
+def test_peers_env_unpacks_each_wheel_once(tmp_path):
+    """bench/peers_env.sh, sourced by two scripts at once on one machine (a run beside
+    bench/device_gpu_suite.sh), unpacked every wheel again, rewriting in place the files the
+    other process was importing (session 54, an H100: a segmentation fault importing
+    pydantic_core).  A wheel is unpacked once, and one that arrives later is unpacked then."""
+    import zipfile
+
+    def wheel(name, mod):
+        with zipfile.ZipFile(tmp_path / ".pyd" / f"{name}-1.0-py3-none-any.whl", "w") as z:
+            z.writestr(f"{mod}/__init__.py", "X = 1\n")
+
+    (tmp_path / ".pyd").mkdir()
+    wheel("fake", "fakemod")
+    env = {**os.environ, "NB_SITE": str(tmp_path / "site"), "NB_PEERS": str(tmp_path / "peers")}
+
+    def source():
+        r = subprocess.run(["bash", "-c", f". {os.path.join(ROOT, 'bench', 'peers_env.sh')}; "
+                            "echo \"$PYTHONPATH\""], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+
+    source()
+    f = tmp_path / "site" / "fakemod" / "__init__.py"
+    assert f.read_text() == "X = 1\n"
+    os.utime(f, ns=(0, 0))                      # rewritten, it would read the time of now
+    wheel("later", "latermod")
+    out = source()
+    assert f.stat().st_mtime_ns == 0
+    assert (tmp_path / "site" / "latermod" / "__init__.py").read_text() == "X = 1\n"
+    if sys.version_info[:2] == (3, 12):
+        assert str(tmp_path / "site") in out
