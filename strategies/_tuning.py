@@ -9,7 +9,6 @@ grouped_atomic; spin_lock adjusts it in its own file).  Every choice is a measur
 """
 from __future__ import annotations
 
-import copy
 import functools
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -204,23 +203,25 @@ def params(name: str, d: int):
     ov = OVERRIDE.get(name)
     if not ov:
         return _frozen(name, d, MAX_BLOCK_D, CHUNK_D)
-    key = (name, d, MAX_BLOCK_D, CHUNK_D)
+    rule_p = _frozen(name, d, MAX_BLOCK_D, CHUNK_D)
+    key, text = (name, d, MAX_BLOCK_D, CHUNK_D), repr(ov)    # repr: 8 and 8.0 differ
     kept = _OVERRIDDEN.get(key)
-    if kept is not None and kept[0] is ov and kept[1] == ov:
-        return kept[2]
-    p = MappingProxyType(_checked(name, d, ov))
-    _OVERRIDDEN[key] = (ov, copy.deepcopy(ov), p)
+    if kept is not None and kept[0] is ov and kept[1] == text and kept[2] is rule_p:
+        return kept[3]
+    p = MappingProxyType(_checked(name, d, ov, rule_p))
+    _OVERRIDDEN[key] = (ov, text, rule_p, p)
     return p
 
 
-# (name, d, MAX_BLOCK_D, CHUNK_D) -> (the OVERRIDE entry, a copy of its values, its parameters)
+# (name, d, MAX_BLOCK_D, CHUNK_D) -> (the OVERRIDE entry, the repr of its values, the rule's
+# parameters it was checked against — `_frozen`'s, so that clearing that cache clears these
+# too —, its parameters)
 _OVERRIDDEN: dict = {}
 
 
-def _checked(name: str, d: int, ov: dict) -> dict:
-    """`params` under a non-empty override `ov`: the checks its docstring lists, then
-    `overridden`."""
-    rule_p = RULES[name].params(d)
+def _checked(name: str, d: int, ov: dict, rule_p) -> dict:
+    """`params` under a non-empty override `ov`, with the rule's parameters at d `rule_p`: the
+    checks its docstring lists, then `overridden`."""
     unknown = sorted(set(ov) - set(rule_p) - KERNEL_OPTIONS)
     if unknown:
         known = ", ".join(sorted(set(rule_p) | KERNEL_OPTIONS))

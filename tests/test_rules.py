@@ -77,6 +77,16 @@ def test_an_overrides_parameters_are_kept_while_it_holds_the_same_values(monkeyp
     assert _tuning.params("disjoint_strided", 4096)["num_warps"] == 4
     monkeypatch.setitem(_tuning.OVERRIDE, "disjoint_strided", {"num_warps": 2})
     assert _tuning.params("disjoint_strided", 4096)["num_warps"] == 2
+    ov = {"num_warps": 8}
+    monkeypatch.setitem(_tuning.OVERRIDE, "disjoint_strided", ov)
+    assert _tuning.params("disjoint_strided", 4096)["num_warps"] == 8
+    ov["num_warps"] = 8.0                                # equal, but of another kind: refused
+    with pytest.raises(ValueError, match="num_warps"):
+        _tuning.params("disjoint_strided", 4096)
+    ov["num_warps"] = 8
+    p = _tuning.params("disjoint_strided", 4096)
+    _tuning._frozen.cache_clear()                        # the rules reset (as tests do): so are
+    assert _tuning.params("disjoint_strided", 4096) is not p       # the override's parameters
     bad = {"num_warp": 8}
     monkeypatch.setitem(_tuning.OVERRIDE, "disjoint_strided", bad)
     for _ in range(2):
