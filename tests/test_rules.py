@@ -403,3 +403,27 @@ def test_atomic_with_an_fp32_weight_has_no_workspace(has_bias):
         e = strategies.get(name)
         assert (e.workspace_bytes(rows, d, g, has_bias, "fp32")
                 == e.workspace_bytes(rows, d, g, has_bias, "bf16") > 0)
+
+
+def test_the_reduces_override_is_checked_once_while_it_holds_the_same_values(monkeypatch):
+    """reduce_params checks OVERRIDE["reduce"] once while it is the same object holding the
+    same values (checked at every call, it cost the host what the rule's path does not pay),
+    and again once it changes: a value made wrong in place is refused, at every call."""
+    from normbench.strategies import reduce
+    ov = {"BLOCK_N": 64}
+    monkeypatch.setitem(_tuning.OVERRIDE, "reduce", ov)
+    calls = []
+    real = reduce.check_override
+    monkeypatch.setattr(reduce, "check_override", lambda o: (calls.append(1), real(o)))
+    for _ in range(3):
+        assert reduce.reduce_params(132, 4096, False)["BLOCK_N"] == 64
+    assert len(calls) == 1
+    ov["BLOCK_N"] = 48
+    for _ in range(2):
+        with pytest.raises(ValueError, match="BLOCK_N: 48 is not a power of two"):
+            reduce.reduce_params(132, 4096, False)
+    ov["BLOCK_N"] = 64.0                                 # equal to 64, and not an int
+    with pytest.raises(ValueError, match="BLOCK_N"):
+        reduce.reduce_params(132, 4096, False)
+    monkeypatch.setitem(_tuning.OVERRIDE, "reduce", {"BLOCK_N": 16})
+    assert reduce.reduce_params(132, 4096, False)["BLOCK_N"] == 16
