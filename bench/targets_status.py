@@ -4,9 +4,10 @@
     python bench/targets_status.py --readme [README.md]
 
 A run named with KEY=VALUE pairs after a colon gives only its lines that match them all
-(keys: norm, rows, d, dtype, weight_dtype) — for a run whose other lines a later one
-replaces, or whose lines of one class a rule has since taken back to the code an earlier
-run measured (the README says which and why).
+(keys: norm, rows, d, dtype, weight_dtype; rows and d compared as numbers) — for a run whose
+other lines a later one replaces, or whose lines of one class a rule has since taken back to
+the code an earlier run measured (the README says which and why).  A pair that matches no
+record of its run (a typo: dtype=fp61) is refused, one line naming the values the run has.
 
 --readme takes the run directories from the README's "Issue 16's targets" paragraph (the
 command it quotes, in its order): the runs the README's figures come from.
@@ -82,6 +83,8 @@ def split_run(arg: str) -> tuple[str, dict]:
         if not eq or key not in FILTER_KEYS or not value:
             raise ValueError(f"{arg}: '{pair}' is not KEY=VALUE with KEY one of "
                              f"{', '.join(FILTER_KEYS)}")
+        if key in ("rows", "d") and not (value.isdigit() and int(value) >= 1):
+            raise ValueError(f"{arg}: '{pair}': {key} must be a whole number ≥ 1")
         filt[key] = value
     return path, filt
 
@@ -91,10 +94,7 @@ def status(run_dirs: list[str]) -> pd.DataFrame:
     loaded = []
     for arg in run_dirs:
         run, filt = split_run(arg)
-        recs = plain(store.load_records(run))
-        for key, value in filt.items():
-            recs = recs[recs[key].astype(str) == value]
-        loaded.append((run, recs))
+        loaded.append((run, _filtered(run, plain(store.load_records(run)), filt)))
     # every peer any of the runs knew of (measured, or recorded as skipped): a line of a run
     # that lacks one of them cannot replace a line that has it
     tried = [_peers(recs, skipped=True) for _, recs in loaded]
@@ -130,6 +130,27 @@ def status(run_dirs: list[str]) -> pd.DataFrame:
     order = {s: i for i, s in enumerate(SHAPES)}
     df["_o"] = [order[(a, b)] for a, b in zip(df["rows"], df["d"])]
     return df.sort_values(["dtype", "norm", "_o"]).drop(columns="_o").reset_index(drop=True)
+
+
+def _filtered(run: str, recs: pd.DataFrame, filt: dict) -> pd.DataFrame:
+    """The records of `run` that match every KEY=VALUE of `filt` (rows and d compared as
+    numbers: the records hold them as floats); ValueError (one line) for a pair that matches
+    no record of the run, naming the values it has."""
+    for key, value in filt.items():
+        if key not in recs:
+            raise ValueError(f"{run}: {key}={value} matches no record (no {key} column there)")
+        if key in ("rows", "d"):
+            col = pd.to_numeric(recs[key], errors="coerce")
+            have = sorted({int(v) for v in col.dropna()})
+            keep = col == int(value)
+        else:
+            have = sorted(set(recs[key].dropna().astype(str)))
+            keep = recs[key].astype(str) == value
+        if not keep.any():
+            raise ValueError(f"{run}: {key}={value} matches no record "
+                             f"({key} there: {', '.join(map(str, have)) or 'none'})")
+        recs = recs[keep]
+    return recs
 
 
 def _unjudged(r, missing: list, any_peer: bool) -> list[str]:

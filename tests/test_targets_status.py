@@ -74,6 +74,24 @@ def test_a_run_named_with_a_filter_gives_only_its_matching_lines():
     assert set(df[df["d"] == 12288]["run"]) == {os.path.basename(RMS_45)}
 
 
+C0F = os.path.join(ROOT, "results", "h200-targets-widest-16384-ln-c0f77f1")
+
+
+@pytest.mark.skipif(not os.path.isdir(C0F), reason="run not here")
+def test_rows_and_d_filters_match_numerically(capsys):
+    """The records hold rows and d as floats (4096.0): rows=4096 and d=16384 match them; a
+    filter that matches no record of its run (a typo, a shape the run lacks) is one line and
+    exit 2 naming what the run has, not a run silently dropped."""
+    df = targets_status.status([C0F + ":rows=4096,d=16384"])
+    assert len(df) == 4 and set(df["rows"]) == {4096} and set(df["d"]) == {16384}
+    for filt, said in (("rows=4097", "rows there: 4096, 8192"), ("dtype=fp61", "dtype there: "),
+                       ("d=1024", "d there: 16384"), ("rows=x", "whole number"),
+                       ("d=0", "whole number")):
+        assert targets_status.main([C0F + ":" + filt]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and filt.split("=")[0] in err and said in err, err
+
+
 def test_a_bad_filter_is_one_line_and_exit_2(capsys):
     assert targets_status.main([NARROW + ":colour=red"]) == 2
     err = capsys.readouterr().err
@@ -225,7 +243,7 @@ def test_an_empty_run_or_no_line_is_one_line_and_exit_2(tmp_path):
     if os.path.isdir(PEERS):
         r = subprocess.run([sys.executable, script, PEERS + ":norm=foo"], capture_output=True,
                            text=True)
-        assert r.returncode == 2 and "no line of the issue's table" in r.stderr
+        assert r.returncode == 2 and "norm=foo matches no record" in r.stderr
 
 
 QUICK = os.path.join(ROOT, "results", "h200-quick-runs", "run-1")
