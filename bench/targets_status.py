@@ -212,7 +212,7 @@ def markdown(df: pd.DataFrame) -> str:
         lines.append(
             f"| {_norm(r)} | {r['rows']} × {r['d']} | {r['dtype']} | "
             f"{_timed(r.ours_us, None if _absent(r.ours) else r.ours.replace('disjoint_', ''))} | "
-            f"{_fmt(r.pct_copy, '.0f', ' %')} (≥ {r.copy_target:.0f}) | "
+            f"{_fmt(r.pct_copy, '.1f', ' %')} (≥ {r.copy_target:.0f}) | "
             f"{_timed(r.peer_us, r.peer)} | "
             f"{_fmt(r.vs_peer)} (≥ {r.speed_target:.2f}) | {_fmt(r.vs_peer_gpu)} | {met} | "
             f"{r.run}{f' ({r.notes})' if r.notes else ''} |")

@@ -304,3 +304,15 @@ def test_a_line_whose_peers_all_failed_says_so():
         "no deterministic strategy of ours passed"]
     assert targets_status._unjudged(dict(row, det_impl="x"), ["liger"], any_peer=True) == [
         "peers missing: liger"]
+
+
+def test_percent_of_copy_prints_a_decimal_so_a_miss_does_not_read_as_met():
+    """87.94 % against a target of 88 printed "88 % (≥ 88)" on a line counted as missing
+    the copy target; it prints one decimal, as target 3's table does."""
+    import pandas as pd
+    line = dict(norm="rmsnorm", rows=16384, d=4096, dtype="bf16/fp32", ours_us=107.2,
+                ours="disjoint_strided", pct_copy=87.94, copy_target=88.0, peer="quack",
+                peer_us=120.8, vs_peer=1.128, vs_peer_gpu=1.112, speed_target=1.10,
+                speed_met=True, copy_met=False, peers_missing="", notes="", run="r")
+    text = targets_status.markdown(pd.DataFrame([line]))
+    assert "| 87.9 % (≥ 88) |" in text and "| speed |" in text
