@@ -8,8 +8,9 @@ Triton's wheel ships ptxas, so `triton.compile(..., target=GPUTarget("cuda", 90,
 without a GPU; `cuobjdump -res-usage` then reads the registers, stack (spills) and shared
 memory of a strategy's kernel (the `*_kernel` jit function of its module; disjoint_smem's
 Gluon kernel, strategies/_smem_kernel.py, at its rule's stages and warps for contiguous rows)
-at the launch parameters its rule picks for d (or with --override, the same keys as
-strategies._tuning.OVERRIDE).  A spill shows as stack > 0: the first thing to check before
+at the launch parameters its rule picks for d (or with --override, a JSON object of the same
+keys as strategies._tuning.OVERRIDE, refused in one line where `_tuning.params` would refuse
+it: an unknown key such as "num_warp", a value of the wrong kind, ...).  A spill shows as stack > 0: the first thing to check before
 spending device time on a kernel change (docs/PERF_NOTES.md, version 4).  --asm DIR writes the
 PTX and SASS too, to compare a refactor's code before and after.  --table prints one line per
 (name, norm, d, dtype, weight dtype).  A probe: the device decides what is fast.
@@ -290,11 +291,44 @@ def main():
     ap.add_argument("--dtypes", default="bf16,fp32")
     ap.add_argument("--weight-dtypes", default="same,fp32")
     a = ap.parse_args()
-    ov = json.loads(a.override) if a.override else None
     if a.table:
-        return table(a.names.split(","), [int(x) for x in a.ds.split(",")], a.norms.split(","),
+        names = a.names.split(",")
+        try:
+            ds = [int(x) for x in a.ds.split(",")]
+        except ValueError:
+            ap.error(f"--ds: {a.ds!r} is not a comma-separated list of widths")
+    else:
+        names, ds = [a.name or ("disjoint_fused" if a.fused else "disjoint_block")], [a.d]
+    ov = checked_override(ap, a.override, names, ds)
+    if a.table:
+        return table(names, ds, a.norms.split(","),
                      a.dtypes.split(","), a.weight_dtypes.split(","), ov, a.asm)
     print(json.dumps(resources(a.d, a.norm, a.dtype, ov, a.fused, a.name, a.weight_dtype, a.asm)))
+
+
+def checked_override(ap, text: str, names: list, ds: list) -> dict | None:
+    """--override's JSON object, refused (ap.error: one line, exit 2) where the tuning path
+    would refuse it — `_tuning.params`' checks (`_tuning._checked`: an unknown key such as
+    "num_warp", a value of the wrong kind, ...) for each strategy and width asked for — or
+    where it is not JSON or not an object.  The names must be strategies with a launch rule."""
+    for name in names:
+        if name not in _tuning.RULES:
+            ap.error(f"--name(s): {name!r} is not a strategy with a launch rule (known: "
+                     f"{', '.join(sorted(_tuning.RULES))})")
+    if not text:
+        return None
+    try:
+        ov = json.loads(text)
+    except ValueError as e:
+        ap.error(f"--override: not JSON ({e})")
+    if not isinstance(ov, dict):
+        ap.error(f"--override: {text!r} is not a JSON object of tuning options")
+    for name, d in itertools.product(names, ds):
+        try:
+            _tuning._checked(name, d, ov)
+        except (ValueError, TypeError) as e:
+            ap.error(f"--override: {' '.join(str(e).split())}")
+    return ov
 
 
 if __name__ == "__main__":

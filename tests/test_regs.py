@@ -197,3 +197,18 @@ def test_full_sectors_trades_by_shuffles_or_through_shared_memory():
         assert rule[k] == shfl[k] == smem[k], (k, rule, shfl, smem)
     assert rule["stack"] == shfl["stack"] == smem["stack"] == 0
     assert regs("--name", "disjoint_strided", "--d", "16384")["sectors"] == 1
+
+
+def test_a_bad_override_is_refused_as_the_tuning_path_refuses_it():
+    """--override went to _tuning.overridden unchecked: a typo ("num_warp") compiled and
+    reported the rule's registers (exit 0), and text that is not a JSON object was a
+    traceback.  Each is one line and exit 2, as _tuning.params would refuse it."""
+    for ov, said in (('{"num_warp": 8}', "unknown tuning option 'num_warp'"),
+                     ('{"num_warps": "8"}', "expected an int or a bool"),
+                     ("xx", "not JSON"), ("[1]", "not a JSON object")):
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "regs.py"), "--d", "4096",
+                            "--override", ov], capture_output=True, text=True,
+                           env={**os.environ, "NORMBENCH_QUIET": "1"})
+        err = [ln for ln in r.stderr.splitlines() if "regs.py: error:" in ln]
+        assert r.returncode == 2 and len(err) == 1 and said in err[0], r.stderr
+        assert "Traceback" not in r.stderr and not r.stdout
