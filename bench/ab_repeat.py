@@ -44,13 +44,21 @@ reading follows the allocation) — do_bench median with the L2 flushed, as tune
 Each configuration's answer is checked against the fp64 reference (each output within its
 dtype's tolerance) the first time it runs on each set of inputs.  Writes ab.csv (one row a
 timing) to --out and prints, per shape and configuration, the median, min and max over the
-rounds.
+rounds.  A timing that raises (a failure at run time, not bad input) is recorded as its row's
+status, "error: <type>: <message>", with no time, and the sweep goes on; the summary leaves
+such rows out of its figures and counts them ("ERROR xN").
+
+The arguments are checked before anything is timed or written, one line and exit 2 where
+they cannot run: each shape ROWSxD with both >= 1 and none given twice, --rounds >= 1, --rep
+finite and > 0, --norm layernorm or rmsnorm, a --device this machine has (no CUDA here:
+--device cpu), and no configuration text given twice.
 """
 from __future__ import annotations
 
 import argparse
 import csv
 import json
+import math
 import os
 import statistics
 import sys
@@ -59,6 +67,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from normbench import strategies  # noqa: E402
 from normbench.harness import model, timing  # noqa: E402
+from normbench.harness.config_fields import NORMS  # noqa: E402
 import torch  # noqa: E402
 
 from normbench.harness.inputs import (DTYPES, EPS, make_inputs, reference,  # noqa: E402
@@ -202,18 +211,32 @@ def check_configs(configs: list[str], name: str, shapes: list[tuple[int, int]]) 
     "groups"/"raw_groups" only for a strategy that takes GROUPS, "reduce" only for one whose
     registration declares the reduce kernel (`reduce_kernel`: not atomic, nor disjoint_fused,
     which sums its partial rows in-kernel) and only with the reduce's own keys
-    (`reduce.check_override`); "inputs" one of INPUTS; its strategy registered; and
+    (`reduce.check_override`); "groups" or "raw_groups" (not both) a whole number >= 1;
+    "inputs" one of INPUTS; its "strategy" a registered one's name; no text twice; and
     `_tuning.params` under its override at every shape (which refuses unknown keys and those
     that would time nothing or the wrong kernel).  Returns the parsed configurations; raises
     SystemExit(2) after printing `ab_repeat: config N (JSON): <why>` for the first bad one."""
     out = []
     for n, text in enumerate(configs, 1):
         try:
+            if text in configs[:n - 1]:
+                raise ValueError(f"the same text as config {configs.index(text) + 1}: the "
+                                 "summary and ab.csv could not tell their timings apart")
             c = json.loads(text)
             if not isinstance(c, dict):
                 raise ValueError("not a JSON object")
+            for key in ("strategy", "inputs"):
+                if key in c and not isinstance(c[key], str):
+                    raise ValueError(f"{key} {c[key]!r}: expected a string")
             who = c.get("strategy", name)
             e = strategies.get(who)
+            if "groups" in c and "raw_groups" in c:
+                raise ValueError("'groups' and 'raw_groups' together: give one GROUPS, "
+                                 "through the registry's cap or past it")
+            for key in ("groups", "raw_groups"):
+                v = c.get(key, 1)
+                if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                    raise ValueError(f"{key} {v!r}: expected a whole number >= 1")
             if ("groups" in c or "raw_groups" in c) and not e.uses_groups:
                 raise ValueError(f"{who} takes no GROUPS: 'groups' does not apply to it")
             if "reduce" in c:
@@ -264,6 +287,43 @@ def apply(config: dict, name: str) -> tuple[str, int | None, bool, str]:
     return name, groups, raw, kind
 
 
+def parse_shape(text: str) -> tuple[int, int] | None:
+    """'ROWSxD' -> (rows, d), both whole numbers >= 1; None for anything else."""
+    parts = text.split("x")
+    try:
+        rows, d = map(int, parts) if len(parts) == 2 else (0, 0)
+    except ValueError:
+        return None
+    return (rows, d) if rows >= 1 and d >= 1 else None
+
+
+def check_args(args) -> str:
+    """Why the arguments cannot be timed (one line, naming the argument), or "": each shape
+    ROWSxD with both >= 1 and none twice (the summary and ab.csv key on it), --rounds >= 1,
+    --rep finite and > 0, a known --norm, and --device one this machine has."""
+    seen = {}
+    for text in args.shapes.split(","):
+        shape = parse_shape(text)
+        if shape is None:
+            return f"--shapes {args.shapes!r}: {text!r} is not ROWSxD with ROWS, D >= 1"
+        if shape in seen:
+            return (f"--shapes {args.shapes!r}: {shape[0]}x{shape[1]} given twice: its "
+                    "timings could not be told apart")
+        seen[shape] = text
+    if args.rounds < 1:
+        return f"--rounds {args.rounds}: at least 1"
+    if not (math.isfinite(args.rep) and args.rep > 0):
+        return f"--rep {args.rep}: a repetition time in ms, finite and > 0"
+    if args.norm not in NORMS:
+        return f"--norm {args.norm!r}: one of {', '.join(NORMS)}"
+    try:
+        strategies.sm_count(args.device)        # refuses a device torch or this machine lacks
+    except ValueError as e:
+        return f"--device: {str(e).removeprefix('device: ')}" + (
+            " (--device cpu: the Triton interpreter)" if "cuda" in args.device else "")
+    return ""
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--name", default="disjoint_strided",
@@ -291,11 +351,11 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="cuda", help="cpu: a smoke test under the interpreter")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     args = ap.parse_args(argv)
-    try:
-        shapes = [tuple(map(int, s.split("x"))) for s in args.shapes.split(",")]
-    except ValueError:
-        print(f"ab_repeat: --shapes {args.shapes!r}: ROWSxD,...", file=sys.stderr)
+    why = check_args(args)
+    if why:
+        print(f"ab_repeat: {why}", file=sys.stderr)
         return 2
+    shapes = [parse_shape(s) for s in args.shapes.split(",")]
     try:
         configs = check_configs(args.configs, args.name, shapes)
         wd = args.dtype if args.weight_dtype == "same" else args.weight_dtype
@@ -344,16 +404,22 @@ def main(argv=None) -> int:
                             return entries[name].fn(*inputs, groups=g)
                         return entries[name].backward(*inputs, groups=g)
                     status = "ok"
-                    if k not in checked:
-                        checked.add(k)
-                        if not within_tolerances(call(), ref, args.dtype, wd):
-                            status = "WRONG"
-                    ms = timing.summarize(timing.bench(call, 5, args.rep, gpu))["time_ms"]
-                    gms = (timing.gpu_time(call, time_ms=ms, rep_ms=args.rep, on_gpu=gpu)
-                           ["gpu_time_ms"] if args.gpu_time else None)
+                    try:
+                        if k not in checked:
+                            checked.add(k)
+                            if not within_tolerances(call(), ref, args.dtype, wd):
+                                status = "WRONG"
+                        ms = timing.summarize(timing.bench(call, 5, args.rep, gpu))["time_ms"]
+                        gms = (timing.gpu_time(call, time_ms=ms, rep_ms=args.rep, on_gpu=gpu)
+                               ["gpu_time_ms"] if args.gpu_time else None)
+                    except Exception as err:    # a failure at run time: the row says so and
+                        ms = gms = None         # the sweep goes on
+                        status = (f"error: {type(err).__name__}: "
+                                  f"{' '.join(str(err).split())[:200]}")
                     rec = dict(shape=shape, round=r, slot=slot, config=args.configs[k],
-                               us=round(ms * 1e3, 2),
-                               pct_copy=round(model.pct(model.gbps(nbytes, ms), copy), 1),
+                               us=None if ms is None else round(ms * 1e3, 2),
+                               pct_copy=None if ms is None else
+                               round(model.pct(model.gbps(nbytes, ms), copy), 1),
                                gpu_us=None if gms is None else round(gms * 1e3, 2),
                                status=status)
                     w.writerow(rec)
@@ -369,14 +435,17 @@ def main(argv=None) -> int:
     for shape in args.shapes.split(","):
         for c in args.configs:
             mine = [x for x in rows_out if x["shape"] == shape and x["config"] == c]
-            us = [x["us"] for x in mine]
-            bad = sum(x["status"] != "ok" for x in mine)
+            failed = [x["status"] for x in mine if x["status"].startswith("error")]
+            us = [x["us"] for x in mine if x["us"] is not None]     # not the error rows
+            bad = sum(x["status"] == "WRONG" for x in mine)
             gus = [x["gpu_us"] for x in mine if x["gpu_us"] is not None]
             gpu_part = f"  GPU {statistics.median(gus):.1f} [{min(gus):.1f}, {max(gus):.1f}]" \
                 if gus else ""
-            print(f"  {shape} {c:40s} {statistics.median(us):8.1f} [{min(us):.1f}, {max(us):.1f}]"
-                  f"  {' '.join(f'{u:.0f}' for u in us)}{gpu_part}"
-                  f"{f'  WRONG x{bad}' if bad else ''}")
+            timed = (f"{statistics.median(us):8.1f} [{min(us):.1f}, {max(us):.1f}]"
+                     f"  {' '.join(f'{u:.0f}' for u in us)}" if us else f"{'—':>8s}")
+            print(f"  {shape} {c:40s} {timed}{gpu_part}"
+                  f"{f'  WRONG x{bad}' if bad else ''}"
+                  f"{f'  ERROR x{len(failed)} ({failed[0]})' if failed else ''}")
     return 0
 
 

@@ -890,6 +890,81 @@ def test_no_launch_check_times_a_pair_the_check_refuses(tmp_path, monkeypatch, c
     assert "block_r = '16': expected an int or a bool, got str" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("args,why", [
+    (["--shapes", "64"], "--shapes '64': '64' is not ROWSxD"),
+    (["--shapes", "64x128x2"], "'64x128x2' is not ROWSxD"),
+    (["--shapes", "0x128"], "'0x128' is not ROWSxD with ROWS, D >= 1"),
+    (["--shapes", "5x40,5x40"], "5x40 given twice"),
+    (["--rounds", "0"], "--rounds 0: at least 1"),
+    (["--rep", "-5"], "--rep -5.0: a repetition time in ms, finite and > 0"),
+    (["--rep", "nan"], "--rep nan:"),
+    (["--norm", "foo"], "--norm 'foo': one of layernorm, rmsnorm"),
+    (["--device", "xyz"], "--device: 'xyz' is not a device torch knows"),
+    (["--configs", "{}", "{}"], "config 2 ({}): the same text as config 1"),
+    (["--configs", '{"inputs": []}'], "inputs []: expected a string"),
+    (["--configs", '{"strategy": ["a"]}'], "strategy ['a']: expected a string"),
+    (["--configs", "{}", '{"groups": "x"}'], "groups 'x': expected a whole number >= 1"),
+    (["--configs", '{"raw_groups": 0}'], "raw_groups 0: expected a whole number >= 1"),
+    (["--configs", '{"groups": 4, "raw_groups": 8}'], "'groups' and 'raw_groups' together"),
+])
+def test_ab_repeat_refuses_bad_arguments_before_timing_or_writing(tmp_path, monkeypatch, capsys,
+                                                                   args, why):
+    """Each was a traceback (a header-only ab.csv first for --rounds 0, a row written before
+    the ValueError of {"groups": "x"}), or timed silently (--rep -5, a shape or a configuration
+    given twice: two lines ab.csv could not tell apart); each is one line and exit 2 before
+    anything is timed or written, with or without the launch check."""
+    import ab_repeat
+    monkeypatch.setattr(tune._tuning, "OVERRIDE", {})
+    called = []
+    monkeypatch.setattr(ab_repeat.timing, "bench", lambda *a, **k: called.append(1))
+    base = {"--device": "cpu", "--norm": "rmsnorm", "--shapes": "5x40", "--rounds": "1",
+            "--rep": "1", "--out": str(tmp_path / "out")}
+    for k in args[::2]:
+        base.pop(k, None)
+    argv = [x for kv in base.items() for x in kv] + ["--no-launch-check", *args]
+    assert ab_repeat.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("ab_repeat: ") and why in err and "\n" not in err, err
+    assert not called and not (tmp_path / "out").exists()
+
+
+def test_ab_repeat_without_cuda_refuses_the_default_device(tmp_path, monkeypatch, capsys):
+    """--device cuda (the default) on a machine without CUDA was an AssertionError from
+    torch; it is one line that names --device."""
+    import ab_repeat
+    if tune.torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    assert ab_repeat.main(["--shapes", "5x40", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("ab_repeat: --device: cuda is not available here") and "\n" not in err
+
+
+def test_ab_repeat_records_a_timing_that_fails_and_goes_on(tmp_path, monkeypatch, capsys):
+    """A timing that raises at run time is its row's status in ab.csv ("error: ..."), without
+    a time; the other configuration is timed all the same and the summary reads its figures
+    alone, counting the errors."""
+    import ab_repeat
+    real = ab_repeat.timing.bench
+
+    def bench(fn, *a, **k):
+        if tune._tuning.OVERRIDE.get("disjoint_strided"):
+            raise RuntimeError("launch failed\nsecond line")
+        return real(fn, *a, **k)
+    monkeypatch.setattr(ab_repeat.timing, "bench", bench)
+    capsys.readouterr()
+    rows = _ab_on_cpu(tmp_path, monkeypatch, "5x40", 2, "{}", '{"num_warps": 8}')
+    assert len(rows) == 4
+    bad = [x for x in rows if x["config"] == '{"num_warps": 8}']
+    good = [x for x in rows if x["config"] == "{}"]
+    assert all(x["status"] == "error: RuntimeError: launch failed second line" and
+               x["us"] == "" and x["pct_copy"] == "" for x in bad), bad
+    assert all(x["status"] == "ok" and float(x["us"]) > 0 for x in good), good
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if "num_warps" in ln)
+    assert "ERROR x2 (error: RuntimeError: launch failed second line)" in line and "[" not in line
+    assert "ERROR" not in next(ln for ln in out.splitlines() if "5x40 {} " in ln)
+
+
 def test_check_launches_lets_a_pinned_value_be(tmp_path, monkeypatch):
     """A key equal to its rule's value at the shape pins it (no change, none claimed); the
     same configuration beside a real change passes; two configurations that launch the same
