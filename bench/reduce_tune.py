@@ -10,6 +10,8 @@ against the fp64 reference and its bits against a second call, and times it with
 flushed before each sample: the harness's timing), then the reduce alone on that call's
 partial rows (L2 flushed too, so the partials come from DRAM, where in a call the main kernel
 has just written them).  Appends each to reduce.csv as it goes; prints the best per shape.
+The arguments are checked before anything is timed: a shape that is not ROWSxD with both
+>= 1, an unknown norm or a name without the reduce kernel is one line, exit 2.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from normbench import strategies  # noqa: E402
 from normbench.harness import measure, timing  # noqa: E402
+from normbench.harness.config_fields import NORMS  # noqa: E402
 from normbench.harness.inputs import errors, make_inputs, reference, tolerance  # noqa: E402
 from normbench.strategies import _launch, _tuning, reduce  # noqa: E402
 
@@ -50,6 +53,20 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     ap.add_argument("--device", default="cuda")
     a = ap.parse_args()
+    shapes = []
+    for shape in a.shapes.split(","):   # before anything is timed: ROWSxD, both >= 1
+        parts = shape.split("x")
+        try:
+            rows, d = map(int, parts) if len(parts) == 2 else (0, 0)
+        except ValueError:
+            rows = d = 0
+        if rows < 1 or d < 1:
+            ap.error(f"--shapes {a.shapes!r}: {shape!r} is not ROWSxD with ROWS, D whole "
+                     "numbers >= 1")
+        shapes.append((shape, rows, d))
+    for norm in a.norms.split(","):
+        if norm not in NORMS:
+            ap.error(f"--norms: {norm!r} is not one of {', '.join(NORMS)}")
     gpu = a.device == "cuda"
     for name in a.names.split(","):     # before anything is timed: the override reaches only
         try:                            # a registered reduce kernel (`reduce_kernel`)
@@ -66,9 +83,8 @@ def main():
     w = csv.DictWriter(f, fieldnames=fields)
     w.writeheader()
     t0 = time.time()
-    for shape, norm, name in itertools.product(a.shapes.split(","), a.norms.split(","),
-                                               a.names.split(",")):
-        rows, d = map(int, shape.split("x"))
+    for (shape, rows, d), norm, name in itertools.product(shapes, a.norms.split(","),
+                                                          a.names.split(",")):
         x, dy, wt, mean, rstd = make_inputs(norm, rows, d, "bf16", "bf16", seed=rows ^ d,
                                             device=a.device)
         ref = reference(x, dy, wt, mean, rstd)

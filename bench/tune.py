@@ -18,7 +18,9 @@ Each row also says what launched (`what_launched`: launch_id, the same for two r
 the same code — compiled code on a GPU — and launched, the first kernel's constexprs and
 warps as launched), beside the parameters asked for.
 Prints the best configuration per shape and strategy, and where `groups=auto` and the
-default parameters land against that best.
+default parameters land against that best.  The arguments are checked before anything is
+timed: an unregistered name, a shape that is not ROWSxD with both >= 1, an unknown dtype or
+norm, or --passes < 1 is one line, exit 2.
 Results and their reading go into docs/PERF_NOTES.md.
 """
 from __future__ import annotations
@@ -44,7 +46,9 @@ except ImportError:
 
 from normbench import strategies  # noqa: E402
 from normbench.harness import model, timing  # noqa: E402
-from normbench.harness.inputs import errors, make_inputs, reference, within_tolerances  # noqa: E402
+from normbench.harness.config_fields import NORMS  # noqa: E402
+from normbench.harness.inputs import (DTYPES, errors, make_inputs, reference,  # noqa: E402
+                                      within_tolerances)
 from normbench.strategies import _launch, _tuning  # noqa: E402
 
 SHAPES = [(16384, 4096), (16384, 8192), (65536, 1024), (8192, 16384),
@@ -398,6 +402,45 @@ def what_launched(call, gpu: bool) -> tuple[str, str]:
         f"{k}={v}" for k, v in consts)
 
 
+def parse_shapes(text: str) -> list[tuple[int, int]] | None:
+    """'ROWSxD,...' -> [(rows, d), ...], each whole numbers >= 1; None for anything else."""
+    out = []
+    for shape in text.split(","):
+        parts = shape.split("x")
+        try:
+            rows, d = map(int, parts) if len(parts) == 2 else (0, 0)
+        except ValueError:
+            return None
+        if rows < 1 or d < 1:
+            return None
+        out.append((rows, d))
+    return out
+
+
+def checked_args(ap, args) -> list[tuple[int, int]]:
+    """The shapes to time; before anything is timed, ap.error (one line, exit 2) for a name
+    that is not registered, a shape that is not ROWSxD with both >= 1, a dtype or norm not
+    known, and --passes < 1."""
+    for name in args.names.split(","):
+        try:
+            strategies.get(name)
+        except KeyError as err:
+            ap.error(f"--names: {err.args[0]}")
+    shapes = SHAPES if not args.shapes else parse_shapes(args.shapes)
+    if shapes is None:
+        ap.error(f"--shapes {args.shapes!r}: ROWSxD,... with ROWS, D whole numbers >= 1")
+    for norm in args.norms.split(","):
+        if norm not in NORMS:
+            ap.error(f"--norms: {norm!r} is not one of {', '.join(NORMS)}")
+    if args.dtype not in DTYPES:
+        ap.error(f"--dtype {args.dtype!r}: one of {', '.join(DTYPES)}")
+    if args.weight_dtype != "same" and args.weight_dtype not in DTYPES:
+        ap.error(f"--weight-dtype {args.weight_dtype!r}: same or one of {', '.join(DTYPES)}")
+    if args.passes < 1:
+        ap.error(f"--passes {args.passes}: at least 1")
+    return shapes
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.environ.get("OUT", "."), help="folder for tune.csv ($OUT)")
@@ -425,10 +468,10 @@ def main():
                         help=f"time the shipped defaults and only round {n}'s candidates (issue 16)")
     ap.add_argument("--warm-part", default="", help=argparse.SUPPRESS)   # "i/n": one warm process
     args = ap.parse_args()
+    shapes = checked_args(ap, args)
     global NEW_ONLY, ONLY_ROUND
     NEW_ONLY = args.new_only
     ONLY_ROUND = max((n for n in ROUNDS if getattr(args, f"round{n}")), default=None)
-    shapes = SHAPES if not args.shapes else [tuple(map(int, s.split("x"))) for s in args.shapes.split(",")]
     gpu = args.device == "cuda"
     sms = strategies.sm_count(args.device)
     if args.warm_part:

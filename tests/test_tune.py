@@ -847,6 +847,52 @@ def test_reduce_tune_refuses_a_strategy_without_the_reduce_kernel(monkeypatch, c
         capsys.readouterr().err
 
 
+@pytest.mark.parametrize("args,why", [
+    (["--passes", "0"], "--passes 0: at least 1"),
+    (["--names", "nope"], "--names: unknown implementation 'nope'"),
+    (["--shapes", "4"], "--shapes '4': ROWSxD"),
+    (["--shapes", "4x128x2"], "--shapes '4x128x2': ROWSxD"),
+    (["--shapes", "0x128"], "--shapes '0x128': ROWSxD"),
+    (["--dtype", "fp8"], "--dtype 'fp8': one of"),
+    (["--weight-dtype", "fp8"], "--weight-dtype 'fp8': same or one of"),
+    (["--norms", "rmsnorm,foo"], "--norms: 'foo' is not one of layernorm, rmsnorm"),
+])
+def test_tune_refuses_bad_arguments_before_the_sweep(tmp_path, monkeypatch, capsys, args, why):
+    """Each was a traceback (--passes 0: an AttributeError from the summary of no timing;
+    an unknown name a KeyError, a shape without its D a ValueError), some after tune.csv was
+    begun; each is one line and exit 2 before anything is timed or written."""
+    base = {"--device": "cpu", "--norms": "rmsnorm", "--rep": "1", "--names": "disjoint_block",
+            "--shapes": "4x128", "--out": str(tmp_path / "out")}
+    for k in args[::2]:
+        base.pop(k, None)
+    monkeypatch.setattr(sys, "argv", ["tune.py", *[x for kv in base.items() for x in kv],
+                                      "--round12", *args])
+    monkeypatch.setattr(tune.timing, "bench", lambda *a, **k: pytest.fail("timed"))
+    with pytest.raises(SystemExit) as exc:
+        tune.main()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and why in err[-1] and err[-1].startswith("tune.py: error: ")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("args,why", [
+    (["--shapes", "4"], "--shapes '4': '4' is not ROWSxD"),
+    (["--shapes", "64x4096,4x0"], "'4x0' is not ROWSxD"),
+    (["--norms", "foo"], "--norms: 'foo' is not one of layernorm, rmsnorm"),
+])
+def test_reduce_tune_refuses_bad_shapes_and_norms(tmp_path, monkeypatch, capsys, args, why):
+    """--shapes and --norms were parsed unguarded (a ValueError traceback, or an unknown norm
+    reaching make_inputs after reduce.csv was begun): one line, exit 2, nothing written."""
+    import reduce_tune
+    monkeypatch.setattr(sys, "argv", ["reduce_tune.py", "--device", "cpu", "--out",
+                                      str(tmp_path / "out"), *args])
+    with pytest.raises(SystemExit) as exc:
+        reduce_tune.main()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and why in err[-1] and err[-1].startswith("reduce_tune.py: error:")
+    assert not (tmp_path / "out").exists()
+
+
 def test_capture_records_what_a_call_launches_and_runs_nothing(monkeypatch):
     """`_launch.capture` records each launch (kernel, grid, scalars, constexprs) and runs no
     kernel; a launch option that changes the kernel changes the record, and the override
