@@ -5,6 +5,11 @@
                          [--passes N]
                          [--new-only | --round9 | … | --round12 | --round14 | … | --round22]
 
+--new-only and the --roundN flags are one choice (argparse refuses two together): --new-only
+times the shipped defaults and round 8's GROUPS candidates (2 and 3 programs an SM) of the
+row-loop strategies at d <= 2048, the defaults alone elsewhere; --roundN the defaults and that
+round's candidates.
+
 For each shape it times each strategy under several launch parameters (through
 `strategies._tuning.OVERRIDE`, the same hook the kernels read) and GROUPS values with do_bench
 (median, L2 flushed), checks every configuration against the fp64 reference (each output
@@ -461,11 +466,18 @@ def main():
                     help="first compile every configuration in this many parallel processes "
                          "(Triton's disk cache then serves the timed pass; compiling is most "
                          "of a tuning run's time)")
-    ap.add_argument("--new-only", action="store_true",
-                    help="time the shipped defaults and only the newest round's candidates")
+    # one selection of candidates a run: grid() follows one of them (given together, a round
+    # silently took over --new-only, and the highest round the others)
+    only = ap.add_mutually_exclusive_group()
+    only.add_argument("--new-only", action="store_true",
+                      help="time the shipped defaults and, for the row-loop strategies at "
+                           "d <= 2048, only round 8's candidates (GROUPS of 2 and 3 programs "
+                           "an SM); round 7's are left out, and wider rows get the defaults "
+                           "alone")
     for n in ROUNDS:
-        ap.add_argument(f"--round{n}", action="store_true",
-                        help=f"time the shipped defaults and only round {n}'s candidates (issue 16)")
+        only.add_argument(f"--round{n}", action="store_true",
+                          help=f"time the shipped defaults and only round {n}'s candidates "
+                               "(issue 16)")
     ap.add_argument("--warm-part", default="", help=argparse.SUPPRESS)   # "i/n": one warm process
     args = ap.parse_args()
     shapes = checked_args(ap, args)

@@ -875,6 +875,27 @@ def test_tune_refuses_bad_arguments_before_the_sweep(tmp_path, monkeypatch, caps
     assert not (tmp_path / "out").exists()
 
 
+def test_tune_takes_one_selection_of_candidates(tmp_path, monkeypatch, capsys):
+    """--round9 --round10 silently timed round 10's alone (the highest), --new-only with a round
+    the round's: two selections are refused in one line, exit 2; and --new-only's help says
+    what it times (round 8's GROUPS at d <= 2048), not "the newest round's"."""
+    for sel in (["--round9", "--round10"], ["--new-only", "--round22"]):
+        monkeypatch.setattr(sys, "argv", ["tune.py", "--device", "cpu", "--names",
+                                          "disjoint_block", "--norms", "rmsnorm", "--shapes",
+                                          "4x128", "--rep", "1", "--out", str(tmp_path / "out"),
+                                          *sel])
+        with pytest.raises(SystemExit) as exc:
+            tune.main()
+        err = capsys.readouterr().err.strip().splitlines()
+        assert exc.value.code == 2 and "not allowed with argument" in err[-1], err
+    assert not (tmp_path / "out").exists()
+    monkeypatch.setattr(sys, "argv", ["tune.py", "--help"])
+    with pytest.raises(SystemExit):
+        tune.main()
+    text = " ".join(capsys.readouterr().out.split())
+    assert "round 8's candidates" in text and "d <= 2048" in text and "newest" not in text
+
+
 @pytest.mark.parametrize("args,why", [
     (["--shapes", "4"], "--shapes '4': '4' is not ROWSxD"),
     (["--shapes", "64x4096,4x0"], "'4x0' is not ROWSxD"),
