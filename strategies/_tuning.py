@@ -219,9 +219,11 @@ def params(name: str, d: int):
 _OVERRIDDEN: dict = {}
 
 
-def _checked(name: str, d: int, ov: dict, rule_p) -> dict:
-    """`params` under a non-empty override `ov`, with the rule's parameters at d `rule_p`: the
-    checks its docstring lists, then `overridden`."""
+def _checked(name: str, d: int, ov: dict, rule_p=None) -> dict:
+    """`params` under a non-empty override `ov`, with the rule's parameters at d `rule_p`
+    (None: the rule's, `_frozen`): the checks its docstring lists, then `overridden`."""
+    if rule_p is None:
+        rule_p = _frozen(name, d, MAX_BLOCK_D, CHUNK_D)
     unknown = sorted(set(ov) - set(rule_p) - KERNEL_OPTIONS)
     if unknown:
         known = ", ".join(sorted(set(rule_p) | KERNEL_OPTIONS))
