@@ -33,6 +33,9 @@ code is compared, on a CPU their constexpr parameters).
 With --gpu-time each timing also takes the harness's GPU time (`harness.timing.gpu_time`: the
 call captured in a CUDA graph and replayed, the L2 flushed before each replay — what the
 targets' speed ratios count beside the call time) into ab.csv's gpu_us and the summary.
+On a GPU each timing also takes the host's time of one call (`host_us`: calls queued without
+waiting for the GPU) into ab.csv's host_us and the summary ("host"): configurations whose
+host times differ differ in call time by what the L2 flush does not hide.
 
 bench/tune.py times each configuration once, one after the other; round 22 (docs/PERF_NOTES.md)
 saw the same configuration read 150 µs in one process and 186-210 µs in another, and the
@@ -380,7 +383,7 @@ def main(argv=None) -> int:
     rows_out = []
     with open(os.path.join(args.out, "ab.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=["shape", "round", "slot", "config", "us", "pct_copy",
-                                          "gpu_us", "status"])
+                                          "gpu_us", "host_us", "status"])
         w.writeheader()
         for shape in args.shapes.split(","):
             rows, d = map(int, shape.split("x"))
@@ -412,8 +415,9 @@ def main(argv=None) -> int:
                         ms = timing.summarize(timing.bench(call, 5, args.rep, gpu))["time_ms"]
                         gms = (timing.gpu_time(call, time_ms=ms, rep_ms=args.rep, on_gpu=gpu)
                                ["gpu_time_ms"] if args.gpu_time else None)
+                        hus = host_us(call) if gpu else None
                     except Exception as err:    # a failure at run time: the row says so and
-                        ms = gms = None         # the sweep goes on
+                        ms = gms = hus = None   # the sweep goes on
                         status = (f"error: {type(err).__name__}: "
                                   f"{' '.join(str(err).split())[:200]}")
                     rec = dict(shape=shape, round=r, slot=slot, config=args.configs[k],
@@ -421,7 +425,7 @@ def main(argv=None) -> int:
                                pct_copy=None if ms is None else
                                round(model.pct(model.gbps(nbytes, ms), copy), 1),
                                gpu_us=None if gms is None else round(gms * 1e3, 2),
-                               status=status)
+                               host_us=None if hus is None else round(hus, 1), status=status)
                     w.writerow(rec)
                     f.flush()
                     rows_out.append(rec)
@@ -441,12 +445,31 @@ def main(argv=None) -> int:
             gus = [x["gpu_us"] for x in mine if x["gpu_us"] is not None]
             gpu_part = f"  GPU {statistics.median(gus):.1f} [{min(gus):.1f}, {max(gus):.1f}]" \
                 if gus else ""
+            hus = [x["host_us"] for x in mine if x["host_us"] is not None]
+            gpu_part += f"  host {statistics.median(hus):.0f}" if hus else ""
             timed = (f"{statistics.median(us):8.1f} [{min(us):.1f}, {max(us):.1f}]"
                      f"  {' '.join(f'{u:.0f}' for u in us)}" if us else f"{'—':>8s}")
             print(f"  {shape} {c:40s} {timed}{gpu_part}"
                   f"{f'  WRONG x{bad}' if bad else ''}"
                   f"{f'  ERROR x{len(failed)} ({failed[0]})' if failed else ''}")
     return 0
+
+
+def host_us(call, n: int = 20) -> float:
+    """The host's time of one call, µs: n calls queued back to back without waiting for the GPU
+    (a few dozen launches: the launch queue never fills), after the GPU has caught up.  An A/B
+    whose configurations differ here differs in call time by as much of it as the L2 flush
+    before each timed call does not hide (round 50, session 54: an override's parameters worked
+    out again at every call read 2-7 µs slower by call time, 1 µs faster by GPU time)."""
+    import time
+    import torch
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(n):
+        call()
+    dt = time.perf_counter() - t
+    torch.cuda.synchronize()
+    return dt / n * 1e6
 
 
 if __name__ == "__main__":

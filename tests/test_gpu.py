@@ -786,3 +786,26 @@ def test_ab_repeat_compares_the_compiled_code(capsys):
     configs = [{}, {"num_warps": 8}]
     ab_repeat.check_launches(configs, [json.dumps(c) for c in configs], *args)
     assert _tuning.OVERRIDE == saved
+
+
+def test_ab_repeat_records_each_configurations_host_time(tmp_path, capsys):
+    """On a GPU every ab.csv row carries the host's time of one call (`host_us`), and an
+    override's is not the rule's plus the 10-20 µs a call of its parameters worked out again
+    (round 50 on an H200, session 54: fixed in 8023a5b)."""
+    import csv
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "bench"))
+    import ab_repeat
+    saved = dict(_tuning.OVERRIDE)
+    assert ab_repeat.main(["--norm", "rmsnorm", "--shapes", "2048x4096", "--rounds", "2",
+                           "--rep", "5", "--out", str(tmp_path), "--configs", "{}",
+                           '{"num_warps": 8}']) == 0
+    rows = list(csv.DictReader(open(tmp_path / "ab.csv")))
+    assert len(rows) == 4 and all(r["status"] == "ok" and float(r["host_us"]) > 0 for r in rows)
+    host = {c: min(float(r["host_us"]) for r in rows if r["config"] == c)
+            for c in ("{}", '{"num_warps": 8}')}
+    assert host['{"num_warps": 8}'] < host["{}"] + 8, host
+    assert " host " in capsys.readouterr().out
+    _tuning.OVERRIDE.clear()
+    _tuning.OVERRIDE.update(saved)

@@ -506,7 +506,9 @@ def _ab_on_cpu(tmp_path, monkeypatch, shape: str, rounds: int, *configs: str,
     assert ab_repeat.main(["--device", "cpu", "--norm", "rmsnorm", "--shapes", shape,
                            "--rounds", str(rounds), "--rep", "1", "--out", str(tmp_path),
                            *extra, "--configs", *configs]) == 0
-    return list(csv.DictReader(open(tmp_path / "ab.csv")))
+    rows = list(csv.DictReader(open(tmp_path / "ab.csv")))
+    assert all(r["host_us"] == "" for r in rows)        # taken on a GPU only
+    return rows
 
 
 def test_ab_repeat_times_a_reduce_configuration(tmp_path, monkeypatch):
