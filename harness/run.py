@@ -33,7 +33,8 @@ from normbench.harness.measure import Settings, failed_record, measure
 from normbench.harness.plan import Case
 from normbench.harness.replan import invocation_only, planned_implementations, rebuild
 from normbench.harness.store import (RunStore, StoreError, check_not_in_use, check_out_dir,
-                                     is_run_dir, load_meta, load_records)
+                                     is_run_dir, load_meta, load_records, records_a_run,
+                                     unrecorded_run)
 from normbench.harness.text import count, one_line
 
 
@@ -106,6 +107,10 @@ def preflight(sweep: Sweep, out_dir: Path, *, resume: bool, force_resume: bool =
         if held:
             raise StoreError(f"{out_dir} already holds {count(held, 'record')}; use --resume to finish "
                              "it or choose another --out")
+        run = unrecorded_run(out_dir)   # a shard that got no case, a run stopped before one
+        if run:
+            raise StoreError(f"{out_dir} already holds {run}; use --resume to finish it or "
+                             "choose another --out")
     meta = load_meta(out_dir) if resume and Path(out_dir).is_dir() else None
     if meta is not None:
         _check_shard(meta, shard, out_dir)
@@ -224,7 +229,7 @@ def _held_column(out_dir, column: str) -> list:
 
 def _complete(meta: dict) -> bool:
     """meta.json says which config and device its records were measured with."""
-    return bool(meta.get("device_name") and meta.get("config_hash"))
+    return records_a_run(meta)
 
 
 def _held(out_dir) -> int:

@@ -96,6 +96,27 @@ def load_meta(run_dir: str | os.PathLike) -> dict:
     return meta
 
 
+def records_a_run(meta: dict) -> bool:
+    """meta.json says which config and device a run was measured with: a run's, from its
+    start on (a store opened and nothing more has only the marker)."""
+    return bool(meta.get("device_name") and meta.get("config_hash"))
+
+
+def unrecorded_run(run_dir: str | os.PathLike) -> str | None:
+    """What a directory holding no record holds all the same, which a new run or a merge
+    must not write over: the run its meta.json records ('shard 8/10, finished with no
+    record' — a shard that got no case; a run stopped before its first record, which
+    --resume takes), or None (no meta.json, or only the marker).  StoreError: meta.json
+    cannot be read."""
+    meta = load_meta(run_dir)
+    if not records_a_run(meta):
+        return None
+    shard = meta.get("shard")
+    what = (f"shard {shard['spec']}" if isinstance(shard, dict) and shard.get("spec")
+            else "a merge of shards" if isinstance(meta.get("merge"), dict) else "a run")
+    return f"{what}, {'finished' if meta.get('completed') is True else 'stopped'} with no record"
+
+
 # --------------------------------------------------------------------------- the store
 
 
@@ -191,6 +212,9 @@ class RunStore:
         if len(frame) and not resume:
             raise StoreError(f"{self.run_dir} already holds {count(len(frame), 'record')}; "
                              f"{self._occupied_hint}")
+        run = None if resume or len(frame) else unrecorded_run(self.run_dir)
+        if run:
+            raise StoreError(f"{self.run_dir} already holds {run}; {self._occupied_hint}")
         extra = [c for c in frame.columns if c not in COLUMNS]
         if extra:
             raise StoreError(

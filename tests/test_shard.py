@@ -591,6 +591,19 @@ def test_a_shard_that_gets_no_case_is_not_an_error(tmp_path):
     m = json.loads((tmp_path / "m" / "meta.json").read_text())
     assert m["completed"] and not m["merge"]["partial"] and len(load_records(tmp_path / "m")) == 1
     assert [s["cases"] for s in m["merged_from"]] == [1, 0]
+    # the shard of none holds a run all the same: a run or a merge into it without --resume
+    # replaced it (exit 0, its meta.json another run's), as no directory holding records is
+    before = (tmp_path / "s1" / "meta.json").read_text()
+    for args, hint in ((("run", cfg, "--only", "torch", "--out", tmp_path / "s1"), "--resume"),
+                       (("run", cfg, "--shard", "0/2", "--out", tmp_path / "s1"), "--resume"),
+                       (("merge", tmp_path / "s1", tmp_path / "s0"), "merge into a new")):
+        r = cli(*args, "--no-report")
+        assert r.returncode == 2, (args, r.stderr)
+        assert r.stderr.strip().splitlines() == [
+            f"{args[0]}: {tmp_path / 's1'} already holds shard 1/2, finished with no record; "
+            + r.stderr.split("; ", 1)[1].strip()], r.stderr
+        assert hint in r.stderr and "Traceback" not in r.stderr
+    assert (tmp_path / "s1" / "meta.json").read_text() == before
 
 
 def test_a_shard_plans_every_known_implementation_where_the_config_names_none(tmp_path):

@@ -205,6 +205,23 @@ def test_empty_run_dir_can_be_reused_and_resumed(tmp_path):
         assert s.done_keys() == set()
 
 
+def test_a_run_without_records_is_not_written_over(tmp_path):
+    """A directory whose meta.json records a run (its config and device) holds that run with
+    no record — a shard that got no case, a run stopped before its first: a new store
+    replaced it as if it were empty.  Refused as one holding records is; resumed."""
+    with RunStore(tmp_path) as s:
+        s.write_meta({"device_name": "cpu", "config_hash": "h", "completed": False})
+    with pytest.raises(StoreError) as err:
+        RunStore(tmp_path, occupied_hint="choose another")
+    assert str(err.value) == f"{tmp_path} already holds a run, stopped with no record; " \
+                             "choose another"
+    with RunStore(tmp_path, resume=True) as s:
+        assert s.meta["config_hash"] == "h" and s.done_keys() == set()
+        s.update_meta(completed=True, shard={"spec": "8/10"})
+    with pytest.raises(StoreError, match="holds shard 8/10, finished with no record; use"):
+        RunStore(tmp_path)
+
+
 def test_parquet_throttled_csv_always_current(tmp_path):
     with RunStore(tmp_path, parquet_interval_s=3600) as s:
         s.append(full_record(0))
