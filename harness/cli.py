@@ -264,8 +264,10 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
     # cluster (--scheduler: its workers measure, not this login node) or a resume of a merge
     # of shards (its plan is theirs) plans every one known, the unavailable recorded as
     # skipped where they are — so I/N is the same part anywhere, and a merge's missing cases
-    # are all measured or recorded; a plain resume plans what its run planned (meta.json's
-    # plan_implementations), those this machine lacks recorded as skipped, never dropped
+    # are all measured or recorded.  A resume plans what its run planned (meta.json's
+    # plan_implementations), whatever the executor, those this machine lacks recorded as
+    # skipped, never dropped; only a run that does not list them, resumed as a shard, on a
+    # cluster or merged, plans every one known
     from normbench.harness.merge import is_merged
     from normbench.harness.run import resumed_implementations
     from normbench.harness.store import StoreError
@@ -273,12 +275,13 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
                   or (resume and out_dir is not None and is_merged(out_dir)))
     names = s.known() if sweep.implementations is not None or everywhere else s.names()
     from_here = sweep.implementations is None and not everywhere   # this machine's names()
-    if resume and out_dir is not None and from_here:
+    if resume and out_dir is not None and sweep.implementations is None:
         try:
             kept = resumed_implementations(out_dir, s.known(), s.names())
         except StoreError as e:
             fail(f"run: {e}")
-        if kept is not None:
+        listed = kept is not None and kept[1] is None       # no note: meta.json lists them
+        if kept is not None and (listed or from_here):
             (names, note), from_here = kept, False
             lost = [n for n in names if n not in s.known()]
             if lost and not only:

@@ -571,6 +571,36 @@ def test_a_cluster_run_plans_what_its_workers_can_run_not_the_login_node(tmp_pat
     assert "disjoint_smem" not in cli("run", "quick", "--dry-run").stdout   # here: the CPU's
 
 
+def test_a_resume_on_a_cluster_plans_what_the_run_planned(tmp_path):
+    """--resume finishes the plan the run started with (meta.json's plan_implementations),
+    whatever the executor: a plain run resumed with --scheduler planned every known
+    implementation instead — the rest of the plan plus cases it never had (disjoint_smem,
+    liger … recorded skipped, a new copy ceiling and a resumes entry in a complete run)."""
+    from normbench import strategies
+    cfg = tmp_path / "c.yaml"          # names no implementation: the plan is this machine's
+    cfg.write_text("name: r\nnorm: [rmsnorm]\nrows: [5]\nd: [16]\n"
+                   "timing: {warmup_ms: 1, rep_ms: 1}\ndeterminism: {repeats: 2}\n")
+    out, cluster = tmp_path / "r", ("--scheduler", "tcp://127.0.0.1:1")   # never reached
+    r = cli("run", cfg, "--only", "torch", "--out", out, "--no-report")
+    assert r.returncode == 0, r.stderr
+    meta = json.loads((out / "meta.json").read_text())
+    assert "disjoint_smem" not in meta["plan_implementations"]     # unavailable on a CPU
+    # a plan of two (as on a machine that had only these), torch measured
+    meta["plan_implementations"] = ["torch", "atomic"]
+    (out / "meta.json").write_text(json.dumps(meta))
+    r = cli("run", cfg, "--out", out, "--resume", *cluster, "--dry-run")
+    assert r.returncode == 0 and "1 of 2 records left" in r.stdout, (r.stdout, r.stderr)
+    unplanned = [n for n in strategies.known() if n not in ("torch", "atomic")]
+    assert "atomic" in r.stdout and not [n for n in unplanned if n in r.stdout], r.stdout
+    assert cli("run", cfg, "--out", out, "--resume", "--no-report").returncode == 0
+    before = (out / "meta.json").read_text()
+    assert json.loads(before)["completed"]
+    # a complete run: nothing left, nothing changed, the cluster not even asked
+    r = cli("run", cfg, "--out", out, "--resume", *cluster, "--no-report")
+    assert r.returncode == 0 and "nothing left to measure" in r.stderr, r.stderr
+    assert (out / "meta.json").read_text() == before and len(load_records(out)) == 2
+
+
 def test_bad_cluster_options_are_one_line_and_exit_2(tmp_path):
     cfg = write_config(tmp_path / "c.yaml")
     for args, needle in ((["--gpus", "0"], "at least 1"), (["--gpus", "all"], "no GPU"),
