@@ -6,8 +6,9 @@ first case and reused for every later one (compiled kernels and the peers' JIT c
 warm), and hands each case to it with the config's timeout_s.  So a case that segfaults, runs
 out of memory or is killed costs that case (an `error` record with the exit signal) and a case
 that hangs costs a `timeout` record and a fresh child; the Dask worker itself lives on.  The
-first call also measures the child's GPU: its facts for meta.json and its own copy ceiling,
-which every record it measures uses for `pct_copy`.
+first call of a run (Executor.start: facts_async) also measures the child's GPU, afresh: its
+facts for meta.json and its own copy ceiling, which every record it measures uses for
+`pct_copy`.
 
 The Dask worker process does not import torch: records of cases that produced none (timeout,
 crash) are completed on the driver from what `measure_task` returns.
@@ -42,19 +43,25 @@ def _child():
     return w
 
 
-def facts() -> dict:
+def facts(fresh: bool = False) -> dict:
     """This worker's GPU: env.describe(), hostname / gpu_index / gpu_uuid, copy ceiling, peak
-    (measured once per worker process, in its child)."""
+    (measured in its child, kept for the run's cases).  fresh: a run starts here, and they
+    are measured for it in a fresh child (_drop).  A --scheduler cluster's workers outlive
+    their runs: kept for the worker's life, a later run at another commit or from a dirty
+    tree recorded the first run's git_commit, git_dirty and copy ceiling in meta.json."""
     with _lock:
+        if fresh:
+            _drop()
         if "facts" not in _state:
             _state["facts"] = _child().call(("facts", None), timeout_s=FACTS_TIMEOUT_S)
         return _state["facts"]
 
 
 async def facts_async() -> dict:
-    """facts() for Client.run, off the worker's event loop (its heartbeats go on)."""
+    """facts(fresh=True) for Client.run as a run starts, off the worker's event loop (its
+    heartbeats go on)."""
     import asyncio
-    return await asyncio.to_thread(facts)
+    return await asyncio.to_thread(facts, True)
 
 
 class UnknownImplementation(RuntimeError):
@@ -133,16 +140,25 @@ def _address() -> str | None:
 
 
 def close() -> None:
-    """Stop the child.  A --scheduler run's driver has every worker do it as the run ends
-    (close_async): those workers outlive the run, and an idle child kept its GPU's CUDA
-    context and cached memory, which a later run's free-memory check saw.  The workers of
+    """Stop the child and forget the facts measured in it.  A --scheduler run's driver has
+    every worker do it as the run ends (close_async): those workers outlive the run, and an
+    idle child kept its GPU's CUDA context and cached memory, which a later run's free-memory
+    check saw, and the facts, which a later run recorded as its own.  The workers of
     a --gpus cluster end with the run, and their children with them (isolate's parent watch).
     Between cases (the lock measure_task holds): a case another run started here is measured
     whole, and the next one starts a fresh child."""
     with _lock:
-        w = _state.pop("worker", None)
-        if w is not None:
-            w.close()
+        _drop()
+
+
+def _drop() -> None:
+    """Forget this worker's facts and stop its child (the caller holds _lock).  Both at a
+    run's start too (facts(fresh=True)): a driver killed with kill -9 never had close() run,
+    and its child, started for an earlier tree, runs that tree's code in that environment."""
+    _state.pop("facts", None)
+    w = _state.pop("worker", None)
+    if w is not None:
+        w.close()
 
 
 async def close_async(wait_s: float = CLOSE_WAIT_S) -> None:

@@ -758,3 +758,45 @@ def test_a_scheduler_run_stops_its_workers_children_and_a_lost_scheduler_is_one_
     assert p.returncode == 1, err
     assert "Traceback" not in err and "distributed." not in err, err
     assert err.strip().splitlines()[-1].startswith("run: lost the Dask scheduler"), err
+
+
+@needs_dask
+def test_each_run_on_a_long_lived_cluster_records_its_own_facts(scheduler_and_worker, tmp_path):
+    """A --scheduler cluster's worker kept the facts of the first run it measured for its
+    whole life (git commit, dirty flag, versions, copy ceiling), and every later run recorded
+    them in meta.json.  Each run's start now measures them again in a fresh child: after a run
+    that ended (close()) and after one whose driver was killed with kill -9 (no close())."""
+    from distributed import Client
+    address, sched, worker = scheduler_and_worker
+
+    def tell(commit):                   # the worker's tree now says it is at `commit`
+        with Client(address, timeout="30s") as c:
+            c.run(lambda: os.environ.update(NORMBENCH_GIT_COMMIT=commit, NORMBENCH_GIT_DIRTY="1"))
+
+    def recorded(out):
+        m = json.loads((out / "meta.json").read_text())
+        return m["git_commit"], m["git_dirty"], m["environment"].get("NORMBENCH_GIT_COMMIT")
+    cfg = write_config(tmp_path / "c.yaml", norm=["rmsnorm"], rows=[5],
+                       implementations=["torch"])
+    first = cli("run", cfg, "--scheduler", address, "--out", tmp_path / "a", "--no-report")
+    assert first.returncode == 0, first.stderr
+    tell("aaaaaaa")
+    r = cli("run", cfg, "--scheduler", address, "--out", tmp_path / "b", "--no-report")
+    assert r.returncode == 0, r.stderr
+    assert recorded(tmp_path / "b") == ("aaaaaaa", True, "aaaaaaa")
+    tell("bbbbbbb")                     # a run killed with kill -9 after its first record
+    cfg = write_config(tmp_path / "d.yaml", rows=[5, 9, 17, 33],
+                       implementations=["torch", "disjoint_block"])
+    p = popen("run", cfg, "--scheduler", address, "--out", tmp_path / "c", "--no-report")
+    try:
+        assert wait_for_records(tmp_path / "c", 1, p), p.communicate()[1] if p.poll() else ""
+    finally:
+        p.kill()
+        p.communicate()
+    assert recorded(tmp_path / "c") == ("bbbbbbb", True, "bbbbbbb")
+    assert _measuring_children(worker.pid), "the killed run's child is gone: nothing tested"
+    tell("ccccccc")
+    r = cli("run", cfg, "rows=[5]", "--scheduler", address, "--out", tmp_path / "e",
+            "--no-report")
+    assert r.returncode == 0, r.stderr
+    assert recorded(tmp_path / "e") == ("ccccccc", True, "ccccccc")
