@@ -33,9 +33,12 @@ code is compared, on a CPU their constexpr parameters).
 With --gpu-time each timing also takes the harness's GPU time (`harness.timing.gpu_time`: the
 call captured in a CUDA graph and replayed, the L2 flushed before each replay — what the
 targets' speed ratios count beside the call time) into ab.csv's gpu_us and the summary.
-On a GPU each timing also takes the host's time of one call (`host_us`: calls queued without
-waiting for the GPU) into ab.csv's host_us and the summary ("host"): configurations whose
-host times differ differ in call time by what the L2 flush does not hide.
+On a GPU each timing also takes the host's time of one call (bench/host.py's `host_us`: 20
+calls queued without waiting for the GPU, a few dozen launches that never fill the launch
+queue) into ab.csv's host_us and the summary ("host"): configurations whose host times differ
+differ in call time by what the L2 flush does not hide (round 50 on an H200, session 54: an
+override's parameters worked out again at every call read 2-7 µs slower by call time, 1 µs
+faster by GPU time).
 
 bench/tune.py times each configuration once, one after the other; round 22 (docs/PERF_NOTES.md)
 saw the same configuration read 150 µs in one process and 186-210 µs in another, and the
@@ -70,6 +73,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from normbench import strategies  # noqa: E402
 from normbench.harness import model, timing  # noqa: E402
+import host  # noqa: E402  (bench/host.py's host_us; after normbench, which sets up Triton)
 from normbench.harness.config_fields import NORMS  # noqa: E402
 import torch  # noqa: E402
 
@@ -415,7 +419,7 @@ def main(argv=None) -> int:
                         ms = timing.summarize(timing.bench(call, 5, args.rep, gpu))["time_ms"]
                         gms = (timing.gpu_time(call, time_ms=ms, rep_ms=args.rep, on_gpu=gpu)
                                ["gpu_time_ms"] if args.gpu_time else None)
-                        hus = host_us(call) if gpu else None
+                        hus = host.host_us(call, 20) if gpu else None
                     except Exception as err:    # a failure at run time: the row says so and
                         ms = gms = hus = None   # the sweep goes on
                         status = (f"error: {type(err).__name__}: "
@@ -453,23 +457,6 @@ def main(argv=None) -> int:
                   f"{f'  WRONG x{bad}' if bad else ''}"
                   f"{f'  ERROR x{len(failed)} ({failed[0]})' if failed else ''}")
     return 0
-
-
-def host_us(call, n: int = 20) -> float:
-    """The host's time of one call, µs: n calls queued back to back without waiting for the GPU
-    (a few dozen launches: the launch queue never fills), after the GPU has caught up.  An A/B
-    whose configurations differ here differs in call time by as much of it as the L2 flush
-    before each timed call does not hide (round 50, session 54: an override's parameters worked
-    out again at every call read 2-7 µs slower by call time, 1 µs faster by GPU time)."""
-    import time
-    import torch
-    torch.cuda.synchronize()
-    t = time.perf_counter()
-    for _ in range(n):
-        call()
-    dt = time.perf_counter() - t
-    torch.cuda.synchronize()
-    return dt / n * 1e6
 
 
 if __name__ == "__main__":
