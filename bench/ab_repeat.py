@@ -74,6 +74,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from normbench import strategies  # noqa: E402
 from normbench.harness import model, timing  # noqa: E402
 import host  # noqa: E402  (bench/host.py's host_us; after normbench, which sets up Triton)
+import tune  # noqa: E402  (bench/tune.py's parse_shapes)
 from normbench.harness.config_fields import NORMS  # noqa: E402
 import torch  # noqa: E402
 
@@ -294,23 +295,13 @@ def apply(config: dict, name: str) -> tuple[str, int | None, bool, str]:
     return name, groups, raw, kind
 
 
-def parse_shape(text: str) -> tuple[int, int] | None:
-    """'ROWSxD' -> (rows, d), both whole numbers >= 1; None for anything else."""
-    parts = text.split("x")
-    try:
-        rows, d = map(int, parts) if len(parts) == 2 else (0, 0)
-    except ValueError:
-        return None
-    return (rows, d) if rows >= 1 and d >= 1 else None
-
-
 def check_args(args) -> str:
     """Why the arguments cannot be timed (one line, naming the argument), or "": each shape
     ROWSxD with both >= 1 and none twice (the summary and ab.csv key on it), --rounds >= 1,
     --rep finite and > 0, a known --norm, and --device one this machine has."""
     seen = {}
     for text in args.shapes.split(","):
-        shape = parse_shape(text)
+        shape = (tune.parse_shapes(text) or [None])[0]
         if shape is None:
             return f"--shapes {args.shapes!r}: {text!r} is not ROWSxD with ROWS, D >= 1"
         if shape in seen:
@@ -362,7 +353,7 @@ def main(argv=None) -> int:
     if why:
         print(f"ab_repeat: {why}", file=sys.stderr)
         return 2
-    shapes = [parse_shape(s) for s in args.shapes.split(",")]
+    shapes = tune.parse_shapes(args.shapes)
     try:
         configs = check_configs(args.configs, args.name, shapes)
         wd = args.dtype if args.weight_dtype == "same" else args.weight_dtype
@@ -389,8 +380,7 @@ def main(argv=None) -> int:
         w = csv.DictWriter(f, fieldnames=["shape", "round", "slot", "config", "us", "pct_copy",
                                           "gpu_us", "host_us", "status"])
         w.writeheader()
-        for shape in args.shapes.split(","):
-            rows, d = map(int, shape.split("x"))
+        for shape, (rows, d) in zip(args.shapes.split(","), shapes):
             nbytes = model.bytes_moved(args.norm, rows, d, args.dtype, wd)
             kinds = {apply(c, args.name)[3] for c in configs}
             made = {}           # inputs kind -> (inputs, reference)

@@ -31,6 +31,7 @@ from normbench.harness import measure, timing  # noqa: E402
 from normbench.harness.config_fields import NORMS  # noqa: E402
 from normbench.harness.inputs import errors, make_inputs, reference, tolerance  # noqa: E402
 from normbench.strategies import _launch, _tuning, reduce  # noqa: E402
+import tune  # noqa: E402  (bench/tune.py's parse_shapes)
 
 SHAPES = "65536x1024,32768x3072,16384x4096,16384x8192,8192x12288,8192x16384"
 
@@ -55,15 +56,11 @@ def main():
     a = ap.parse_args()
     shapes = []
     for shape in a.shapes.split(","):   # before anything is timed: ROWSxD, both >= 1
-        parts = shape.split("x")
-        try:
-            rows, d = map(int, parts) if len(parts) == 2 else (0, 0)
-        except ValueError:
-            rows = d = 0
-        if rows < 1 or d < 1:
+        parsed = tune.parse_shapes(shape)
+        if parsed is None:
             ap.error(f"--shapes {a.shapes!r}: {shape!r} is not ROWSxD with ROWS, D whole "
                      "numbers >= 1")
-        shapes.append((shape, rows, d))
+        shapes.append((shape, *parsed[0]))
     for norm in a.norms.split(","):
         if norm not in NORMS:
             ap.error(f"--norms: {norm!r} is not one of {', '.join(NORMS)}")

@@ -71,7 +71,7 @@ def resume_mismatch(meta: dict, sweep: Sweep, facts: dict | None = None,
     config (its hash), another device, or GPU against interpreter timings.  `facts`: a
     cluster's (device_name, interpreted) when the cases run there; device=False: compare
     the configs only (the device is not known yet).  `held`: the records the run holds."""
-    if not _complete(meta):
+    if not records_a_run(meta):
         if not held:                     # stopped before its meta was complete: nothing to keep
             return []
         return [f"its meta.json does not say which config and device its {held} record(s) "
@@ -117,7 +117,7 @@ def preflight(sweep: Sweep, out_dir: Path, *, resume: bool, force_resume: bool =
     if meta is not None and not force_resume:
         # the records are counted only where meta cannot say
         why = resume_mismatch(meta, sweep, device=device,
-                              held=0 if _complete(meta) else _held(out_dir))
+                              held=0 if records_a_run(meta) else _held(out_dir))
         if why:
             raise StoreError(f"cannot resume {out_dir}: {'; '.join(why)} "
                              "(--force-resume resumes anyway and records both in meta.json)")
@@ -208,7 +208,7 @@ def resumed_implementations(out_dir, known: list[str],
     here (in `known`'s order; a held name unknown here last).  None where `out_dir` holds no
     run whose meta is complete (a new plan starts).  StoreError: meta.json cannot be read."""
     meta = load_meta(out_dir) if is_run_dir(out_dir) else {}    # else preflight refuses it
-    if not _complete(meta):
+    if not records_a_run(meta):
         return None
     held = [] if meta.get("plan_implementations") is not None else \
         _held_column(out_dir, "implementation")
@@ -225,11 +225,6 @@ def _held_column(out_dir, column: str) -> list:
         return list(load_records(out_dir)[column].dropna().unique())
     except (OSError, ValueError, KeyError, StoreError):
         return []
-
-
-def _complete(meta: dict) -> bool:
-    """meta.json says which config and device its records were measured with."""
-    return records_a_run(meta)
 
 
 def _held(out_dir) -> int:

@@ -77,14 +77,13 @@ def reduce_params(g: int, n: int, has_b: bool) -> dict:
     if ov is None:
         return p
     text = repr(ov)             # checked once while it holds the same values: at every call
-    if _CHECKED.get(id(ov)) != (ov, text):    # it cost the host a few µs that the rule's
-        check_override(ov)                    # path does not pay (an A/B's call time)
-        _CHECKED.clear()
-        _CHECKED[id(ov)] = (ov, text)
+    if _CHECKED[0] is not ov or _CHECKED[1] != text:  # it cost the host a few µs that the
+        check_override(ov)                            # rule's path does not pay (an A/B's
+        _CHECKED[:] = [ov, text]                      # call time)
     return {**p, **ov}
 
 
-_CHECKED: dict = {}     # id -> (the reduce override last checked, its repr)
+_CHECKED: list = [None, ""]     # the reduce override last checked, and its repr then
 
 
 @triton.jit
