@@ -12,7 +12,7 @@
 python3 -c "import quack, liger_kernel; print('peers ok')" >> $T/peers.log 2>&1; tail -n 1 $T/peers.log
 counted() {   # counted NAME COMMIT
   NORMBENCH_GIT_COMMIT=$2 timeout ${C_S:-150} python3 run_bench.py run configs/targets-narrow.yaml \
-    'norm=[rmsnorm]' --shape 16384x4096 --out $T/$1 --no-report > $T/$1.log 2>&1
+    'norm=[rmsnorm]' --shape ${SHAPE_C:-16384x4096} ${C_ARGS:-} --out $T/$1 --no-report > $T/$1.log 2>&1
   echo "== $1 (rc $?)"; tail -n 2 $T/$1.log
 }
 C=$HEAD_C

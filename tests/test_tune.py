@@ -667,6 +667,21 @@ def test_device_round50_script_on_cpu(tmp_path):
         assert recs, tar.getnames()
 
 
+def test_device_round51_script_on_cpu(tmp_path):
+    """Round 51's first call, tiny: each 8-warp A/B step lands in its folder with the rule and
+    the candidate timed and correct, and the GPU tests' log (none run on
+    a CPU) is in the tarball."""
+    _device_script(tmp_path, "device_round51.sh", SHAPES_4096="5x64,4x64", SHAPE_4096="5x64",
+                   ROUNDS="1")
+    with tarfile.open(tmp_path / "round51.tgz") as tar:
+        for step in ("w8_rms_bf16w", "w8_rms_bf16", "w8_rms_fp16w", "w8_rms_fp16", "w8_rms_fp32",
+                     "w8_ln_bf16"):
+            rows = list(csv.DictReader(io.TextIOWrapper(tar.extractfile(f"./{step}/ab.csv"))))
+            assert rows and all(x["status"] == "ok" for x in rows), step
+            assert len({x["config"] for x in rows}) == 2, step
+        assert "./gpu-tests.log" in tar.getnames()
+
+
 def test_device_round23c_script_on_cpu(tmp_path):
     """Round 23's third call, tiny: device_start.sh's shared `ab` step runs each A/B comparison
     into its own folder, every timing correct, the configurations in a rotated order."""
