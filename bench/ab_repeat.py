@@ -52,7 +52,8 @@ dtype's tolerance) the first time it runs on each set of inputs.  Writes ab.csv 
 timing) to --out and prints, per shape and configuration, the median, min and max over the
 rounds.  A timing that raises (a failure at run time, not bad input) is recorded as its row's
 status, "error: <type>: <message>", with no time, and the sweep goes on; the summary leaves
-such rows out of its figures and counts them ("ERROR xN").
+such rows out of its figures and counts them ("ERROR xN").  The exit status is 1 where any
+timing was an error or WRONG (every row written all the same), 0 where all were ok.
 
 The arguments are checked before anything is timed or written, one line and exit 2 where
 they cannot run: each shape ROWSxD with both >= 1 and none given twice, --rounds >= 1, --rep
@@ -446,7 +447,7 @@ def main(argv=None) -> int:
             print(f"  {shape} {c:40s} {timed}{gpu_part}"
                   f"{f'  WRONG x{bad}' if bad else ''}"
                   f"{f'  ERROR x{len(failed)} ({failed[0]})' if failed else ''}")
-    return 0
+    return 1 if any(x["status"] != "ok" for x in rows_out) else 0
 
 
 if __name__ == "__main__":

@@ -498,14 +498,14 @@ def test_device_round16_script_on_cpu(tmp_path):
 
 
 def _ab_on_cpu(tmp_path, monkeypatch, shape: str, rounds: int, *configs: str,
-               extra=()) -> list[dict]:
+               extra=(), rc=0) -> list[dict]:
     """bench/ab_repeat.py of disjoint_strided's RMSNorm under the interpreter, OVERRIDE empty
-    before (`extra`: more arguments): the rows of its ab.csv."""
+    before (`extra`: more arguments), exiting `rc`: the rows of its ab.csv."""
     import ab_repeat
     monkeypatch.setattr(tune._tuning, "OVERRIDE", {})
     assert ab_repeat.main(["--device", "cpu", "--norm", "rmsnorm", "--shapes", shape,
                            "--rounds", str(rounds), "--rep", "1", "--out", str(tmp_path),
-                           *extra, "--configs", *configs]) == 0
+                           *extra, "--configs", *configs]) == rc
     rows = list(csv.DictReader(open(tmp_path / "ab.csv")))
     assert all(r["host_us"] == "" for r in rows)        # taken on a GPU only
     return rows
@@ -1025,8 +1025,8 @@ def test_ab_repeat_without_cuda_refuses_the_default_device(tmp_path, monkeypatch
 
 def test_ab_repeat_records_a_timing_that_fails_and_goes_on(tmp_path, monkeypatch, capsys):
     """A timing that raises at run time is its row's status in ab.csv ("error: ..."), without
-    a time; the other configuration is timed all the same and the summary reads its figures
-    alone, counting the errors."""
+    a time; the other configuration is timed all the same, the summary reads its figures
+    alone, counting the errors, and the exit status is 1."""
     import ab_repeat
     real = ab_repeat.timing.bench
 
@@ -1036,7 +1036,7 @@ def test_ab_repeat_records_a_timing_that_fails_and_goes_on(tmp_path, monkeypatch
         return real(fn, *a, **k)
     monkeypatch.setattr(ab_repeat.timing, "bench", bench)
     capsys.readouterr()
-    rows = _ab_on_cpu(tmp_path, monkeypatch, "5x40", 2, "{}", '{"num_warps": 8}')
+    rows = _ab_on_cpu(tmp_path, monkeypatch, "5x40", 2, "{}", '{"num_warps": 8}', rc=1)
     assert len(rows) == 4
     bad = [x for x in rows if x["config"] == '{"num_warps": 8}']
     good = [x for x in rows if x["config"] == "{}"]
