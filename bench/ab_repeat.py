@@ -65,7 +65,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import math
 import os
 import statistics
 import sys
@@ -300,27 +299,13 @@ def check_args(args) -> str:
     """Why the arguments cannot be timed (one line, naming the argument), or "": each shape
     ROWSxD with both >= 1 and none twice (the summary and ab.csv key on it), --rounds >= 1,
     --rep finite and > 0, a known --norm, and --device one this machine has."""
-    seen = {}
-    for text in args.shapes.split(","):
-        shape = (tune.parse_shapes(text) or [None])[0]
-        if shape is None:
-            return f"--shapes {args.shapes!r}: {text!r} is not ROWSxD with ROWS, D >= 1"
-        if shape in seen:
-            return (f"--shapes {args.shapes!r}: {shape[0]}x{shape[1]} given twice: its "
-                    "timings could not be told apart")
-        seen[shape] = text
+    if tune.shapes_problem(args.shapes):
+        return tune.shapes_problem(args.shapes)
     if args.rounds < 1:
         return f"--rounds {args.rounds}: at least 1"
-    if not (math.isfinite(args.rep) and args.rep > 0):
-        return f"--rep {args.rep}: a repetition time in ms, finite and > 0"
     if args.norm not in NORMS:
         return f"--norm {args.norm!r}: one of {', '.join(NORMS)}"
-    try:
-        strategies.sm_count(args.device)        # refuses a device torch or this machine lacks
-    except ValueError as e:
-        return f"--device: {str(e).removeprefix('device: ')}" + (
-            " (--device cpu: the Triton interpreter)" if "cuda" in args.device else "")
-    return ""
+    return tune.run_problem(args.rep, args.device)
 
 
 def main(argv=None) -> int:

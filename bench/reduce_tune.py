@@ -54,13 +54,11 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     ap.add_argument("--device", default="cuda")
     a = ap.parse_args()
-    shapes = []
-    for shape in a.shapes.split(","):   # before anything is timed: ROWSxD, both >= 1
-        parsed = tune.parse_shapes(shape)
-        if parsed is None:
-            ap.error(f"--shapes {a.shapes!r}: {shape!r} is not ROWSxD with ROWS, D whole "
-                     "numbers >= 1")
-        shapes.append((shape, *parsed[0]))
+    if tune.shapes_problem(a.shapes):   # before anything is timed: ROWSxD, both >= 1, once
+        ap.error(tune.shapes_problem(a.shapes))
+    if tune.run_problem(a.rep, a.device):
+        ap.error(tune.run_problem(a.rep, a.device))
+    shapes = [(text, *tune.parse_shapes(text)[0]) for text in a.shapes.split(",")]
     for norm in a.norms.split(","):
         if norm not in NORMS:
             ap.error(f"--norms: {norm!r} is not one of {', '.join(NORMS)}")

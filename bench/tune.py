@@ -35,6 +35,7 @@ import csv
 import hashlib
 import json
 import itertools
+import math
 import os
 import subprocess
 import sys
@@ -422,18 +423,47 @@ def parse_shapes(text: str) -> list[tuple[int, int]] | None:
     return out
 
 
+def shapes_problem(text: str) -> str:
+    """Why --shapes `text` cannot be timed (one line), or "": each shape ROWSxD with both
+    >= 1, none given twice (its rows could not be told apart in the CSV and the summary)."""
+    seen = set()
+    for one in text.split(","):
+        shape = (parse_shapes(one) or [None])[0]
+        if shape is None:
+            return f"--shapes {text!r}: {one!r} is not ROWSxD with ROWS, D whole numbers >= 1"
+        if shape in seen:
+            return (f"--shapes {text!r}: {shape[0]}x{shape[1]} given twice: its timings could "
+                    "not be told apart")
+        seen.add(shape)
+    return ""
+
+
+def run_problem(rep: float, device: str) -> str:
+    """Why --rep / --device cannot time (one line), or "": a repetition time finite and > 0,
+    and a device torch and this machine have (no CUDA: --device cpu, the interpreter)."""
+    if not (math.isfinite(rep) and rep > 0):
+        return f"--rep {rep}: a repetition time in ms, finite and > 0"
+    try:
+        strategies.sm_count(device)
+    except ValueError as e:
+        return f"--device: {str(e).removeprefix('device: ')}" + (
+            " (--device cpu: the Triton interpreter)" if "cuda" in device else "")
+    return ""
+
+
 def checked_args(ap, args) -> list[tuple[int, int]]:
     """The shapes to time; before anything is timed, ap.error (one line, exit 2) for a name
-    that is not registered, a shape that is not ROWSxD with both >= 1, a dtype or norm not
-    known, and --passes < 1."""
+    that is not registered, a shape that is not ROWSxD with both >= 1 or is given twice, a
+    dtype or norm not known, --passes < 1, a --rep not finite and > 0, and a --device this
+    machine lacks."""
     for name in args.names.split(","):
         try:
             strategies.get(name)
         except KeyError as err:
             ap.error(f"--names: {err.args[0]}")
-    shapes = SHAPES if not args.shapes else parse_shapes(args.shapes)
-    if shapes is None:
-        ap.error(f"--shapes {args.shapes!r}: ROWSxD,... with ROWS, D whole numbers >= 1")
+    if args.shapes and shapes_problem(args.shapes):
+        ap.error(shapes_problem(args.shapes))
+    shapes = parse_shapes(args.shapes) if args.shapes else SHAPES
     for norm in args.norms.split(","):
         if norm not in NORMS:
             ap.error(f"--norms: {norm!r} is not one of {', '.join(NORMS)}")
@@ -443,6 +473,8 @@ def checked_args(ap, args) -> list[tuple[int, int]]:
         ap.error(f"--weight-dtype {args.weight_dtype!r}: same or one of {', '.join(DTYPES)}")
     if args.passes < 1:
         ap.error(f"--passes {args.passes}: at least 1")
+    if run_problem(args.rep, args.device):
+        ap.error(run_problem(args.rep, args.device))
     return shapes
 
 

@@ -867,12 +867,16 @@ def test_reduce_tune_refuses_a_strategy_without_the_reduce_kernel(monkeypatch, c
 @pytest.mark.parametrize("args,why", [
     (["--passes", "0"], "--passes 0: at least 1"),
     (["--names", "nope"], "--names: unknown implementation 'nope'"),
-    (["--shapes", "4"], "--shapes '4': ROWSxD"),
-    (["--shapes", "4x128x2"], "--shapes '4x128x2': ROWSxD"),
-    (["--shapes", "0x128"], "--shapes '0x128': ROWSxD"),
+    (["--shapes", "4"], "--shapes '4': '4' is not ROWSxD"),
+    (["--shapes", "4x128x2"], "--shapes '4x128x2': '4x128x2' is not ROWSxD"),
+    (["--shapes", "0x128"], "--shapes '0x128': '0x128' is not ROWSxD"),
     (["--dtype", "fp8"], "--dtype 'fp8': one of"),
     (["--weight-dtype", "fp8"], "--weight-dtype 'fp8': same or one of"),
     (["--norms", "rmsnorm,foo"], "--norms: 'foo' is not one of layernorm, rmsnorm"),
+    (["--shapes", "4x128,4x128"], "4x128 given twice"),
+    (["--rep", "0"], "--rep 0.0: a repetition time in ms, finite and > 0"),
+    (["--rep", "inf"], "--rep inf:"),
+    (["--device", "cuda:7"], "--device:"),
 ])
 def test_tune_refuses_bad_arguments_before_the_sweep(tmp_path, monkeypatch, capsys, args, why):
     """Each was a traceback (--passes 0: an AttributeError from the summary of no timing;
@@ -917,10 +921,14 @@ def test_tune_takes_one_selection_of_candidates(tmp_path, monkeypatch, capsys):
     (["--shapes", "4"], "--shapes '4': '4' is not ROWSxD"),
     (["--shapes", "64x4096,4x0"], "'4x0' is not ROWSxD"),
     (["--norms", "foo"], "--norms: 'foo' is not one of layernorm, rmsnorm"),
+    (["--shapes", "4x64,4x64"], "4x64 given twice"),
+    (["--rep", "-1"], "--rep -1.0: a repetition time in ms, finite and > 0"),
+    (["--device", "cuda:7"], "--device:"),
 ])
 def test_reduce_tune_refuses_bad_shapes_and_norms(tmp_path, monkeypatch, capsys, args, why):
     """--shapes and --norms were parsed unguarded (a ValueError traceback, or an unknown norm
-    reaching make_inputs after reduce.csv was begun): one line, exit 2, nothing written."""
+    reaching make_inputs after reduce.csv was begun), --rep, --device and a shape given twice
+    not checked: one line, exit 2, nothing written."""
     import reduce_tune
     monkeypatch.setattr(sys, "argv", ["reduce_tune.py", "--device", "cpu", "--out",
                                       str(tmp_path / "out"), *args])
@@ -977,7 +985,7 @@ def test_no_launch_check_times_a_pair_the_check_refuses(tmp_path, monkeypatch, c
 @pytest.mark.parametrize("args,why", [
     (["--shapes", "64"], "--shapes '64': '64' is not ROWSxD"),
     (["--shapes", "64x128x2"], "'64x128x2' is not ROWSxD"),
-    (["--shapes", "0x128"], "'0x128' is not ROWSxD with ROWS, D >= 1"),
+    (["--shapes", "0x128"], "'0x128' is not ROWSxD with ROWS, D whole numbers >= 1"),
     (["--shapes", "5x40,5x40"], "5x40 given twice"),
     (["--rounds", "0"], "--rounds 0: at least 1"),
     (["--rep", "-5"], "--rep -5.0: a repetition time in ms, finite and > 0"),
