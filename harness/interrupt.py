@@ -34,6 +34,7 @@ RETRY_S = 0.01
 def raise_interrupted(signum, frame):
     # Only the first signal raises: more of them (Ctrl-C pressed again and again) while the
     # sweep saves its records and prints the resume hint would interrupt that cleanup itself.
+    # A first one whose Interrupted was swallowed still stops the sweep: raise_if_stopping.
     if _first:
         return
     if _held["depth"]:          # inside held(): raised when its block ends
@@ -75,6 +76,16 @@ class held:
 def stopping() -> int | None:
     """The signal that is stopping this process, None while none has arrived."""
     return _first[0] if _first else None
+
+
+def raise_if_stopping() -> None:
+    """Raise Interrupted where a signal has arrived: for the points a sweep may stop at (a
+    record kept).  Its Interrupted may never have got out — caught where it landed, by a
+    plugin's bare `except:` or a library's `except BaseException` — and every later signal
+    is ignored (raise_interrupted): the run went on to its end, Ctrl-C and SIGTERM unheard,
+    and exited 0."""
+    if _first:
+        raise Interrupted(_first[0])
 
 
 def install(previous: dict | None = None) -> dict:

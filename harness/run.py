@@ -27,7 +27,8 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
 from normbench import strategies
 from normbench.harness import env, hostload, model, placement, schema, timing
 from normbench.harness.config import Sweep
-from normbench.harness.interrupt import Interrupted, held, install, interruption
+from normbench.harness.interrupt import (Interrupted, held, install, interruption,
+                                         raise_if_stopping)
 from normbench.harness.isolate import Worker, WorkerCrashed, WorkerStartError, WorkerTimeout
 from normbench.harness.measure import Settings, failed_record, measure
 from normbench.harness.plan import Case
@@ -508,7 +509,9 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
             # each record is kept under held(): a signal waits until it is stored and shown.
             # One landing before held() began finds it unstored: the executor holds the
             # record it handed over until asked for the next (unsaved()), and `unkept` the
-            # one measured here — both saved as the run closes (_save_unsaved)
+            # one measured here — both saved as the run closes (_save_unsaved).  One whose
+            # Interrupted was swallowed where it landed stops the sweep once the record is
+            # kept (raise_if_stopping)
             if executor is not None:
                 for case, rec in executor.records(todo, settings, sweep.timeout_s):
                     with held():
@@ -516,6 +519,7 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
                         if new := executor.joined():   # a worker that joined after the start
                             _add_gpus(store, new)
                         progress.update(task, description=_label(case), refresh=True)
+                    raise_if_stopping()
             else:
                 where = placement.local_gpu_fields()
                 for case in todo:
@@ -527,6 +531,7 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
                     with held():
                         keep(_annotated(unkept), _label(case))
                         unkept = None
+                    raise_if_stopping()
         _ended(store, True, wrote, outcome.measured)
         outcome.finished = True
     except BaseException as e:       # Interrupted, KeyboardInterrupt, or one wrapping them

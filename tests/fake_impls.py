@@ -1,6 +1,10 @@
 """Deliberately broken implementations, loaded with NORMBENCH_PLUGINS=tests.fake_impls.
 
 Each one proves that the harness catches a failure rather than hides it."""
+import os
+import signal
+import time
+
 import torch
 import triton
 import triton.language as tl
@@ -236,3 +240,22 @@ def one_buffer(x, dy, weight, mean, rstd, *, groups=None):
 def keyboard_interrupt(x, dy, weight, mean, rstd, *, groups=None):
     """Raises KeyboardInterrupt itself: no signal was sent, so it is its own failure."""
     raise KeyboardInterrupt("from a plugin")
+
+
+_swallowed = [0]
+
+
+@register("test_swallows_signal", kind="strategy", deterministic_by_design=True,
+          uses_groups=False)
+def swallows_signal(x, dy, weight, mean, rstd, *, groups=None):
+    """torch's answer; its first call in a process sends that process NORMBENCH_TEST_SIGNAL
+    (SIGINT when unset: Ctrl-C pressed while it runs) and swallows what the handler raises
+    with a bare `except:`, as careless library code does."""
+    if not _swallowed[0]:
+        _swallowed[0] = 1
+        try:
+            os.kill(os.getpid(), signal.Signals[os.environ.get("NORMBENCH_TEST_SIGNAL", "SIGINT")])
+            time.sleep(0.5)                 # the handler runs in here
+        except:                             # noqa: E722 -- the point
+            pass
+    return _torch.fn(x, dy, weight, mean, rstd)

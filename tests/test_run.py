@@ -22,9 +22,9 @@ ENV = {**os.environ, "NORMBENCH_PLUGINS": "tests.fake_impls", "NORMBENCH_QUIET":
        "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
 
 
-def cli(*args, timeout=300, **kw):
+def cli(*args, timeout=300, env=ENV, **kw):
     return subprocess.run([sys.executable, str(ROOT / "run_bench.py"), *map(str, args)], cwd=ROOT,
-                          env=ENV, capture_output=True, text=True, timeout=timeout, **kw)
+                          env=env, capture_output=True, text=True, timeout=timeout, **kw)
 
 
 def config(tmp_path, name="t", **fields):
@@ -915,6 +915,51 @@ def test_a_signal_as_a_measurement_ends_loses_nothing(tmp_path, monkeypatch):
     df = load_records(tmp_path / "r")
     assert out.interrupted == signal.SIGINT and out.measured == 1
     assert list(df["case_id"]) == [cases[0].key] and df["concurrent_cases"].notna().all()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_a_plugin_swallows_still_stops_the_sweep(tmp_path, sig):
+    """A plugin whose bare `except:` caught the Interrupted of the first Ctrl-C made the run
+    unstoppable: later signals are ignored once one arrived (for the cleanup's sake), the
+    first never got out, and the sweep ran to its end with exit 0.  It now stops at the next
+    record's end, with 128 + the signal, what it measured kept, and resumes as any stop."""
+    cfg = config(tmp_path, implementations=["test_swallows_signal", "torch"],
+                 determinism={"repeats": 2})
+    out = tmp_path / "r"
+    r = cli("run", cfg, "--out", out, "--no-report",
+            env={**ENV, "NORMBENCH_TEST_SIGNAL": sig.name})
+    assert r.returncode == 128 + sig, r.stderr
+    assert f"interrupted by {sig.name}: 1 record kept in {out}" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+    assert list(load_records(out)["implementation"]) == ["test_swallows_signal"]
+    assert len(pd.read_parquet(out / "records.parquet")) == 1
+    assert json.loads((out / "meta.json").read_text())["completed"] is False
+    r = cli("run", cfg, "--out", out, "--no-report", "--resume")
+    assert r.returncode == 0, r.stderr
+    assert sorted(load_records(out)["implementation"]) == ["test_swallows_signal", "torch"]
+
+
+def test_a_signal_swallowed_under_a_cluster_s_records_still_stops_the_sweep(tmp_path):
+    """As above, where the executor's code is what swallows it (a library's bare `except:`
+    around its wait): the sweep stops once the record it handed over is kept."""
+    from rich.console import Console
+    from normbench.harness import run
+    sweep, cases = _sweep_and_cases()
+
+    class Swallowing(_Cluster):
+        def records(self, todo, settings, timeout_s):
+            for i, item in enumerate(super().records(todo, settings, timeout_s)):
+                if i == 0:
+                    try:
+                        os.kill(os.getpid(), signal.SIGTERM)
+                        time.sleep(0.5)
+                    except:                 # noqa: E722 -- the point
+                        pass
+                yield item
+    out = run.execute(sweep, cases, tmp_path / "r", console=Console(stderr=True, quiet=True),
+                      executor=Swallowing())
+    assert out.interrupted == signal.SIGTERM and out.measured == 1 and not out.finished
+    assert list(load_records(tmp_path / "r")["case_id"]) == [cases[0].key]
 
 
 def test_saving_what_a_stop_left_skips_the_kept_and_goes_past_a_refused_record(tmp_path):
