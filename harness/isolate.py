@@ -119,10 +119,14 @@ class Worker:
 
         Raises WorkerTimeout, WorkerCrashed (WorkerStartError if the worker cannot start), or
         RuntimeError("ExcType: message") with `.remote_traceback` when the target raised.
+        Anything else that stops the call (Ctrl-C) kills the worker; where the worker had
+        sent its reply already, the exception carries it as `reply`: a function that returns
+        what this call would have (or raises its RuntimeError).
         """
         with self._mutex:
             self.start()
             proc, conn = self._proc, self._conn
+            reading = False         # recv() begun: what is left in the pipe is no whole reply
             try:
                 try:
                     conn.send(("call", payload))
@@ -138,15 +142,23 @@ class Worker:
                 # The reply may be in the pipe even if the worker exited just after sending it.
                 if not conn.poll():
                     raise self._crashed("died during the call")
+                reading = True
                 try:
                     reply = conn.recv()
                 except (EOFError, OSError):
                     raise self._crashed("died during the call") from None
             except (WorkerTimeout, WorkerCrashed):
                 raise
-            except BaseException:
-                # Ctrl-C, or an error mid-exchange: the pipe's state is unknown, so start over.
-                self._discard(kill=True)
+            except BaseException as e:
+                # Ctrl-C, or an error mid-exchange: the pipe's state is unknown, so start over
+                # — keeping a reply the worker had sent before it (a signal landing as the call
+                # ended: the result of a finished call, lost with the worker)
+                try:
+                    sent = None if reading else _sent_reply(conn)
+                    if sent is not None:
+                        e.reply = sent
+                finally:
+                    self._discard(kill=True)
                 raise
             if reply[0] == "not_ready":
                 # not this payload's failure: the worker's, and every later call's (a plugin
@@ -287,6 +299,21 @@ def _describe_exit(code: int | None) -> str:
             name = f"signal {-code}"
         return f"killed by {name}"
     return f"exit code {code}"
+
+
+def _sent_reply(conn):
+    """The reply waiting unread in `conn`, as a function returning what call() returns (or
+    raising its RuntimeError); None where there is none, it cannot be read, or it says the
+    worker could not get ready (no call's result)."""
+    try:
+        if not conn.poll(0):
+            return None
+        reply = conn.recv()
+    except Exception:
+        return None
+    if not (isinstance(reply, tuple) and reply and reply[0] in ("ok", "error")):
+        return None
+    return lambda: _unpack(reply)
 
 
 def _unpack(reply: tuple) -> Any:

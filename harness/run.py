@@ -526,7 +526,12 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
                     progress.update(task, description=_label(case), refresh=True)
                     load = hostload.track()
                     with load:
-                        rec = _measure_one(case, settings, worker, sweep.timeout_s)
+                        try:
+                            rec = _measure_one(case, settings, worker, sweep.timeout_s)
+                        except BaseException as e:   # a stop that brought the record with it
+                            if getattr(e, "record", None) is not None:
+                                unkept = (case, e.record, load, where)
+                            raise
                         unkept = (case, rec, load, where)
                     with held():
                         keep(_annotated(unkept), _label(case))
@@ -726,11 +731,25 @@ def _incorrect(rec: dict) -> str:
 
 
 def _measure_one(case: Case, settings: Settings, worker: Worker | None, timeout_s: float) -> dict:
+    """The record of `case`, measured here or by the isolate worker.  A signal that lands
+    once the worker has sent it (isolate's `reply`) raises with it as `record`, which the
+    sweep saves as the run closes."""
     if worker is None:
         return measure(case, settings)
     t0 = time.perf_counter()
     try:
-        return worker.call((asdict(case), asdict(settings)), timeout_s=timeout_s)
+        return _worker_record(case, settings, t0, lambda: worker.call(
+            (asdict(case), asdict(settings)), timeout_s=timeout_s))
+    except BaseException as e:
+        if getattr(e, "reply", None) is not None:
+            e.record = _worker_record(case, settings, t0, e.reply)
+        raise
+
+
+def _worker_record(case: Case, settings: Settings, t0: float, call) -> dict:
+    """call()'s record, the isolate worker's; a failure of the call recorded as one."""
+    try:
+        return call()
     except WorkerStartError:
         raise
     except WorkerTimeout as e:

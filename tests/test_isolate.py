@@ -225,6 +225,35 @@ def test_chunked_wait_times_out_on_time(monkeypatch):
     assert isolate._wait([a], 1e300) == [a]
 
 
+@pytest.mark.parametrize("target, sent", [("echo", True), ("fail", True), ("nap", False)])
+def test_a_signal_as_the_reply_arrives_keeps_the_reply(worker, monkeypatch, target, sent):
+    """Ctrl-C landing in the parent's wait after the worker had sent its reply: the worker
+    was killed and the reply, a finished call's result, thrown away with it.  The exception
+    now carries it as `reply`, which returns it (or raises the target's error) as the call
+    would have; one that lands before any reply carries none."""
+    from normbench.harness import isolate
+    from normbench.harness.interrupt import Interrupted
+    w = worker(target)
+    w.start()
+    wait = isolate._wait
+
+    def signalled(objects, timeout_s):
+        if sent:
+            wait(objects, timeout_s)            # the reply is in the pipe
+        raise Interrupted(signal.SIGINT)        # as the handler raises it, in the wait
+    monkeypatch.setattr(isolate, "_wait", signalled)
+    with pytest.raises(Interrupted) as stop:
+        w.call(5, timeout_s=30)
+    assert w.pid is None                        # discarded all the same
+    if target == "echo":
+        assert stop.value.reply()["payload"] == 5
+    elif target == "fail":
+        with pytest.raises(RuntimeError, match="ValueError: bad payload 5"):
+            stop.value.reply()
+    else:
+        assert not hasattr(stop.value, "reply")
+
+
 def test_a_plugin_the_worker_cannot_load_is_no_payloads_error(worker):
     """A PluginError is the worker's failure to get ready, not the payload's: WorkerStartError
     (the run stops), and the worker is discarded (its registry would refuse every call)."""

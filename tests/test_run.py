@@ -962,6 +962,33 @@ def test_a_signal_swallowed_under_a_cluster_s_records_still_stops_the_sweep(tmp_
     assert list(load_records(tmp_path / "r")["case_id"]) == [cases[0].key]
 
 
+def test_a_signal_as_the_isolate_worker_s_record_arrives_loses_nothing(tmp_path, monkeypatch):
+    """--isolate: a signal landing after the worker had sent a finished case's record, before
+    the run read it, killed the worker with the record unread — "1 record kept", the case's
+    missing.  The record comes with the stop (isolate's `reply`) and is saved as the run
+    closes, as one measured here is."""
+    from rich.console import Console
+    from normbench.harness import isolate, run
+    from normbench.harness.interrupt import Interrupted
+    sweep, cases = _sweep_and_cases()
+    wait, waits = isolate._wait, []
+
+    def signalled(objects, timeout_s):
+        ready = wait(objects, timeout_s)
+        waits.append(ready)
+        if len(waits) == 2:                     # the first call's (the first: the start's)
+            raise Interrupted(signal.SIGINT)
+        return ready
+    monkeypatch.setattr(isolate, "_wait", signalled)
+    out = run.execute(sweep, cases, tmp_path / "r", isolate=True,
+                      console=Console(stderr=True, quiet=True))
+    df = load_records(tmp_path / "r")
+    assert out.interrupted == signal.SIGINT and out.measured == 1 and not out.finished
+    assert list(df["case_id"]) == [cases[0].key] and list(df["status"]) == ["ok"]
+    assert df["concurrent_cases"].notna().all()
+    assert len(pd.read_parquet(tmp_path / "r" / "records.parquet")) == 1
+
+
 def test_saving_what_a_stop_left_skips_the_kept_and_goes_past_a_refused_record(tmp_path):
     """_save_unsaved stored what a stop left until one append failed, dropping the rest — and
     the executor's last record handed over, once kept, was such a one (a duplicate).  A case
