@@ -350,9 +350,9 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
         if out_dir is not None:
             preflight(sweep, out_dir, resume=resume, force_resume=force_resume,
                       device=executor is None, shard=shard_meta)
+        held = held_keys(out_dir) if resume and out_dir is not None else set()
     except StoreError as e:
         fail(f"run: {e}")
-    held = held_keys(out_dir) if resume and out_dir is not None else set()
     left = [c for c in cases if c.key not in held]
     # a cluster's workers are the GPUs it is for, whatever this login node has; here (this
     # host, --gpus' workers included) an implementation unavailable is recorded skipped, no call

@@ -35,7 +35,7 @@ from normbench.harness.plan import Case
 from normbench.harness.replan import invocation_only, planned_implementations, rebuild
 from normbench.harness.store import (RunStore, StoreError, check_not_in_use, check_out_dir,
                                      is_run_dir, load_meta, load_records, records_a_run,
-                                     unrecorded_run)
+                                     stored_records, unrecorded_run)
 from normbench.harness.text import count, one_line
 
 
@@ -98,13 +98,15 @@ def _here(facts: dict | None) -> tuple[str, bool]:
 def preflight(sweep: Sweep, out_dir: Path, *, resume: bool, force_resume: bool = False,
               device: bool = True, shard: dict | None = None) -> None:
     """Refuse, before anything is measured, what execute() would refuse: a directory that is
-    not ours, a resume across configs or devices (unless forced), or as another shard.
-    StoreError, one line.  device=False: the cases run elsewhere (a cluster), whose device
-    execute() checks.  shard: the shard entry of this run (shard.meta_entry), or None."""
+    not ours, records the store cannot read (a records.csv cut short), a resume across
+    configs or devices (unless forced), or as another shard.  StoreError, one line.
+    device=False: the cases run elsewhere (a cluster), whose device execute() checks.
+    shard: the shard entry of this run (shard.meta_entry), or None."""
     check_out_dir(out_dir)
     check_not_in_use(out_dir)
+    # RunStore refuses all this too, after the status line
+    held = _held(out_dir) if Path(out_dir).is_dir() else 0
     if not resume and Path(out_dir).is_dir():
-        held = _held(out_dir)           # RunStore refuses it too, after the status line
         if held:
             raise StoreError(f"{out_dir} already holds {count(held, 'record')}; use --resume to finish "
                              "it or choose another --out")
@@ -117,8 +119,7 @@ def preflight(sweep: Sweep, out_dir: Path, *, resume: bool, force_resume: bool =
         _check_shard(meta, shard, out_dir)
     if meta is not None and not force_resume:
         # the records are counted only where meta cannot say
-        why = resume_mismatch(meta, sweep, device=device,
-                              held=0 if records_a_run(meta) else _held(out_dir))
+        why = resume_mismatch(meta, sweep, device=device, held=held)
         if why:
             raise StoreError(f"cannot resume {out_dir}: {'; '.join(why)} "
                              "(--force-resume resumes anyway and records both in meta.json)")
@@ -134,7 +135,11 @@ def discard_if_empty(out_dir, up_to=None) -> None:
     p = Path(out_dir)
     try:
         names = os.listdir(p)
-        if _held(p) or any(n not in (*_DATA_FILES, LOCK_FILE) for n in names):
+        try:
+            held = _held(p)
+        except StoreError:      # none it can read, in a directory this command made
+            held = 0
+        if held or any(n not in (*_DATA_FILES, LOCK_FILE) for n in names):
             return
         for n in names:
             os.unlink(p / n)
@@ -149,12 +154,9 @@ def discard_if_empty(out_dir, up_to=None) -> None:
 
 
 def held_keys(out_dir) -> set:
-    """The case keys a run directory holds records of (none where it holds none, or where
-    they cannot be read: the store refuses those itself)."""
-    try:
-        return set(load_records(out_dir)["case_id"].dropna())
-    except (OSError, ValueError, StoreError):
-        return set()
+    """The case keys a run directory holds records of (none where it holds none).
+    StoreError where the store refuses its records (store.stored_records)."""
+    return set(stored_records(out_dir)["case_id"].dropna())
 
 
 def is_complete(out_dir) -> bool:
@@ -229,12 +231,9 @@ def _held_column(out_dir, column: str) -> list:
 
 
 def _held(out_dir) -> int:
-    """The records a run directory holds (0 when it holds none or they cannot be read: the
-    store refuses unreadable records itself)."""
-    try:
-        return len(load_records(out_dir))
-    except (OSError, ValueError, StoreError):
-        return 0
+    """The records a run directory holds (0 when it holds none).  StoreError where the store
+    refuses them: told as it would tell it, not as a directory holding none."""
+    return len(stored_records(out_dir))
 
 
 def _settings(sweep: Sweep, meta: dict) -> Settings:

@@ -25,7 +25,7 @@ place with os.replace, so a `kill -9` at any moment leaves each file either the 
 the new one, never a torn one.  A records.csv torn by something else (a copy stopped
 mid-record) is refused as it is read (records_io._check_whole), and opening a run never
 rewrites a records.parquet that holds more than the records.csv it read
-(RunStore._check_parquet_behind).  Rewriting the whole CSV per record is O(rows), which is fine for
+(_check_parquet_behind).  Rewriting the whole CSV per record is O(rows), which is fine for
 runs of a few thousand rows; the CSV text is kept in memory so a record costs one write, and
 append_many (merge) writes a batch of records with one.
 
@@ -117,6 +117,55 @@ def unrecorded_run(run_dir: str | os.PathLike) -> str | None:
     return f"{what}, {'finished' if meta.get('completed') is True else 'stopped'} with no record"
 
 
+def stored_records(run_dir: str | os.PathLike) -> pd.DataFrame:
+    """The records of `run_dir` as a store opening it reads them: empty where it holds none
+    (no records.csv, no records.parquet); StoreError where the store refuses them (a
+    records.csv cut short or damaged, a records.parquet holding what it lacks) — for what
+    is told before the store is opened (run's plan, --dry-run's too)."""
+    run_dir = Path(run_dir)
+    if not ((run_dir / RECORDS_CSV).exists() or (run_dir / RECORDS_PARQUET).exists()):
+        return _empty_frame()
+    frame = load_records(run_dir)
+    _check_parquet_behind(run_dir, frame)
+    return frame
+
+
+def _check_parquet_behind(run_dir: Path, frame: pd.DataFrame) -> None:
+    """StoreError unless records.parquet is at most as full as `frame`, read from
+    records.csv, which RunStore._open rewrites it from.  The store keeps the parquet file at
+    most as current as the CSV (after a crash it lags: fewer records, each the same), so a
+    record there that the CSV lacks, or with a value its CSV row lacks, means the CSV lost
+    it (cut short, damaged, edited by hand): refused, naming both files, rather than
+    overwriting the only whole copy.  No parquet file beside the CSV, or one that cannot be
+    read (it is rewritten from the CSV), is not checked."""
+    csv_path, pq_path = run_dir / RECORDS_CSV, run_dir / RECORDS_PARQUET
+    if not (csv_path.exists() and pq_path.exists()):
+        return
+    try:
+        other = load_records(run_dir, source="parquet")
+    except StoreError:
+        return
+    mine = frame.dropna(subset=["case_id"]).drop_duplicates("case_id").set_index("case_id")
+    theirs = other.dropna(subset=["case_id"]).drop_duplicates("case_id").set_index("case_id")
+    extra = theirs.index.difference(mine.index, sort=False)
+    both = theirs.index.intersection(mine.index, sort=False)
+    cols = [c for c in COLUMNS if c != "case_id"]
+    lost = mine.loc[both, cols].isna() & theirs.loc[both, cols].notna()
+    fuller = lost.index[lost.any(axis=1)]
+    if len(extra):
+        what = f"case {extra[0]} ({count(len(extra), 'case')} in all), which {csv_path} lacks"
+    elif len(fuller):
+        names = list(lost.columns[lost.loc[fuller[0]]])
+        what = (f"{', '.join(names[:3])}{' …' if len(names) > 3 else ''} of case "
+                f"{fuller[0]} ({count(len(fuller), 'such case')}), which {csv_path} lacks")
+    else:
+        return
+    raise StoreError(f"{pq_path} holds {what}: the CSV was cut short or edited, and "
+                     f"{RECORDS_PARQUET} is not rewritten from it — move {RECORDS_CSV} away "
+                     f"to go on from {RECORDS_PARQUET}, or delete {RECORDS_PARQUET} to go on "
+                     f"from {RECORDS_CSV} as it is")
+
+
 # --------------------------------------------------------------------------- the store
 
 
@@ -206,9 +255,7 @@ class RunStore:
                     pass
 
     def _open(self, resume: bool) -> None:
-        has_records = (self.run_dir / RECORDS_CSV).exists() or (self.run_dir / RECORDS_PARQUET).exists()
-        frame = load_records(self.run_dir) if has_records else _empty_frame()
-        self._check_parquet_behind(frame)
+        frame = stored_records(self.run_dir)
         if len(frame) and not resume:
             raise StoreError(f"{self.run_dir} already holds {count(len(frame), 'record')}; "
                              f"{self._occupied_hint}")
@@ -233,41 +280,6 @@ class RunStore:
         self._write(RECORDS_CSV, lambda f: f.write(self._csv))
         self._parquet_dirty = True
         self._write_parquet()
-
-    def _check_parquet_behind(self, frame: pd.DataFrame) -> None:
-        """StoreError unless records.parquet is at most as full as `frame`, read from
-        records.csv, which _open rewrites it from.  The store keeps the parquet file at most
-        as current as the CSV (after a crash it lags: fewer records, each the same), so a
-        record there that the CSV lacks, or with a value its CSV row lacks, means the CSV
-        lost it (cut short, damaged, edited by hand): refused, naming both files, rather than
-        overwriting the only whole copy.  No parquet file beside the CSV, or one that cannot
-        be read (it is rewritten from the CSV), is not checked."""
-        csv_path, pq_path = self.run_dir / RECORDS_CSV, self.run_dir / RECORDS_PARQUET
-        if not (csv_path.exists() and pq_path.exists()):
-            return
-        try:
-            other = load_records(self.run_dir, source="parquet")
-        except StoreError:
-            return
-        mine = frame.dropna(subset=["case_id"]).drop_duplicates("case_id").set_index("case_id")
-        theirs = other.dropna(subset=["case_id"]).drop_duplicates("case_id").set_index("case_id")
-        extra = theirs.index.difference(mine.index, sort=False)
-        both = theirs.index.intersection(mine.index, sort=False)
-        cols = [c for c in COLUMNS if c != "case_id"]
-        lost = mine.loc[both, cols].isna() & theirs.loc[both, cols].notna()
-        fuller = lost.index[lost.any(axis=1)]
-        if len(extra):
-            what = f"case {extra[0]} ({count(len(extra), 'case')} in all), which {csv_path} lacks"
-        elif len(fuller):
-            names = list(lost.columns[lost.loc[fuller[0]]])
-            what = (f"{', '.join(names[:3])}{' …' if len(names) > 3 else ''} of case "
-                    f"{fuller[0]} ({count(len(fuller), 'such case')}), which {csv_path} lacks")
-        else:
-            return
-        raise StoreError(f"{pq_path} holds {what}: the CSV was cut short or edited, and "
-                         f"{RECORDS_PARQUET} is not rewritten from it — move {RECORDS_CSV} away "
-                         f"to go on from {RECORDS_PARQUET}, or delete {RECORDS_PARQUET} to go on "
-                         f"from {RECORDS_CSV} as it is")
 
     # -- records
 

@@ -459,6 +459,33 @@ def test_dry_run_of_a_resume_shows_what_is_left_and_is_refused_as_the_run_is(tmp
         assert n in r.stdout
 
 
+def test_a_cut_records_csv_is_refused_naming_the_record_before_any_plan(tmp_path):
+    """A records.csv cut short was read as no record before the store refused it: run said
+    the directory "already holds a run, finished with no record", --resume --dry-run exited
+    0 with every case left to do, and --resume printed that plan before its refusal.  Every
+    mode now refuses it in the store's one line, naming the record, exit 2 — and a
+    records.parquet holding a record the CSV lacks, which --dry-run passed, likewise."""
+    cfg = config(tmp_path, implementations=["torch", "atomic"])
+    out = tmp_path / "run"
+    assert cli("run", cfg, "--out", out, "--no-report").returncode == 0
+    whole = (out / "records.csv").read_bytes()
+    (out / "records.csv").write_bytes(whole[:-200])
+    for args in ([], ["--dry-run"], ["--resume", "--dry-run"], ["--resume"]):
+        r = cli("run", cfg, "--out", out, "--no-report", *args)
+        assert r.returncode == 2 and r.stdout == "", (args, r.stdout, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(
+            f"run: cannot read {out / 'records.csv'}: record 2 has ") and \
+            "the file is cut short" in lines[0], (args, r.stderr)
+    (out / "records.csv").write_bytes(b"\n".join(whole.split(b"\n")[:2]) + b"\n")
+    for args in (["--dry-run"], ["--resume", "--dry-run"]):
+        r = cli("run", cfg, "--out", out, "--no-report", *args)
+        assert r.returncode == 2 and r.stdout == "", (args, r.stdout, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert f"run: {out / 'records.parquet'} holds case " in r.stderr and \
+            f"which {out / 'records.csv'} lacks" in r.stderr, r.stderr
+
+
 def test_a_resume_of_a_complete_run_leaves_it_as_it_is(tmp_path):
     """--resume of a finished run measured the copy ceiling again, appended a resumes entry
     that measured 0, moved ended_at to its own end and rewrote the report (undoing an earlier
