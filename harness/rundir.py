@@ -126,7 +126,8 @@ def _no_dangling_link(p: Path) -> None:
 
 
 def _check_dir(p: Path, real: Path) -> None:
-    """`real`, the existing directory `p` names: empty (but for our own files) or a run's."""
+    """`real`, the existing directory `p` names: empty (but for our own files) or a run's,
+    and one that files can be made in."""
     try:
         names = [n for n in os.listdir(real) if not _ours(n)]
     except OSError as e:
@@ -134,6 +135,26 @@ def _check_dir(p: Path, real: Path) -> None:
     if names and run_dir_version(real) is None:
         raise StoreError(f"{p} is not empty and is not a normbench run directory; choose a new "
                          "or empty output directory")
+    check_writable(p, real)
+
+
+def check_writable(p: Path, real: Path | None = None) -> None:
+    """Raise StoreError unless a directory can be made in the existing directory `real`
+    (what `p` names; `p` itself by default) — tried, as _check_creatable tries a new path's
+    parent, so that --dry-run refuses what the run's first write would, and says why in the
+    system's words (a read-only file system, permission denied)."""
+    try:
+        _probe(p if real is None else real)
+    except OSError as e:
+        raise StoreError(f"cannot write to output directory {p}: {_reason(e)}") from e
+
+
+_PROBE = ".normbench-probe-"
+
+
+def _probe(base: Path) -> None:
+    """Make a directory in `base` and remove it at once; OSError where none can be made."""
+    os.rmdir(tempfile.mkdtemp(prefix=_PROBE, dir=base))
 
 
 def _check_new(p: Path) -> None:
@@ -169,15 +190,17 @@ def _check_creatable(real: Path, p: Path) -> None:
     if not base.is_dir():
         raise StoreError(f"cannot create output directory {p}: Not a directory ({base} is not one)")
     try:
-        os.rmdir(tempfile.mkdtemp(prefix=".normbench-probe-", dir=base))
+        _probe(base)
     except OSError as e:
         raise StoreError(f"cannot create output directory {p}: {_reason(e)}") from e
 
 
 def _ours(name: str) -> bool:
-    """Files a run leaves that do not make a directory anyone else's."""
-    return name in (LOCK_FILE, LOCK_INFO) or (name.startswith(".") and name.endswith(".tmp")
-                                              and any(name.startswith(f".{n}.") for n in _DATA_FILES))
+    """Files a run leaves that do not make a directory anyone else's (and the probe another
+    command's check makes there for a moment)."""
+    return name in (LOCK_FILE, LOCK_INFO) or name.startswith(_PROBE) or (
+        name.startswith(".") and name.endswith(".tmp")
+        and any(name.startswith(f".{n}.") for n in _DATA_FILES))
 
 
 def meta_format_version(meta: dict) -> int:

@@ -56,8 +56,8 @@ from normbench.harness.records_io import (  # noqa: F401  (re-exported: the stor
 from normbench.harness.rundir import (  # noqa: F401  (re-exported: the store's public names)
     FORMAT, FORMAT_VERSION, LOCK_FILE, LOCK_INFO, META_JSON, RECORDS_CSV, RECORDS_PARQUET,
     StoreError, StoreWriteError, _DATA_FILES, _atomic_write, _read_json, _reason, cannot_read,
-    check_out_dir, check_meta_types, check_run_dir, is_run_dir, meta_format_version, run_dir_version,
-    write_file_atomic)
+    check_out_dir, check_meta_types, check_run_dir, check_writable, is_run_dir, meta_format_version,
+    run_dir_version, write_file_atomic)
 from normbench.harness.schema import COLUMNS
 from normbench.harness.text import count
 
@@ -232,8 +232,7 @@ class RunStore:
             self.run_dir.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise StoreError(f"cannot create output directory {self.run_dir}: {_reason(e)}") from e
-        if not os.access(self.run_dir, os.W_OK | os.X_OK):
-            raise StoreError(f"cannot write to output directory {self.run_dir}: permission denied")
+        check_writable(self.run_dir)
 
     def _claim_lock(self) -> None:
         """Write the lock's sidecar (who holds it, for another run's error message).  The

@@ -777,6 +777,39 @@ def test_an_out_dir_that_cannot_be_made_is_refused_before_the_run(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.yaml"]   # no probe left behind
 
 
+def test_an_existing_out_dir_nothing_can_be_written_in_is_refused_with_its_reason(
+        tmp_path, monkeypatch):
+    """An existing --out on a read-only file system passed check_out_dir (run --dry-run exit
+    0) where a new path under it was refused, and the store then said "permission denied"
+    whatever the error was (os.access).  An existing directory is probed as a new one's
+    parent is, and both say the error's own reason; no probe is left behind."""
+    import errno
+    import tempfile
+    from normbench.harness.store import check_out_dir
+    empty, run = tmp_path / "empty", tmp_path / "run"
+    empty.mkdir()
+    with RunStore(run) as s:
+        s.append(full_record(0))
+
+    def read_only(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system")
+    with monkeypatch.context() as m:
+        m.setattr(tempfile, "mkdtemp", read_only)
+        for d, open_it in ((empty, lambda: RunStore(empty)),
+                           (run, lambda: RunStore(run, resume=True))):
+            want = re.escape(f"cannot write to output directory {d}: Read-only file system")
+            with pytest.raises(StoreError, match=want):
+                check_out_dir(d)
+            with pytest.raises(StoreError, match=want):
+                open_it()
+        with pytest.raises(StoreError, match="Read-only file system"):
+            check_out_dir(empty / "new")
+    check_out_dir(empty)
+    check_out_dir(run)
+    assert os.listdir(empty) == [] and len(load_records(run)) == 1
+    assert sorted(os.listdir(run)) == ["meta.json", "records.csv", "records.parquet"]
+
+
 def test_an_out_dir_through_a_part_yet_to_be_made_is_checked_as_the_directory_it_names(
         tmp_path, monkeypatch):
     """`--out new/..` names the current directory once `new` is made (mkdir -p): it was taken
