@@ -528,6 +528,13 @@ def _compare_case(key: tuple, bs: list[dict], c: dict, threshold: float, alpha: 
         return res
     for col in schema.gated(schema.TRUE_TO_FALSE):     # no ok baseline record: as a new case
         _gate_bool(res, col, ok_bs, c)
+    # the time of a wrong result is no speed: judged neither as a change nor in the geomean
+    # (as summary.competing and export leave it out) where the candidate's or every ok
+    # baseline run's result is wrong — which _gate_bool has said already (a regression, or
+    # "correct False on both sides")
+    from normbench.harness.summary import is_false
+    ok_bs = [] if is_false(c.get("correct")) else [b for b in ok_bs
+                                                  if not is_false(b.get("correct"))]
     if not ok_bs:                                      # no time to judge
         return res
     sides = [_side(b, mcol) for b in ok_bs]

@@ -776,13 +776,39 @@ def test_common_lists_one_sided_cases(tmp_path):
     assert "| flag | only in" not in md            # listed, not flagged: nothing judged
 
 
+def test_the_time_of_a_wrong_result_is_not_judged(tmp_path):
+    """A wrong result's time is no speed: where the candidate's result is incorrect, or every
+    ok baseline run's, its time is neither an improvement nor in the geomean (compare
+    counted all-zero gradients 250x faster as an improvement, the geomean 0.110) — the
+    correctness regression or flag says why; a baseline run whose result was wrong is left
+    out of the time a right candidate is judged against."""
+    a, b = _runs(tmp_path, cand_over={"atomic": dict(time_ms=0.0005, correct=False)})
+    res = cmp.compare(a, b)
+    atomic = next(c for c in res.cases if c.key["implementation"] == "atomic")
+    assert atomic.verdict == stats.NOT_COMPARED and atomic.ratio is None
+    assert atomic.is_regression and res.count(stats.IMPROVEMENT) == 0
+    assert res.geomean_ratio() is None or res.geomean_ratio() > 0.5
+    c, d = _runs(tmp_path / "both", base_over={"atomic": dict(correct=False)},
+                 cand_over={"atomic": dict(time_ms=0.0005, correct=False)})
+    res = cmp.compare(c, d)
+    atomic = next(x for x in res.cases if x.key["implementation"] == "atomic")
+    assert atomic.verdict == stats.NOT_COMPARED and not atomic.is_regression
+    assert "correct False on both sides" in atomic.flags
+    e, f = _runs(tmp_path / "right", base_over={"atomic": dict(correct=False)},
+                 cand_over={"atomic": dict(time_ms=0.0005)})
+    atomic = next(x for x in cmp.compare(e, f).cases if x.key["implementation"] == "atomic")
+    assert atomic.verdict == stats.NOT_COMPARED
+
+
 def test_markdown_noise_count_matches_summary(tmp_path):
     # both inside the noise (p20-p80 36 % wide: threshold widened to 41 %), torch also
-    # incorrect: a regression, so not "within noise" in the summary nor the details block
+    # unrepeatable though deterministic by design: a regression, so not "within noise" in the
+    # summary nor the details block
     wide = dict(spread=0.30)
     base_over = {k: wide for k in ("torch", "disjoint_block", "atomic")}
     a, b = _runs(tmp_path, base_over=base_over, cand_over={
-        "torch": dict(time_ms=0.108, spread=0.30, correct=False),
+        "torch": dict(time_ms=0.108, spread=0.30, deterministic=False, distinct_results=2,
+                      deterministic_by_design=True),
         "atomic": dict(time_ms=0.090 * 1.08, spread=0.30), "disjoint_block": wide})
     res = cmp.compare(a, b)
     assert sum(c.verdict == stats.NOISE for c in res.cases) == 2 and res.count(stats.NOISE) == 1
