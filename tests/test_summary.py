@@ -70,7 +70,13 @@ def test_a_determinism_broken_by_design_is_listed_among_the_failures_and_marked(
     recs[0] = {**recs[0], "deterministic": False, "distinct_results": 2}   # det_a at 8
     bad = pd.Series(recs[0])
     assert sections._failure_kind(bad) == "not deterministic, though by design"
-    assert sections._failure_text(bad).startswith("2 distinct results over its repeats")
+    # in R repeats and the last timed call, as the README and export say it: "3 distinct
+    # results over its repeats" read impossible at 2 repeats
+    assert sections._failure_text(bad).startswith(
+        f"2 distinct results in {int(bad['repeats'])} repeats")
+    both = pd.Series({**recs[0], "distinct_results": 3, "repeats": 2, "last_call_compared": True})
+    assert sections._failure_text(both).startswith(
+        "3 distinct results in 2 repeats and the last timed call")
     df = pd.DataFrame([recs[0], *recs[2:]])          # det_a's only record
     out = io.StringIO()
     print_tables(df, {}, Console(file=out, width=250, color_system=None))

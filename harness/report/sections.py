@@ -100,9 +100,11 @@ def _failure_text(r) -> str:
     if r["status"] == "ok" and r["correct"] is None:
         return err or "the record carries no correctness verdict"
     if r["status"] == "ok" and summary.is_true(r["correct"]) and summary.not_repeatable(r):
-        n = r.get("distinct_results")
+        n, rep = r.get("distinct_results"), r.get("repeats")
+        among = ("its repeats" if na(rep) else
+                 schema.compared_calls(int(rep), r.get("last_call_compared")))
         detail = ("other bits when repeated" if na(n) else
-                  f"{int(n)} distinct results over its repeats") + \
+                  f"{int(n)} distinct results in {among}") + \
             ", though its implementation is deterministic by design"
         return f"{detail}; {err}" if err else detail
     if r["status"] == "ok" and r["correct"] is True:
