@@ -299,8 +299,8 @@ def check_args(args) -> str:
     """Why the arguments cannot be timed (one line, naming the argument), or "": each shape
     ROWSxD with both >= 1 and none twice (the summary and ab.csv key on it), --rounds >= 1,
     --rep finite and > 0, a known --norm, and --device one this machine has."""
-    if tune.shapes_problem(args.shapes):
-        return tune.shapes_problem(args.shapes)
+    if why := tune.shapes_problem(args.shapes):
+        return why
     if args.rounds < 1:
         return f"--rounds {args.rounds}: at least 1"
     if args.norm not in NORMS:

@@ -11,7 +11,8 @@ flushed before each sample: the harness's timing), then the reduce alone on that
 partial rows (L2 flushed too, so the partials come from DRAM, where in a call the main kernel
 has just written them).  Appends each to reduce.csv as it goes; prints the best per shape.
 The arguments are checked before anything is timed: a shape that is not ROWSxD with both
->= 1, an unknown norm or a name without the reduce kernel is one line, exit 2.
+>= 1 or is given twice, a --rep not finite and > 0, a --device this machine lacks, an unknown
+norm or a name without the reduce kernel is one line, exit 2.
 """
 from __future__ import annotations
 
@@ -54,10 +55,9 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     ap.add_argument("--device", default="cuda")
     a = ap.parse_args()
-    if tune.shapes_problem(a.shapes):   # before anything is timed: ROWSxD, both >= 1, once
-        ap.error(tune.shapes_problem(a.shapes))
-    if tune.run_problem(a.rep, a.device):
-        ap.error(tune.run_problem(a.rep, a.device))
+    # before anything is timed: ROWSxD, both >= 1, each once; --rep and --device
+    if why := tune.shapes_problem(a.shapes) or tune.run_problem(a.rep, a.device):
+        ap.error(why)
     shapes = [(text, *tune.parse_shapes(text)[0]) for text in a.shapes.split(",")]
     for norm in a.norms.split(","):
         if norm not in NORMS:

@@ -24,8 +24,9 @@ the same code — compiled code on a GPU — and launched, the first kernel's co
 warps as launched), beside the parameters asked for.
 Prints the best configuration per shape and strategy, and where `groups=auto` and the
 default parameters land against that best.  The arguments are checked before anything is
-timed: an unregistered name, a shape that is not ROWSxD with both >= 1, an unknown dtype or
-norm, or --passes < 1 is one line, exit 2.
+timed: an unregistered name, a shape that is not ROWSxD with both >= 1 or is given twice, an
+unknown dtype or norm, --passes < 1, a --rep not finite and > 0 or a --device this machine
+lacks is one line, exit 2.
 Results and their reading go into docs/PERF_NOTES.md.
 """
 from __future__ import annotations
@@ -461,8 +462,8 @@ def checked_args(ap, args) -> list[tuple[int, int]]:
             strategies.get(name)
         except KeyError as err:
             ap.error(f"--names: {err.args[0]}")
-    if args.shapes and shapes_problem(args.shapes):
-        ap.error(shapes_problem(args.shapes))
+    if args.shapes and (why := shapes_problem(args.shapes)):
+        ap.error(why)
     shapes = parse_shapes(args.shapes) if args.shapes else SHAPES
     for norm in args.norms.split(","):
         if norm not in NORMS:
@@ -473,8 +474,8 @@ def checked_args(ap, args) -> list[tuple[int, int]]:
         ap.error(f"--weight-dtype {args.weight_dtype!r}: same or one of {', '.join(DTYPES)}")
     if args.passes < 1:
         ap.error(f"--passes {args.passes}: at least 1")
-    if run_problem(args.rep, args.device):
-        ap.error(run_problem(args.rep, args.device))
+    if why := run_problem(args.rep, args.device):
+        ap.error(why)
     return shapes
 
 

@@ -853,15 +853,22 @@ def test_the_reduce_kernel_is_declared_where_reduce_partials_is_called():
     assert not strategies.get("disjoint_fused").reduce_kernel
 
 
+def _refused(monkeypatch, capsys, main, argv: list) -> str:
+    """`main` (a bench script's) run with sys.argv `argv`: it must exit 2 (argparse's error);
+    the last line of its stderr."""
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit) as exc:
+        main()
+    assert exc.value.code == 2
+    return capsys.readouterr().err.strip().splitlines()[-1]
+
+
 def test_reduce_tune_refuses_a_strategy_without_the_reduce_kernel(monkeypatch, capsys):
     import reduce_tune
-    monkeypatch.setattr(sys, "argv", ["reduce_tune.py", "--names", "disjoint_fused",
-                                      "--device", "cpu", "--out", "/nonexistent/never"])
-    with pytest.raises(SystemExit) as exc:
-        reduce_tune.main()
-    assert exc.value.code == 2
-    assert "disjoint_fused: its registration declares no separate reduce kernel" in \
-        capsys.readouterr().err
+    err = _refused(monkeypatch, capsys, reduce_tune.main, [
+        "reduce_tune.py", "--names", "disjoint_fused", "--device", "cpu", "--out",
+        "/nonexistent/never"])
+    assert "disjoint_fused: its registration declares no separate reduce kernel" in err
 
 
 @pytest.mark.parametrize("args,why", [
@@ -886,13 +893,10 @@ def test_tune_refuses_bad_arguments_before_the_sweep(tmp_path, monkeypatch, caps
             "--shapes": "4x128", "--out": str(tmp_path / "out")}
     for k in args[::2]:
         base.pop(k, None)
-    monkeypatch.setattr(sys, "argv", ["tune.py", *[x for kv in base.items() for x in kv],
-                                      "--round12", *args])
     monkeypatch.setattr(tune.timing, "bench", lambda *a, **k: pytest.fail("timed"))
-    with pytest.raises(SystemExit) as exc:
-        tune.main()
-    err = capsys.readouterr().err.strip().splitlines()
-    assert exc.value.code == 2 and why in err[-1] and err[-1].startswith("tune.py: error: ")
+    err = _refused(monkeypatch, capsys, tune.main, [
+        "tune.py", *[x for kv in base.items() for x in kv], "--round12", *args])
+    assert why in err and err.startswith("tune.py: error: ")
     assert not (tmp_path / "out").exists()
 
 
@@ -901,14 +905,10 @@ def test_tune_takes_one_selection_of_candidates(tmp_path, monkeypatch, capsys):
     the round's: two selections are refused in one line, exit 2; and --new-only's help says
     what it times (round 8's GROUPS at d <= 2048), not "the newest round's"."""
     for sel in (["--round9", "--round10"], ["--new-only", "--round22"]):
-        monkeypatch.setattr(sys, "argv", ["tune.py", "--device", "cpu", "--names",
-                                          "disjoint_block", "--norms", "rmsnorm", "--shapes",
-                                          "4x128", "--rep", "1", "--out", str(tmp_path / "out"),
-                                          *sel])
-        with pytest.raises(SystemExit) as exc:
-            tune.main()
-        err = capsys.readouterr().err.strip().splitlines()
-        assert exc.value.code == 2 and "not allowed with argument" in err[-1], err
+        err = _refused(monkeypatch, capsys, tune.main, [
+            "tune.py", "--device", "cpu", "--names", "disjoint_block", "--norms", "rmsnorm",
+            "--shapes", "4x128", "--rep", "1", "--out", str(tmp_path / "out"), *sel])
+        assert "not allowed with argument" in err, err
     assert not (tmp_path / "out").exists()
     monkeypatch.setattr(sys, "argv", ["tune.py", "--help"])
     with pytest.raises(SystemExit):
@@ -925,17 +925,15 @@ def test_tune_takes_one_selection_of_candidates(tmp_path, monkeypatch, capsys):
     (["--rep", "-1"], "--rep -1.0: a repetition time in ms, finite and > 0"),
     (["--device", "cuda:7"], "--device:"),
 ])
-def test_reduce_tune_refuses_bad_shapes_and_norms(tmp_path, monkeypatch, capsys, args, why):
+def test_reduce_tune_refuses_bad_arguments_before_the_sweep(tmp_path, monkeypatch, capsys,
+                                                           args, why):
     """--shapes and --norms were parsed unguarded (a ValueError traceback, or an unknown norm
     reaching make_inputs after reduce.csv was begun), --rep, --device and a shape given twice
     not checked: one line, exit 2, nothing written."""
     import reduce_tune
-    monkeypatch.setattr(sys, "argv", ["reduce_tune.py", "--device", "cpu", "--out",
-                                      str(tmp_path / "out"), *args])
-    with pytest.raises(SystemExit) as exc:
-        reduce_tune.main()
-    err = capsys.readouterr().err.strip().splitlines()
-    assert exc.value.code == 2 and why in err[-1] and err[-1].startswith("reduce_tune.py: error:")
+    err = _refused(monkeypatch, capsys, reduce_tune.main, [
+        "reduce_tune.py", "--device", "cpu", "--out", str(tmp_path / "out"), *args])
+    assert why in err and err.startswith("reduce_tune.py: error:")
     assert not (tmp_path / "out").exists()
 
 
