@@ -337,7 +337,7 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
     if not cases and not (shard_meta and whole):
         fail("run: nothing to run")
     from normbench.harness.isolate import WorkerStartError
-    from normbench.harness.run import (default_out_dir, execute, held_keys, is_complete,
+    from normbench.harness.run import (default_out_dir, execute, is_complete,
                                        preflight, repair_closed)
     from normbench.harness.store import StoreError, StoreWriteError
     try:
@@ -347,10 +347,9 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
     if fresh_dir:
         say(err, f"run --resume: {out_dir} does not exist yet: a new run starts there")
     try:        # refused before anything runs, --dry-run included: it shows what run does
-        if out_dir is not None:
-            preflight(sweep, out_dir, resume=resume, force_resume=force_resume,
-                      device=executor is None, shard=shard_meta)
-        held = held_keys(out_dir) if resume and out_dir is not None else set()
+        held = set() if out_dir is None else preflight(
+            sweep, out_dir, resume=resume, force_resume=force_resume, device=executor is None,
+            shard=shard_meta)
     except StoreError as e:
         fail(f"run: {e}")
     left = [c for c in cases if c.key not in held]

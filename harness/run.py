@@ -96,16 +96,18 @@ def _here(facts: dict | None) -> tuple[str, bool]:
 
 
 def preflight(sweep: Sweep, out_dir: Path, *, resume: bool, force_resume: bool = False,
-              device: bool = True, shard: dict | None = None) -> None:
+              device: bool = True, shard: dict | None = None) -> set:
     """Refuse, before anything is measured, what execute() would refuse: a directory that is
     not ours, records the store cannot read (a records.csv cut short), a resume across
     configs or devices (unless forced), or as another shard.  StoreError, one line.
     device=False: the cases run elsewhere (a cluster), whose device execute() checks.
-    shard: the shard entry of this run (shard.meta_entry), or None."""
+    shard: the shard entry of this run (shard.meta_entry), or None.  Returns the case keys
+    the directory holds records of (held_keys, from the same one read of them)."""
     check_out_dir(out_dir)
     check_not_in_use(out_dir)
     # RunStore refuses all this too, after the status line
-    held = _held(out_dir) if Path(out_dir).is_dir() else 0
+    frame = stored_records(out_dir) if Path(out_dir).is_dir() else None
+    held = 0 if frame is None else len(frame)
     if not resume and Path(out_dir).is_dir():
         if held:
             raise StoreError(f"{out_dir} already holds {count(held, 'record')}; use --resume to finish "
@@ -118,11 +120,11 @@ def preflight(sweep: Sweep, out_dir: Path, *, resume: bool, force_resume: bool =
     if meta is not None:
         _check_shard(meta, shard, out_dir)
     if meta is not None and not force_resume:
-        # the records are counted only where meta cannot say
         why = resume_mismatch(meta, sweep, device=device, held=held)
         if why:
             raise StoreError(f"cannot resume {out_dir}: {'; '.join(why)} "
                              "(--force-resume resumes anyway and records both in meta.json)")
+    return set() if frame is None else set(frame["case_id"].dropna())
 
 
 def discard_if_empty(out_dir, up_to=None) -> None:
