@@ -329,10 +329,13 @@ def _stack(facts: dict | None) -> dict:
             "package_versions": got.get("package_versions"), "plugins": got.get("plugins")}
 
 
-def _ended(store: RunStore, completed: bool, wrote: str | None, measured: int) -> None:
+def _ended(store: RunStore, completed: bool, wrote: str | None, measured: int,
+           earlier: bool = True) -> None:
     """meta.json as the sweep stops: when, and whether its plan is done (with a merge's
     missing cases as they are now, a resume's count of its records).  Nothing where this
-    command wrote no meta (`wrote` None: it stopped before, meta.json is as it was)."""
+    command wrote no meta (`wrote` None: it stopped before, meta.json is as it was).
+    earlier: whether the run was complete before this command (a resume: its meta.json's
+    `completed` as it found it; a new run: True), for a plan that cannot be rebuilt."""
     if wrote:
         done = store.done_keys()
         merge = _merge_now(store, completed, done)
@@ -341,7 +344,7 @@ def _ended(store: RunStore, completed: bool, wrote: str | None, measured: int) -
         whole = _merge_whole(merge.get("merge", store.meta.get("merge")), done)
         # nor is a run whose first invocation stopped early complete when a resume narrowed
         # by --only has measured its own cases: the plan is every invocation's
-        whole = whole and (not completed or _plan_done(store.meta, done))
+        whole = whole and (not completed or _plan_done(store.meta, done, earlier))
         store.update_meta(ended_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                           completed=completed and whole, **merge,
                           **_counted(store, wrote, measured))
@@ -381,14 +384,17 @@ def _merge_now(store: RunStore, completed: bool = False, done: set | None = None
     return {"merge": new} if new != merge else {}
 
 
-def _plan_done(meta: dict, done: set) -> bool:
+def _plan_done(meta: dict, done: set, earlier: bool = True) -> bool:
     """Every case of the run's plan is in the directory, where this invocation was narrowed
     by --only: the plan rebuilt from meta.json as the report counts it (replan.rebuild: the
     config, narrowed by the union of its invocations' --only -- a resume's --only adds to
     the plan, it does not replace it); a shard's, its own keys.  True where this invocation
     ran all it planned (no --only: the cases `execute` was given, a sweep built in Python
-    passes a plan of its own), where the plan cannot be rebuilt (meta.json cannot say it) and
-    for a merge (_merge_whole judges it)."""
+    passes a plan of its own) and for a merge (_merge_whole judges it).  Where the plan
+    cannot be rebuilt (meta.json cannot say it, or it names an implementation neither
+    registered here nor recorded: a plugin not loaded, whose cases --only left out), nothing
+    shows the rest of it measured: `earlier`, whether the run was complete before this
+    invocation (a new run's --only is all it planned)."""
     calls = meta.get("invocations")
     if not (isinstance(calls, list) and calls and isinstance(calls[-1], dict)) or \
             invocation_only(calls[-1]) is None:
@@ -400,7 +406,7 @@ def _plan_done(meta: dict, done: set) -> bool:
     if isinstance(meta.get("merge"), dict):
         return True
     plan = rebuild(meta, done)
-    return plan is None or set(plan.keys) <= done
+    return earlier if plan is None else set(plan.keys) <= done
 
 
 def _merge_whole(merge, done: set) -> bool:
@@ -450,6 +456,8 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
         _check_shard(meta, shard, out_dir)
         facts = executor.start(console) if executor is not None else None
         fresh = not meta.get("device_name")
+        # a resume's plan that cannot be rebuilt is done only where it was before (_plan_done)
+        earlier = fresh or meta.get("completed") is True
         if fresh:                            # new, or stopped before its meta was complete
             meta = _new_meta(sweep, console, facts, implementations, only)
             if shard:
@@ -538,7 +546,7 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
                         keep(_annotated(unkept), _label(case))
                         unkept = None
                     raise_if_stopping()
-        _ended(store, True, wrote, outcome.measured)
+        _ended(store, True, wrote, outcome.measured, earlier)
         outcome.finished = True
     except BaseException as e:       # Interrupted, KeyboardInterrupt, or one wrapping them
         i = interruption(e)

@@ -1352,6 +1352,26 @@ def test_discard_if_empty_removes_the_parents_the_run_made(tmp_path):
     assert not out.exists() and (tmp_path / "nest" / "a").exists()
 
 
+def test_a_resume_whose_only_leaves_out_a_plugin_not_loaded_leaves_a_stopped_run_incomplete(
+        tmp_path):
+    """A run stopped before a plugin's cases, resumed without the plugin and an --only of
+    the rest: its plan cannot be rebuilt (the plugin neither registered nor recorded here),
+    and that was read as done — completed: true with the plugin's cases never measured.
+    It stays incomplete; a plan rebuilt does not decide it, what the run was before does."""
+    from normbench.harness.store import load_meta
+    cfg = config(tmp_path)                                              # names none
+    d = tmp_path / "run"
+    r = cli("run", cfg, "--out", d, "--no-report", "--only", "torch")
+    assert r.returncode == 0, r.stderr
+    meta = load_meta(d)     # as if it planned torch and a plugin `ni`, and stopped after torch
+    meta.update(completed=False, plan_implementations=["torch", "ni"],
+                invocations=[{**e, "only": None} for e in meta["invocations"]])
+    (d / "meta.json").write_text(json.dumps(meta))
+    r = cli("run", cfg, "--out", d, "--resume", "--no-report", "--only", "torch")
+    assert r.returncode == 0, r.stderr
+    assert load_meta(d)["completed"] is False and len(load_records(d)) == 1
+
+
 def test_a_resume_narrowed_by_only_leaves_a_stopped_run_incomplete(torch_only_run, tmp_path):
     """A whole run stopped early, then resumed with --only torch: the resume measured what
     its --only left and wrote completed: true, though disjoint_block's case of the first
