@@ -264,7 +264,7 @@ def register(name: str, *, kind: str, deterministic_by_design: bool, uses_groups
         add(Entry(
             name=name, kind=kind, deterministic_by_design=deterministic_by_design,
             uses_groups=uses_groups, fn=fn, doc=doc or _first_line(fn.__doc__),
-            auto_groups=_four_args(auto_groups), workspace=workspace or _no_workspace,
+            auto_groups=auto_groups, workspace=workspace or _no_workspace,
             writers=writers, launch=launch, contention=contention, max_groups=max_groups,
             partition=partition, reduce_kernel=bool(reduce_kernel)))
         if launch is not None:
@@ -307,10 +307,12 @@ def _check_type(name, field_name: str, value, want: type) -> None:
 
 
 def _check_fields(e: Entry) -> None:
-    """The declared fields are of their types, and the function takes the call, so that a
-    plugin's mistake is one line when it loads (PluginError, exit 2), not a traceback at its
-    first record (a flag of 1 that the boolean column refuses), in `list` (a doc of 5), a
-    model called with nonsense or every record a TypeError (a function without `groups`)."""
+    """The declared fields are of their types, and the function and each rule take their
+    calls, so that a plugin's mistake is one line when it loads (PluginError, exit 2), not a
+    traceback at its first record (a flag of 1 that the boolean column refuses), in `list` (a
+    doc of 5), a model called with nonsense or every record a TypeError (a function without
+    `groups`, a writers rule without GROUPS).  An auto_groups of the older form (rows, d,
+    sms) is wrapped to take the launch parameters too (_four_args)."""
     _check_kind(e.kind)
     for flag in ("deterministic_by_design", "uses_groups"):
         if not isinstance(getattr(e, flag), bool):       # strictly: 1 is not True here
@@ -329,11 +331,14 @@ def _check_fields(e: Entry) -> None:
     # reason as given, where it is a plain field: a subclass's property (peers') is its probe
     if not isinstance(vars(e).get("reason", ""), str):
         raise TypeError(f"implementation {e.name!r}: reason must be a str, got {e.reason!r}")
-    for rule in ("auto_groups", "workspace", "writers", "max_groups"):
+    for rule in _RULE_CALLS:
         value = getattr(e, rule)
         if value is not None and not callable(value):
             raise TypeError(f"implementation {e.name!r}: {rule} must be a function or None, "
                             f"got {value!r}")
+        if value is not None:
+            _check_rule_signature(e.name, rule, value)
+    e.auto_groups = _four_args(e.auto_groups)
     if e.workspace is None:
         e.workspace = _no_workspace
     _check_type(e.name, "launch", e.launch, _tuning.Rule)
@@ -341,6 +346,40 @@ def _check_fields(e: Entry) -> None:
     if not isinstance(e.partition, str) or e.partition not in PARTITIONS:
         raise ValueError(f"implementation {e.name!r}: partition must be one of "
                          f"{', '.join(map(repr, PARTITIONS))}, got {e.partition!r}")
+
+
+# each rule's arguments as the harness calls it (Entry.effective_groups, workspace_at,
+# writers_per_slot, measure's writers_per_slot column)
+_RULE_CALLS = {"auto_groups": ("rows", "d", "sms", "launch"),
+               "workspace": ("rows", "d", "groups", "has_bias"),
+               "writers": ("rows", "groups"), "max_groups": ("rows", "d", "launch")}
+
+
+def _check_rule_signature(name: str, rule: str, value: Callable) -> None:
+    """`value` can be called as the harness calls `rule` (_RULE_CALLS, positionally): a
+    writers of (rows) or a workspace of (rows, d) passed `list`, then every record was its
+    TypeError.  An auto_groups of the older form, three parameters, is called without launch
+    (_four_args); a workspace model that takes `weight_dtype` is called with it too
+    (workspace_at).  A callable whose signature Python cannot read is taken as it is, as
+    _check_signature takes one."""
+    try:
+        sig = inspect.signature(value)
+    except (TypeError, ValueError):
+        return
+    args = _RULE_CALLS[rule]
+    if rule == "auto_groups" and len(sig.parameters) == 3:
+        args = args[:3]
+    calls = [{}]
+    if rule == "workspace" and _takes_weight_dtype(value):
+        calls.append({"weight_dtype": None})
+    for keywords in calls:
+        try:
+            sig.bind(*args, **keywords)
+        except TypeError as e:
+            label = getattr(value, "__name__", type(value).__name__)
+            call = ", ".join([*args, *(f"{k}=..." for k in keywords)])
+            raise TypeError(f"implementation {name!r}: its {rule} rule {label}{sig} cannot be "
+                            f"called as {rule}({call}): {e}") from None
 
 
 def _check_signature(name: str, fn: Callable) -> None:

@@ -2,6 +2,7 @@
 plugin loads), and a GROUPS rule whose answer is no GROUPS is the case's error, not a record."""
 import functools
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -162,6 +163,55 @@ def test_a_plugin_with_a_wrong_signature_is_one_line_when_it_loads(tmp_path):
     assert err[0].startswith("plugin nb_sig (NORMBENCH_PLUGINS) cannot be loaded: TypeError: "
                              "implementation 'nb_sig': its function f(x, dy, weight, mean, rstd) "
                              "cannot be called"), err[0]
+
+
+def _ws_no_dtype(rows, d, g, has_bias, weight_dtype):
+    return 0
+
+
+@pytest.mark.parametrize("rule, value, call", [
+    ("writers", lambda rows: rows, "writers(rows, groups)"),
+    ("workspace", lambda rows, d: 0, "workspace(rows, d, groups, has_bias)"),
+    # takes weight_dtype, so it is called with it, and without it where it is not known
+    ("workspace", _ws_no_dtype, "workspace(rows, d, groups, has_bias)"),
+    ("max_groups", lambda rows, d, launch, sms: 4, "max_groups(rows, d, launch)"),
+    ("auto_groups", lambda rows, d: 4, "auto_groups(rows, d, sms, launch)"),
+    ("auto_groups", lambda rows, d, sms, launch, extra: 4, "auto_groups(rows, d, sms, launch)"),
+    ("auto_groups", lambda rows, d, *, sms: 4, "auto_groups(rows, d, sms)")])
+def test_a_rule_that_cannot_take_its_call_is_refused_at_registration(registry, rule, value,
+                                                                     call):
+    """writers=lambda rows: ... (or a workspace, max_groups or auto_groups rule of the wrong
+    arity) passed `list`, then every record was its TypeError."""
+    with pytest.raises(TypeError, match=rf"implementation 'x_rule': its {rule} rule .* cannot "
+                                        rf"be called as {re.escape(call)}: "):
+        _registry.register("x_rule", kind="strategy", deterministic_by_design=True,
+                           uses_groups=True, **{rule: value})(_fn)
+    assert "x_rule" not in _registry.known()
+
+
+@pytest.mark.parametrize("rules", [
+    dict(writers=lambda rows, g: 1, max_groups=lambda rows, d, launch: 2,
+         auto_groups=lambda rows, d, sms, launch=None: 2,
+         workspace=lambda rows, d, g, has_bias, *, weight_dtype=None: 0),
+    dict(auto_groups=lambda rows, d, sms: 2, workspace=lambda rows, d, g, has_bias: 0),
+    dict(writers=lambda *a: 1, workspace=lambda *a, **k: 0, max_groups=_Unreadable()),
+    dict(writers=max, max_groups=min),       # builtins: no signature to read, taken
+    dict(contention=strategies.Contention(writers="rows/groups", partial_rows="groups"))])
+def test_rules_that_can_take_their_calls_are_registered(registry, rules):
+    _registry.register("x_rules", kind="strategy", deterministic_by_design=True,
+                       uses_groups=True, **rules)(_fn)
+    e = _registry.get("x_rules")
+    if "auto_groups" in rules:            # the older form called without launch
+        assert e.effective_groups(8, 16, None, "cpu") == 2
+
+
+def test_a_plugin_with_a_rule_of_the_wrong_signature_is_one_line_when_it_loads(tmp_path):
+    err = _list_with_plugin(tmp_path, "nb_rule", "deterministic_by_design=True, "
+                            "writers=lambda rows: rows",
+                            "def f(x, dy, weight, mean, rstd, *, groups=None):")
+    assert err[0].startswith("plugin nb_rule (NORMBENCH_PLUGINS) cannot be loaded: TypeError: "
+                             "implementation 'nb_rule': its writers rule <lambda>(rows) cannot "
+                             "be called as writers(rows, groups)"), err[0]
 
 
 @pytest.mark.parametrize("name", ["grouped_atomic", "spin_lock"])
