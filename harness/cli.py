@@ -398,7 +398,7 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
             fail(f"run: {e}")
     try:
         # a directory this run makes (--out naming none yet, or runs/NAME-TIME) is removed
-        # if the cluster fails before a record is kept
+        # if the cluster or the isolate worker fails before a record is kept
         # judged on the path the kernel will use (realpath: `newdir/../x` is x, which may be
         # there already — read as text, the run took it for its own and removed it)
         real = Path(os.path.realpath(out_dir)) if out_dir is not None else None
@@ -423,6 +423,9 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
     except StoreError as e:
         fail(f"run: {e}")
     except WorkerStartError as e:
+        if made:            # nothing recorded: the directory this run made goes, as a cluster's
+            from normbench.harness.run import discard_if_empty
+            discard_if_empty(real or out_dir, up_to=top)
         fail(f"run: the isolate worker could not start or get ready, so no case can run: {e}", 1)
     except Exception as e:
         from normbench.harness.distributed import ClusterError

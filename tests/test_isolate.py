@@ -265,8 +265,9 @@ def test_a_plugin_the_worker_cannot_load_is_no_payloads_error(worker):
 
 def test_isolate_stops_when_a_plugin_loads_only_in_the_parent(tmp_path):
     """--isolate with a plugin that fails in the worker only: every case, the built-ins' too,
-    was an error record (exit 0), and --resume kept them.  Now one line, nothing recorded, and
-    --resume (here without --isolate) measures the case."""
+    was an error record (exit 0), and --resume kept them.  Now one line, nothing recorded and
+    no directory the run made left (an empty run was: the same command without --isolate was
+    then refused, "already holds a run ... use --resume"); that command measures the case."""
     import json
     from normbench.harness.store import load_records
     (tmp_path / "nb_parent_only.py").write_text(
@@ -280,7 +281,7 @@ def test_isolate_stops_when_a_plugin_loads_only_in_the_parent(tmp_path):
         "implementations": ["torch"]}))
     env = {**os.environ, "NORMBENCH_PLUGINS": "nb_parent_only", "NORMBENCH_QUIET": "1",
            "PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}", "COLUMNS": "200"}
-    out = tmp_path / "o"
+    out = tmp_path / "new" / "o"
 
     def run(*extra):
         return subprocess.run([sys.executable, str(REPO / "run_bench.py"), "run", str(cfg),
@@ -291,8 +292,8 @@ def test_isolate_stops_when_a_plugin_loads_only_in_the_parent(tmp_path):
     assert r.returncode == 1, r.stderr.decode()
     assert "could not get ready" in err[-1] and "plugin nb_parent_only" in err[-1]
     assert not any("Traceback" in ln for ln in err)
-    assert len(load_records(out)) == 0
-    r = run("--resume")
+    assert not (tmp_path / "new").exists()          # neither --out nor the parent it made
+    r = run()                                       # the same command, without --isolate
     assert r.returncode == 0, r.stderr.decode()
     df = load_records(out)
     assert list(df["status"]) == ["ok"] and list(df["implementation"]) == ["torch"]
