@@ -220,7 +220,7 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
         exclusive_below_us: Optional[float] = typer.Option(
             None, "--exclusive-below-us", metavar="X", help="with --gpus/--scheduler: cases "
             "whose estimated or measured call time is below X µs, or whose measured call is "
-            "host-bound, are measured with nothing else running on their host"),
+            "host-bound, are measured with none of the run's other cases on their host"),
         strict: bool = typer.Option(False, "--strict", help="exit 1 when any record is not ok "
                                     "(error, skipped, timeout), is incorrect against the fp64 "
                                     "reference, or is not bitwise repeatable although its "

@@ -14,7 +14,8 @@ per GPU, CUDA_VISIBLE_DEVICES and CPU affinity set per worker).  This module is 
 * records stream back as they finish and `execute` (harness/run.py) alone writes them through
   the store: atomic records, the lock and resume hold unchanged;
 * `--exclusive-below-us X`: a case whose estimated call time is below X µs waits until the
-  shared cases are handed out and then runs with nothing else on its host; so does a case
+  shared cases are handed out and then runs with no other case of the run on its host (another
+  process measuring there it cannot hold off: hostload.contention_note says so); so does a case
   measured next to others whose measured call took under X µs or was host-bound (the
   concurrent measurement is dropped for the exclusive one);
 * a worker that dies while measuring (the Dask worker itself: kill -9) costs that case, an
@@ -494,7 +495,7 @@ class Executor:
         exclusive re-run.  ClusterError where the task stands for no measurement (_record)."""
         from normbench.harness.measure import failed_record
         case, host, alone, _ = in_flight[fut]
-        rec = _record(fut, case, settings, failed_record, stopping_s)
+        rec = _record(fut, case, settings, failed_record, stopping_s, apart=alone)
         self._note_worker(fut)
         del in_flight[fut]      # once fetched: a stop while it is fetched finds it in flight
         if not queue.finished(host, case, alone, rec):
@@ -649,7 +650,7 @@ def _noted(rec: dict, note: str) -> dict:
     return {**rec, "notes": f"{old}; {note}" if isinstance(old, str) and old else note}
 
 
-def _record(fut, case, settings, failed_record, stopping_s=None) -> dict:
+def _record(fut, case, settings, failed_record, stopping_s=None, apart=False) -> dict:
     """The record of a finished task, or the failure it stands for.  stopping_s: the run is
     stopping — the result is fetched within stopping_s seconds, and a crash of the case's
     measuring child is ClusterError (no record: the stop's signal may have killed it).
@@ -663,7 +664,9 @@ def _record(fut, case, settings, failed_record, stopping_s=None) -> dict:
     died while it ran the task (KilledWorker) — the case's own crash, an `error` record.  A
     worker that does not know the case's implementation (gpuworker.UnknownImplementation: a
     plugin its node lacks) is the cluster's failure too: recorded as an `error`, --resume
-    skipped a case never measured."""
+    skipped a case never measured.  apart: the case ran with none of this run's beside it
+    on its host (exclusive: Queue), so its neighbours were another process's (the note of
+    hostload.contention_note)."""
     from normbench.harness.measure import Settings
     try:
         out = fut.result(stopping_s) if stopping_s is not None else fut.result()
@@ -690,7 +693,7 @@ def _record(fut, case, settings, failed_record, stopping_s=None) -> dict:
     else:
         status, error = out["failed"]
         rec = failed_record(case, Settings(**out["settings"]), status, error, out["duration_s"])
-    return hostload.annotate(rec, out["where"], out["concurrent_cases"])
+    return hostload.annotate(rec, out["where"], out["concurrent_cases"], apart)
 
 
 def gpu_entry(f: dict) -> dict:

@@ -145,8 +145,9 @@ def _caveat_counts(rows: list[tuple[str, dict, schema.Column]], timer: str | Non
         slow and f"{slow}{of} are CPU wall-clock timing under the Triton interpreter: they say "
                  "nothing about GPU speed",
         busy and f"{busy}{of} are host-bound calls measured while other cases ran on their "
-                 "host: they may be inflated by host contention (--exclusive-below-us runs "
-                 "such cases alone)") if n)
+                 "host: they may be inflated by host contention (time them with nothing else "
+                 "measuring on the host; --exclusive-below-us keeps a --gpus/--scheduler "
+                 "run's own cases apart)") if n)
 
 
 def coverage_note(run_dir, records, meta: dict) -> tuple[str, ...]:

@@ -171,17 +171,30 @@ def host_dominated(rec: dict) -> bool | None:
     return t < HOST_BOUND_MS
 
 
-def contention_note(rec: dict) -> str | None:
+def contention_note(rec: dict, apart: bool = False) -> str | None:
     """The note for a record measured next to other cases on its host whose call time host
-    time decides — such a time may be inflated by the neighbours; None otherwise."""
+    time decides — such a time may be inflated by the neighbours; None otherwise.
+
+    The count is the host's, whoever measured: it does not say whose the neighbours were.
+    apart: the run measured no other case on that host meanwhile (a plain run measures one
+    case at a time; a --gpus/--scheduler run's case measured alone, --exclusive-below-us),
+    so they were another process's, which no flag of this run holds off: the note says to
+    time it again with nothing else measuring there.  Otherwise (a --gpus/--scheduler run's
+    case measured beside its own, or a record read back, where that is not known) they may
+    be the run's own, which --exclusive-below-us keeps apart, or another process's."""
     n = _num(rec.get("concurrent_cases"))
     if n is None or n <= 1 or rec.get("status") != "ok" or not host_dominated(rec):
         return None
     host = rec.get("hostname")
     host = "its host" if is_missing(host) or not str(host) else str(host)
-    return (f"host-bound call measured while {int(n)} cases ran on {host}"
-            f": the time may be inflated by host contention (--exclusive-below-us runs such "
-            f"cases alone)")
+    said = f"host-bound call measured while {int(n)} cases ran on {host}"
+    if apart:
+        return (f"{said}, none of the others this run's: the time may be inflated by another "
+                "process's load on the host; time it again with nothing else measuring there")
+    return (f"{said}: the time may be inflated by host contention (--exclusive-below-us "
+            "measures such cases of a --gpus/--scheduler run with none of its own beside them; "
+            "another process's load it does not hold off: time it with nothing else measuring "
+            "on the host)")
 
 
 def flag_contended(df):
@@ -191,12 +204,13 @@ def flag_contended(df):
                      index=df.index, dtype="boolean")
 
 
-def annotate(rec: dict, where: dict, count: int | None) -> dict:
+def annotate(rec: dict, where: dict, count: int | None, apart: bool = False) -> dict:
     """`rec` with where it ran (hostname, gpu_index, gpu_uuid), `concurrent_cases`, and the
-    contention note in `notes` when the schema has that column."""
+    contention note in `notes` when the schema has that column (apart: the run measured no
+    other case on its host meanwhile, contention_note)."""
     from normbench.harness.schema import COLUMNS
     rec.update(where, concurrent_cases=count)
-    note = contention_note(rec)
+    note = contention_note(rec, apart)
     if note and "notes" in COLUMNS:
         rec["notes"] = "; ".join(n for n in (rec.get("notes") or None, note) if n)
     return rec

@@ -616,9 +616,10 @@ def _close(worker, executor, store: RunStore, outcome: Outcome, wrote: str | Non
 
 def _annotated(unkept: tuple) -> dict:
     """The record of `unkept` (case, record, its hostload.track, where it ran) as it is
-    stored: a copy with where it ran and the host's load while it was measured."""
+    stored: a copy with where it ran and the host's load while it was measured — another
+    process's: this run measures one case at a time."""
     _case, rec, load, where = unkept
-    return hostload.annotate(dict(rec), where, load.count)
+    return hostload.annotate(dict(rec), where, load.count, apart=True)
 
 
 def _add_gpus(store: RunStore, new: list) -> None:

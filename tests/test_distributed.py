@@ -132,6 +132,37 @@ def test_contention_note():
     assert hostload.contention_note({**rec, "time_ms": 0.1, "gpu_time_ms": 0.09}) is None
 
 
+def test_a_contended_record_s_note_says_whose_the_neighbours_may_be():
+    """Every host-bound record measured beside other cases said "--exclusive-below-us runs
+    such cases alone" — a plain run's too, which refuses the flag (it measures one case at a
+    time: its neighbours were another process's, which the flag, counting only the run's own
+    cases, never holds off).  A plain run's record, and a --gpus/--scheduler run's measured
+    alone, say another process loaded the host and to time it again with nothing else
+    measuring there; one measured beside the run's own cases may be either, and says both."""
+    from types import SimpleNamespace
+    from normbench.harness import run
+    from normbench.harness.distributed import Executor, Queue
+    rec = {"status": "ok", "concurrent_cases": 3, "time_ms": 0.05}
+    where = {"hostname": "h", "gpu_index": 0, "gpu_uuid": None}
+    other = "none of the others this run's"
+    plain = run._annotated((None, dict(rec), SimpleNamespace(count=3), where))["notes"]
+    assert other in plain and "nothing else measuring there" in plain, plain
+    assert "exclusive-below-us" not in plain
+
+    class Done:
+        def result(self):
+            return {"record": dict(rec), "where": where, "concurrent_cases": 3}
+    ex = Executor(gpus=None, scheduler="tcp://x:1", sweep=None, exclusive_below_us=None)
+    ex._held = {}
+    case = SimpleNamespace(key="k")
+    for alone in (True, False):
+        fut = Done()
+        _, got = ex._finished(fut, {fut: (case, "h", alone, 0.0)}, Queue([case], [1.0]), None)
+        assert "ran on h" in got["notes"]
+        assert (other in got["notes"]) is alone
+        assert ("--exclusive-below-us" in got["notes"]) is not alone, got["notes"]
+
+
 # --------------------------------------------------------------------------- a real cluster
 
 @pytest.fixture(scope="module")

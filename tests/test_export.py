@@ -493,9 +493,11 @@ def test_the_caveats_report_and_compare_print_go_with_the_export(tmp_path):
     assert r.exit_code == 0, r.output
     extra = {e["name"].split()[0]: e["extra"] for e in json.loads(r.stdout)}
     assert extra["disjoint_block"].endswith("\n" + ex.INTERPRETED)
-    assert extra["atomic"].endswith("\nhost-bound call measured while 4 cases ran on node7: the "
-                                    "time may be inflated by host contention (--exclusive-"
-                                    "below-us runs such cases alone)")
+    assert extra["atomic"].endswith(
+        "\nhost-bound call measured while 4 cases ran on node7: the time may be inflated by "
+        "host contention (--exclusive-below-us measures such cases of a --gpus/--scheduler run "
+        "with none of its own beside them; another process's load it does not hold off: time "
+        "it with nothing else measuring on the host)")
     assert "Triton" not in extra["torch"] and "contention" not in extra["torch"]
     assert r.stderr.splitlines() == [
         "export: incomplete run: the run stopped before it finished (meta.json `completed: "
@@ -504,8 +506,9 @@ def test_the_caveats_report_and_compare_print_go_with_the_export(tmp_path):
         "export: 1 of the 3 exported record(s) are CPU wall-clock timing under the Triton "
         "interpreter: they say nothing about GPU speed",
         "export: 1 of the 3 exported record(s) are host-bound calls measured while other cases "
-        "ran on their host: they may be inflated by host contention (--exclusive-below-us runs "
-        "such cases alone)"]
+        "ran on their host: they may be inflated by host contention (time them with nothing "
+        "else measuring on the host; --exclusive-below-us keeps a --gpus/--scheduler run's own "
+        "cases apart)"]
     r = CliRunner().invoke(app, ["export", str(run), "--format", "bencher"])
     assert r.exit_code == 0 and len(r.stderr.splitlines()) == 3, r.output
     jsonschema.validate(json.loads(r.stdout), BMF)

@@ -250,8 +250,11 @@ def contention_section(rep: Report, df: pd.DataFrame) -> None:
           f"host (concurrent_cases > 1); {len(flagged)} of them are host-bound — more than half "
           "of the call is host overhead, or, without a GPU time, the call is shorter than "
           f"{hostload.HOST_BOUND_MS * 1000:.0f} µs — so their time may be inflated by the "
-          f"neighbours (marked {summary.CONTENDED_MARK} in the answer). `run --exclusive-below-us "
-          "X` measures such cases while nothing else runs on the host.")
+          f"neighbours (marked {summary.CONTENDED_MARK} in the answer). The count is the "
+          "host's, whoever measured: in a `--gpus`/`--scheduler` run, `--exclusive-below-us X` "
+          "measures such cases with none of the run's own beside them; another process's "
+          "cases (another run on the host) no flag holds off: time those with nothing else "
+          "measuring on the host.")
     if flagged.empty:
         return
     rows = [{"implementation": impl_label(r["implementation"], r["groups"], r["groups_effective"]),
