@@ -78,15 +78,17 @@ def make_inputs(norm: str, rows: int, d: int, dtype: str, weight_dtype: str, *, 
         raise ValueError(f"row_stride: must be >= d ({d}), got {row_stride}")
     width = row_stride or d
 
-    # drawn on the CPU (the same values on any device), shaped on the device
+    # drawn on the CPU (the same values on any device), shaped on the device; in fp32 named,
+    # not torch's default dtype, which an implementation measured earlier may have changed
+    # (torch.set_default_dtype in a plugin drew other inputs for every later case)
     def draw(*shape):
-        return torch.randn(*shape, generator=g).to(device)
+        return torch.randn(*shape, generator=g, dtype=torch.float32).to(device)
 
     def per_row(lo, hi):
-        return torch.empty(rows, 1).uniform_(lo, hi, generator=g).to(device)
+        return torch.empty(rows, 1, dtype=torch.float32).uniform_(lo, hi, generator=g).to(device)
 
     x_wide = (draw(rows, width) * per_row(-0.7, 1.4).exp_() + per_row(-2.0, 2.0)).to(dt)
-    weight = (1.0 + 0.5 * torch.randn(d, generator=g)).to(wdt).to(device)
+    weight = (1.0 + 0.5 * torch.randn(d, generator=g, dtype=torch.float32)).to(wdt).to(device)
     xf = x_wide[:, :d].float()
     if norm == "layernorm":
         mean = xf.mean(dim=1)

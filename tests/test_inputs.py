@@ -223,3 +223,23 @@ def test_weight_dtype_same_is_the_activations_dtype():
     assert x.dtype == dy.dtype == w.dtype == torch.float16
     again = make_inputs("layernorm", 2, 3, "fp16", "fp16", seed=0, device="cpu")
     assert all(torch.equal(a, b) for a, b in zip((x, dy, w, mean, rstd), again))
+
+
+@pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])
+def test_the_inputs_of_a_case_are_the_same_whatever_torch_s_default_dtype(norm):
+    """A plugin measured earlier that called torch.set_default_dtype(torch.float64) drew other
+    inputs for every later case of the sweep, built-ins included (the draws took the default
+    dtype): the inputs are drawn in fp32 named, whatever the default is."""
+    want = make_inputs(norm, 5, 80, "bf16", "fp32", seed=7, device="cpu")
+    before = torch.get_default_dtype()
+    try:
+        torch.set_default_dtype(torch.float64)
+        got = make_inputs(norm, 5, 80, "bf16", "fp32", seed=7, device="cpu")
+    finally:
+        torch.set_default_dtype(before)
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        if a is None or b is None:
+            assert a is None and b is None
+        else:
+            assert a.dtype == b.dtype and torch.equal(a, b)
