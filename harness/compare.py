@@ -69,6 +69,15 @@ class CaseResult:
         return self.gated and self.verdict == stats.IMPROVEMENT
 
     @property
+    def shown_verdict(self) -> str:
+        """The time verdict as the table and the JSON print it: a gated case that regressed
+        otherwise (status, correctness, determinism) is a regression however fast, as the
+        summary and markdown count it, so its time is never printed as an improvement."""
+        if self.verdict == stats.IMPROVEMENT and self.is_regression:
+            return stats.REGRESSION
+        return self.verdict
+
+    @property
     def label(self) -> str:
         return key_label(self.key)
 
@@ -512,6 +521,13 @@ def _failed_new_case(key: tuple, c: dict, gated: bool) -> CaseResult | None:
     return res
 
 
+def _unsound(r: dict) -> bool:
+    """A record whose time is no speed: its result is wrong (correct False), or did not
+    repeat though the strategy is deterministic by design (summary.not_repeatable)."""
+    from normbench.harness.summary import is_false, not_repeatable
+    return is_false(r.get("correct")) or not_repeatable(r)
+
+
 def _compare_case(key: tuple, bs: list[dict], c: dict, threshold: float, alpha: float,
                   mcol: schema.Column, gated: bool) -> CaseResult:
     statuses = sorted({str(b.get("status") or "?") for b in bs})
@@ -531,10 +547,10 @@ def _compare_case(key: tuple, bs: list[dict], c: dict, threshold: float, alpha: 
     # the time of a wrong result is no speed: judged neither as a change nor in the geomean
     # (as summary.competing and export leave it out) where the candidate's or every ok
     # baseline run's result is wrong — which _gate_bool has said already (a regression, or
-    # "correct False on both sides")
-    from normbench.harness.summary import is_false
-    ok_bs = [] if is_false(c.get("correct")) else [b for b in ok_bs
-                                                  if not is_false(b.get("correct"))]
+    # "correct False on both sides").  So is the time of a result that did not repeat where
+    # the strategy is deterministic by design (_unsound): it broke its own contract, and
+    # _gate_bool has said so (the determinism regression or flag)
+    ok_bs = [] if _unsound(c) else [b for b in ok_bs if not _unsound(b)]
     if not ok_bs:                                      # no time to judge
         return res
     sides = [_side(b, mcol) for b in ok_bs]

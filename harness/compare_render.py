@@ -176,7 +176,7 @@ def _render_table(result, width: int = 160, encoding: str = "utf-8") -> str:
     shown = [c for c in result.cases if c.verdict not in (stats.UNCHANGED, stats.NOT_COMPARED)]
     if shown:
         table(["verdict"] + TIME_HEADER,
-              [[c.verdict if c.gated else f"{c.verdict} (not gated)", *_time_rows([c])[0]]
+              [[c.shown_verdict if c.gated else f"{c.verdict} (not gated)", *_time_rows([c])[0]]
                for c in shown], "Time changes beyond the threshold")
     flags = _flag_rows(result)
     if flags:
@@ -210,7 +210,7 @@ def _json_safe(v):
 def _case_doc(c) -> dict:
     return {"case_id": c.case_id, **c.key, "gated": c.gated, "base_status": c.base_status,
             "cand_status": c.cand_status, "baseline_runs": c.base_runs, "base_ms": c.base_ms,
-            "cand_ms": c.cand_ms, "ratio": c.ratio, "verdict": c.verdict, "rule": c.rule,
+            "cand_ms": c.cand_ms, "ratio": c.ratio, "verdict": c.shown_verdict, "rule": c.rule,
             "threshold": c.threshold, "between_run_spread": c.spread, "method": c.method,
             "p_value": c.p_value, "detail": c.detail, "regression": c.is_regression,
             "regressions": c.regressions, "flags": c.flags, "values": c.values}

@@ -127,7 +127,7 @@ def test_deterministic_to_nondeterministic_is_a_regression(tmp_path):
     result = cmp.compare(a, b)
     assert cmp.exit_code(result) == 1
     (reg,) = result.regressions
-    assert reg.verdict == stats.UNCHANGED                  # same speed, still a regression
+    assert reg.verdict == stats.NOT_COMPARED     # deterministic by design: its time no speed
     assert "deterministic True -> False (distinct_results 3, repeats 5)" in reg.regressions
 
 
@@ -800,14 +800,58 @@ def test_the_time_of_a_wrong_result_is_not_judged(tmp_path):
     assert atomic.verdict == stats.NOT_COMPARED
 
 
+def test_the_time_of_an_unrepeatable_result_is_not_judged(tmp_path):
+    """Bits that did not repeat, where the strategy is deterministic by design, broke its
+    contract: as a wrong result's, its time is no speed (compare counted such a candidate 2x
+    faster as an improvement in the table and the JSON, a regression in markdown, and its 0.5
+    in the geomean) — the determinism regression or flag says why.  Not by design, its time
+    is judged as any other."""
+    fast = dict(time_ms=0.0005, deterministic=False, distinct_results=3)
+    a, b = _runs(tmp_path, cand_over={"disjoint_block": fast})
+    res = cmp.compare(a, b)
+    blk = next(c for c in res.cases if c.key["implementation"] == "disjoint_block")
+    assert blk.verdict == stats.NOT_COMPARED and blk.ratio is None and blk.is_regression
+    assert res.count(stats.IMPROVEMENT) == 0 and not res.improvements
+    assert res.geomean_ratio() is None or res.geomean_ratio() > 0.5
+    doc = next(c for c in json.loads(cmp.render(res, "json"))["cases"]
+               if c["implementation"] == "disjoint_block")
+    assert doc["verdict"] != stats.IMPROVEMENT and doc["regression"] is True
+    assert "improvement" not in cmp.render(res, "table").split("\n", 1)[1]   # past the summary
+    c, d = _runs(tmp_path / "both", base_over={"disjoint_block": dict(deterministic=False)},
+                 cand_over={"disjoint_block": fast})
+    res = cmp.compare(c, d)
+    blk = next(x for x in res.cases if x.key["implementation"] == "disjoint_block")
+    assert blk.verdict == stats.NOT_COMPARED and not blk.is_regression and not res.improvements
+    assert "deterministic False on both sides" in blk.flags
+    e, f = _runs(tmp_path / "atomic", cand_over={"atomic": fast})    # not by design
+    atomic = next(x for x in cmp.compare(e, f).cases if x.key["implementation"] == "atomic")
+    assert atomic.verdict == stats.IMPROVEMENT
+
+
+def test_a_faster_case_that_regressed_is_printed_as_a_regression(tmp_path):
+    """A gated case faster beyond the threshold that regressed otherwise (here `deterministic`
+    blanked though by design) is one regression in every format: the table and the JSON
+    printed 'improvement' (the JSON beside "regression": true) where markdown counted it a
+    regression."""
+    a, b = _runs(tmp_path, cand_over={"disjoint_block": dict(time_ms=0.0005,
+                                                              deterministic=None)})
+    res = cmp.compare(a, b)
+    blk = next(c for c in res.cases if c.key["implementation"] == "disjoint_block")
+    assert blk.verdict == stats.IMPROVEMENT and blk.is_regression and not res.improvements
+    doc = next(c for c in json.loads(cmp.render(res, "json"))["cases"]
+               if c["implementation"] == "disjoint_block")
+    assert doc["verdict"] == stats.REGRESSION and doc["regression"] is True
+    assert "improvement" not in cmp.render(res, "table").split("\n", 1)[1]   # past the summary
+
+
 def test_markdown_noise_count_matches_summary(tmp_path):
     # both inside the noise (p20-p80 36 % wide: threshold widened to 41 %), torch also
-    # unrepeatable though deterministic by design: a regression, so not "within noise" in the
-    # summary nor the details block
+    # without `deterministic` though deterministic by design: a regression, so not "within
+    # noise" in the summary nor the details block (an unrepeatable one would not be timed)
     wide = dict(spread=0.30)
     base_over = {k: wide for k in ("torch", "disjoint_block", "atomic")}
     a, b = _runs(tmp_path, base_over=base_over, cand_over={
-        "torch": dict(time_ms=0.108, spread=0.30, deterministic=False, distinct_results=2,
+        "torch": dict(time_ms=0.108, spread=0.30, deterministic=None,
                       deterministic_by_design=True),
         "atomic": dict(time_ms=0.090 * 1.08, spread=0.30), "disjoint_block": wide})
     res = cmp.compare(a, b)
