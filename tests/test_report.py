@@ -292,6 +292,19 @@ def test_host_bound_records_measured_next_to_others_are_flagged():
     md = alone.markdown()
     assert "‡" not in md.split("## Failures")[0].replace("‡ a host-bound", "")
     assert "Measured next to other cases" not in md
+    # report --markdown-table marks the same cells and says why (it dropped the ‡)
+    from normbench.harness.report.answer import markdown_table
+    recs = [synthetic.record(implementation="disjoint_block", kind="strategy",
+                             deterministic_by_design=True, groups="64", groups_effective=64,
+                             time_ms=0.05, seed=1, concurrent_cases=3, hostname="node7"),
+            synthetic.record(implementation="torch", kind="baseline", time_ms=0.08, seed=3,
+                             concurrent_cases=3, hostname="node7")]
+    text = markdown_table(pd.DataFrame(recs))
+    assert "**50.0 ‡** disjoint_block" in text and "| 80.0 ‡ |" in text
+    assert "2 of the times in this table are marked ‡" in text
+    for r in recs:
+        r["concurrent_cases"] = 1
+    assert "‡" not in markdown_table(pd.DataFrame(recs))
 
 
 def test_shapes_where_the_deciding_clock_is_unknown_are_counted_apart():

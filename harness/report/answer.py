@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from normbench.harness import summary
+from normbench.harness import hostload, summary
 from normbench.harness.summary import CONTENDED_MARK, ROLE_TEXT, ROLES, SPREAD_MARK
 from normbench.harness.text import count
 
@@ -151,10 +151,7 @@ def answer_section(rep: Report, df: pd.DataFrame, cov: Coverage | None = None) -
             lines[-1] += " " + out
         contended = sum(int(a[f"{r}_contended"].sum()) for r in ROLES)
         if contended:
-            lines.append(f"{contended} of the times in this table are marked {CONTENDED_MARK}: "
-                         "host-bound calls measured while other cases ran on the same host; "
-                         "they may be inflated by host contention (see \"Measured next to "
-                         "other cases\").")
+            lines.append(contended_line(contended, "\"Measured next to other cases\""))
         if "decided_on" in a.columns:
             lines.append(_decided_line(a["decided_on"]))
         else:
@@ -215,10 +212,19 @@ def _short_names(names) -> dict:
     return {n: "_".join(p[k:]) for n, p in zip(names, parts)}
 
 
-def _cell(us, spread, bold: bool) -> str:
+def contended_line(n: int, see: str) -> str:
+    """The sentence under a table of which `n` times carry CONTENDED_MARK (`see`: where the
+    records are listed)."""
+    return (f"{n} of the times in this table are marked {CONTENDED_MARK}: host-bound calls "
+            "measured while other cases ran on the same host; they may be inflated by host "
+            f"contention (see {see}).")
+
+
+def _cell(us, spread, bold: bool, contended: bool = False) -> str:
     if not finite(us):
         return ""
-    s = fmt_us(us) + (" †" if finite(spread) and spread > SPREAD_MARK else "")
+    s = fmt_us(us) + (" †" if finite(spread) and spread > SPREAD_MARK else "") \
+        + (f" {CONTENDED_MARK}" if contended else "")
     return f"**{s}**" if bold else s
 
 
@@ -242,7 +248,8 @@ def markdown_table(df: pd.DataFrame) -> str:
     """The README's results table from a run: shape, ours (the best deterministic strategy, and
     which), its % of the copy ceiling, each peer's best time, and t(best peer) / t(ours).
     Shapes in run order; µs; the row's fastest in bold, and every time within summary.TIE
-    (1.5 %) of it: a tie bolds both; † a wide spread (p80/p20 > 1.15); ✗ a peer whose result
+    (1.5 %) of it: a tie bolds both; † a wide spread (p80/p20 > 1.15); ‡ a time host contention
+    may have inflated (as report.md marks it; a sentence under the table counts them); ✗ a peer whose result
     failed against fp64 there (it does not compete), ✗ error / ✗ timeout one whose case
     failed there (_peer_cell), a blank one skipped there or never recorded; the ratio in
     italics where ours is slower by more than a tie.  It is against the peers that passed:
@@ -254,7 +261,7 @@ def markdown_table(df: pd.DataFrame) -> str:
     peers = list(dict.fromkeys(df.loc[df["kind"] == "baseline", "implementation"].dropna()))
     short = _short_names(a["det_impl"])
     many = df[["dtype", "weight_dtype"]].drop_duplicates().shape[0] > 1
-    rows = []
+    rows, marked = [], 0             # marked: the cells that carry CONTENDED_MARK
     for _, r in a.iterrows():
         key = tuple(r[k] for k in summary.SHAPE)
         # (a boolean list as long as the rows: `best[[]]` of an empty frame would pick columns)
@@ -267,22 +274,31 @@ def markdown_table(df: pd.DataFrame) -> str:
             if len(hit):
                 t = summary.times(hit).iloc[0] * 1000
                 lo, hi = summary.times(hit, "time_p20_ms").iloc[0], summary.times(hit, "time_p80_ms").iloc[0]
-                peer_t[p] = (t, hi / lo if finite(lo) and lo > 0 else np.nan)
+                # ‡ as summary.answer marks report.md's cells: hostload.contention_note
+                peer_t[p] = (t, hi / lo if finite(lo) and lo > 0 else np.nan,
+                             hostload.contention_note(hit.iloc[0]) is not None)
         fastest = min([r["det_us"]] + [v[0] for v in peer_t.values()],
                       key=lambda v: v if finite(v) else np.inf)
         row = {"norm": NORM_SHORT.get(r["norm"], r["norm"]),
                "rows × d": f"{fmt_int(r['rows'])} × {fmt_int(r['d'])}"}
         if many:
             row["dtype"] = f"{r['dtype']}/{r['weight_dtype']}"
-        ours = _cell(r["det_us"], r["det_spread"], _leads_row(r["det_us"], fastest))
+        ours = _cell(r["det_us"], r["det_spread"], _leads_row(r["det_us"], fastest),
+                     bool(r["det_contended"]))
+        marked += bool(ours) and bool(r["det_contended"])
         row["ours"] = f"{ours} {short[r['det_impl']]}" if ours else ""
         row["% copy"] = f"{r['det_pct_copy']:.0f} %" if finite(r["det_pct_copy"]) else ""
         for p in peers:
-            t, s = peer_t.get(p, (np.nan, np.nan))
-            row[p] = _cell(t, s, _leads_row(t, fastest)) or _peer_cell(out.get(p))
+            t, s, c = peer_t.get(p, (np.nan, np.nan, False))
+            row[p] = _cell(t, s, _leads_row(t, fastest), c) or _peer_cell(out.get(p))
+            marked += finite(t) and c
         ratio = r["peer_over_det"]
         row["vs best peer"] = ("" if not finite(ratio) else f"*{fmt_ratio(ratio)}*"
                                if summary.lead(r["peer_us"], r["det_us"]) == "slower"
                                else fmt_ratio(ratio))
         rows.append(row)
-    return "\n".join(md_table(pd.DataFrame(rows))) + "\n"
+    text = "\n".join(md_table(pd.DataFrame(rows))) + "\n"
+    if marked:
+        text += "\n" + contended_line(marked, "report.md's \"Measured next to other cases\"") \
+            + "\n"
+    return text
