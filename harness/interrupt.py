@@ -7,6 +7,7 @@ import os
 import signal
 import sys
 import threading
+import time
 
 
 class Interrupted(BaseException):
@@ -29,6 +30,32 @@ _held = {"depth": 0, "signum": None}   # the main thread's open held() blocks; a
 # 'nanobind::python_error'", the handler's frame in EnumType.__call__).
 _NO_UNWIND = (enum.__file__,)
 RETRY_S = 0.01
+# Nor into a module being imported: torch's import runs Python called from its C++ through
+# pybind11, where the exception became 'pybind11::error_already_set' and std::terminate (a
+# SIGINT at 1.4 s into a run aborted it, exit -6, torch/autograd/__init__.py under
+# torch.distributed.rpc's import); and one that torch's numpy initialisation swallowed left
+# numpy half imported.  Held off while an import runs, up to IMPORT_WAIT_S: an import that
+# hangs (a plugin's) is still stopped then.
+_IMPORTING = "<frozen importlib._bootstrap"
+IMPORT_WAIT_S = 15.0
+_deferred: list[float] = []     # when the first signal held off arrived
+
+
+def _no_unwind(frame) -> bool:
+    """The handler must not raise in `frame`: its code is enum's (innermost), or an import is
+    under way on its stack (for IMPORT_WAIT_S since the first such signal)."""
+    if frame is None:
+        return False
+    if frame.f_code.co_filename in _NO_UNWIND:
+        return True
+    f = frame
+    while f is not None:
+        if f.f_code.co_filename.startswith(_IMPORTING):
+            if not _deferred:
+                _deferred.append(time.monotonic())
+            return time.monotonic() - _deferred[0] < IMPORT_WAIT_S
+        f = f.f_back
+    return False
 
 
 def raise_interrupted(signum, frame):
@@ -40,7 +67,7 @@ def raise_interrupted(signum, frame):
     if _held["depth"]:          # inside held(): raised when its block ends
         _held["signum"] = _held["signum"] or signum
         return
-    if frame is not None and frame.f_code.co_filename in _NO_UNWIND:
+    if _no_unwind(frame):
         # not here: the same signal again in a moment, when the code has moved on
         threading.Timer(RETRY_S, os.kill, (os.getpid(), signum)).start()
         return
@@ -100,8 +127,14 @@ def install(previous: dict | None = None) -> dict:
     previous = {} if previous is None else previous
     if threading.current_thread() is not threading.main_thread():
         return previous
-    _first.clear()
-    _held["signum"] = None
+    _deferred.clear()
+    if signal.getsignal(signal.SIGINT) is not raise_interrupted:
+        # a fresh start; under an outer install (the CLI's, from its first moment) a stop
+        # that arrived before — its Interrupted swallowed where it landed, as torch's
+        # import swallows one in numpy's — still stops: it was forgotten here, and the
+        # sweep ran on through a half-imported numpy, each case its error
+        _first.clear()
+        _held["signum"] = None
     previous.update({s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)})
     for s in previous:
         signal.signal(s, raise_interrupted)
@@ -118,14 +151,24 @@ def interruption(e: BaseException) -> BaseException | None:
     print a traceback.  Follows __cause__ and __context__.
 
     A KeyboardInterrupt while install()'s handler is in place came from no signal (that
-    arrives as Interrupted): code raised it, a plugin say — its failure, not a stop."""
+    arrives as Interrupted): code raised it, a plugin say — its failure, not a stop.
+
+    While the handler is in place and a stop has arrived, any failure is the stop's, told
+    as an Interrupted of its signal: the one it raised may have been swallowed where it
+    landed (torch's import clears an error in numpy's) and left a module half imported
+    ("module 'numpy' has no attribute 'iterable'", numpy's "CPU dispatcher tracer already
+    initlized" on its second import): a case's error or a traceback that the stop made."""
     seen = set()
-    keyboard = stopping() is not None or signal.getsignal(signal.SIGINT) is not raise_interrupted
+    ours = signal.getsignal(signal.SIGINT) is raise_interrupted
+    keyboard = stopping() is not None or not ours
+    start = e
     while e is not None and id(e) not in seen:
         seen.add(id(e))
         if isinstance(e, Interrupted) or (keyboard and isinstance(e, KeyboardInterrupt)):
             return e
         e = e.__cause__ or e.__context__
+    if ours and _first and start is not None:
+        return Interrupted(_first[0])
     return None
 
 

@@ -521,6 +521,7 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
             # one measured here — both saved as the run closes (_save_unsaved).  One whose
             # Interrupted was swallowed where it landed stops the sweep once the record is
             # kept (raise_if_stopping)
+            raise_if_stopping()     # one swallowed before (an import's): nothing measured
             if executor is not None:
                 for case, rec in executor.records(todo, settings, sweep.timeout_s):
                     with held():

@@ -84,6 +84,99 @@ def test_a_signal_in_the_enum_module_is_raised_again_outside_it():
         interrupt._first.clear()
 
 
+def _restore(previous):
+    from normbench.harness import interrupt
+    for s, h in previous.items():
+        signal.signal(s, h)
+    interrupt._first.clear()
+    getattr(interrupt, "_deferred", []).clear()
+
+
+def _module(tmp_path, monkeypatch, name, seconds):
+    """A module whose body sends this process SIGINT, then runs Python for `seconds`."""
+    (tmp_path / f"{name}.py").write_text(
+        "import os, signal, time\n"
+        "os.kill(os.getpid(), signal.SIGINT)\n"
+        "t = time.monotonic()\n"
+        f"while time.monotonic() - t < {seconds}:\n"
+        "    time.sleep(0.001)\n"
+        "DONE = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+
+def test_a_signal_during_an_import_is_raised_once_the_import_is_done(tmp_path, monkeypatch):
+    """A SIGINT 1.4 s into a run landed in Python that torch's import runs from its C++
+    (pybind11): the Interrupted became 'pybind11::error_already_set' and std::terminate
+    aborted the run (exit -6, CI).  One that torch swallowed in numpy's import left numpy
+    half imported: every case then failed ("module 'numpy' has no attribute 'iterable'").
+    While an import runs the handler holds the signal off; it is raised after."""
+    import importlib
+    import time
+    from normbench.harness import interrupt
+    _module(tmp_path, monkeypatch, "nb_signal_at_import", 0.3)
+    imported = []
+    previous = interrupt.install()
+    try:
+        with pytest.raises(interrupt.Interrupted):
+            imported.append(importlib.import_module("nb_signal_at_import"))
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                time.sleep(0.001)
+        assert imported and imported[0].DONE
+        assert interrupt.stopping() == signal.SIGINT
+    finally:
+        _restore(previous)
+
+
+def test_an_import_that_does_not_end_is_still_interrupted(tmp_path, monkeypatch):
+    import importlib
+    import time
+    from normbench.harness import interrupt
+    monkeypatch.setattr(interrupt, "IMPORT_WAIT_S", 0.2)
+    _module(tmp_path, monkeypatch, "nb_import_hangs", 30)
+    previous = interrupt.install()
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(interrupt.Interrupted):
+            importlib.import_module("nb_import_hangs")
+        assert time.monotonic() - t0 < 10
+    finally:
+        _restore(previous)
+
+
+def test_a_stop_swallowed_before_the_sweep_still_stops_it_and_what_fails_after_is_its(
+        tmp_path, monkeypatch):
+    """The CLI installs the handler first; the sweep installed it again and forgot a stop
+    whose Interrupted had been swallowed in between: the sweep measured on, each case the
+    error of a half-imported module.  Nothing is measured; a failure while the stop is
+    pending is the stop's."""
+    from rich.console import Console
+    from normbench.harness import interrupt, run
+    from normbench import strategies
+    from normbench.harness.config import parse_config
+    from normbench.harness.measure import failed_record
+    from normbench.harness.plan import expand
+    sweep = parse_config("rows: [4, 6]\nd: [8]\nimplementations: [torch]\n")
+    cases = expand(sweep, uses_groups=lambda n: strategies.get(n).uses_groups,
+                   available=strategies.known())
+    measured = []
+    monkeypatch.setattr(run, "measure", lambda case, settings: measured.append(case) or
+                        failed_record(case, settings, "error", "stub", 0.0))
+    previous = interrupt.install()          # the CLI's, from its first moment
+    try:
+        try:
+            interrupt.raise_interrupted(signal.SIGINT, None)
+        except interrupt.Interrupted:       # swallowed where it landed
+            pass
+        out = run.execute(sweep, cases, tmp_path, console=Console(stderr=True, quiet=True))
+        assert out.interrupted == signal.SIGINT and not measured
+        i = interrupt.interruption(AttributeError("module 'numpy' has no attribute 'iterable'"))
+        assert isinstance(i, interrupt.Interrupted) and i.signum == signal.SIGINT
+    finally:
+        _restore(previous)
+    assert interrupt.interruption(AttributeError("no stop has arrived")) is None
+
+
 def test_a_wrapped_interruption_stops_measure_instead_of_becoming_a_record(monkeypatch):
     import pytest
     from normbench import strategies
