@@ -19,7 +19,10 @@ Between-run noise (judge_case): a baseline may hold several runs of the same con
       time is within the threshold of the baseline's call time, which bounds its GPU time
       from above, is noise too); a GPU time that moved the other way beyond the threshold
       (call faster, GPU slower, or the reverse) is a FLAG: host and GPU disagree, neither a
-      regression nor an improvement; one that moved the same way leaves the verdict;
+      regression nor an improvement; one that moved the same way leaves the verdict, and
+      makes a call-time change beyond the threshold asked for but inside the widened one
+      the regression or improvement it is (the GPU time did not share the host's
+      unsteadiness: a +50 % in both was "noise" under a threshold widened to 59 %);
     - HOST-BOUND (the caller decides: host time dominates the call) the threshold is
       multiplied by HOST_FACTOR, since host time moves between runs far more than GPU time
       (an unsteady host-bound case takes the larger of the two thresholds);
@@ -240,6 +243,17 @@ def _by_gpu(verdict: str, call_ratio: float, gpu: GpuChange | None,
     return verdict, ""
 
 
+def _gpu_confirms(verdict: str, gpu: GpuChange | None, threshold: float) -> bool:
+    """The GPU time moved as the call-time `verdict` (REGRESSION or IMPROVEMENT) says, beyond
+    the threshold: a bound one (the baseline's call time) can confirm a slowdown only."""
+    if gpu is None or verdict not in (REGRESSION, IMPROVEMENT):
+        return False
+    slower = verdict == REGRESSION
+    if gpu.bound:
+        return slower and beyond(gpu.ratio, threshold) and gpu.ratio > 1
+    return beyond(gpu.ratio, threshold) and (gpu.ratio > 1) == slower
+
+
 def judge_case(bases: Sequence[Side], cand: Side, threshold: float, *,
                host_bound: bool = False, gpu: GpuChange | None = None,
                alpha: float = ALPHA) -> Judgement:
@@ -279,6 +293,13 @@ def judge_case(bases: Sequence[Side], cand: Side, threshold: float, *,
         detail = (f"p20-p80 spans {max(widths):.0%} of the median (> {WIDE:.0%}): unsteady, "
                   f"threshold widened to {thr:.1%}" + (f"; {detail}" if detail else ""))
         verdict, told = _by_gpu(verdict, j.ratio, gpu, threshold)
+        if verdict == UNCHANGED:
+            asked = _two(base, cand, threshold, alpha)
+            if _gpu_confirms(asked.verdict, gpu, threshold):
+                j, verdict = asked, asked.verdict
+                told = (f"call time {_moved(j.ratio)} and GPU time {_moved(gpu.ratio)}, both "
+                        f"beyond the {threshold:.1%} threshold: the change is not the "
+                        "unsteadiness, gated at the threshold asked for")
         detail += f"; {told}" if told else ""
         flag = told if verdict == FLAG else ""
     if verdict == UNCHANGED and thr > threshold and j.ratio is not None \

@@ -285,3 +285,36 @@ def test_a_gate_that_judges_none_of_its_cases_is_refused(tmp_path):
         cmp.compare(base, cand, only="spin_lock")
     res = cmp.compare(base, cand, only="spin_lock,torch")       # torch judged on time
     assert cmp.exit_code(res) == 0 and res.count(stats.UNCHANGED) + res.count(stats.NOISE) == 1
+
+
+def test_a_change_the_gpu_time_confirms_is_no_noise_under_a_widened_threshold(tmp_path):
+    """One baseline run, the candidate unsteady: the threshold widened by its p20-p80 span
+    (here to about 41 %) hid a 30 % slowdown as noise though the GPU time, steady, was 30 %
+    slower too.  A GPU time that moved the same way beyond the threshold makes the call-time
+    change the regression (or improvement) it is; one that stayed put leaves it noise."""
+    a = _run(tmp_path, "a", _cases(torch=dict(time_ms=0.300, gpu_time_ms=0.250, spread=0.02)))
+
+    def torch(base, cand):
+        return next(c for c in cmp.compare(base, cand).cases
+                    if c.key["implementation"] == "torch")
+    slower = _run(tmp_path, "b", _cases(torch=dict(time_ms=0.390, gpu_time_ms=0.325,
+                                                   spread=0.3)))
+    case = torch(a, slower)
+    assert case.rule == stats.SINGLE_UNSTEADY and case.threshold > 0.35
+    assert case.verdict == stats.REGRESSION, case.detail
+    assert "call time 30% slower and GPU time 30% slower, both beyond the 5.0% threshold" \
+        in case.detail
+    faster = torch(slower, a)
+    assert faster.verdict == stats.IMPROVEMENT, faster.detail
+    # the GPU time within the threshold: the unsteadiness, noise as before
+    level = _run(tmp_path, "c", _cases(torch=dict(time_ms=0.390, gpu_time_ms=0.255,
+                                                  spread=0.3)))
+    assert torch(a, level).verdict == stats.NOISE
+    # a baseline without a GPU time: its call time bounds its GPU time from above, so a GPU
+    # time beyond it confirms a slowdown, never a speed-up
+    no_gpu = _run(tmp_path, "d", _cases(torch=dict(time_ms=0.300, gpu_time_ms=None,
+                                                   spread=0.02)))
+    assert torch(no_gpu, slower).verdict == stats.REGRESSION
+    no_gpu_slow = _run(tmp_path, "e", _cases(torch=dict(time_ms=0.390, gpu_time_ms=None,
+                                                        spread=0.3)))
+    assert torch(no_gpu_slow, a).verdict == stats.NOISE
