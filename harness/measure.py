@@ -30,8 +30,10 @@ Order of work, and why:
 The first call (step 2) compiles whatever the implementation compiles; its wall time is
 `compile_s`, and it is never a timed sample.  An implementation may name the path it takes for
 the inputs (`entry.fn.notes(x, dy, w, mean, rstd)` → the `notes` column; a notes() that
-raises is the record's error, "its notes(): …"); one that raises NotImplementedError on the
-first call does not take this combination: `skipped`, with why.
+raises is the record's error, "its notes(): …", as one of its declared rules — auto_groups,
+max_groups, workspace, writers — that raises is "its workspace rule raised …"); one that
+raises NotImplementedError on the first call does not take this combination: `skipped`, with
+why.
 NaN/Inf: every output of the first call and of every repeat is checked, and the output of
 the last timed call (checking or comparing each timed call would add to the time measured).
 Fresh outputs: a call that returns an output in the storage of one of its inputs (weight as
@@ -346,10 +348,10 @@ def measure(case: Case, s: Settings) -> dict:
         rec["workspace_bytes"] = model_value("workspace_bytes", "workspace", entry.workspace_at(
             case.rows, case.d, geff, has_bias, case.weight_dtype))
         rec["writers_per_slot"] = model_value(
-            "writers_per_slot", "writers", entry.writers(case.rows, geff) if entry.writers else None)
+            "writers_per_slot", "writers", entry.writers_at(case.rows, geff))
     except BaseException as e:  # a plugin's model function may fail too
         reraise_if_interrupted(e)
-        return done("error", describe_exception(e))
+        return done("error", _failure(e))
 
     if device.type == "cuda":
         ws = rec["workspace_bytes"]
@@ -364,7 +366,15 @@ def measure(case: Case, s: Settings) -> dict:
         return done("error", "out of memory: " + describe_exception(e))
     except BaseException as e:    # SystemExit, GeneratorExit ... from a plugin: its failure
         reraise_if_interrupted(e)
-        return done("error", describe_exception(e))
+        return done("error", _failure(e))
+
+
+def _failure(e: BaseException) -> str:
+    """A case's error text for `e`: "its workspace rule raised ZeroDivisionError: …" where one
+    of the entry's declared rules raised it (as a failing notes() is "its notes(): …"), else
+    the exception alone."""
+    rule = strategies.rule_raised(e)
+    return f"its {rule} rule raised {describe_exception(e)}" if rule else describe_exception(e)
 
 
 def _measure(case, s, entry, groups, rec, device, nbytes, done):

@@ -10,7 +10,7 @@ from . import _device  # noqa: F401  (first: decides TRITON_INTERPRET before any
 from ._device import default_device, interpreted, sm_count
 from ._contention import Contention
 from ._registry import (Entry, entries, get, known, names, plugins, register,
-                        register_unavailable)
+                        register_unavailable, rule_raised)
 from ._tuning import ONE_ROW, ROW_LOOP, Rule
 
 # One module per implementation; importing registers it.
@@ -30,4 +30,4 @@ def default_groups(name: str, rows: int, d: int, device=None) -> int | None:
 
 __all__ = ["Contention", "Entry", "ONE_ROW", "ROW_LOOP", "Rule", "default_device", "default_groups",
            "entries", "get", "interpreted", "known", "names", "plugins", "register",
-           "register_unavailable", "sm_count"]
+           "register_unavailable", "rule_raised", "sm_count"]

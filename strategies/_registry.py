@@ -124,16 +124,32 @@ class Entry:
         if not self.uses_groups:
             return None
         if groups is None:
-            groups = (self._rule_groups("auto_groups", self.auto_groups(
-                rows, d, _device.sm_count(device), self.params(d)), rows, d)
+            groups = (self._rule_groups("auto_groups", self._call_rule(
+                "auto_groups", rows, d, _device.sm_count(device), self.params(d)), rows, d)
                 if self.auto_groups else 1)
         if self.max_groups is not None:
             groups = max(1, min(groups, self._rule_groups(
-                "max_groups", self.max_groups(rows, d, self.params(d)), rows, d)))
+                "max_groups", self._call_rule("max_groups", rows, d, self.params(d)), rows, d)))
         if self.partition == "modulo":
             return min(groups, rows)
         per = math.ceil(rows / groups)
         return math.ceil(rows / per)
+
+    def _call_rule(self, rule: str, *args, **kwargs):
+        """The declared rule `rule` (auto_groups, max_groups, workspace, writers) called.  What
+        it raises goes on as it is, marked with the rule's name (`rule_raised`), so that the
+        case's error record can say whose failure it was: a plugin's ZeroDivisionError in its
+        workspace model was recorded as if the case itself had raised it."""
+        try:
+            return getattr(self, rule)(*args, **kwargs)
+        except BaseException as e:      # a rule's SystemExit too; the caller decides what stops
+            try:
+                # set on the way out: where a rule calls another entry's rule, the outer one,
+                # the measured entry's own, is named
+                e._normbench_rule = rule
+            except Exception:           # an exception that takes no attribute goes unmarked
+                pass
+            raise
 
     def _rule_groups(self, rule: str, value, rows: int, d: int) -> int:
         """A GROUPS count a declared rule gave, checked: a plugin's rule that gives -3 (or 2.5,
@@ -165,12 +181,17 @@ class Entry:
         "bf16", "fp16" or a torch dtype; None: not known) passed where the model takes it — a
         model of the older form (rows, d, groups, has_bias) is called without it."""
         if weight_dtype is not None and _takes_weight_dtype(self.workspace):
-            return self.workspace(rows, d, groups_effective, has_bias, weight_dtype=weight_dtype)
-        return self.workspace(rows, d, groups_effective, has_bias)
+            return self._call_rule("workspace", rows, d, groups_effective, has_bias,
+                                   weight_dtype=weight_dtype)
+        return self._call_rule("workspace", rows, d, groups_effective, has_bias)
+
+    def writers_at(self, rows: int, groups_effective: int | None) -> int | None:
+        """The writers model at the effective GROUPS, unchecked (None: the entry has none)."""
+        return None if self.writers is None else self._call_rule("writers", rows, groups_effective)
 
     def writers_per_slot(self, rows: int, d: int, groups: int | None) -> int | None:
         g = self.effective_groups(rows, d, groups)     # checks the arguments, for every entry
-        return None if self.writers is None else self.writers(rows, g)
+        return self.writers_at(rows, g)
 
     def backward(self, x, dy, weight, mean, rstd, groups=None):
         """dx, dγ, dβ (dβ None for RMSNorm, i.e. mean=None).  Raises ValueError on bad arguments."""
@@ -190,6 +211,16 @@ class Entry:
             if not _tuning.OVERRIDE:
                 self._groups[key] = g
         return self.fn(x, dy, weight, mean, rstd, groups=g)
+
+
+def rule_raised(e: BaseException) -> str | None:
+    """The declared rule of an entry (auto_groups, max_groups, workspace, writers) whose call
+    raised `e` (Entry._call_rule marks it); None for an exception raised anywhere else."""
+    try:            # never raises: a failure is being recorded
+        rule = getattr(e, "_normbench_rule", None)
+        return rule if isinstance(rule, str) and rule in _RULE_CALLS else None
+    except Exception:
+        return None
 
 
 def _as_size(arg: str, value, most: int) -> int:

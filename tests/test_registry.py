@@ -3,6 +3,7 @@ plugin loads), and a GROUPS rule whose answer is no GROUPS is the case's error, 
 import functools
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -96,6 +97,49 @@ def test_an_auto_rule_that_gives_no_groups_is_the_cases_error(registry, value):
     e = strategies.get("x_auto")
     e.auto_groups = lambda rows, d, sms, launch: np.int64(2)
     assert e.effective_groups(4, 8, None, "cpu") == 2
+
+
+def _raises(*args, **kwargs):
+    return 1 // 0
+
+
+_SETTINGS = Settings(warmup_ms=1, rep_ms=1, repeats=2, seed=0, peak_tbps=None, copy_gbps=None,
+                     device_name="cpu")
+
+
+@pytest.mark.parametrize("rule", ["workspace", "auto_groups", "writers", "max_groups"])
+def test_a_rule_that_raises_is_named_in_the_cases_error(registry, rule):
+    """A plugin's workspace model that raised ZeroDivisionError made the record's error
+    "ZeroDivisionError: integer division or modulo by zero", as if the case had raised it:
+    the error says which of its rules it was, as a failing notes() is "its notes(): ..."."""
+    _registry.register("x_rule_raises", kind="strategy", deterministic_by_design=True,
+                       uses_groups=True, **{rule: _raises})(_fn)
+    rec = measure(Case(norm="layernorm", implementation="x_rule_raises", rows=4, d=8,
+                       dtype="fp32", weight_dtype="fp32", groups="auto"), _SETTINGS)
+    assert rec["status"] == "error", rec
+    assert rec["error"] == (f"its {rule} rule raised ZeroDivisionError: integer division or "
+                            "modulo by zero"), rec["error"]
+    # the exception itself goes on as it was, to a caller of the API
+    e = strategies.get("x_rule_raises")
+    with pytest.raises(ZeroDivisionError):
+        e.workspace_bytes(4, 8, None)
+        e.writers_per_slot(4, 8, None)
+
+
+def test_an_interruption_in_a_rule_still_stops_the_sweep(registry):
+    """Ctrl-C landing in a rule is no failure of the case: it propagates, the very exception."""
+    from normbench.harness.interrupt import Interrupted
+    stop = Interrupted(signal.SIGINT)
+
+    def interrupted(rows, d, g, has_bias):
+        raise stop
+
+    _registry.register("x_rule_stops", kind="strategy", deterministic_by_design=True,
+                       uses_groups=True, workspace=interrupted)(_fn)
+    with pytest.raises(Interrupted) as caught:
+        measure(Case(norm="layernorm", implementation="x_rule_stops", rows=4, d=8,
+                     dtype="fp32", weight_dtype="fp32", groups="auto"), _SETTINGS)
+    assert caught.value is stop
 
 
 def _no_groups(x, dy, weight, mean, rstd):
