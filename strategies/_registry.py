@@ -13,6 +13,7 @@ implementations through this registry only.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import inspect
@@ -21,6 +22,7 @@ import numbers
 import os
 import re
 import sys
+import types
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Callable
@@ -92,6 +94,9 @@ class Entry:
     contention: Contention | None = None
     # (rows, d, groups, device) -> effective GROUPS, cached for the hot path of backward()
     _groups: dict = field(default_factory=dict, repr=False, compare=False)
+    # register's arguments as given (None for an entry added whole): what a second
+    # registration of the same function is compared with
+    _declared: dict | None = field(default=None, repr=False, compare=False)
 
     def params(self, d: int):
         """The launch parameters this entry's rule picks at d (tuning overrides applied);
@@ -282,27 +287,93 @@ def register(name: str, *, kind: str, deterministic_by_design: bool, uses_groups
     workspace(rows, d, groups_effective, has_bias, *, weight_dtype=None) -> bytes, the keyword
     optional (a model without it is called without it), writers(rows, groups_effective).
     reduce_kernel: its partial rows are summed by reduce.reduce_partials (the kernel that
-    `_tuning.OVERRIDE["reduce"]` tunes)."""
+    `_tuning.OVERRIDE["reduce"]` tunes).  The same function registered again under its name
+    with the same declaration is no change; with any other property, or another function
+    under the name, ValueError."""
     _check_kind(kind)
     _check_contention(name, uses_groups, contention)
+    declared = dict(kind=kind, deterministic_by_design=deterministic_by_design,
+                    uses_groups=uses_groups, launch=launch, auto_groups=auto_groups,
+                    contention=contention, workspace=workspace, writers=writers,
+                    max_groups=max_groups, partition=partition,
+                    reduce_kernel=bool(reduce_kernel))
     if contention is not None:
         workspace = workspace or contention.workspace
         writers = writers or contention.writers_per_slot
 
     def deco(fn):
-        if name in _REGISTRY and _REGISTRY[name].fn is fn:
-            return fn                      # the same module imported twice
+        mine = {**declared, "doc": doc or _first_line(fn.__doc__)}
+        old = _REGISTRY.get(name)
+        if old is not None and old.fn is fn and old._declared is not None:
+            # the same function declared again — a registering function run twice (an entry
+            # point's module:function that its module's import runs too): no change if the
+            # declaration is the same; another one is refused (it was dropped silently: the
+            # first declaration measured as the plugin's, deterministic or not)
+            if differ := _differences(old._declared, mine):
+                raise ValueError(f"implementation {name!r} registered twice, with other "
+                                 f"properties: {differ}")
+            return fn
         add(Entry(
             name=name, kind=kind, deterministic_by_design=deterministic_by_design,
-            uses_groups=uses_groups, fn=fn, doc=doc or _first_line(fn.__doc__),
+            uses_groups=uses_groups, fn=fn, doc=mine["doc"],
             auto_groups=auto_groups, workspace=workspace or _no_workspace,
             writers=writers, launch=launch, contention=contention, max_groups=max_groups,
-            partition=partition, reduce_kernel=bool(reduce_kernel)))
+            partition=partition, reduce_kernel=bool(reduce_kernel), _declared=mine))
         if launch is not None:
             _tuning.declare(name, launch)
             fn.params = functools.partial(_tuning.params, name)
         return fn
     return deco
+
+
+def _differences(old: dict, new: dict) -> str:
+    """The properties two declarations of one function give differently, each as "deterministic_
+    by_design True, then False" ("" where none does)."""
+    said = []
+    for k in old:
+        if not _same(old[k], new[k]):
+            was, now = _shown(old[k]), _shown(new[k])
+            # a lambda made twice with other captured values shows the same both times
+            said.append(f"{k} {was}, then {now}" if was != now else
+                        f"{k} {was}, then the same with other defaults or captured values")
+    return "; ".join(said)
+
+
+def _same(a, b, deep: bool = True) -> bool:
+    """Whether two declared values are the same: one object, or equal values of one type; and,
+    `deep`, functions of one definition whose defaults and closure are the same (a registering
+    function run twice makes its lambdas anew), or dataclasses (a Rule, a Contention) whose
+    fields are."""
+    if a is b:
+        return True
+    if type(a) is not type(b):          # 1 is no True here: a flag is a bool
+        return False
+    try:
+        if deep and isinstance(a, types.FunctionType):
+            ca, cb = a.__closure__ or (), b.__closure__ or ()
+            return (a.__code__ is b.__code__ and len(ca) == len(cb)
+                    and all(_same(x, y, False) for x, y in [
+                        (a.__defaults__, b.__defaults__), (a.__kwdefaults__, b.__kwdefaults__),
+                        *((x.cell_contents, y.cell_contents) for x, y in zip(ca, cb))]))
+        if deep and dataclasses.is_dataclass(a) and not isinstance(a, type):
+            return all(_same(getattr(a, f.name), getattr(b, f.name))
+                       for f in dataclasses.fields(a))
+        return bool(a == b)
+    except Exception:                   # an empty cell, a value whose == cannot answer
+        return False
+
+
+def _shown(value) -> str:
+    """A declared value as the refusal shows it: a function by its name and where it is
+    defined, anything else as its repr (cut short)."""
+    if isinstance(value, types.FunctionType):
+        code = value.__code__
+        return f"{value.__qualname__} ({os.path.basename(code.co_filename)}:{code.co_firstlineno})"
+    try:
+        text = " ".join(repr(value).split())
+    except Exception:
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _check_contention(name, uses_groups: bool, contention) -> None:

@@ -13,7 +13,7 @@ import pytest
 from normbench import strategies
 from normbench.harness.measure import Settings, measure
 from normbench.harness.plan import Case
-from normbench.strategies import _registry
+from normbench.strategies import _registry, _tuning
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -54,10 +54,16 @@ def _list_with_plugin(tmp_path, name: str, flag: str, signature: str) -> list[st
     """`run_bench.py list` with plugin module `name` registering one strategy (its
     deterministic_by_design `flag`, its function `signature`): it must fail with exit 2 and
     one line of stderr, which is returned."""
-    (tmp_path / f"{name}.py").write_text(
+    return _list_with_source(tmp_path, name, (
         "from normbench.strategies import register\n"
         f"@register('{name}', kind='strategy', {flag}, uses_groups=False)\n"
-        f"{signature}\n    pass\n")
+        f"{signature}\n    pass\n"))
+
+
+def _list_with_source(tmp_path, name: str, source: str) -> list[str]:
+    """`run_bench.py list` with plugin module `name` of `source`: it must fail with exit 2 and
+    one line of stderr, which is returned."""
+    (tmp_path / f"{name}.py").write_text(source)
     env = {**os.environ, "NORMBENCH_PLUGINS": name, "NORMBENCH_QUIET": "1",
            "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
     r = subprocess.run([sys.executable, str(ROOT / "run_bench.py"), "list"], cwd=tmp_path,
@@ -256,6 +262,73 @@ def test_a_plugin_with_a_rule_of_the_wrong_signature_is_one_line_when_it_loads(t
     assert err[0].startswith("plugin nb_rule (NORMBENCH_PLUGINS) cannot be loaded: TypeError: "
                              "implementation 'nb_rule': its writers rule <lambda>(rows) cannot "
                              "be called as writers(rows, groups)"), err[0]
+
+
+def _declared_fn(x, dy, weight, mean, rstd, *, groups=None):    # gets .params: its own
+    return _fn(x, dy, weight, mean, rstd)
+
+
+@pytest.fixture
+def rules(monkeypatch):
+    monkeypatch.setattr(_tuning, "RULES", dict(_tuning.RULES))
+
+
+def _declare(name, k=2, **changed):
+    """A registering function, as a plugin's entry point may name one: its lambdas (and its
+    launch rule's) are made anew at every call."""
+    fields = dict(kind="strategy", deterministic_by_design=True, uses_groups=True,
+                  auto_groups=lambda rows, d, sms, launch: k,
+                  launch=strategies.Rule(params=lambda d: {"block_d": 16}), doc="d") | changed
+    return _registry.register(name, **fields)(_declared_fn)
+
+
+def test_the_same_declaration_again_is_no_change(registry, rules):
+    """A registering function run twice (an entry point's module:function that its module's
+    import runs too) declares the same function with the same properties again: no change."""
+    _declare("x_again")
+    first = _registry.get("x_again")
+    _declare("x_again")
+    _registry.register("x_plain", kind="baseline", deterministic_by_design=False,
+                       uses_groups=False)(_fn)
+    _registry.register("x_plain", kind="baseline", deterministic_by_design=False,
+                       uses_groups=False, doc=None)(_fn)      # doc None and "": the docstring
+    assert _registry.get("x_again") is first
+    assert first.effective_groups(8, 16, None, "cpu") == 2
+
+
+@pytest.mark.parametrize("changed, said", [
+    (dict(deterministic_by_design=False), "deterministic_by_design True, then False"),
+    (dict(deterministic_by_design=1), "deterministic_by_design True, then 1"),
+    (dict(k=3), "auto_groups _declare.<locals>.<lambda> (test_registry.py:"),
+    (dict(auto_groups=lambda rows, d, sms, launch: 2), "auto_groups _declare.<locals>.<lambda> "
+                                                       "(test_registry.py:"),
+    (dict(writers=lambda rows, g: 1), "writers None, then <lambda> (test_registry.py:"),
+    (dict(partition="modulo"), "partition 'block', then 'modulo'"),
+    (dict(doc="other"), "doc 'd', then 'other'")])
+def test_the_same_function_declared_otherwise_is_refused(registry, rules, changed, said):
+    """register() of an already registered function under its name with another property was
+    dropped silently: the first declaration kept (deterministic_by_design True, say, where
+    the plugin's last word was False)."""
+    _declare("x_other")
+    first = _registry.get("x_other")
+    with pytest.raises(ValueError, match=r"^implementation 'x_other' registered twice, with "
+                                         r"other properties: " + re.escape(said)):
+        _declare("x_other", **changed)
+    assert _registry.get("x_other") is first and first.deterministic_by_design is True
+
+
+def test_a_plugin_declaring_a_function_twice_otherwise_is_one_line_when_it_loads(tmp_path):
+    """The same declaration twice loads; then the function again, nondeterministic: one line
+    naming the plugin, the implementation and the property, exit 2."""
+    err = _list_with_source(tmp_path, "nb_twice", (
+        "from normbench.strategies import register\n"
+        "def f(x, dy, weight, mean, rstd, *, groups=None):\n    pass\n"
+        "for det in (True, True, False):\n"
+        "    register('nb_twice', kind='strategy', deterministic_by_design=det, "
+        "uses_groups=False)(f)\n"))
+    assert err[0] == ("plugin nb_twice (NORMBENCH_PLUGINS) cannot be loaded: ValueError: "
+                      "implementation 'nb_twice' registered twice, with other properties: "
+                      "deterministic_by_design True, then False"), err[0]
 
 
 @pytest.mark.parametrize("name", ["grouped_atomic", "spin_lock"])
