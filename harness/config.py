@@ -41,8 +41,8 @@ determinism     ``{repeats: 10}``: how many calls of each case, the first includ
 peak_tbps       datasheet peak bandwidth in TB/s (0.001-1000), overriding the device table
                 (``harness/model.py``).  Default: null (use the table).
 seed            integer 0 .. 2**63-1 for the random inputs.  Default: 0.
-timeout_s       per-case timeout, seconds (> 0, at most a week), used by ``run --isolate``.
-                Default: 120.
+timeout_s       per-case timeout, seconds (> 0, at most a week), used by ``run --isolate``;
+                the worker's start-up (its imports, the plugins) does not count.  Default: 120.
 
 Lists must not be empty or hold duplicates.  Sizes must be YAML integers: ``"4096"``,
 ``4096.0`` and ``true`` are rejected.  Numbers are read as YAML 1.2 writes them, not as

@@ -1,6 +1,7 @@
 """The measuring child of a distributed run's worker (harness/gpuworker.py starts it through
 harness/isolate.py).  torch, Triton and the strategies are imported when this module loads,
-so a fresh child's start-up never counts against the first case's timeout_s."""
+and the plugins as the child starts (its `ready`, measure.prepare_worker), so a fresh child's
+start-up — the one after a timeout too — never counts against its first case's timeout_s."""
 from __future__ import annotations
 
 from normbench import strategies

@@ -38,7 +38,8 @@ def _child():
     if w is None:
         # TRITON_INTERPRET as this worker has it, unset where it is unset: the child's facts
         # (meta's environment) recorded the "0" once set here, which a plain run does not
-        w = Worker("normbench.harness.gpuchild:child", env={"NORMBENCH_QUIET": "1"})
+        w = Worker("normbench.harness.gpuchild:child", env={"NORMBENCH_QUIET": "1"},
+                   ready="normbench.harness.measure:prepare_worker")
         _state["worker"] = w
     return w
 

@@ -5,7 +5,8 @@ is to kill the process.  `Worker` keeps one spawned process (CUDA cannot fork; i
 torch/Triton is slow, so the process is reused across calls), sends it payloads through a pipe,
 and kills it when a call overruns; the next call starts a fresh one.
 
-    w = Worker("normbench.harness.measure:measure_payload", env={"TRITON_INTERPRET": "1"})
+    w = Worker("normbench.harness.measure:measure_payload", env={"TRITON_INTERPRET": "1"},
+               ready="normbench.harness.measure:prepare_worker")
     try:
         result = w.call(payload, timeout_s=60)   # measure_payload's: (case, settings) fields
     except WorkerTimeout: ...      # the worker was killed; next call gets a new one
@@ -71,8 +72,13 @@ class Worker:
 
     env: variables added to os.environ for the worker (TRITON_INTERPRET, NORMBENCH_PLUGINS...).
     grace_s: after a timeout, SIGTERM, then SIGKILL if the worker is still alive after grace_s.
-    start_timeout_s: how long starting the worker (importing `target`) may take; it does not
-        count against a call's timeout_s.
+    ready: "module:function" the worker calls once, with no argument, after importing
+        `target` and before it reports ready: whatever the first call would otherwise do
+        inside its timeout_s (load the plugins) that is no payload's work.  An exception it
+        raises (a plugin that cannot load here: PluginError) is the worker's failure to get
+        ready: WorkerStartError, worded as a call's PluginError is.
+    start_timeout_s: how long starting the worker (importing `target`, then `ready`) may take;
+        it does not count against a call's timeout_s.
     """
 
     def __init__(
@@ -82,11 +88,13 @@ class Worker:
         *,
         grace_s: float = 2.0,
         start_timeout_s: float = 600.0,
+        ready: str | None = None,
     ):
-        module, sep, func = target.partition(":")
-        if not sep or not module or not func:
-            raise ValueError(f"target must be 'module:function', not {target!r}")
+        _check_name("target", target)
+        if ready is not None:
+            _check_name("ready", ready)
         self.target = target
+        self.ready = ready
         self.env = {str(k): str(v) for k, v in (env or {}).items()}
         self.grace_s = float(grace_s)
         self.start_timeout_s = float(start_timeout_s)
@@ -191,7 +199,7 @@ class Worker:
         parent_conn, child_conn = _CTX.Pipe(duplex=True)
         proc = _CTX.Process(
             target=_worker_main,
-            args=(child_conn, self.target, self.env, os.getpid()),
+            args=(child_conn, self.target, self.env, os.getpid(), self.ready),
             name=f"normbench-worker {self.target}",
         )
         with _START_LOCK, _environment(self.env), _sigint_ignored():
@@ -205,15 +213,21 @@ class Worker:
 
         ready = _wait([parent_conn, proc.sentinel], self.start_timeout_s)
         if not ready:
+            pid = proc.pid
             self._discard(kill=True)
-            raise WorkerStartError(f"worker for {self.target} did not start within {self.start_timeout_s:g} s")
+            doing = f"import it, then run {self.ready}" if self.ready else "import it"
+            raise WorkerStartError(f"worker for {self.target} did not start ({doing}) within "
+                                   f"{self.start_timeout_s:g} s; worker pid {pid} killed")
         try:
             msg = parent_conn.recv()
         except (EOFError, OSError):
             raise self._crashed("died while starting", WorkerStartError) from None
         if msg[0] != "ready":
             self._discard(kill=True)
-            err = WorkerStartError(f"worker could not load {self.target}: {msg[1]}")
+            if msg[0] == "not_ready":   # `ready` failed: worded as call() words a PluginError
+                err = WorkerStartError(f"worker for {self.target} could not get ready: {msg[1]}")
+            else:
+                err = WorkerStartError(f"worker could not load {self.target}: {msg[1]}")
             err.remote_traceback = msg[2]
             raise err
 
@@ -287,6 +301,12 @@ def _wait(objects: list, timeout_s: float | None) -> list:
         ready = multiprocessing.connection.wait(objects, min(max(left, 0.0), _WAIT_CHUNK_S))
         if ready or left <= _WAIT_CHUNK_S:
             return ready
+
+
+def _check_name(what: str, name: str) -> None:
+    module, sep, func = name.partition(":")
+    if not sep or not module or not func:
+        raise ValueError(f"{what} must be 'module:function', not {name!r}")
 
 
 def _describe_exit(code: int | None) -> str:
@@ -368,16 +388,23 @@ def _sigint_ignored():
 # --------------------------------------------------------------------------- in the worker
 
 
-def _worker_main(conn, target: str, env: dict[str, str], parent_pid: int) -> None:
+def _worker_main(conn, target: str, env: dict[str, str], parent_pid: int,
+                 ready: str | None = None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent(parent_pid)
     os.environ.update(env)
     try:
-        module, _, name = target.partition(":")
-        func = getattr(importlib.import_module(module), name)
+        func = _resolve(target)
     except Exception as e:
         conn.send(("start_error", _describe(e), traceback.format_exc()))
         return
+    if ready:
+        # before "ready": the parent's start_timeout_s bounds it, no call's timeout_s
+        try:
+            _resolve(ready)()
+        except Exception as e:
+            conn.send(("not_ready", _describe(e), _format_tb()))
+            return
     conn.send(("ready", os.getpid()))
     while True:
         try:
@@ -398,13 +425,19 @@ def _worker_main(conn, target: str, env: dict[str, str], parent_pid: int) -> Non
             conn.send(("error", f"result of {target} cannot be sent back: {_describe(e)}", _format_tb()))
 
 
+def _resolve(name: str):
+    """The function "module:function" names, its module imported."""
+    module, _, func = name.partition(":")
+    return getattr(importlib.import_module(module), func)
+
+
 def _not_ready(e: BaseException) -> bool:
     """Whether the target failed because this process cannot get ready, not because of the
     payload: the registry's PluginError (a plugin that loads in the parent but not here — a
     module on another path, an import that fails in a child process).  Plugins load on first
-    use, so inside a call; as a payload's error every case, the built-in implementations' too,
-    became an error record, kept by --resume.  Looked up, not imported: a target that never
-    touched the registry cannot have raised it."""
+    use, so inside a call where no `ready` loaded them; as a payload's error every case, the
+    built-in implementations' too, became an error record, kept by --resume.  Looked up, not
+    imported: a target that never touched the registry cannot have raised it."""
     registry = sys.modules.get("normbench.strategies._registry")
     return registry is not None and isinstance(e, registry.PluginError)
 

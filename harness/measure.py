@@ -516,6 +516,16 @@ def _measure(case, s, entry, groups, rec, device, nbytes, done):
     return done("ok")
 
 
+def prepare_worker() -> None:
+    """The `ready` of a worker that runs measure_payload (harness/isolate.py): the plugins
+    load as the worker starts, under its start-up limit.  Loaded on first use, inside the
+    first case's call, their import counted against that case's timeout_s: a plugin slower
+    to import than it made the case a `timeout` record, and every later one too, each in a
+    fresh worker that loaded it again — records --resume kept as done.  A plugin that cannot
+    load here raises PluginError: the worker cannot get ready, and the run stops."""
+    strategies.known()
+
+
 def measure_payload(payload: tuple[dict, dict]) -> dict:
     """Entry point for an isolate worker: (case fields, settings fields) → record."""
     case, settings = payload

@@ -485,7 +485,8 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
         if isolate:
             worker = Worker("normbench.harness.measure:measure_payload",
                             env={"TRITON_INTERPRET": os.environ.get("TRITON_INTERPRET", "0"),
-                                 "NORMBENCH_QUIET": "1"})
+                                 "NORMBENCH_QUIET": "1"},
+                            ready="normbench.harness.measure:prepare_worker")
         columns = (TextColumn("[progress.description]{task.description}"), BarColumn(),
                    MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("ETA"),
                    TimeRemainingColumn())

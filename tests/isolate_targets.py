@@ -67,3 +67,12 @@ def plugin_error(payload):
     # as the registry raises it when a plugin does not load in this process
     from normbench.strategies._registry import PluginError
     raise PluginError("plugin nb_x (NORMBENCH_PLUGINS) cannot be loaded: RuntimeError: no")
+
+
+def ready_slowly():
+    # a `ready` slower than the calls' timeout_s: the worker's start, not a call
+    time.sleep(2.0)
+
+
+def ready_fails():
+    plugin_error(None)

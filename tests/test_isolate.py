@@ -122,6 +122,55 @@ def test_start_errors():
         assert "no_such_function" in err.value.remote_traceback
 
 
+def test_ready_runs_as_the_worker_starts_outside_every_call_s_timeout(worker):
+    w = worker("echo", ready="isolate_targets:ready_slowly")
+    assert w.call(1, timeout_s=1)["payload"] == 1       # its 2 s were the start's
+    pid = w.pid
+    assert w.call(2, timeout_s=1)["pid"] == pid          # once, not per call
+
+
+def test_a_ready_that_fails_or_overruns_stops_the_start(worker):
+    """A `ready` raising PluginError is the worker's failure to get ready, worded as a call's;
+    one slower than start_timeout_s a start that did not finish, saying what it was doing."""
+    w = worker("echo", ready="isolate_targets:ready_fails")
+    with pytest.raises(WorkerStartError, match="could not get ready: PluginError: plugin nb_x") as err:
+        w.start()
+    assert "ready_fails" in err.value.remote_traceback and w.pid is None
+    w = worker("echo", ready="isolate_targets:ready_slowly", start_timeout_s=1)
+    with pytest.raises(WorkerStartError, match=r"did not start \(import it, then run "
+                                               r"isolate_targets:ready_slowly\) within 1 s"):
+        w.call(1, timeout_s=30)
+    assert w.pid is None
+    with pytest.raises(ValueError, match="ready must be 'module:function'"):
+        Worker("isolate_targets:echo", ready="isolate_targets.ready_slowly")
+
+
+def test_a_plugin_slow_to_import_costs_no_case_its_timeout(tmp_path, monkeypatch):
+    """--isolate: the plugins loaded inside the worker's first call, so a plugin slower to
+    import than timeout_s made that case a `timeout` record, and every later one too (each in
+    a fresh worker that loaded it again), the built-ins' included — records --resume kept as
+    done.  The worker loads them as it starts, outside every case's timeout_s."""
+    from rich.console import Console
+    from normbench import strategies
+    from normbench.harness import run
+    from normbench.harness.config import parse_config
+    from normbench.harness.plan import expand
+    from normbench.harness.store import load_records
+    sweep = parse_config("norm: [layernorm]\nrows: [4, 6]\nd: [8]\nimplementations: [torch]\n"
+                         "timing: {warmup_ms: 1, rep_ms: 1}\ntimeout_s: 1.5\n")
+    # this process's plugins load first, without it: only the worker imports the slow one
+    cases = expand(sweep, uses_groups=lambda n: strategies.get(n).uses_groups,
+                   available=strategies.known())
+    (tmp_path / "nb_slow_import.py").write_text("import time\ntime.sleep(2.5)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))          # spawn hands the worker our sys.path
+    monkeypatch.setenv("NORMBENCH_PLUGINS", "nb_slow_import")
+    out = run.execute(sweep, cases, tmp_path / "r", isolate=True,
+                      console=Console(stderr=True, quiet=True))
+    df = load_records(tmp_path / "r")
+    assert out.finished and out.measured == 2
+    assert list(df["status"]) == ["ok", "ok"], list(df["error"])
+
+
 def test_unpicklable_result_is_an_error_not_a_crash(worker):
     w = worker("unpicklable")
     with pytest.raises(RuntimeError, match="cannot be sent back"):
