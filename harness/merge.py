@@ -9,9 +9,10 @@ be read is StoreError (load_records) — either before the output directory is m
 records are written through the store, in plan order, all at once (RunStore.append_many:
 one write of records.csv, one of records.parquet).  meta.json's top level holds what every
 shard's agrees on — a key they differ in (a GPU's UUID or clocks, cpu_model, the
-environment, argv, workers ...) is null there and named in `merge.differs`, the
-TRITON_*/CUDA_*/PYTORCH_*/NORMBENCH_* variables set differently in
-`merge.environment_differs` — whatever order the shards are given in; the
+environment, argv, workers ...) is null there, named in `merge.differs` and kept in each
+shard's merged_from entry, the TRITON_*/CUDA_*/PYTORCH_*/NORMBENCH_* variables set
+differently in `merge.environment_differs` — whatever order the shards are given in (and
+`plugins` whatever order they loaded in: kept in one order, _plugins_in_order); the
 copy ceiling is the shards' median, the times span them all.  `merged_from` has one entry per
 shard with its own: where, when, on which host and GPUs, its copy ceiling, environment,
 command lines and resumes; `merge` (shards, partial, missing cases) replaces `shard` and
@@ -19,6 +20,7 @@ command lines and resumes; `merge` (shards, partial, missing cases) replaces `sh
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import statistics
@@ -253,10 +255,11 @@ def merge(out: str | os.PathLike, dirs: list[str | os.PathLike], *,
         return store.meta
 
 
-# meta keys of the merged run as a whole, which no merged_from entry repeats: those check()
-# finds equal in every shard (SAME, every "*_version" key, package_versions, plugins), the config's
-# and the format's; every other key is a fact of the shard's machine or command (its GPU and
-# clocks, cpu_model, environment, argv and invocations, workers and gpus ...), kept per shard
+# meta keys of the merged run as a whole, which no merged_from entry repeats where the shards
+# agree on them: those check() compares (SAME, every "*_version" key, package_versions, the
+# plugins' versions), the config's and the format's; every other key is a fact of the shard's
+# machine or command (its GPU and clocks, cpu_model, environment, argv and invocations,
+# workers and gpus ...), kept per shard
 _OF_THE_RUN = {*dict(SAME), "config_name", "config_text", "format", "format_version",
                "package_versions", "plugins", "shard", "merge", "merged_from", "resumes"}
 # what the merge writes at the top level itself, from every shard (not "the same or null")
@@ -269,6 +272,9 @@ def _merged_meta(dirs, metas, plan, missing) -> dict:
     order = sorted(range(len(dirs)), key=lambda i: metas[i]["shard"]["index"])
     dirs, metas = [dirs[i] for i in order], [metas[i] for i in order]
     meta, differs = _agreed(metas)
+    # one the shards still differ in (plugins of one version loaded from other modules or
+    # sources) is null at the top: each shard's stays in its entry, as a machine's facts do
+    own = [k for k in differs if k in _OF_THE_RUN and k not in _COMPUTED]
     sources = []
     for d, m in zip(dirs, metas):
         # each shard's resumes stay in its entry: a resume of the merged directory starts a
@@ -280,6 +286,7 @@ def _merged_meta(dirs, metas, plan, missing) -> dict:
                                                  "git_dirty")},
                         **{k: v for k, v in m.items() if k not in _OF_THE_RUN
                            and k not in versions(m)},
+                        **{k: m.get(k) for k in own},
                         "resumes": m.get("resumes") or []})
     ceilings = [s["copy_ceiling_gbps"] for s in sources if s["copy_ceiling_gbps"]]
     started = [m["started_at"] for m in metas if m.get("started_at")]
@@ -307,16 +314,35 @@ def _merged_meta(dirs, metas, plan, missing) -> dict:
 def _agreed(metas: list[dict]) -> tuple[dict, list[str]]:
     """The top level of a merge: each key (but a shard's `shard` and `resumes`) with the value
     every shard has (a shard without the key has null), else null; and the keys whose values
-    differ, sorted — each shard's own is in its merged_from entry."""
+    differ, sorted — each shard's own is in its merged_from entry.  `plugins` are compared
+    as a set (_plugins_in_order)."""
     keys = dict.fromkeys(k for m in metas for k in m if k not in ("shard", "resumes"))
     meta, differs = {}, []
     for k in keys:
-        values = [m.get(k) for m in metas]
+        values = [_plugins_in_order(m.get(k)) if k == "plugins" else m.get(k) for m in metas]
         same = all(v == values[0] for v in values[1:])
         meta[k] = values[0] if same else None
         if not same:
             differs.append(k)
     return meta, sorted(differs)
+
+
+def _plugins_in_order(plugins):
+    """meta's `plugins` in one order: the modules NORMBENCH_PLUGINS named, by module, then the
+    entry points, by name (the order they load in, but for the order NORMBENCH_PLUGINS gives).
+    Shards that loaded the same plugins in another order (NORMBENCH_PLUGINS=a,b and b,a) ran
+    the same plugin code: compared in load order they differed, and the merged meta.json
+    recorded no plugins at all, at the top or in any merged_from entry."""
+    if not isinstance(plugins, list):
+        return plugins
+
+    def key(p):
+        text = json.dumps(p, sort_keys=True, default=str)
+        if not isinstance(p, dict):
+            return (2, "", "", text)
+        return (p.get("source") != "NORMBENCH_PLUGINS", str(p.get("entry_point") or ""),
+                str(p.get("module") or ""), text)
+    return sorted(plugins, key=key)
 
 
 def environment_differs(metas: list[dict]) -> list[str]:

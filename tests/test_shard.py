@@ -317,6 +317,38 @@ def test_merge_refuses_shards_measured_with_other_plugin_versions(runs, tmp_path
         merge(tmp_path / "m4", shards)
 
 
+def test_shards_that_loaded_the_same_plugins_in_another_order_agree_on_them(runs, tmp_path):
+    """Shards that loaded the same plugins in another order (NORMBENCH_PLUGINS=a,b on one
+    machine, b,a on another) were compared as lists: the merged meta.json had `plugins` null,
+    named in merge.differs, and in no merged_from entry — which plugin code measured was lost.
+    The same plugins agree whatever their order, kept in one order; plugins that do differ
+    (one version of a distribution loaded from other modules, which check() lets through) are
+    null at the top, named in merge.differs and kept in each shard's entry."""
+    from normbench.harness.merge import merge
+    tmp, _ = runs
+    shards = [tmp_path / f"s{i}" for i in range(3)]
+    (fake,) = json.loads((tmp / "s0" / "meta.json").read_text())["plugins"]
+    local = {"source": "NORMBENCH_PLUGINS", "module": "nb_local", "entry_point": None,
+             "distribution": None, "version": None}
+    ep = {"source": "entry point", "module": "nb_p.impl", "entry_point": "nb_p",
+          "distribution": "nb-p", "version": "0.1"}
+    orders = [[fake, local, ep], [local, ep, fake], [ep, fake, local]]
+    for i, d in enumerate(shards):
+        shutil.copytree(tmp / f"s{i}", d)
+        _edit_meta(d, plugins=orders[i])
+    merged = merge(tmp_path / "m", shards)
+    assert merged["plugins"] == [local, fake, ep]        # NORMBENCH_PLUGINS' by module first
+    assert "plugins" not in merged["merge"]["differs"]
+    assert all("plugins" not in s for s in merged["merged_from"])
+    assert merge(tmp_path / "m2", shards[::-1])["plugins"] == [local, fake, ep]
+    other = dict(ep, source="NORMBENCH_PLUGINS", module="nb_p.other", entry_point=None)
+    _edit_meta(shards[1], plugins=[local, other, fake])
+    merged = merge(tmp_path / "m3", shards)
+    assert merged["plugins"] is None and "plugins" in merged["merge"]["differs"]
+    assert [s["plugins"] for s in merged["merged_from"]] == [orders[0], [local, other, fake],
+                                                              orders[2]]
+
+
 def test_a_resume_that_measured_nothing_does_not_block_merge(runs, tmp_path):
     """`--resume` at another commit of a shard stopped after its last record (meta.json not
     yet completed; a complete one is left as it is) measures nothing: merge compares and
