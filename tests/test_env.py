@@ -41,8 +41,9 @@ def test_variables_the_harness_sets_itself_are_not_the_users(monkeypatch):
     made = []
 
     class Worker:
-        def __init__(self, target, env=None):
+        def __init__(self, target, env=None, ready=None):
             made.append(env)
+            assert ready == "normbench.harness.measure:prepare_worker"   # plugins as it starts
     monkeypatch.setattr(isolate, "Worker", Worker)
     monkeypatch.delitem(gpuworker._state, "worker", raising=False)
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
