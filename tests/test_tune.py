@@ -1128,3 +1128,20 @@ def test_peers_env_unpacks_each_wheel_once(tmp_path):
     assert (tmp_path / "site" / "latermod" / "__init__.py").read_text() == "X = 1\n"
     if sys.version_info[:2] == (3, 12):
         assert str(tmp_path / "site") in out
+
+
+def test_device_harness_check_script_on_cpu(tmp_path):
+    """Session 58's CUDA check, tiny: SIGINT at random moments of a resumed quick run ends with
+    the run complete and no record twice (bench/sigint_loop.py), and `run --isolate` with a
+    plugin measures the plugin's strategy beside a built-in one, --strict passing."""
+    r = _device_script(tmp_path, "device_harness_check.sh", ATTEMPTS="1", T_MIN="1", T_MAX="4",
+                       SHAPE_ARGS="--shape 3x40")
+    assert "== sigint loop (rc 0)" in r.stdout and "== isolate with a plugin (rc 0)" in r.stdout, \
+        r.stdout
+    with tarfile.open(tmp_path / "harness.tgz") as tar:
+        log = tar.extractfile("./sigint.log").read().decode()
+        assert "duplicated 0, completed True" in log, log
+        recs = list(csv.DictReader(io.TextIOWrapper(tar.extractfile("./isolate/records.csv"))))
+        assert {x["implementation"] for x in recs} == {"disjoint_block", "test_plugin_rows"}
+        assert all(x["status"] == "ok" for x in recs), recs
+        assert "./gpu-tests.log" in tar.getnames()
