@@ -72,6 +72,11 @@ class ClusterError(Exception):
     """The cluster cannot be used (extra missing, no worker, bad --gpus); one line."""
 
 
+class _Unfetched(ClusterError):
+    """A task that finished on the cluster but whose result could not be fetched: the
+    connection broke (the scheduler's, as a rule: Executor._finished tells which)."""
+
+
 def call_us(case) -> float:
     """A rough estimate of one call's time (µs) by the plan's GPU model: launch + bytes."""
     nbytes = _plan.bytes_moved(case.norm, case.rows, case.d, case.dtype, case.weight_dtype)
@@ -495,7 +500,13 @@ class Executor:
         exclusive re-run.  ClusterError where the task stands for no measurement (_record)."""
         from normbench.harness.measure import failed_record
         case, host, alone, _ = in_flight[fut]
-        rec = _record(fut, case, settings, failed_record, stopping_s, apart=alone)
+        try:
+            rec = _record(fut, case, settings, failed_record, stopping_s, apart=alone)
+        except _Unfetched as e:
+            # the scheduler killed mid-run broke the fetch before the client's status said so:
+            # the run's "lost the scheduler" line, not a case the cluster "could not run"
+            raise ClusterError(_LOST if stopping_s is None and self._scheduler_gone()
+                               else str(e)) from None
         self._note_worker(fut)
         del in_flight[fut]      # once fetched: a stop while it is fetched finds it in flight
         if not queue.finished(host, case, alone, rec):
@@ -507,6 +518,17 @@ class Executor:
             rec = _noted(prior[1], f"its exclusive re-run failed ({rec.get('status')}: "
                                    f"{rec.get('error')}); measured beside other cases")
         return case, rec
+
+    def _scheduler_gone(self) -> bool:
+        """Whether the client has lost the scheduler: its status says so, or the scheduler's
+        address no longer answers Dask's identity request (within 5 s)."""
+        if self.client is None or self.client.status != "running":
+            return True
+        try:
+            _ask(self.client.scheduler.address, 5.0)
+        except Exception:
+            return True
+        return False
 
     def _stop(self, in_flight, queue, settings) -> None:
         """The sweep stopped: every task already finished becomes a record (for unsaved()), as
@@ -664,7 +686,9 @@ def _record(fut, case, settings, failed_record, stopping_s=None, apart=False) ->
     died while it ran the task (KilledWorker) — the case's own crash, an `error` record.  A
     worker that does not know the case's implementation (gpuworker.UnknownImplementation: a
     plugin its node lacks) is the cluster's failure too: recorded as an `error`, --resume
-    skipped a case never measured.  apart: the case ran with none of this run's beside it
+    skipped a case never measured.  A task that ran but whose result could not be fetched
+    (the connection broke: an OSError while the future is "finished") is _Unfetched, which
+    Executor._finished tells apart as the lost scheduler or a broken connection.  apart: the case ran with none of this run's beside it
     on its host (exclusive: Queue), so its neighbours were another process's (the note of
     hostload.contention_note)."""
     from normbench.harness.measure import Settings
@@ -676,6 +700,12 @@ def _record(fut, case, settings, failed_record, stopping_s=None, apart=False) ->
             # cancelled by none of this run's own (_reclaim's are no longer in flight): the
             # client lost the scheduler between the poll's cancelled() and result()
             raise ClusterError(_LOST) from None
+        if getattr(fut, "status", "error") in ("finished", "lost") and isinstance(e, OSError):
+            # the task ran (a task that raised is "error"); fetching its result broke off
+            # (CommClosedError, a reset connection): nothing measured reached this process
+            raise _Unfetched(f"the connection to the cluster broke while case {case.key}'s "
+                             f"result was fetched ({name}: {text[:300]}): nothing recorded for "
+                             "it; the records kept are on disk, finish with --resume") from None
         if name != "KilledWorker":
             need = ("every worker needs the plan's implementations" if name ==
                     "UnknownImplementation" else "the scheduler and every worker need "

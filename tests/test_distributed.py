@@ -724,6 +724,45 @@ def test_a_task_the_cluster_could_not_run_stops_the_run_and_records_nothing():
     assert rec["status"] == "error" and "Dask worker died" in rec["error"]
 
 
+def test_a_result_whose_fetch_broke_is_the_lost_scheduler_where_it_no_longer_answers():
+    """The scheduler killed mid-run: the fetch of a finished task's result broke off
+    (CommClosedError, "Connection reset by peer") before the client's status said the scheduler
+    was lost, and the run ended on "the cluster could not run case …: the scheduler and every
+    worker need normbench importable" (a CI failure) instead of its "lost the Dask scheduler"
+    line.  A fetch that broke is the lost scheduler where its address no longer answers; where
+    it still does, the broken connection is named; a task that raised an OSError on the worker
+    is still one the cluster could not run."""
+    from normbench.harness import distributed as dist
+    from normbench.harness.measure import Settings, failed_record
+    from normbench.harness.plan import Case
+
+    class CommClosedError(OSError):     # distributed's is an OSError
+        pass
+
+    class Fut:
+        def __init__(self, status, e):
+            self.status, self.e = status, e
+
+        def result(self):
+            raise self.e
+    case = Case(norm="rmsnorm", implementation="torch", rows=5, d=16, dtype="fp32",
+                weight_dtype="fp32", groups="-")
+    settings = Settings(warmup_ms=1, rep_ms=1, repeats=1, seed=0, peak_tbps=None,
+                        copy_gbps=None, device_name="x")
+    broke = CommClosedError("in <TCP (closed) ConnectionPool.gather>: ConnectionResetError")
+    with pytest.raises(dist.ClusterError, match="could not run case"):   # raised on the worker
+        dist._record(Fut("error", OSError("Too many open files")), case, settings, failed_record)
+    ex = object.__new__(dist.Executor)
+    for gone, match in ((True, "^lost the Dask scheduler"),
+                        (False, "^the connection to the cluster broke while case rmsnorm")):
+        ex._scheduler_gone = lambda gone=gone: gone
+        fut = Fut("finished", broke)
+        with pytest.raises(dist.ClusterError, match=match):
+            ex._finished(fut, {fut: (case, "h", False, 0.0)}, None, settings)
+    ex.client = None        # no client: gone, whatever the address would say
+    assert dist.Executor._scheduler_gone(ex)
+
+
 @pytest.fixture
 def scheduler_and_worker(tmp_path):
     """A Dask scheduler and one worker (no nanny: its pid is the worker's) started as a
