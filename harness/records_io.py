@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from normbench.harness.rundir import RECORDS_CSV, RECORDS_PARQUET, StoreError
+from normbench.harness.rundir import LOCK_INFO, RECORDS_CSV, RECORDS_PARQUET, StoreError
 from normbench.harness import schema
 from normbench.harness.schema import COLUMNS, STATUSES, case_id as _case_id
 
@@ -31,7 +31,8 @@ from normbench.harness.schema import COLUMNS, STATUSES, case_id as _case_id
 _CSV_OPTIONS = dict(index=False, quoting=csv.QUOTE_NONNUMERIC, lineterminator="\n")
 
 
-def load_records(run_dir: str | os.PathLike, source: str = "auto") -> pd.DataFrame:
+def load_records(run_dir: str | os.PathLike, source: str = "auto",
+                 torn_tail: bool | None = None) -> pd.DataFrame:
     """The records of a run, with the dtypes of harness.schema.COLUMNS, in that order.
 
     source: "csv", "parquet", or "auto" (the CSV, which is always current; the parquet file
@@ -39,7 +40,11 @@ def load_records(run_dir: str | os.PathLike, source: str = "auto") -> pd.DataFra
     after the known ones; known columns missing from the file are filled with NA.  A CSV
     that is cut short (a record of fewer fields than its header, no final newline) is
     refused, never read with the fields it lost as NA (_check_whole), and so is a record
-    whose status or samples the store never writes (_bad_record).
+    whose status or samples the store never writes (_bad_record) — except, with torn_tail,
+    a last record cut short and nothing else wrong: the record a run was appending (still
+    running, or killed mid-append), which is no record yet; the records before it are read.
+    torn_tail None: where the run's lock note is there (a run holds the directory, or died
+    holding it; a finished run leaves none), as the store's appends need (whole_length).
     """
     run_dir = Path(run_dir)
     if source not in ("auto", "csv", "parquet"):
@@ -48,17 +53,28 @@ def load_records(run_dir: str | os.PathLike, source: str = "auto") -> pd.DataFra
     source = "csv" if path.name == RECORDS_CSV else "parquet"
     if not path.exists():
         raise StoreError(f"{run_dir} holds no records ({path.name} not found)")
+    if torn_tail is None:
+        torn_tail = (run_dir / LOCK_INFO).exists()
+    src: Any = path
     if source == "csv":
-        _check_whole(path)
+        try:
+            _check_whole(path)
+        except StoreError:
+            src = _whole_records(path, torn_tail)
     # a value out of its dtype's range (rows = 1e30 read as Int64) is refused in one line, but
     # numpy warned of its cast first, once per read of the column (8 to 16 lines before it)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         try:
-            if source == "csv":
-                frame = pd.read_csv(path, dtype=dict(COLUMNS), **_READ_CSV)
-            else:
-                frame = _read_parquet(path)
+            try:
+                frame = (pd.read_csv(src, dtype=dict(COLUMNS), **_READ_CSV) if source == "csv"
+                         else _read_parquet(path))
+            except Exception:   # a quoted field left open at the end ("EOF inside string")
+                if source != "csv" or src is not path or not torn_tail \
+                        or whole_length(path) is None:
+                    raise
+                src = _whole_records(path, torn_tail)
+                frame = pd.read_csv(src, dtype=dict(COLUMNS), **_READ_CSV)
         except Exception as e:  # parser errors, bad values, a file that is not parquet ...
             where = _bad_cell(path) if source == "csv" else None
             raise StoreError(f"cannot read {path}: {where or f'{type(e).__name__}: {e}'}") from e
@@ -88,6 +104,69 @@ def records_path(run_dir: str | os.PathLike, source: str = "auto") -> Path:
 
 # "NA", "nan", "None" are text; only an empty field is missing
 _READ_CSV = dict(keep_default_na=False, na_values=[""], encoding="utf-8")
+
+
+def _whole_records(path: Path, torn_tail: bool) -> io.BytesIO:
+    """records.csv up to its last whole record, where torn_tail allows it and all that is
+    wrong is the end (whole_length); else the error _check_whole gives (re-raised)."""
+    data = path.read_bytes()
+    cut = whole_length(path, data) if torn_tail else None
+    if cut is None:
+        _check_whole(path)          # raises what it raised: the file is damaged, not torn
+        raise StoreError(f"cannot read {path}: the file is cut short" + _recover(path, True))
+    return io.BytesIO(data[:cut])
+
+
+def whole_length(path: Path, data: bytes | None = None) -> int | None:
+    """How many bytes of records.csv (`data`, else read) end with its last whole record, where
+    all that is wrong with it is a last record cut short: fewer fields than the header, a
+    quoted field left open, no final newline — an append its writer (RunStore.append) had not
+    finished, still running or killed.  None where the file is whole, or wrong elsewhere too
+    (a record in the middle damaged: _check_whole names it)."""
+    if data is None:
+        data = path.read_bytes()
+    pieces = data.split(b"\n")        # the last: what follows the final newline ("" if none)
+    state = {"pos": 0, "ended": True}
+
+    def lines():                     # each physical line, its end counted in pos
+        for k, piece in enumerate(pieces):
+            last = k == len(pieces) - 1
+            if last and not piece:
+                return
+            state["pos"] += len(piece) + (not last)
+            state["ended"] = not last
+            yield piece.decode("utf-8", "replace") + ("" if last else "\n")
+    limit, good = csv.field_size_limit(), None
+    try:
+        csv.field_size_limit(_FIELD_LIMIT)
+        rows = csv.reader(lines(), strict=True)
+        try:
+            header = next(rows, None)
+            if header is None or not state["ended"]:
+                return None
+            good = state["pos"]
+            for row in rows:
+                if row and (len(row) != len(header) or not state["ended"]):
+                    break
+                good = state["pos"]
+        except csv.Error:
+            pass
+    finally:
+        csv.field_size_limit(limit)
+    if good is None or good == len(data):
+        return None
+    # what follows the last whole record must be one record cut short, not several (a record
+    # damaged in the middle): read leniently, a quoted field left open runs to the end as one
+    limit = csv.field_size_limit()
+    try:
+        csv.field_size_limit(_FIELD_LIMIT)
+        rest = io.StringIO(data[good:].decode("utf-8", "replace"), newline="")
+        later = sum(1 for r in csv.reader(rest) if r)
+    except csv.Error:
+        return None
+    finally:
+        csv.field_size_limit(limit)
+    return good if later <= 1 else None
 
 
 def _check_whole(path: Path) -> None:

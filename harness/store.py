@@ -22,12 +22,16 @@ non-empty directory is refused (`check_out_dir`, `check_run_dir`).
 
 Every file is written whole to a temporary file in the same directory, fsynced and moved into
 place with os.replace, so a `kill -9` at any moment leaves each file either the old version or
-the new one, never a torn one.  A records.csv torn by something else (a copy stopped
-mid-record) is refused as it is read (records_io._check_whole), and opening a run never
+the new one, never a torn one — except records.csv's appends: once it holds records, each new
+one is appended and fsynced (O(record); a whole rewrite per record was quadratic in the run),
+so a `kill -9` or a power loss mid-append can leave its last record cut short.  That record
+is no record (its append never returned): where the run's lock note is there (a run holds the
+directory or died holding it) readers read the records before it, and a resume drops it and
+measures its case again (records_io.whole_length).  A records.csv cut short otherwise (a copy
+stopped mid-record) is refused as it is read (records_io._check_whole), and opening a run never
 rewrites a records.parquet that holds more than the records.csv it read
-(_check_parquet_behind).  Rewriting the whole CSV per record is O(rows), which is fine for
-runs of a few thousand rows; the CSV text is kept in memory so a record costs one write, and
-append_many (merge) writes a batch of records with one.
+(_check_parquet_behind).  append_many (merge) writes a batch of records with one write, into
+an empty store whole (all or nothing).
 
 Records are read and encoded by harness/records_io.py, part of the store (load_records and the
 row/CSV/parquet helpers, re-exported here); harness/rundir.py holds the directory marker and
@@ -57,7 +61,7 @@ from normbench.harness.rundir import (  # noqa: F401  (re-exported: the store's 
     FORMAT, FORMAT_VERSION, LOCK_FILE, LOCK_INFO, META_JSON, RECORDS_CSV, RECORDS_PARQUET,
     StoreError, StoreWriteError, _DATA_FILES, _atomic_write, _read_json, _reason, cannot_read,
     check_out_dir, check_meta_types, check_run_dir, check_writable, is_run_dir, meta_format_version,
-    run_dir_version, write_file_atomic)
+    run_dir_version, write_all, write_file_atomic)
 from normbench.harness.schema import COLUMNS
 from normbench.harness.text import count
 
@@ -117,15 +121,16 @@ def unrecorded_run(run_dir: str | os.PathLike) -> str | None:
     return f"{what}, {'finished' if meta.get('completed') is True else 'stopped'} with no record"
 
 
-def stored_records(run_dir: str | os.PathLike) -> pd.DataFrame:
+def stored_records(run_dir: str | os.PathLike, torn_tail: bool | None = None) -> pd.DataFrame:
     """The records of `run_dir` as a store opening it reads them: empty where it holds none
     (no records.csv, no records.parquet); StoreError where the store refuses them (a
     records.csv cut short or damaged, a records.parquet holding what it lacks) — for what
-    is told before the store is opened (run's plan, --dry-run's too)."""
+    is told before the store is opened (run's plan, --dry-run's too).  torn_tail: as
+    load_records (a last record cut short by a run killed mid-append is no record)."""
     run_dir = Path(run_dir)
     if not ((run_dir / RECORDS_CSV).exists() or (run_dir / RECORDS_PARQUET).exists()):
         return _empty_frame()
-    frame = load_records(run_dir)
+    frame = load_records(run_dir, torn_tail=torn_tail)
     _check_parquet_behind(run_dir, frame)
     return frame
 
@@ -190,6 +195,7 @@ class RunStore:
         # Previous holder's pid/host/since when it died without close() (kill -9, power loss).
         self.stale_lock: dict | None = None
         self._mutex = threading.RLock()
+        self._csv_file = None       # records.csv's (device, inode, size) as this store wrote it
         self._closed = True
         self._lock = None
 
@@ -254,7 +260,10 @@ class RunStore:
                     pass
 
     def _open(self, resume: bool) -> None:
-        frame = stored_records(self.run_dir)
+        # the lock note is this store's now: a record cut short at the end is the one a run
+        # that died holding the directory was appending (stale_lock), and no record; a file
+        # cut short otherwise (a copy stopped mid-record) is refused
+        frame = stored_records(self.run_dir, torn_tail=self.stale_lock is not None)
         if len(frame) and not resume:
             raise StoreError(f"{self.run_dir} already holds {count(len(frame), 'record')}; "
                              f"{self._occupied_hint}")
@@ -275,8 +284,9 @@ class RunStore:
         self._meta: dict = load_meta(self.run_dir) if resume else {}
         self.write_meta(self._meta)     # the marker from the start (a format-1 meta gains it)
         # Rewrite both files from what was loaded: the parquet file may lag the CSV after a crash.
-        self._csv = frame.to_csv(**_CSV_OPTIONS).encode("utf-8")
-        self._write(RECORDS_CSV, lambda f: f.write(self._csv))
+        # records.csv's text, kept in memory (grown in place: a copy per record was O(run))
+        self._csv = bytearray(frame.to_csv(**_CSV_OPTIONS).encode("utf-8"))
+        self._write_csv(b"", append=False)
         self._parquet_dirty = True
         self._write_parquet()
 
@@ -313,13 +323,13 @@ class RunStore:
                 new_ids.add(cid)
             if not rows:
                 return
-            new_csv = self._csv + b"".join(lines)
+            added = b"".join(lines)
             # records.csv replaced and the memory updated in one step: a signal between the two
             # (during the directory's fsync) left a record on disk that records.parquet, written
             # from memory, lacked — and that a rewrite from memory deleted
             with held():
-                self._write(RECORDS_CSV, lambda f: f.write(new_csv))
-                self._csv = new_csv
+                self._write_csv(added, append=bool(self._ids))
+                self._csv += added
                 self._pending.extend(rows)
                 self._ids |= new_ids
                 self._done |= new_ids
@@ -453,6 +463,46 @@ class RunStore:
             self._parquet_wait = max(self.parquet_interval_s,
                                      PARQUET_SPACING * (time.monotonic() - start))
         self._parquet_time = time.monotonic()
+
+    def _write_csv(self, added: bytes, append: bool) -> None:
+        """records.csv as what it held (self._csv) and `added`: appended and fsynced where
+        `append` and the file is the one this store last wrote, unchanged — O(record): a whole
+        rewrite per record cost 40 ms an append at 5,000 records, quadratic in the run — else
+        written whole through a fsynced temporary (at open, and the first records: merge's one
+        batch is all or nothing).  An append that fails (a full disk) cuts the file back to what it held; one
+        cut short by kill -9 or a power loss leaves a last record cut short, which readers and a
+        resume take for the unfinished record it is (records_io.whole_length)."""
+        path = self.run_dir / RECORDS_CSV
+        if append and self._csv_file is not None:
+            self._check_owner()
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
+            except OSError:
+                fd = None               # gone or a link: written whole, as it was
+            if fd is not None:
+                try:
+                    st = os.fstat(fd)
+                    if (st.st_dev, st.st_ino, st.st_size) == self._csv_file:
+                        try:
+                            write_all(fd, added)
+                            os.fsync(fd)
+                        except OSError as e:
+                            try:
+                                os.ftruncate(fd, st.st_size)
+                            except OSError:
+                                pass
+                            raise StoreWriteError(f"cannot write {path}: {_reason(e)}") from e
+                        self._csv_file = (st.st_dev, st.st_ino, st.st_size + len(added))
+                        return
+                finally:
+                    os.close(fd)
+        self._csv_file = None
+        self._write(RECORDS_CSV, lambda f: (f.write(self._csv), f.write(added)))
+        try:
+            st = os.stat(path, follow_symlinks=False)
+            self._csv_file = (st.st_dev, st.st_ino, st.st_size)
+        except OSError:
+            pass
 
     def _write(self, name: str, write: Callable[[Any], Any]) -> None:
         path = self.run_dir / name

@@ -715,22 +715,38 @@ def test_a_failed_write_is_a_write_error_not_bad_input(tmp_path, monkeypatch):
     run = tmp_path / "run"
     with RunStore(run) as s:
         s.append(full_record(0))
+        before = (run / "records.csv").read_bytes()
+
+        def half(fd, data):         # an append that fills the disk half-way through its record
+            os.write(fd, data[:len(data) // 2])
+            raise OSError(errno.ENOSPC, "No space left on device")
+        monkeypatch.setattr(store_mod, "write_all", half)
+        with pytest.raises(StoreWriteError, match="cannot write .*records.csv") as e:
+            s.append(full_record(1))
+        # cut back to what it held: no half record for the next append to follow
+        assert (run / "records.csv").read_bytes() == before and len(s) == 1
+        monkeypatch.undo()
 
         def full(path, write):
             raise OSError(errno.ENOSPC, "No space left on device")
         monkeypatch.setattr(store_mod, "_atomic_write", full)
-        with pytest.raises(StoreWriteError, match="cannot write .*records") as e:
+        (run / "x").write_bytes(before)     # not the file the store wrote: written whole
+        os.replace(run / "x", run / "records.csv")
+        with pytest.raises(StoreWriteError, match="cannot write .*records.csv") as e2:
             s.append(full_record(1))
         monkeypatch.undo()          # the disk back: the store closes as usual
+        s.append(full_record(2))
     assert isinstance(e.value, StoreError) and "\n" not in str(e.value)
+    assert isinstance(e2.value, StoreError) and "\n" not in str(e2.value)
+    assert len(load_records(run)) == 2
 
 
 @pytest.mark.parametrize("step", ["append", "meta"])
 def test_a_signal_as_a_file_is_replaced_leaves_memory_and_disk_agreeing(tmp_path, monkeypatch, step):
-    """SIGINT during the directory fsync that follows os.replace: the file on disk is new, and
-    the store's memory must be too — else records.parquet (written from memory at close)
-    lacked a record records.csv held, and the next update_meta undid the last one.  The
-    interruption is raised once the step is whole."""
+    """SIGINT during the directory fsync that follows os.replace (meta.json), or the fsync of
+    records.csv's append: the file on disk is new, and the store's memory must be too — else
+    records.parquet (written from memory at close) lacked a record records.csv held, and the
+    next update_meta undid the last one.  The interruption is raised once the step is whole."""
     import stat
     from normbench.harness import interrupt
     previous = interrupt.install()
@@ -741,7 +757,8 @@ def test_a_signal_as_a_file_is_replaced_leaves_memory_and_disk_agreeing(tmp_path
 
             def fsync(fd):
                 real(fd)
-                if stat.S_ISDIR(os.fstat(fd).st_mode):      # the file is replaced by now
+                # meta.json replaced by now; records.csv appended to
+                if stat.S_ISDIR(os.fstat(fd).st_mode) or step == "append":
                     monkeypatch.setattr(os, "fsync", real)
                     interrupt.raise_interrupted(signal.SIGINT, None)   # the signal lands here
             monkeypatch.setattr(os, "fsync", fsync)
@@ -1040,3 +1057,44 @@ def test_two_stores_racing_for_a_new_directory_one_wins(tmp_path, monkeypatch):
     with st.RunStore(run) as s:
         s.append(full_record(0))
     assert losers and len(load_records(run)) == 1
+
+
+def test_records_are_appended_and_a_record_cut_by_a_dead_run_is_no_record(tmp_path):
+    """Each record rewrote records.csv whole: 40 ms an append at 5,000 records, quadratic in
+    the run.  Once the file holds records, a record is appended (the same file, grown by its
+    line).  A kill -9 mid-append can then leave its last record cut short: where the run's
+    lock note is there (a run held the directory and died), readers read the records before
+    it and a resume drops it, to measure its case again; without the note (a copy stopped
+    mid-record) it is refused as before, and so is a record damaged in the middle."""
+    from normbench.harness.rundir import LOCK_INFO
+    run = tmp_path / "run"
+    csv_path = run / "records.csv"
+    with RunStore(run, parquet_interval_s=0) as s:
+        s.append(full_record(0))
+        ino = csv_path.stat().st_ino
+        for i in range(1, 4):
+            s.append(full_record(i))
+        assert csv_path.stat().st_ino == ino        # appended to, never replaced
+    whole = csv_path.read_bytes()
+    assert load_records(run).equals(load_records(run, source="parquet"))
+    last = whole[whole.rindex(b"\n", 0, len(whole) - 1) + 1:]
+    for cut in (len(last) // 2, len(last) - 1, 3):  # mid-record, all but the newline, a start
+        csv_path.write_bytes(whole + last[:cut])
+        with pytest.raises(StoreError, match="cut short"):
+            load_records(run)                       # no lock note: a copy cut short
+        (run / LOCK_INFO).write_text(json.dumps({"pid": 1, "host": "h", "since": "s"}))
+        assert load_records(run)["case_id"].tolist() == \
+            load_records(run, source="parquet")["case_id"].tolist()
+        (run / LOCK_INFO).unlink()
+    lines = whole.split(b"\n")
+    lines[1] = lines[1][:lines[1].rindex(b",")]     # a record in the middle damaged
+    csv_path.write_bytes(b"\n".join(lines) + last[:10])
+    (run / LOCK_INFO).write_text(json.dumps({"pid": 1, "host": "h", "since": "s"}))
+    with pytest.raises(StoreError, match="record 1 has .* the file is damaged"):
+        load_records(run)
+    csv_path.write_bytes(whole + last[:len(last) // 2])
+    with RunStore(run, resume=True) as s:           # the dead run's lock taken over
+        assert s.stale_lock == {"pid": 1, "host": "h", "since": "s"} and len(s) == 4
+        s.append(full_record(9))
+    assert not (run / LOCK_INFO).exists()
+    assert len(load_records(run)) == 5 and csv_path.read_bytes().startswith(whole)
