@@ -8,6 +8,8 @@ import signal
 import sys
 import threading
 import time
+import weakref
+import _weakrefset
 
 
 class Interrupted(BaseException):
@@ -28,7 +30,11 @@ _held = {"depth": 0, "signum": None}   # the main thread's open held() blocks; a
 # Triton's libtriton) — an exception there becomes a C++ exception that std::terminate ends
 # (CI saw a SIGINT abort a sweep with "terminate called after throwing an instance of
 # 'nanobind::python_error'", the handler's frame in EnumType.__call__).
-_NO_UNWIND = (enum.__file__,)
+# And weakref's callbacks (a WeakKeyDictionary's `remove`, run as the garbage collector frees
+# a key, matplotlib's figures while a report is drawn): Python reports an exception there as
+# "Exception ignored in …" and drops it — the stop lost, the command on to exit 0.  Any other
+# such place (a finalizer, `__del__`) is caught by _unraisable, which sends the signal again.
+_NO_UNWIND = (enum.__file__, weakref.__file__, _weakrefset.__file__)
 RETRY_S = 0.01
 # Nor into a module being imported: torch's import runs Python called from its C++ through
 # pybind11, where the exception became 'pybind11::error_already_set' and std::terminate (a
@@ -138,7 +144,27 @@ def install(previous: dict | None = None) -> dict:
     previous.update({s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)})
     for s in previous:
         signal.signal(s, raise_interrupted)
+    if sys.unraisablehook is not _unraisable:
+        _hooks.append(sys.unraisablehook)
+        sys.unraisablehook = _unraisable
     return previous
+
+
+_hooks: list = []       # the unraisable hook _unraisable replaced
+
+
+def _unraisable(args) -> None:
+    """sys.unraisablehook: the Interrupted of the stop, raised where Python drops every
+    exception (a finalizer, `__del__`, a weakref callback: "Exception ignored in …" and a
+    traceback, the command going on to exit 0 with every later signal ignored, since only
+    the first raises), is sent again a moment later, to land where it unwinds; other
+    exceptions go to the hook it replaced."""
+    e = args.exc_value
+    if isinstance(e, Interrupted) and _first and _first[0] == e.signum:
+        _first.clear()
+        threading.Timer(RETRY_S, os.kill, (os.getpid(), e.signum)).start()
+        return
+    (_hooks[-1] if _hooks else sys.__unraisablehook__)(args)
 
 
 def interruption(e: BaseException) -> BaseException | None:

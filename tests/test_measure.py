@@ -84,6 +84,46 @@ def test_a_signal_in_the_enum_module_is_raised_again_outside_it():
         interrupt._first.clear()
 
 
+def test_a_stop_dropped_in_a_finalizer_or_a_weakref_callback_is_sent_again(capfd):
+    """A SIGINT that landed in a weakref callback (a WeakKeyDictionary's `remove`, run as the
+    garbage collector freed a key while `report` drew its figures) raised there, where Python
+    drops every exception: "Exception ignored in …" and the Interrupted's traceback, the
+    command on to exit 0, and every later Ctrl-C ignored (only the first signal raises).  A
+    signal landing in weakref's code is sent again a moment later, as in enum's; one whose
+    Interrupted a finalizer dropped all the same (`__del__`) is sent again by the unraisable
+    hook — it stops the code that runs on, with no traceback printed."""
+    import gc
+    import time
+    import weakref
+    from normbench.harness import interrupt
+    ns: dict = {}
+    exec(compile("import sys\ndef here():\n    return sys._getframe()\n", weakref.__file__,
+                 "exec"), ns)
+    previous = interrupt.install()
+    try:
+        assert interrupt.raise_interrupted(signal.SIGINT, ns["here"]()) is None
+        with pytest.raises(interrupt.Interrupted):
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                time.sleep(0.001)
+        interrupt._first.clear()
+
+        class Finalized:
+            def __del__(self):
+                interrupt.raise_interrupted(signal.SIGINT, None)   # the signal lands here
+        with pytest.raises(interrupt.Interrupted):
+            Finalized()
+            gc.collect()
+            assert interrupt.stopping() is None     # dropped: to be sent again
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                time.sleep(0.001)
+        assert interrupt.stopping() == signal.SIGINT
+        assert "Exception ignored" not in capfd.readouterr().err
+    finally:
+        _restore(previous)
+
+
 def _restore(previous):
     from normbench.harness import interrupt
     for s, h in previous.items():
