@@ -602,10 +602,18 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory"),
         load_meta(run_dir)
     except StoreError as e:
         fail(f"report: {e}")
+    from normbench.harness.interrupt import Interrupted
+    try:
+        written = _write_report(run_dir, baseline, table=markdown_table)
+    except Interrupted as e:     # each file is whole, old or new, and every plot they link there
+        again = (["--markdown-table"] if markdown_table else []) + \
+            (["--baseline", baseline] if baseline is not None else [])
+        _report_interrupted(e.signum, f"the records in {run_dir} are untouched",
+                            _report_command(run_dir, *again))
     if markdown_table:
-        _emit(_write_report(run_dir, None, table=True), end="", product="report")
+        _emit(written, end="", product="report")
         return
-    for k, v in _write_report(run_dir, baseline).items():
+    for k, v in written.items():
         say(out, f"{k}: {v}")
 
 
@@ -655,16 +663,22 @@ def _report_after(out_dir: Path) -> dict:
     try:
         return _write_report(out_dir, None)
     except Interrupted as e:
-        fail(f"interrupted by {signal.Signals(e.signum).name} while writing the report: the "
-             f"records in {out_dir} are complete; write it with:", 128 + e.signum,
-             command=_report_command(out_dir))
+        _report_interrupted(e.signum, f"the records in {out_dir} are complete",
+                            _report_command(out_dir))
 
 
-def _report_command(out_dir: Path) -> str:
-    """The command that writes OUT_DIR's report, as this process was launched."""
+def _report_interrupted(signum: int, records: str, command: str):
+    """Exit 128 + signum for a signal while a report was written (by `run`, `merge` or
+    `report`), one line: what became of the records, and the command that writes it."""
+    fail(f"interrupted by {signal.Signals(signum).name} while writing the report: {records}; "
+         "write it with:", 128 + signum, command=command)
+
+
+def _report_command(out_dir: Path, *options: str) -> str:
+    """The command that writes OUT_DIR's report (with OPTIONS), as this process was launched."""
     from normbench.harness.launch import command
     from normbench.harness.text import shell_join
-    return shell_join([*command(), "report", out_dir])
+    return shell_join([*command(), "report", out_dir, *options])
 
 
 _NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)   # the user's to fix: exit 2

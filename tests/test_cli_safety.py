@@ -433,6 +433,42 @@ def test_a_signal_while_the_report_is_written_costs_the_report_only(tmp_path):
     assert len(load_records(out)) == 1 and load_meta(out)["completed"] is True
 
 
+def test_a_signal_while_report_writes_the_report_leaves_its_plots_and_says_so(tmp_path):
+    """Ctrl-C while `report DIR` writes: exit 130, one line saying the report was being written
+    and the command that writes it again, and every plot report.md links still there (the old
+    plots were unlinked first: an empty plots/, and "nothing was being measured")."""
+    import synthetic
+    recs = [synthetic.record(implementation=n, rows=r, d=256, time_ms=t * r / 1024, seed=r)
+            for n, t in (("torch", 0.03), ("atomic", 0.02)) for r in (1024, 2048)]
+    run = synthetic.write_run(tmp_path / "my  run", recs, synthetic.meta())
+    (run / "plots").mkdir()         # an earlier report's, as write_report leaves them
+    for name in ("speedup_vs_torch", "samples"):
+        (run / "plots" / f"{name}.png").write_bytes(b"\x89PNG old")
+    before = "# old\n\n![a](plots/speedup_vs_torch.png)\n\n![b](plots/samples.png)\n"
+    (run / "report.md").write_text(before)
+    code = ("import signal, sys\n"
+            "from normbench.harness import cli, store\n"
+            "from normbench.harness.interrupt import Interrupted\n"
+            "real = store.write_file_atomic\n"
+            "def once(path, data):\n"      # stopped once the first new plot is written
+            "    real(path, data)\n"
+            "    if str(path).endswith('.png'): raise Interrupted(signal.SIGINT)\n"
+            "store.write_file_atomic = once\n"
+            f"sys.argv = ['normbench', 'report', {str(run)!r}, '--baseline', 'atomic']\n"
+            "cli.main()\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=ENV, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 130, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert lines[0].startswith("interrupted by SIGINT while writing the report: "), lines[0]
+    assert shlex.split(lines[0].split("write it with: ", 1)[1]) == \
+        ["normbench", "report", str(run), "--baseline", "atomic"]
+    assert (run / "report.md").read_text() == before
+    assert (run / "plots" / "speedup_vs_torch.png").read_bytes() == b"\x89PNG old"
+    assert (run / "plots" / "samples.png").is_file(), sorted(os.listdir(run / "plots"))
+
+
 def _pasted(command: str) -> list:
     """The arguments bash gives the printed `normbench ...` command when it is pasted."""
     assert command.startswith("normbench ") and not any(c in command for c in "\n\r\t"), command

@@ -520,3 +520,42 @@ def test_a_config_holding_a_fence_stays_inside_the_verbatim_block():
     assert [t.content for t in fences] == [cfg]
     # the report's last line is prose after the block, not inside a code block
     assert not md.rstrip("\n").endswith("`````")
+
+
+def _two_impl_run(run_dir: Path) -> Path:
+    recs = [synthetic.record(implementation=n, rows=r, d=256, time_ms=t * r / 1024, seed=r,
+                             writers_per_slot=r, workspace_bytes=1024)
+            for n, t in (("torch", 0.03), ("atomic", 0.02)) for r in (1024, 2048)]
+    return synthetic.write_run(run_dir, recs, synthetic.meta(config_name="two"))
+
+
+def _linked_plots_missing(run_dir: Path) -> list[str]:
+    """The plots that report.md on disk links and plots/ lacks."""
+    md = run_dir / "report.md"
+    links = re.findall(r"\]\((plots/[^)]+\.png)\)", md.read_text()) if md.exists() else []
+    return [x for x in links if not (run_dir / x).is_file()]
+
+
+def test_a_report_rewritten_leaves_every_plot_its_pages_link_at_every_step(tmp_path,
+                                                                          monkeypatch):
+    """A report written again over an earlier one: at every file written (where a signal or a
+    full disk may stop it) each plot report.md links is there, old or new; the earlier
+    report's plots this one lacks go last.  Every old plot was unlinked first: a Ctrl-C
+    then left plots/ empty under a report.md that linked them all."""
+    from normbench.harness import store
+    run_dir = _two_impl_run(tmp_path / "run")
+    write_report(run_dir, baseline="torch")
+    assert (run_dir / "plots" / "speedup_vs_torch.png").is_file()
+    real, steps = store.write_file_atomic, []
+
+    def checked(path, data):
+        steps.append((Path(path).name, _linked_plots_missing(run_dir)))
+        real(path, data)
+    monkeypatch.setattr(store, "write_file_atomic", checked)
+    written = write_report(run_dir, baseline="atomic")
+    assert len(steps) > 3 and all(not missing for _, missing in steps), steps
+    assert not _linked_plots_missing(run_dir)
+    assert "](plots/speedup_vs_atomic.png)" in (run_dir / "report.md").read_text()
+    # the earlier report's speedup plot, linked by no page now, is gone
+    assert sorted(p.name for p in (run_dir / "plots").glob("*.png")) == \
+        sorted(k.split("/", 1)[1] for k in written if k.startswith("plots/"))

@@ -111,9 +111,9 @@ def write_report(run_dir, baseline: str | None = None) -> dict[str, Path]:
     for name in (REPORT_HTML, REPORT_MD):
         _refuse_directory(run_dir / name)
     plots_dir.mkdir(exist_ok=True)
-    for old in plots_dir.glob("*.png"):          # plots of an earlier report of this run
-        if old.is_file() and not old.is_symlink():
-            old.unlink()
+    # The new plots first, then the pages that link them, and only then the plots of an
+    # earlier report that this one no longer has: a signal (or a full disk) at any moment
+    # leaves every plot that report.md (old or new) links in place.
     written: dict[str, Path] = {}
     for fig in report.figures:
         path = _inside(plots_dir, fig.name, ".png")
@@ -128,6 +128,10 @@ def write_report(run_dir, baseline: str | None = None) -> dict[str, Path]:
     for name, text in texts:
         store.write_file_atomic(run_dir / name, text)
         written[name] = run_dir / name
+    new = {path.name for path in written.values() if path.parent == plots_dir}
+    for old in plots_dir.glob("*.png"):          # plots of an earlier report of this run
+        if old.name not in new and old.is_file() and not old.is_symlink():
+            old.unlink()
     return written
 
 
