@@ -525,7 +525,8 @@ def _print_plan(cases, count: str, est, sweep, skip_here: dict[str, str]):
 
 
 @app.command()
-def merge(out_dir: Path = typer.Argument(..., help="the run directory to write (new)"),
+def merge(out_dir: Path = typer.Argument(..., help="the run directory to write (new, or "
+                                         "one a merge that did not finish wrote)"),
           shard_dirs: List[Path] = typer.Argument(..., help="the shard run directories"),
           allow_partial: bool = typer.Option(False, "--allow-partial", help="merge even when "
                                              "cases are missing (meta.json says which)"),
@@ -535,25 +536,38 @@ def merge(out_dir: Path = typer.Argument(..., help="the run directory to write (
     Refused (exit 2, one line) when they come from different configs, GPU models, package
     versions, plugins (or plugin versions) or commits, when one shard (I/N) is given twice,
     when two hold the same case, or when a case is missing.  A write
-    that fails midway (a full disk) exits 1; until every record is in, meta.json says
-    completed: false and merge.finished: false.  meta.json's top level keeps what every shard
-    agrees on (what they differ in is null there, named in merge.differs; each shard's own is
-    in merged_from); environment variables set differently are named on stderr.
+    that fails midway (a full disk) exits 1, a signal 130/143; until every record is in,
+    meta.json says completed: false and merge.finished: false, and the same merge run again
+    replaces what the stopped one wrote and finishes it.  meta.json's top level keeps what
+    every shard agrees on (what they differ in is null there, named in merge.differs; each
+    shard's own is in merged_from); environment variables set differently are named on
+    stderr.
     """
+    from normbench.harness.interrupt import Interrupted
+    from normbench.harness.launch import command
     from normbench.harness.merge import MergeError, merge as do_merge
     from normbench.harness.store import StoreError, StoreWriteError
+    from normbench.harness.text import shell_join
+    # a merge that did not finish is finished by the same command: it replaces what the
+    # stopped one wrote (merge.unfinished)
+    again = shell_join([*command(), "merge", out_dir, *shard_dirs,
+                        *(["--allow-partial"] if allow_partial else []),
+                        *(["--no-report"] if no_report else [])])
     try:
         meta = do_merge(out_dir, shard_dirs, allow_partial=allow_partial)
     except StoreWriteError as e:     # the machine's fault (a full disk), not the input's
-        from normbench.harness.store import load_meta
-        try:
-            said = (load_meta(out_dir).get("merge") or {}).get("finished") is False
-        except (StoreError, OSError, ValueError):
-            said = False
-        fail(f"merge: {e}" + (" (meta.json says the merge did not finish)" if said else
-                              " (the merge did not finish)"), 1)
+        fail(f"merge: {e} ({_not_finished(out_dir)}); with room to write, the same merge "
+             "command run again finishes it:", 1, command=again)
     except (MergeError, StoreError) as e:
         fail(f"merge: {e}")
+    except Interrupted as e:
+        name = signal.Signals(e.signum).name
+        if _merge_finished(out_dir):        # as its store closed
+            fail(f"merge: interrupted by {name} after the merge finished: {out_dir} is "
+                 "complete" + ("" if no_report else "; write the report with:"),
+                 128 + e.signum, command="" if no_report else _report_command(out_dir))
+        fail(f"merge: interrupted by {name} ({_not_finished(out_dir)}); the same merge command "
+             "run again finishes it:", 128 + e.signum, command=again)
     info = meta["merge"]
     say(err, f"merged {info['shards']} shard(s) of {info['count']}: "
              f"{info['plan_size'] - info['missing']} of {info['plan_size']} cases into {out_dir}"
@@ -566,6 +580,23 @@ def merge(out_dir: Path = typer.Argument(..., help="the run directory to write (
     if not no_report:
         paths = _report_after(out_dir)
         say(err, f"report: {paths['report.html']}")
+
+
+def _merge_finished(out_dir: Path) -> bool | None:
+    """OUT_DIR's meta.json's merge.finished: whether the merge that stopped writing it had
+    finished; None where it says neither (no merge written yet) or cannot be read."""
+    from normbench.harness.store import StoreError, load_meta
+    try:
+        finished = (load_meta(out_dir).get("merge") or {}).get("finished")
+    except (StoreError, OSError, ValueError, AttributeError):
+        return None
+    return finished if isinstance(finished, bool) else None
+
+
+def _not_finished(out_dir: Path) -> str:
+    """A stopped merge's state, for its line: what meta.json says where it says so."""
+    return ("meta.json says the merge did not finish" if _merge_finished(out_dir) is False
+            else "the merge did not finish")
 
 
 @app.command("list")

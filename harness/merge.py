@@ -7,11 +7,14 @@ shards, a record the store would refuse, or cases that no shard holds (named;
 `allow_partial` merges what exists and says so in meta.json); a shard whose records cannot
 be read is StoreError (load_records) — either before the output directory is made.  The
 records are written through the store, in plan order, all at once (RunStore.append_many:
-one write of records.csv, one of records.parquet).  meta.json's top level holds what every
-shard's agrees on — a key they differ in (a GPU's UUID or clocks, cpu_model, the
-environment, argv, workers ...) is null there, named in `merge.differs` and kept in each
-shard's merged_from entry, the TRITON_*/CUDA_*/PYTORCH_*/NORMBENCH_* variables set
-differently in `merge.environment_differs` — whatever order the shards are given in (and
+one write of records.csv, one of records.parquet); a merge stopped before it finished (a
+signal, a full disk) leaves meta.json saying `merge.finished: false`, and a merge into that
+directory replaces what it wrote (`unfinished`: not once a `--resume` has run there).
+meta.json's top level holds what every shard's agrees on — a key they differ in (a GPU's
+UUID or clocks, cpu_model, the environment, argv, workers ...) is null there, named in
+`merge.differs` and kept in each shard's merged_from entry, the
+TRITON_*/CUDA_*/PYTORCH_*/NORMBENCH_* variables set differently in
+`merge.environment_differs` — whatever order the shards are given in (and
 `plugins` whatever order they loaded in: kept in one order, _plugins_in_order); the
 copy ceiling is the shards' median, the times span them all.  `merged_from` has one entry per
 shard with its own: where, when, on which host and GPUs, its copy ceiling, environment,
@@ -195,9 +198,20 @@ def is_merged(run_dir: str | os.PathLike) -> bool:
         return False
 
 
+def unfinished(meta: dict) -> bool:
+    """meta.json's is a merge's that stopped before it finished (a signal, a full disk:
+    `merge.finished` false) and that no `run --resume` has run in since (no `resumes`: one
+    may have measured records there): what its directory holds is only a copy of its
+    shards' records, and a merge into it writes over it — the same merge run again finishes
+    the job."""
+    info = meta.get("merge")
+    return isinstance(info, dict) and info.get("finished") is False and not meta.get("resumes")
+
+
 def merge(out: str | os.PathLike, dirs: list[str | os.PathLike], *,
           allow_partial: bool = False) -> dict:
-    """Merge `dirs` into the new run directory `out`; returns its meta."""
+    """Merge `dirs` into the new run directory `out` — or one that holds a merge that did
+    not finish (`unfinished`), which it replaces; returns its meta."""
     out, dirs = Path(out), [Path(d) for d in dirs]
     if not dirs:
         raise MergeError("no shard directories given")
@@ -242,7 +256,7 @@ def merge(out: str | os.PathLike, dirs: list[str | os.PathLike], *,
                          "what exists")
     meta = _merged_meta(dirs, metas, plan, missing)
     hint = "merge into a new or empty directory (merge's first argument)"
-    with RunStore(out, occupied_hint=hint) as store:
+    with RunStore(out, occupied_hint=hint, replaces=unfinished) as store:
         # not complete until every record is in: a merge stopped by a full disk or a signal
         # leaves a directory that says so, not one a report reads as the whole run
         store.write_meta({**meta, "completed": False,
@@ -354,7 +368,7 @@ def environment_differs(metas: list[dict]) -> list[str]:
     return sorted(k for k in names if len({repr(e.get(k)) for e in envs}) > 1)
 
 
-__all__ = ["MergeError", "StoreError", "check", "is_merged", "merge"]
+__all__ = ["MergeError", "StoreError", "check", "is_merged", "merge", "unfinished"]
 
 
 def _dirty(flags: list):

@@ -180,6 +180,9 @@ class RunStore:
     RunStore(run_dir)               a new run; refuses a directory that already holds records
     RunStore(run_dir, resume=True)  continue a run: its records are loaded, done_keys() says
                                     which cases to skip
+    RunStore(run_dir, replaces=f)   a new run that writes over what a directory holds where
+                                    f(its meta.json) is true (merge: a merge that stopped
+                                    before it finished, a copy of its shards' records)
 
     append rewrites records.parquet once `parquet_interval_s` has passed since the last
     rewrite and PARQUET_SPACING times that rewrite's duration too (whichever is longer);
@@ -187,9 +190,11 @@ class RunStore:
     """
 
     def __init__(self, run_dir: str | os.PathLike, resume: bool = False, *, parquet_interval_s: float = 5.0,
-                 occupied_hint: str = "use --resume to finish it or choose another --out"):
+                 occupied_hint: str = "use --resume to finish it or choose another --out",
+                 replaces: Callable[[dict], bool] | None = None):
         self.run_dir = Path(run_dir)
         self._occupied_hint = occupied_hint     # what to do about a directory with records
+        self._replaces = replaces               # which directory's records it may write over
         self.parquet_interval_s = float(parquet_interval_s)
         self._parquet_wait = self.parquet_interval_s   # after the last rewrite (_write_parquet)
         # Previous holder's pid/host/since when it died without close() (kill -9, power loss).
@@ -260,6 +265,11 @@ class RunStore:
                     pass
 
     def _open(self, resume: bool) -> None:
+        # judged under the lock: a directory another process is writing is refused above
+        replacing = (not resume and self._replaces is not None
+                     and self._replaces(load_meta(self.run_dir)))
+        if replacing:
+            self._drop_records()
         # the lock note is this store's now: a record cut short at the end is the one a run
         # that died holding the directory was appending (stale_lock), and no record; a file
         # cut short otherwise (a copy stopped mid-record) is refused
@@ -267,7 +277,7 @@ class RunStore:
         if len(frame) and not resume:
             raise StoreError(f"{self.run_dir} already holds {count(len(frame), 'record')}; "
                              f"{self._occupied_hint}")
-        run = None if resume or len(frame) else unrecorded_run(self.run_dir)
+        run = None if resume or replacing or len(frame) else unrecorded_run(self.run_dir)
         if run:
             raise StoreError(f"{self.run_dir} already holds {run}; {self._occupied_hint}")
         extra = [c for c in frame.columns if c not in COLUMNS]
@@ -289,6 +299,19 @@ class RunStore:
         self._write_csv(b"", append=False)
         self._parquet_dirty = True
         self._write_parquet()
+
+    def _drop_records(self) -> None:
+        """Remove the records this new store writes over (`replaces`): records.parquet first,
+        so that a signal between the two leaves records.csv, and meta.json still saying what
+        `replaces` took it for, to be written over again; _open then writes all three anew."""
+        self._check_owner()
+        for name in (RECORDS_PARQUET, RECORDS_CSV):
+            try:
+                (self.run_dir / name).unlink()
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                raise StoreWriteError(f"cannot remove {self.run_dir / name}: {_reason(e)}") from e
 
     # -- records
 

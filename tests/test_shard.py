@@ -557,6 +557,60 @@ def test_a_stopped_merge_resumed_to_the_end_is_finished(runs, tmp_path, monkeypa
     assert "Incomplete run" not in (tmp_path / "m" / "report.md").read_text()
 
 
+@pytest.mark.parametrize("stage", ["before its records", "after its records"])
+def test_an_interrupted_merge_is_finished_by_the_same_merge_command(runs, tmp_path, monkeypatch,
+                                                                   stage):
+    """A merge stopped by SIGINT (its meta.json saying merge.finished: false, no record or
+    every record written) said "nothing was being measured", and the same merge run again was
+    refused ("already holds a merge of shards, stopped with no record" / "already holds 12
+    records").  The line says the merge did not finish and gives the command, which replaces
+    what the stopped merge wrote: the same records and meta.json as a merge never stopped.
+    A finished merge, and a stopped one that a --resume has run in since, are still refused."""
+    import shlex
+    import signal
+    from typer.testing import CliRunner
+    from normbench.harness import cli as c, merge as merging
+    from normbench.harness.interrupt import Interrupted
+    from normbench.harness.store import RunStore, StoreError, load_meta
+    tmp, _ = runs
+    shards = [str(tmp / f"s{i}") for i in range(3)]
+    args = ["merge", str(tmp_path / "m"), *shards, "--no-report"]
+    r = CliRunner().invoke(c.app, ["merge", str(tmp_path / "ref"), *shards, "--no-report"])
+    assert r.exit_code == 0, r.output
+    where = "append_many" if stage == "before its records" else "flush"
+    real = getattr(RunStore, where)
+
+    def stop(self, *a):
+        raise Interrupted(signal.SIGINT)
+    monkeypatch.setattr(RunStore, where, stop)
+    r = CliRunner().invoke(c.app, args)
+    monkeypatch.setattr(RunStore, where, real)
+    lines = r.output.strip().splitlines()
+    assert r.exit_code == 130 and len(lines) == 1, r.output
+    assert lines[0].startswith("merge: interrupted by SIGINT (meta.json says the merge did not "
+                               "finish); the same merge command run again finishes it: "), lines
+    assert shlex.split(lines[0].split("finishes it: ", 1)[1])[-len(args):] == args
+    meta = load_meta(tmp_path / "m")
+    assert meta["completed"] is False and meta["merge"]["finished"] is False
+    held = len(load_records(tmp_path / "m", source="csv"))
+    assert held == (0 if stage == "before its records" else 12)
+
+    resumed = tmp_path / "resumed"        # a --resume may have measured there: not replaced
+    shutil.copytree(tmp_path / "m", resumed)
+    _edit_meta(resumed, resumes=[{"measured": 1}])
+    with pytest.raises(StoreError, match="already holds"):
+        merging.merge(resumed, shards)
+
+    r = CliRunner().invoke(c.app, args)
+    assert r.exit_code == 0, r.output
+    assert load_records(tmp_path / "m").equals(load_records(tmp_path / "ref"))
+    assert load_records(tmp_path / "m", source="csv").equals(
+        load_records(tmp_path / "ref", source="csv"))
+    assert load_meta(tmp_path / "m") == load_meta(tmp_path / "ref")
+    r = CliRunner().invoke(c.app, args)                 # a finished merge is refused, as before
+    assert r.exit_code == 2 and "already holds 12 records" in r.output, r.output
+
+
 def test_merge_writes_the_records_once_whatever_their_number(runs, tmp_path, monkeypatch):
     """merge appended record by record, each append rewriting records.csv whole: O(N²)
     (2,080 records 56 s, 7,488 records 226 s).  Now each data file is written a fixed number
