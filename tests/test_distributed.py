@@ -571,8 +571,7 @@ def test_workers_without_an_implementation_of_the_plan_stop_the_run_and_record_n
     from dataclasses import asdict
     from normbench.harness import gpuworker
     from normbench.harness.distributed import ClusterError, _record
-    from normbench.harness.measure import Settings, failed_record
-    from normbench.harness.plan import Case
+    from normbench.harness.measure import failed_record
     case = Case(norm="rmsnorm", implementation="test_driver_only", rows=5, d=16, dtype="fp32",
                 weight_dtype="fp32", groups="-")
 
@@ -689,28 +688,39 @@ def test_a_scheduler_address_that_does_not_answer_as_one_is_refused_in_time():
         assert time.monotonic() - start < 10
 
 
+class _FailedTask:
+    """A finished Dask future whose result() raises `e`."""
+
+    def __init__(self, e):
+        self.e = e
+
+    def result(self):
+        raise self.e
+
+
+def _task_case():
+    """A case and its settings, for _record."""
+    from normbench.harness.measure import Settings
+    from normbench.harness.plan import Case
+    return (Case(norm="rmsnorm", implementation="torch", rows=5, d=16, dtype="fp32",
+                 weight_dtype="fp32", groups="-"),
+            Settings(warmup_ms=1, rep_ms=1, repeats=1, seed=0, peak_tbps=None, copy_gbps=None,
+                     device_name="x"))
+
+
 def test_a_task_the_cluster_could_not_run_stops_the_run_and_records_nothing():
     """A scheduler without normbench cannot unpickle the task: every case was an `error`
     record ("the task failed: RuntimeError: Error during deserialization …"), the run exited
     0 and --resume skipped them all.  A task that raised never measured (measure_task returns
     a case's failures): ClusterError.  A worker that died running it is still the case's."""
     from normbench.harness.distributed import ClusterError, _record
-    from normbench.harness.measure import Settings, failed_record
-    from normbench.harness.plan import Case
+    from normbench.harness.measure import failed_record
 
     class KilledWorker(Exception):      # distributed's, by name
         pass
 
-    class Failed:
-        def __init__(self, e):
-            self.e = e
-
-        def result(self):
-            raise self.e
-    case = Case(norm="rmsnorm", implementation="torch", rows=5, d=16, dtype="fp32",
-                weight_dtype="fp32", groups="-")
-    settings = Settings(warmup_ms=1, rep_ms=1, repeats=1, seed=0, peak_tbps=None,
-                        copy_gbps=None, device_name="x")
+    Failed = _FailedTask
+    case, settings = _task_case()
     for e in (RuntimeError("Error during deserialization of the task graph"),
               ModuleNotFoundError("No module named 'normbench'")):
         with pytest.raises(ClusterError, match="could not run case rmsnorm.*--resume"):
@@ -733,22 +743,16 @@ def test_a_result_whose_fetch_broke_is_the_lost_scheduler_where_it_no_longer_ans
     it still does, the broken connection is named; a task that raised an OSError on the worker
     is still one the cluster could not run."""
     from normbench.harness import distributed as dist
-    from normbench.harness.measure import Settings, failed_record
-    from normbench.harness.plan import Case
+    from normbench.harness.measure import failed_record
 
     class CommClosedError(OSError):     # distributed's is an OSError
         pass
 
-    class Fut:
-        def __init__(self, status, e):
-            self.status, self.e = status, e
-
-        def result(self):
-            raise self.e
-    case = Case(norm="rmsnorm", implementation="torch", rows=5, d=16, dtype="fp32",
-                weight_dtype="fp32", groups="-")
-    settings = Settings(warmup_ms=1, rep_ms=1, repeats=1, seed=0, peak_tbps=None,
-                        copy_gbps=None, device_name="x")
+    def Fut(status, e):
+        fut = _FailedTask(e)
+        fut.status = status
+        return fut
+    case, settings = _task_case()
     broke = CommClosedError("in <TCP (closed) ConnectionPool.gather>: ConnectionResetError")
     with pytest.raises(dist.ClusterError, match="could not run case"):   # raised on the worker
         dist._record(Fut("error", OSError("Too many open files")), case, settings, failed_record)
