@@ -571,7 +571,8 @@ def test_workers_without_an_implementation_of_the_plan_stop_the_run_and_record_n
     from dataclasses import asdict
     from normbench.harness import gpuworker
     from normbench.harness.distributed import ClusterError, _record
-    from normbench.harness.measure import failed_record
+    from normbench.harness.measure import Settings, failed_record
+    from normbench.harness.plan import Case
     case = Case(norm="rmsnorm", implementation="test_driver_only", rows=5, d=16, dtype="fp32",
                 weight_dtype="fp32", groups="-")
 
