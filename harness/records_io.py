@@ -10,6 +10,7 @@ parquet file, so that pandas/pyarrow readers get numbers.
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -70,11 +71,12 @@ def load_records(run_dir: str | os.PathLike, source: str = "auto",
                 frame = (pd.read_csv(src, dtype=dict(COLUMNS), **_READ_CSV) if source == "csv"
                          else _read_parquet(path))
             except Exception:   # a quoted field left open at the end ("EOF inside string")
-                if source != "csv" or src is not path or not torn_tail \
-                        or whole_length(path) is None:
+                data = path.read_bytes() if source == "csv" and src is path and torn_tail \
+                    else None
+                cut = None if data is None else whole_length(path, data)
+                if cut is None:
                     raise
-                src = _whole_records(path, torn_tail)
-                frame = pd.read_csv(src, dtype=dict(COLUMNS), **_READ_CSV)
+                frame = pd.read_csv(io.BytesIO(data[:cut]), dtype=dict(COLUMNS), **_READ_CSV)
         except Exception as e:  # parser errors, bad values, a file that is not parquet ...
             where = _bad_cell(path) if source == "csv" else None
             raise StoreError(f"cannot read {path}: {where or f'{type(e).__name__}: {e}'}") from e
@@ -136,9 +138,8 @@ def whole_length(path: Path, data: bytes | None = None) -> int | None:
             state["pos"] += len(piece) + (not last)
             state["ended"] = not last
             yield piece.decode("utf-8", "replace") + ("" if last else "\n")
-    limit, good = csv.field_size_limit(), None
-    try:
-        csv.field_size_limit(_FIELD_LIMIT)
+    good = None
+    with _long_fields():
         rows = csv.reader(lines(), strict=True)
         try:
             header = next(rows, None)
@@ -151,21 +152,16 @@ def whole_length(path: Path, data: bytes | None = None) -> int | None:
                 good = state["pos"]
         except csv.Error:
             pass
-    finally:
-        csv.field_size_limit(limit)
     if good is None or good == len(data):
         return None
     # what follows the last whole record must be one record cut short, not several (a record
     # damaged in the middle): read leniently, a quoted field left open runs to the end as one
-    limit = csv.field_size_limit()
     try:
-        csv.field_size_limit(_FIELD_LIMIT)
-        rest = io.StringIO(data[good:].decode("utf-8", "replace"), newline="")
-        later = sum(1 for r in csv.reader(rest) if r)
+        with _long_fields():
+            rest = io.StringIO(data[good:].decode("utf-8", "replace"), newline="")
+            later = sum(1 for r in csv.reader(rest) if r)
     except csv.Error:
         return None
-    finally:
-        csv.field_size_limit(limit)
     return good if later <= 1 else None
 
 
@@ -175,10 +171,8 @@ def _check_whole(path: Path) -> None:
     ended): pandas reads a record cut short with its lost fields as NA, so a copy or download
     cut off mid-record read as a record without its verdict.  Blank lines are skipped, as
     pandas skips them; a file the csv module cannot parse is left to pandas to refuse."""
-    limit = csv.field_size_limit()
     try:
-        csv.field_size_limit(_FIELD_LIMIT)      # a record's samples may be a long field
-        with open(path, newline="", encoding="utf-8", errors="replace") as f:
+        with _long_fields(), open(path, newline="", encoding="utf-8", errors="replace") as f:
             rows = csv.reader(f)
             header = next(rows, None)
             if header is None:
@@ -200,8 +194,6 @@ def _check_whole(path: Path) -> None:
             ended = f.read(1) == b"\n"
     except (OSError, csv.Error):
         return                                  # pandas reads it or says why not
-    finally:
-        csv.field_size_limit(limit)
     if not ended:
         what = f"record {i}" if i else "its header"
         raise StoreError(f"cannot read {path}: {what} does not end with a newline — the file is cut "
@@ -209,6 +201,18 @@ def _check_whole(path: Path) -> None:
 
 
 _FIELD_LIMIT = 2**31 - 1
+
+
+@contextlib.contextmanager
+def _long_fields():
+    """The csv module reading fields of any length (a record's samples may be a long field),
+    its limit as it was after."""
+    limit = csv.field_size_limit()
+    try:
+        csv.field_size_limit(_FIELD_LIMIT)
+        yield
+    finally:
+        csv.field_size_limit(limit)
 
 
 def _recover(path: Path, cut: bool) -> str:
