@@ -129,9 +129,16 @@ def install(previous: dict | None = None) -> dict:
     Off the main thread (a sweep run from a thread pool, a notebook's or a web app's
     worker thread) nothing is installed and {} returned: only the main thread may set a
     handler, and the signal is the main thread's anyway (its KeyboardInterrupt); the
-    sweep in the thread runs to its end or its failure, and held() holds nothing there."""
+    sweep in the thread runs to its end or its failure, and held() holds nothing there.  A
+    stop an earlier sweep noted is forgotten there too, unless a handler of ours is installed
+    (the process is stopping)."""
     previous = {} if previous is None else previous
     if threading.current_thread() is not threading.main_thread():
+        if signal.getsignal(signal.SIGINT) is not raise_interrupted:
+            # no handler of ours: a stop still noted is an earlier sweep's, which ended (a
+            # notebook's Ctrl-C); kept, it stopped this one at its first record, "interrupted"
+            _first.clear()
+            _held["signum"] = None
         return previous
     _deferred.clear()
     if signal.getsignal(signal.SIGINT) is not raise_interrupted:

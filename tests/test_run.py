@@ -1297,6 +1297,38 @@ def test_a_sweep_run_from_a_thread_finishes_and_a_failure_leaves_no_lock(tmp_pat
     assert {s: signal.getsignal(s) for s in handlers} == handlers
 
 
+def test_a_sweep_in_a_thread_after_an_interrupted_one_is_not_stopped_by_its_signal(
+        tmp_path, monkeypatch):
+    """A sweep stopped by a signal (a notebook's Ctrl-C) left its stop noted; a later sweep
+    run from a thread, where no handler is installed, read it as its own and stopped at its
+    first record, "interrupted by SIGTERM", nothing measured."""
+    import threading
+    from rich.console import Console
+    from normbench.harness import run
+    from normbench.harness.interrupt import Interrupted
+    from normbench.harness.measure import failed_record
+    sweep, cases = _sweep_and_cases()
+    monkeypatch.setattr(run, "measure", lambda case, settings: failed_record(
+        case, settings, "error", "stub", 0.0))
+    quiet = Console(stderr=True, quiet=True)
+
+    class Stopped(_Cluster):
+        def records(self, todo, settings, timeout_s):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.5)
+            yield from super().records(todo, settings, timeout_s)
+    first = run.execute(sweep, cases, tmp_path / "a", console=quiet, executor=Stopped())
+    assert first.interrupted == signal.SIGTERM and not first.finished
+    got = []
+    t = threading.Thread(target=lambda: got.append(
+        _outcome_or_error(lambda: run.execute(sweep, cases, tmp_path / "b", console=quiet))))
+    t.start()
+    t.join()
+    assert not isinstance(got[0], Interrupted), got
+    assert got[0].finished and got[0].interrupted is None, got[0]
+    assert len(load_records(tmp_path / "b")) == len(cases)
+
+
 def _outcome_or_error(call):
     try:
         return call()
