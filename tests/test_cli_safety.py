@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from normbench.harness.store import load_meta, load_records
+from tests import forkcli
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "NORMBENCH_PLUGINS": "tests.fake_impls", "NORMBENCH_QUIET": "1",
@@ -20,8 +21,8 @@ ENV = {**os.environ, "NORMBENCH_PLUGINS": "tests.fake_impls", "NORMBENCH_QUIET":
 
 
 def cli(*args, env=None, cwd=ROOT, timeout=300):
-    return subprocess.run([sys.executable, str(ROOT / "run_bench.py"), *args], cwd=cwd,
-                          env=env or ENV, capture_output=True, timeout=timeout)
+    return forkcli.run([sys.executable, ROOT / "run_bench.py", *args], cwd=cwd,
+                       env=env or ENV, timeout=timeout)
 
 
 def config(tmp_path, name="t", **fields):

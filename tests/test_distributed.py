@@ -17,6 +17,7 @@ from normbench.harness.placement import PlacementError, choose, parse_gpus, phys
 from normbench.harness.store import load_records
 
 from tests.test_shard import ROOT, same_records, write_config
+from tests import forkcli
 
 ENV = {**os.environ, "NORMBENCH_PLUGINS": "tests.fake_impls,tests.scaleout_impls",
        "NORMBENCH_QUIET": "1", "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
@@ -32,8 +33,8 @@ def own_hostload_dir(tmp_path, monkeypatch):
 
 
 def cli(*args, timeout=300, env=ENV):
-    return subprocess.run([sys.executable, str(ROOT / "run_bench.py"), *map(str, args)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    return forkcli.run([sys.executable, ROOT / "run_bench.py", *args], cwd=ROOT, env=env,
+                       text=True, timeout=timeout)
 
 
 def popen(*args, env=ENV, **kw):

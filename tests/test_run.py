@@ -16,6 +16,7 @@ import pytest
 
 from normbench.harness.schema import COLUMNS, STATUSES
 from normbench.harness.store import load_records
+from tests import forkcli
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "NORMBENCH_PLUGINS": "tests.fake_impls", "NORMBENCH_QUIET": "1",
@@ -23,8 +24,8 @@ ENV = {**os.environ, "NORMBENCH_PLUGINS": "tests.fake_impls", "NORMBENCH_QUIET":
 
 
 def cli(*args, timeout=300, env=ENV, **kw):
-    return subprocess.run([sys.executable, str(ROOT / "run_bench.py"), *map(str, args)], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=timeout, **kw)
+    return forkcli.run([sys.executable, ROOT / "run_bench.py", *args], cwd=ROOT, env=env,
+                       text=True, timeout=timeout, **kw)
 
 
 def config(tmp_path, name="t", **fields):

@@ -15,6 +15,7 @@ from normbench.harness.config import load_config
 from normbench.harness.plan import expand
 from normbench.harness.shard import ShardError, parse, partition, select
 from normbench.harness.store import load_records
+from tests import forkcli
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "NORMBENCH_PLUGINS": "tests.fake_impls", "NORMBENCH_QUIET": "1",
@@ -24,9 +25,8 @@ SAME = ["case_id", "status", "correct", "deterministic", "distinct_results", "ma
 
 
 def cli(*args, timeout=300, env=None):
-    return subprocess.run([sys.executable, str(ROOT / "run_bench.py"), *map(str, args)],
-                          cwd=ROOT, env={**ENV, **(env or {})}, capture_output=True, text=True,
-                          timeout=timeout)
+    return forkcli.run([sys.executable, ROOT / "run_bench.py", *args], cwd=ROOT,
+                       env={**ENV, **(env or {})}, text=True, timeout=timeout)
 
 
 def write_config(path, **fields):
