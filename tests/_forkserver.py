@@ -1,16 +1,24 @@
 """The server behind tests/forkcli.py: import the heavy third-party modules once, then for each
-request on stdin (a JSON line) fork a child that runs the request's script as `python SCRIPT`
-would, and answer its exit code (a JSON line on stdout).  Requests and answers go through the
-raw file descriptors, so the child inherits sys.stdin/stdout/stderr as a fresh interpreter
-has them, over the request's files."""
+request fork a child that runs the request's script as `python SCRIPT` would, and answer its
+exit code.  Two ways in:
+- `_forkserver.py`: requests on stdin (a JSON line naming files for the child's streams), the
+  exit code on stdout (a JSON line), one at a time: forkcli.run's;
+- `_forkserver.py --socket PATH`: requests on a Unix socket (a JSON packet with the caller's
+  three standard streams passed along), answered with the child's pid, then its exit code;
+  any number at once: forkcli's `python3` stand-in for shell scripts (forkcli.SHIM).
+Requests and answers go through raw file descriptors, so the child inherits
+sys.stdin/stdout/stderr as a fresh interpreter has them, over the request's streams."""
 import atexit
 import json
 import os
-import runpy
+import importlib.machinery
 import select
+import selectors
 import signal
+import socket
 import sys
 import threading
+import types
 
 # third-party only: normbench (which reads NORMBENCH_* and decides TRITON_INTERPRET) is imported
 # by each child afresh.  Triton, and Dynamo and Inductor which import it, only where
@@ -73,14 +81,64 @@ def serve():
     sys.exit(0)
 
 
-def become(req):
-    """Take the request's streams, directory, environment and argv, as `python SCRIPT` has."""
-    for fd, name, flags in ((0, "stdin", os.O_RDONLY),
-                            (1, "stdout", os.O_WRONLY | os.O_TRUNC),
-                            (2, "stderr", os.O_WRONLY | os.O_TRUNC)):
-        f = os.open(req[name], flags | (os.O_CREAT if fd else 0), 0o600)
-        os.dup2(f, fd)
-        os.close(f)
+def serve_socket(path):
+    """Returns only in a child, with its request and the caller's three streams."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    sock.bind(path)
+    sock.listen(64)
+    sel = selectors.DefaultSelector()
+    sel.register(sock, selectors.EVENT_READ, None)
+    sel.register(0, selectors.EVENT_READ, None)      # end of stdin: the test process is done
+    os.write(1, b"ready\n")
+    while True:
+        for key, _ in sel.select():
+            if key.fileobj == 0:
+                if not os.read(0, 1 << 16):
+                    sys.exit(0)
+            elif key.fileobj is sock:
+                conn, _ = sock.accept()
+                msg, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+                if len(fds) != 3 or not msg:
+                    conn.close()
+                    continue
+                pid = os.fork()
+                if pid == 0:                            # none of the server's sockets
+                    for other in sel.get_map().values():
+                        if other.data is not None:
+                            other.data[1].close()
+                            os.close(other.fileobj)
+                    sel.close()
+                    sock.close()
+                    conn.close()
+                    return json.loads(msg), fds
+                for fd in fds:
+                    os.close(fd)
+                conn.send(json.dumps({"pid": pid}).encode())
+                sel.register(os.pidfd_open(pid), selectors.EVENT_READ, (pid, conn))
+            else:                                       # a child's pidfd: it ended
+                pid, conn = key.data
+                sel.unregister(key.fileobj)
+                os.close(key.fileobj)
+                code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+                try:
+                    conn.send(json.dumps({"returncode": code}).encode())
+                except OSError:                         # the caller is gone
+                    pass
+                conn.close()
+
+
+def become(req, fds=None):
+    """Take the request's streams (its files, or the caller's `fds`), directory, environment
+    and argv, as `python SCRIPT` has them."""
+    if fds is None:
+        fds = [os.open(req["stdin"], os.O_RDONLY)] + [
+            os.open(req[name], os.O_WRONLY | os.O_TRUNC | os.O_CREAT, 0o600)
+            for name in ("stdout", "stderr")]
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+    for fd in fds:
+        if fd > 2:
+            os.close(fd)
     os.chdir(req["cwd"])
     os.environ.clear()
     os.environ.update(req["env"])
@@ -88,6 +146,20 @@ def become(req):
     sys.argv = list(req["argv"])
     sys.path[0] = os.path.dirname(os.path.realpath(script))
     return script
+
+
+def _run_main(script):
+    """Run `script` as `python SCRIPT` does: in a new `__main__` module whose __file__ is the
+    script's absolute path (multiprocessing's spawn starts its children from it), sys.argv[0]
+    as given."""
+    path = os.path.abspath(script)
+    with open(path, "rb") as f:
+        code = compile(f.read(), path, "exec")
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=path, __cached__=None, __package__=None, __spec__=None,
+                         __loader__=importlib.machinery.SourceFileLoader("__main__", path))
+    sys.modules["__main__"] = main
+    exec(code, main.__dict__)
 
 
 def run_and_exit(script):
@@ -98,7 +170,7 @@ def run_and_exit(script):
     finalizers of objects still alive at exit and the module teardown."""
     code, kill = 0, None
     try:
-        runpy.run_path(script, run_name="__main__")
+        _run_main(script)
     except SystemExit as e:
         if e.code is None or isinstance(e.code, int):
             code = e.code or 0
@@ -107,7 +179,7 @@ def run_and_exit(script):
             code = 1
     except BaseException as e:  # noqa: BLE001  (the interpreter's own handling)
         tb = e.__traceback__          # from the script's frames on, as `python SCRIPT` prints
-        while tb is not None and tb.tb_frame.f_code.co_filename in (__file__, "<frozen runpy>"):
+        while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
             tb = tb.tb_next
         sys.excepthook(type(e), e.with_traceback(tb), tb)
         code, kill = 1, signal.SIGINT if isinstance(e, KeyboardInterrupt) else None
@@ -125,4 +197,6 @@ def run_and_exit(script):
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--socket"]:
+        run_and_exit(become(*serve_socket(sys.argv[2])))
     run_and_exit(become(serve()))

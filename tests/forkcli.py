@@ -1,17 +1,25 @@
 """`python SCRIPT ARGS` for the tests, without paying for torch's import each time.
 
-Most CLI tests run `python run_bench.py ...` as a subprocess, and about 3 of the 4 seconds
-each takes on this machine's CPUs go to importing torch and pandas, before normbench reads its
-first argument.  `run()` instead asks a server process, started once per test process, that
-has imported those third-party modules (and nothing of normbench): it forks, the child takes
-the call's argv, environment, working directory and standard streams, and runs SCRIPT as
-`__main__` (runpy), so normbench is imported afresh in every call, its exit code, atexit hooks
-and tracebacks are those of `python SCRIPT`, and signals sent to the pid reach that one process.
+The CLI tests run `python run_bench.py ...` as a subprocess, and about 3 of the 4 seconds each
+takes on this machine's CPUs go to importing torch and pandas before normbench reads its first
+argument (more with seaborn, Dynamo and Triton).  `run()` asks a server process instead
+(tests/_forkserver.py), which has imported those third-party modules and nothing of normbench:
+it forks, and the child takes the call's argv, environment, working directory and standard
+streams and runs SCRIPT in a new `__main__`.  So normbench is imported afresh in every call,
+and the exit code, atexit hooks, stream flushing and tracebacks are those of `python SCRIPT`,
+a signal sent to the pid reaching that one process.  The one difference: the child exits
+without tearing its modules down (no finalizers of objects alive at exit), which in a fork
+would copy the server's memory page by page.
 
-Where a fork would not be the same as a fresh interpreter, `run()` is `subprocess.run`:
-a server that did not start.  A server serves one environment, but for NORMBENCH_* and the
-terminal's size, which are read when normbench runs (the others may be read by the preloaded
-modules on import): another environment gets its own server.  NORMBENCH_TEST_FORK=0 turns the server off.
+A server serves one environment but for NORMBENCH_* and the terminal's size, which are read
+only when normbench runs (the rest may be read by the preloaded modules on import); another
+environment gets its own server from its second call (a server costs more than one call
+saves), and a call is plain `subprocess.run` where no server serves it.
+NORMBENCH_TEST_FORK=0 turns all of this off.
+
+Shell scripts (the committed device scripts run tiny on CPU) get the same through
+`script_env()`: a `python3` on their PATH that hands `python3 SCRIPT ...` to a server over a
+Unix socket, with its own standard streams, and forwards signals to the child.
 """
 from __future__ import annotations
 
@@ -74,6 +82,9 @@ def _stop(key):
 def _stop_all():
     for key in list(_servers):
         _stop(key)
+    for name in [n for n in _shims if n != "dir"]:
+        _servers[name] = _shims.pop(name)       # the script servers: the same way
+        _stop(name)
 
 
 atexit.register(_stop_all)
@@ -111,3 +122,86 @@ def run(argv, *, env=None, cwd=None, timeout=None, input=None, text=False):
         if reply.get("timed_out"):
             raise subprocess.TimeoutExpired(argv, timeout, output=out, stderr=err)
         return subprocess.CompletedProcess(argv, reply["returncode"], out, err)
+
+
+# --- shell scripts: a `python3` on PATH that forks from a server --------------------------------
+# What Python's start or the preloaded modules may read of the environment: a script's
+# `python3 SCRIPT` call is served by the server started with the same values of these, the
+# rest (the script's own variables, NORMBENCH_*) being read when the script runs
+_EARLY = ("PYTHON", "LD_", "LC_", "LANG", "HOME", "TMP", "TEMP", "TORCH", "PYTORCH", "TRITON",
+          "CUDA", "NVIDIA", "OMP_", "MKL_", "OPENBLAS", "KMP_", "MPL", "MATPLOTLIB", "XDG_",
+          "NUMPY", "NPY_", "PANDAS", "PYDANTIC", "PATH")
+SHIM = r"""#!{python} -IS
+# `python3` for a test's shell script (tests/forkcli.py): `python3 SCRIPT ARGS` runs in a
+# child forked from the server started for this environment's early part, with this process's
+# standard streams; anything else, or no such server, is the real python3
+import hashlib, json, os, signal, socket, sys
+REAL, EARLY, HERE = {python!r}, {early!r}, {here!r}
+args = sys.argv[1:]
+def real():
+    os.execv(REAL, [REAL] + args)
+early = {{k: v for k, v in os.environ.items() if k.startswith(EARLY)}}
+early["PATH"] = os.pathsep.join(p for p in early.get("PATH", "").split(os.pathsep) if p != HERE)
+name = os.path.join(HERE, hashlib.sha1(json.dumps(early, sort_keys=True).encode()).hexdigest())
+if not args or args[0].startswith("-") or not os.path.isfile(args[0]) or not os.path.exists(name):
+    with open(os.path.join(HERE, "misses"), "a") as f:
+        f.write(json.dumps({{"args": args[:1], "early": early}}) + "\n")
+    real()
+conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+try:
+    conn.connect(name)
+    socket.send_fds(conn, [json.dumps({{"argv": args, "env": dict(os.environ),
+                                        "cwd": os.getcwd()}}).encode()], [0, 1, 2])
+    pid = json.loads(conn.recv(1 << 16))["pid"]
+except (OSError, ValueError, KeyError):
+    real()
+for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1):
+    signal.signal(s, lambda n, f: os.kill(pid, n))
+msg = conn.recv(1 << 16)
+code = json.loads(msg)["returncode"] if msg else 1
+if code < 0:                      # killed by a signal: so is this stand-in
+    signal.signal(-code, signal.SIG_DFL)
+    os.kill(os.getpid(), -code)
+os._exit(code & 0xFF)
+"""
+_shims: dict = {}
+
+
+def _early(env: dict, here: str) -> dict:
+    early = {k: v for k, v in env.items() if k.startswith(_EARLY)}
+    early["PATH"] = os.pathsep.join(p for p in early.get("PATH", "").split(os.pathsep)
+                                    if p != here)
+    return early
+
+
+def script_env(env: dict, *served: dict) -> dict:
+    """`env` with a `python3` on PATH whose `python3 SCRIPT ...` calls fork from a server, one
+    for each environment in `served` (the script's python calls' as the script sets them;
+    `env` where none is given).  The servers start on first use and live as long as this
+    process; a call whose environment none of them has is the real python3, and is noted in
+    the shim folder's `misses`."""
+    if os.environ.get("NORMBENCH_TEST_FORK") == "0":
+        return dict(env)
+    import hashlib
+    with _lock:
+        here = _shims.setdefault("dir", tempfile.mkdtemp(prefix="fk"))
+        shim = os.path.join(here, "python3")
+        if not os.path.exists(shim):
+            Path(shim).write_text(SHIM.format(python=sys.executable, early=_EARLY, here=here))
+            os.chmod(shim, 0o755)
+        for e in served or (env,):
+            early = _early(e, here)
+            name = os.path.join(here, hashlib.sha1(
+                json.dumps(early, sort_keys=True).encode()).hexdigest())
+            if name in _shims:
+                continue
+            srv = subprocess.Popen([sys.executable, str(SERVER), "--socket", name],
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                   env={**early, "PATH": e.get("PATH", "")}, cwd="/")
+            if srv.stdout.readline().strip() == b"ready":
+                _shims[name] = srv
+            else:
+                srv.kill()
+                srv.wait()
+    return {**env, "PATH": here + os.pathsep + env.get("PATH", "")}
+

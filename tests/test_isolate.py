@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from normbench.harness.isolate import Worker, WorkerCrashed, WorkerStartError, WorkerTimeout
+from tests import forkcli
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
@@ -333,9 +334,8 @@ def test_isolate_stops_when_a_plugin_loads_only_in_the_parent(tmp_path):
     out = tmp_path / "new" / "o"
 
     def run(*extra):
-        return subprocess.run([sys.executable, str(REPO / "run_bench.py"), "run", str(cfg),
-                               "--out", str(out), "--no-report", *extra], cwd=tmp_path,
-                              env=env, capture_output=True, timeout=600)
+        return forkcli.run([sys.executable, REPO / "run_bench.py", "run", cfg, "--out", out,
+                            "--no-report", *extra], cwd=tmp_path, env=env, timeout=600)
     r = run("--isolate")
     err = [ln for ln in r.stderr.decode().splitlines() if ln.strip()]
     assert r.returncode == 1, r.stderr.decode()

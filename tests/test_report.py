@@ -6,7 +6,6 @@ import io
 import json
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from PIL import Image
 import synthetic
 from normbench.harness import model
 from normbench.harness.report import build_report, write_report
+from tests import forkcli
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -215,9 +215,8 @@ def test_one_shape_one_groups_and_samples_as_lists(tmp_path):
 
 def test_baseline_not_in_run_is_one_line(tmp_path):
     run_dir = synthetic.write_run(tmp_path / "run", [synthetic.record()], synthetic.meta())
-    r = subprocess.run([sys.executable, str(ROOT / "run_bench.py"), "report", str(run_dir),
-                        "--baseline", "nosuch"], capture_output=True, text=True, cwd=ROOT,
-                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    r = forkcli.run([sys.executable, ROOT / "run_bench.py", "report", run_dir, "--baseline",
+                     "nosuch"], text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert r.returncode == 2, r.stderr
     assert r.stderr.strip().count("\n") == 0 and "'nosuch' is not an implementation" in r.stderr
     assert "Traceback" not in r.stderr
@@ -228,9 +227,8 @@ def test_report_of_a_run_without_torch_needs_no_baseline(tmp_path):
     plot is left out), as the committed results/h200-hang is."""
     rec = synthetic.record(implementation="s_det", deterministic_by_design=True)
     run_dir = synthetic.write_run(tmp_path / "run", [rec], synthetic.meta())
-    r = subprocess.run([sys.executable, str(ROOT / "run_bench.py"), "report", str(run_dir)],
-                       capture_output=True, text=True, cwd=ROOT,
-                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    r = forkcli.run([sys.executable, ROOT / "run_bench.py", "report", run_dir], text=True,
+                    cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert r.returncode == 0, r.stderr
     assert (run_dir / "report.html").stat().st_size > 0
 
@@ -246,9 +244,8 @@ def test_plugin_strategy_appears_everywhere(tmp_path):
                                "determinism": {"repeats": 2}}))
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NORMBENCH_PLUGINS": "tests.plugin_strategy",
            "NORMBENCH_QUIET": "1", "COLUMNS": "200"}
-    r = subprocess.run([sys.executable, str(ROOT / "run_bench.py"), "run", str(cfg), "--out",
-                        str(tmp_path / "run")], capture_output=True, text=True, cwd=ROOT, env=env,
-                       timeout=600)
+    r = forkcli.run([sys.executable, ROOT / "run_bench.py", "run", cfg, "--out", tmp_path / "run"],
+                    text=True, cwd=ROOT, env=env, timeout=600)
     assert r.returncode == 0, r.stderr
     assert "test_plugin_rows" in r.stdout                           # the terminal table
     run_dir = tmp_path / "run"

@@ -414,8 +414,8 @@ def test_messages_keep_a_long_path_on_one_line(tmp_path):
     env = {k: v for k, v in ENV.items() if k != "COLUMNS"}
 
     def run(*args):
-        return subprocess.run([sys.executable, str(ROOT / "run_bench.py"), *map(str, args)],
-                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        return forkcli.run([sys.executable, ROOT / "run_bench.py", *args], cwd=ROOT, env=env,
+                           text=True, timeout=300)
     r = run("run", config(tmp_path, implementations=["torch"]), "--out", out, "--no-report")
     assert r.returncode == 0, r.stderr
     r = run("run", config(tmp_path, "u", implementations=["torch"], norm=["layernorm", "rmsnorm"]),
@@ -1139,9 +1139,9 @@ def test_a_resume_on_a_machine_without_a_peer_records_it_skipped_never_dropped(t
     out, env = tmp_path / "run", {**ENV, "NORMBENCH_PLUGINS": "tests.optional_peer"}
 
     def run(*args, **extra):
-        return subprocess.run([sys.executable, str(ROOT / "run_bench.py"), "run", str(cfg),
-                               "--out", str(out), "--no-report", *args], cwd=ROOT,
-                              env={**env, **extra}, capture_output=True, text=True, timeout=300)
+        return forkcli.run([sys.executable, ROOT / "run_bench.py", "run", cfg, "--out", out,
+                            "--no-report", *args], cwd=ROOT, env={**env, **extra}, text=True,
+                           timeout=300)
     # the peer comes last in the plan (plugins register after the shipped ones): Ctrl-C
     # while it is measured leaves every other record of the case
     r = run(NORMBENCH_TEST_PEER_SIGINT="1")

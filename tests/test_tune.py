@@ -11,6 +11,7 @@ import tarfile
 import pytest
 
 from normbench import strategies  # noqa: F401  (sets TRITON_INTERPRET first)
+from tests import forkcli
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
@@ -27,8 +28,11 @@ def _device_script(tmp_path, script, **env):
     tmp_path) with `env` added (its shapes and names); it must exit 0."""
     env = {**os.environ, "OUT": str(tmp_path), "DEVICE": "cpu", "J": "1", "REP": "1",
            "PYTHONPATH": ROOT, **env}
-    r = subprocess.run(["bash", os.path.join(ROOT, "bench", script)], cwd=ROOT, env=env,
-                       capture_output=True, text=True, timeout=900)
+    # device_start.sh's PYTHONPATH, and peers_env.sh's after it
+    served = [{**env, "PYTHONUNBUFFERED": "1", "PYTHONPATH": p} for p in (f"{ROOT}:{ROOT}", ROOT)]
+    r = subprocess.run(["bash", os.path.join(ROOT, "bench", script)], cwd=ROOT,
+                       env=forkcli.script_env(env, *served), capture_output=True, text=True,
+                       timeout=900)
     assert r.returncode == 0, r.stderr[-2000:]
     return r
 
@@ -1145,3 +1149,4 @@ def test_device_harness_check_script_on_cpu(tmp_path):
         assert {x["implementation"] for x in recs} == {"disjoint_block", "test_plugin_rows"}
         assert all(x["status"] == "ok" for x in recs), recs
         assert "./gpu-tests.log" in tar.getnames()
+
