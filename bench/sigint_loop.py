@@ -27,7 +27,9 @@ def _run(cfg, out, extra, resume):
         [sys.executable, str(ROOT / "run_bench.py"), "run", cfg, "--out", str(out), "--no-report",
          *(["--resume"] if resume else []), *extra],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"})
+        env={**os.environ, "COLUMNS": "200",   # the caller's path kept (peers_env.sh's pydantic)
+             "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT),
+                                                         os.environ.get("PYTHONPATH"))))})
 
 
 def main(argv):

@@ -1150,3 +1150,14 @@ def test_device_harness_check_script_on_cpu(tmp_path):
         assert all(x["status"] == "ok" for x in recs), recs
         assert "./gpu-tests.log" in tar.getnames()
 
+
+def test_sigint_loop_keeps_the_callers_python_path(monkeypatch):
+    """bench/sigint_loop.py set PYTHONPATH to the repository alone: on the device, where
+    peers_env.sh puts pydantic on the path, every run it started died on "No module named
+    'pydantic'" (session 59's H100 call).  The repository comes first, the caller's path after."""
+    import sigint_loop
+    seen = []
+    monkeypatch.setenv("PYTHONPATH", "/somewhere/site")
+    monkeypatch.setattr(sigint_loop.subprocess, "Popen", lambda *a, **kw: seen.append(kw["env"]))
+    sigint_loop._run("quick", "/tmp/out", [], False)
+    assert seen[0]["PYTHONPATH"].split(os.pathsep) == [ROOT, "/somewhere/site"]
