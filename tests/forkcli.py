@@ -11,8 +11,8 @@ a signal sent to the pid reaching that one process.  The one difference: the chi
 without tearing its modules down (no finalizers of objects alive at exit), which in a fork
 would copy the server's memory page by page.
 
-A server serves one environment but for NORMBENCH_* and the terminal's size, which are read
-only when normbench runs (the rest may be read by the preloaded modules on import); another
+A server serves one environment but for NORMBENCH_*, the terminal's size and pytest's current
+test, which are read only when normbench runs (the rest may be read by the preloaded modules on import); another
 environment gets its own server from its second call (a server costs more than one call
 saves), and a call is plain `subprocess.run` where no server serves it.
 NORMBENCH_TEST_FORK=0 turns all of this off.
@@ -34,8 +34,9 @@ import threading
 from pathlib import Path
 
 SERVER = Path(__file__).with_name("_forkserver.py")
-# read by normbench (or rich) when the CLI runs, never by torch/pandas on import
-_LATE = ("COLUMNS", "LINES")
+# read by normbench (or rich) when the CLI runs, never by torch/pandas on import; and pytest's
+# name of the test running, which changes with every test
+_LATE = ("COLUMNS", "LINES", "PYTEST_CURRENT_TEST")
 _lock = threading.Lock()
 _servers: dict = {}
 _seen: dict = {}
@@ -122,6 +123,15 @@ def run(argv, *, env=None, cwd=None, timeout=None, input=None, text=False):
         if reply.get("timed_out"):
             raise subprocess.TimeoutExpired(argv, timeout, output=out, stderr=err)
         return subprocess.CompletedProcess(argv, reply["returncode"], out, err)
+
+
+def without_interpreter(env: dict | None = None) -> dict:
+    """`env` (os.environ) for a tool that pretends a GPU and compiles for it (bench/regs.py, which
+    drops TRITON_INTERPRET itself): without TRITON_INTERPRET, so that its server has not
+    imported Triton as the interpreter's; NORMBENCH_QUIET=1."""
+    env = dict(os.environ if env is None else env)
+    env.pop("TRITON_INTERPRET", None)
+    return {**env, "NORMBENCH_QUIET": "1"}
 
 
 # --- shell scripts: a `python3` on PATH that forks from a server --------------------------------

@@ -4,13 +4,13 @@ in the registry where it cannot run, and its Gluon kernel compiled for sm_90 as 
 has no interpreter."""
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
 from normbench import strategies
 from normbench.strategies import disjoint_cluster as dc
+from tests import forkcli
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 H200 = 227 * 1024
@@ -48,9 +48,9 @@ def test_auto_groups_are_one_cluster_for_every_two_sms():
 
 
 def regs(*args):
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "regs.py"), "--name",
-                          "disjoint_cluster", *args], capture_output=True, text=True, check=True,
-                         env={**os.environ, "NORMBENCH_QUIET": "1"})
+    out = forkcli.run([sys.executable, os.path.join(ROOT, "bench", "regs.py"), "--name",
+                       "disjoint_cluster", *args], text=True, env=forkcli.without_interpreter())
+    out.check_returncode()
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -7,13 +7,15 @@ import os
 import subprocess
 import sys
 
+from tests import forkcli
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def regs(*args):
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "regs.py"), *args],
-                         capture_output=True, text=True, check=True,
-                         env={**os.environ, "NORMBENCH_QUIET": "1"})
+    out = forkcli.run([sys.executable, os.path.join(ROOT, "bench", "regs.py"), *args], text=True,
+                      env=forkcli.without_interpreter())
+    out.check_returncode()
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -206,9 +208,8 @@ def test_a_bad_override_is_refused_as_the_tuning_path_refuses_it():
     for ov, said in (('{"num_warp": 8}', "unknown tuning option 'num_warp'"),
                      ('{"num_warps": "8"}', "expected an int or a bool"),
                      ("xx", "not JSON"), ("[1]", "not a JSON object")):
-        r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "regs.py"), "--d", "4096",
-                            "--override", ov], capture_output=True, text=True,
-                           env={**os.environ, "NORMBENCH_QUIET": "1"})
+        r = forkcli.run([sys.executable, os.path.join(ROOT, "bench", "regs.py"), "--d", "4096",
+                         "--override", ov], text=True, env=forkcli.without_interpreter())
         err = [ln for ln in r.stderr.splitlines() if "regs.py: error:" in ln]
         assert r.returncode == 2 and len(err) == 1 and said in err[0], r.stderr
         assert "Traceback" not in r.stderr and not r.stdout

@@ -13,6 +13,7 @@ import torch
 
 from normbench import strategies
 from normbench.strategies import disjoint_smem as smem
+from tests import forkcli
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 H200 = 227 * 1024
@@ -324,9 +325,9 @@ def test_the_split_kernel_compiles_without_spilling():
 
 
 def regs(*args):
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "regs.py"), "--name",
-                          "disjoint_smem", *args], capture_output=True, text=True, check=True,
-                         env={**os.environ, "NORMBENCH_QUIET": "1"})
+    out = forkcli.run([sys.executable, os.path.join(ROOT, "bench", "regs.py"), "--name",
+                       "disjoint_smem", *args], text=True, env=forkcli.without_interpreter())
+    out.check_returncode()
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -392,9 +393,9 @@ def test_w_regs_compiles_without_spilling():
 
 
 def test_regs_says_where_the_kernel_does_not_stage():
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "regs.py"), "--name",
-                          "disjoint_smem", "--d", "20000"], capture_output=True, text=True,
-                         env={**os.environ, "NORMBENCH_QUIET": "1"})
+    out = forkcli.run([sys.executable, os.path.join(ROOT, "bench", "regs.py"), "--name",
+                       "disjoint_smem", "--d", "20000"], text=True,
+                      env=forkcli.without_interpreter())
     assert out.returncode != 0 and "disjoint_block's kernel" in out.stderr
 
 
