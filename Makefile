@@ -13,7 +13,7 @@ run: install                 ## the main job: configs/default.yaml on a GPU, con
 	$(PY) run_bench.py
 
 test: install-test           ## the test suite (CPU; GPU tests are skipped without a GPU), a worker a core
-	$(PY) -m pytest -n auto
+	$(PY) -m pytest -n auto --dist worksteal
 
 torch:
 	@if $(PY) -c 'import torch' 2>/dev/null; then \
