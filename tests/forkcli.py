@@ -27,6 +27,7 @@ import atexit
 import json
 import locale
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -86,6 +87,8 @@ def _stop_all():
     for name in [n for n in _shims if n != "dir"]:
         _servers[name] = _shims.pop(name)       # the script servers: the same way
         _stop(name)
+    if "dir" in _shims:                         # the stand-in, its sockets and misses
+        shutil.rmtree(_shims.pop("dir"), ignore_errors=True)
 
 
 atexit.register(_stop_all)
