@@ -197,7 +197,9 @@ def script_env(env: dict, *served: dict) -> dict:
         return dict(env)
     import hashlib
     with _lock:
-        here = _shims.setdefault("dir", tempfile.mkdtemp(prefix="fk"))
+        if "dir" not in _shims:
+            _shims["dir"] = tempfile.mkdtemp(prefix="fk")
+        here = _shims["dir"]
         shim = os.path.join(here, "python3")
         if not os.path.exists(shim):
             Path(shim).write_text(SHIM.format(python=sys.executable, early=_EARLY, here=here))
