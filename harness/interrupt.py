@@ -121,6 +121,12 @@ def raise_if_stopping() -> None:
         raise Interrupted(_first[0])
 
 
+def _forget() -> None:
+    """No stop noted: a fresh start."""
+    _first.clear()
+    _held["signum"] = None
+
+
 def install(previous: dict | None = None) -> dict:
     """Make SIGINT and SIGTERM raise Interrupted (the first one; later ones are ignored);
     returns the previous handlers — in `previous`, where given, filled before any handler
@@ -137,8 +143,7 @@ def install(previous: dict | None = None) -> dict:
         if signal.getsignal(signal.SIGINT) is not raise_interrupted:
             # no handler of ours: a stop still noted is an earlier sweep's, which ended (a
             # notebook's Ctrl-C); kept, it stopped this one at its first record, "interrupted"
-            _first.clear()
-            _held["signum"] = None
+            _forget()
         return previous
     _deferred.clear()
     if signal.getsignal(signal.SIGINT) is not raise_interrupted:
@@ -146,8 +151,7 @@ def install(previous: dict | None = None) -> dict:
         # that arrived before — its Interrupted swallowed where it landed, as torch's
         # import swallows one in numpy's — still stops: it was forgotten here, and the
         # sweep ran on through a half-imported numpy, each case its error
-        _first.clear()
-        _held["signum"] = None
+        _forget()
     previous.update({s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)})
     for s in previous:
         signal.signal(s, raise_interrupted)

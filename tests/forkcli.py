@@ -60,14 +60,21 @@ def _start(env: dict):
         return None
     if len(_servers) >= 4:
         _stop(next(iter(_servers)))
-    srv = subprocess.Popen([sys.executable, str(SERVER)], stdin=subprocess.PIPE,
-                           stdout=subprocess.PIPE, env=env, cwd="/")
-    if srv.stdout.readline().strip() != b"ready":
-        srv.kill()
-        srv.wait()
-        return None
-    _servers[key] = srv
+    srv = _spawn([], env)
+    if srv is not None:
+        _servers[key] = srv
     return srv
+
+
+def _spawn(args: list, env: dict):
+    """A server (`_forkserver.py ARGS`) once it says it is ready, or None."""
+    srv = subprocess.Popen([sys.executable, str(SERVER), *args], stdin=subprocess.PIPE,
+                           stdout=subprocess.PIPE, env=env, cwd="/")
+    if srv.stdout.readline().strip() == b"ready":
+        return srv
+    srv.kill()
+    srv.wait()
+    return None
 
 
 def _stop(key):
@@ -210,13 +217,8 @@ def script_env(env: dict, *served: dict) -> dict:
                 json.dumps(early, sort_keys=True).encode()).hexdigest())
             if name in _shims:
                 continue
-            srv = subprocess.Popen([sys.executable, str(SERVER), "--socket", name],
-                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                   env={**early, "PATH": e.get("PATH", "")}, cwd="/")
-            if srv.stdout.readline().strip() == b"ready":
+            srv = _spawn(["--socket", name], {**early, "PATH": e.get("PATH", "")})
+            if srv is not None:
                 _shims[name] = srv
-            else:
-                srv.kill()
-                srv.wait()
     return {**env, "PATH": here + os.pathsep + env.get("PATH", "")}
 
