@@ -77,8 +77,8 @@ def _spawn(args: list, env: dict):
     return None
 
 
-def _stop(key):
-    srv = _servers.pop(key, None)
+def _stop(key, servers=_servers):
+    srv = servers.pop(key, None)
     if srv is not None and srv.poll() is None:
         srv.stdin.close()
         try:
@@ -89,13 +89,14 @@ def _stop(key):
 
 
 def _stop_all():
+    global _shim_dir
     for key in list(_servers):
         _stop(key)
-    for name in [n for n in _shims if n != "dir"]:
-        _servers[name] = _shims.pop(name)       # the script servers: the same way
-        _stop(name)
-    if "dir" in _shims:                         # the stand-in, its sockets and misses
-        shutil.rmtree(_shims.pop("dir"), ignore_errors=True)
+    for name in list(_script_servers):
+        _stop(name, _script_servers)
+    if _shim_dir is not None:                   # the stand-in, its sockets and misses
+        shutil.rmtree(_shim_dir, ignore_errors=True)
+        _shim_dir = None
 
 
 atexit.register(_stop_all)
@@ -184,7 +185,8 @@ if code < 0:                      # killed by a signal: so is this stand-in
     os.kill(os.getpid(), -code)
 os._exit(code & 0xFF)
 """
-_shims: dict = {}
+_shim_dir: str | None = None   # the stand-in python3's folder: one a process
+_script_servers: dict = {}     # its socket's path -> the server behind it
 
 
 def _early(env: dict, here: str) -> dict:
@@ -203,10 +205,11 @@ def script_env(env: dict, *served: dict) -> dict:
     if os.environ.get("NORMBENCH_TEST_FORK") == "0":
         return dict(env)
     import hashlib
+    global _shim_dir
     with _lock:
-        if "dir" not in _shims:
-            _shims["dir"] = tempfile.mkdtemp(prefix="fk")
-        here = _shims["dir"]
+        if _shim_dir is None:
+            _shim_dir = tempfile.mkdtemp(prefix="fk")
+        here = _shim_dir
         shim = os.path.join(here, "python3")
         if not os.path.exists(shim):
             Path(shim).write_text(SHIM.format(python=sys.executable, early=_EARLY, here=here))
@@ -215,10 +218,10 @@ def script_env(env: dict, *served: dict) -> dict:
             early = _early(e, here)
             name = os.path.join(here, hashlib.sha1(
                 json.dumps(early, sort_keys=True).encode()).hexdigest())
-            if name in _shims:
+            if name in _script_servers:
                 continue
             srv = _spawn(["--socket", name], {**early, "PATH": e.get("PATH", "")})
             if srv is not None:
-                _shims[name] = srv
+                _script_servers[name] = srv
     return {**env, "PATH": here + os.pathsep + env.get("PATH", "")}
 

@@ -78,6 +78,6 @@ def test_a_script_s_python3_calls_are_served_and_give_python_s_results(script, t
                           timeout=120)
     assert (run.stdout, run.stderr) == (real.stdout, real.stderr)
     assert "rc=3" in run.stdout and "rc=0" in run.stdout and "rc=124" in run.stdout
-    misses = os.path.join(forkcli._shims["dir"], "misses")
+    misses = os.path.join(forkcli._shim_dir, "misses")
     served = [ln for ln in open(misses)] if os.path.exists(misses) else []
     assert not any(str(script) in ln for ln in served), served   # both served by the server
