@@ -1096,6 +1096,18 @@ def test_the_cli_draws_the_table_for_stdouts_encoding(tmp_path):
     assert "+20.0%" in out and "\\u25" not in out and "+---" in out, out
 
 
+def test_a_shard_that_holds_its_whole_plan_is_no_partial_run(tmp_path):
+    """--shard 0/1 (a job array of one task) holds every case of the plan: compare noted it
+    as "incomplete run: ... the other shards hold the rest", and judged the cases its plan
+    never held as an interrupted run's, regressions, where a plain run's are flags."""
+    a = _one(tmp_path, "a")
+    plan = [r["case_id"] for r in _cases()]
+    whole = _one(tmp_path, "whole", meta=dict(shard={"spec": "0/1", "plan_keys": plan,
+                                                     "keys": plan}))
+    res = cmp.compare(a, whole)
+    assert not [n for n in res.notes if "incomplete" in n], res.notes
+
+
 def test_a_case_the_candidates_own_config_never_planned_is_a_flag(tmp_path):
     """The same config name with other text (overrides: `run cpu d=[33]`), or an invocation
     narrowed by --only: a complete candidate that lacks a baseline case never planned it —

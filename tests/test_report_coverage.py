@@ -66,6 +66,23 @@ def test_a_shard_names_what_the_plan_has_elsewhere():
     assert "a peer of the plan may be among the cases not measured here" in md
 
 
+def test_a_shard_that_holds_the_whole_plan_is_complete():
+    """--shard 0/1 (a job array of one task), or shard 0/2 of a plan of one case: the shard
+    holds every case of the whole plan.  Nothing is incomplete, no other shard holds a
+    "rest", and compare judges its plan as a complete run's (a case its --only never planned
+    is a flag, not a regression)."""
+    recs = _recs()
+    plan = [r["case_id"] for r in recs]
+    meta = synthetic.meta(completed=True, shard={
+        "index": 0, "count": 1, "spec": "0/1", "plan_size": len(plan), "plan_keys": plan,
+        "keys": plan})
+    cov = coverage(plain(pd.DataFrame(recs)), meta)
+    assert not cov.incomplete, cov.warning
+    assert "Incomplete run" not in build_report(pd.DataFrame(recs), meta).markdown()
+    # still a shard's part: one case not recorded yet is said as before
+    assert "shard 0/1 of a sharded run" in coverage(plain(pd.DataFrame(recs[:2])), meta).warning
+
+
 def test_a_partial_merge_says_which_cases_are_in_no_shard(tmp_path):
     recs = _recs()
     gone = synthetic.record(implementation="torch", kind="baseline", rows=64)["case_id"]
