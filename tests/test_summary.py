@@ -316,6 +316,26 @@ def test_markdown_table_marks_an_incorrect_peer():
     assert cells["peer_e"] == "✗" and cells["peer_c"] == "60.0" and cells["vs best peer"] == "1.50"
 
 
+def test_markdown_table_marks_ours_where_none_passed():
+    """Every deterministic strategy recorded at a shape failed (an error, a wrong result):
+    "ours" said nothing — a blank, read as "not run" — where a failed peer shows ✗ and
+    report.md's answer says "none passed".  It says "✗ none passed" now; a run that
+    recorded no deterministic strategy at all still leaves it blank."""
+    recs = _shape()
+    for r in recs[:2]:
+        r.update(status="error", error="boom", time_ms=None)
+
+    def ours(recs):
+        header, _, row = markdown_table(pd.DataFrame(recs)).splitlines()
+        cells = dict(zip((c.strip() for c in header.strip("|").split("|")),
+                         (c.strip() for c in row.strip("|").split("|"))))
+        return cells["ours"], cells["peer_c"]
+    assert ours(recs) == ("✗ none passed", "**60.0**")
+    recs[1].update(status="ok", error=None, time_ms=0.040, correct=False)   # wrong, not faster
+    assert ours(recs)[0] == "✗ none passed"
+    assert ours(recs[2:])[0] == ""                                       # none recorded
+
+
 def test_records_of_different_devices_compared_at_a_shape_are_named_in_report_and_terminal():
     """A cluster of mixed GPU models, or a --force-resume on another GPU: the answer divided
     an H100 time by an A100 time and nothing said so.  The report's answer section and the

@@ -246,7 +246,8 @@ def _peer_cell(why: str | None) -> str:
 
 def markdown_table(df: pd.DataFrame) -> str:
     """The README's results table from a run: shape, ours (the best deterministic strategy, and
-    which), its % of the copy ceiling, each peer's best time, and t(best peer) / t(ours).
+    which; "✗ none passed" where it recorded some and none passed), its % of the copy
+    ceiling, each peer's best time, and t(best peer) / t(ours).
     Shapes in run order; µs; the row's fastest in bold, and every time within summary.TIE
     (1.5 %) of it: a tie bolds both; † a wide spread (p80/p20 > 1.15); ‡ a time host contention
     may have inflated (as report.md marks it; a sentence under the table counts them); ✗ a peer whose result
@@ -286,7 +287,9 @@ def markdown_table(df: pd.DataFrame) -> str:
         ours = _cell(r["det_us"], r["det_spread"], _leads_row(r["det_us"], fastest),
                      bool(r["det_contended"]))
         marked += bool(ours) and bool(r["det_contended"])
-        row["ours"] = f"{ours} {short[r['det_impl']]}" if ours else ""
+        # ours recorded there, none competing: said as a failed peer is, never a blank
+        row["ours"] = f"{ours} {short[r['det_impl']]}" if ours else \
+            "✗ none passed" if r.get("det_recorded", 0) else ""
         row["% copy"] = f"{r['det_pct_copy']:.0f} %" if finite(r["det_pct_copy"]) else ""
         for p in peers:
             t, s, c = peer_t.get(p, (np.nan, np.nan, False))
