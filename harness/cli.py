@@ -206,7 +206,8 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
         no_report: bool = typer.Option(False, "--no-report", help="do not write the report at "
                                        "the end"),
         shard: Optional[str] = typer.Option(None, "--shard", metavar="I/N", help="run only part "
-                                            "I of N of the plan (balanced by estimated cost; "
+                                            "I (0 <= I < N) of N of the plan (balanced by "
+                                            "estimated cost; "
                                             "the same I/N always the same cases); join the "
                                             "parts with merge"),
         gpus: Optional[str] = typer.Option(None, "--gpus", metavar="all|N", help="one Dask "
