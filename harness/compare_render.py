@@ -207,8 +207,17 @@ def _json_safe(v):
     return str(v)
 
 
+def _key_doc(key: dict) -> dict:
+    """A case's key fields as JSON: those the record format declares as integers (rows, d) as
+    numbers, not the case key's text, so that a tracker reading the JSON gets the types
+    records.csv has (groups stays text: "auto", "-" or a number as asked)."""
+    from normbench.harness import schema
+    return {k: int(v) if schema.BY_NAME[k].dtype == "Int64" and str(v).lstrip("-").isdigit()
+            else v for k, v in key.items()}
+
+
 def _case_doc(c) -> dict:
-    return {"case_id": c.case_id, **c.key, "gated": c.gated, "base_status": c.base_status,
+    return {"case_id": c.case_id, **_key_doc(c.key), "gated": c.gated, "base_status": c.base_status,
             "cand_status": c.cand_status, "baseline_runs": c.base_runs, "base_ms": c.base_ms,
             "cand_ms": c.cand_ms, "ratio": c.ratio, "verdict": c.shown_verdict, "rule": c.rule,
             "threshold": c.threshold, "between_run_spread": c.spread, "method": c.method,

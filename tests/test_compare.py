@@ -181,6 +181,11 @@ def test_json_format_parses(tmp_path):
     assert doc["noise"]["baseline_runs"] == 1 and doc["metric"] == "call"
     case = next(c for c in doc["cases"] if c["implementation"] == "disjoint_block")
     assert case["verdict"] == "regression" and case["ratio"] == pytest.approx(1.2)
+    # the key's integer fields are numbers, as in records.csv; the rest of the key text
+    rows, d = case["case_id"].split("|")[2:4]
+    assert (case["rows"], case["d"]) == (int(rows), int(d))
+    assert all(isinstance(c["rows"], int) and isinstance(c["d"], int) for c in doc["cases"])
+    assert isinstance(case["norm"], str) and isinstance(case["groups"], str)
     with pytest.raises(ValueError):
         cmp.render(cmp.compare(a, b), "yaml")
 
