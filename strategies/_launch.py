@@ -49,13 +49,30 @@ def prepare(x, dy, weight, mean, rstd) -> Call:
         raise ValueError(f"x: is on {x.device}; the Triton kernels run on a CUDA GPU, or on "
                          "CPU tensors under the Triton interpreter")
     rows, d = x.shape
-    rstd = rstd.contiguous()
-    weight = weight.contiguous()
-    mean = mean.contiguous() if mean is not None else None
+    # a null data pointer (a ZeroTensor, a storage freed by resize_(0)) is a tensor without its
+    # values, which the kernels would read at address 0: on a GPU an illegal memory access that
+    # breaks every later CUDA call of the process.  Read before .contiguous(), which fails on a
+    # freed storage inside torch; the pointers are the signature's (a copy's read again)
+    ptrs = (x.data_ptr(), dy.data_ptr(), weight.data_ptr(),
+            mean.data_ptr() if mean is not None else 1, rstd.data_ptr())
+    if not all(ptrs):
+        name = ("x", "dy", "weight", "mean", "rstd")[ptrs.index(0)]
+        raise ValueError(f"{name}: holds no data (a null data pointer: a ZeroTensor from "
+                         "torch._efficientzerotensor, or a storage freed by resize_(0)); the "
+                         "kernels read its memory: pass a tensor that holds its values")
+    px, pdy, pw, pm, pr = ptrs
+    if not rstd.is_contiguous():
+        rstd = rstd.contiguous()
+        pr = rstd.data_ptr()
+    if not weight.is_contiguous():
+        weight = weight.contiguous()
+        pw = weight.data_ptr()
+    if mean is not None and not mean.is_contiguous():
+        mean = mean.contiguous()
+        pm = mean.data_ptr()
     stride_x = x.stride(0)
     sig = (x.dtype, weight.dtype, rows, d, stride_x, dy.stride(0), mean is not None,
-           x.data_ptr() & 15, dy.data_ptr() & 15, weight.data_ptr() & 15, rstd.data_ptr() & 15,
-           mean.data_ptr() & 15 if mean is not None else 0)
+           px & 15, pdy & 15, pw & 15, pr & 15, pm & 15 if mean is not None else 0)
     # empty_like: a fresh (rows, d) tensor in x's dtype, row-major (x's last dimension is
     # contiguous; a row stride past d gives a dense result) — half the host time of torch.empty;
     # but rows that overlap with a row stride of 1 (x.unfold(0, d, 1)) make it column-major,

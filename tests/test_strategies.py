@@ -151,6 +151,34 @@ def test_a_device_the_kernels_cannot_run_on_is_refused_by_name(name):
         strategies.get(name).backward(**meta)
 
 
+@pytest.mark.parametrize("name", STRATEGIES)
+def test_a_tensor_that_holds_no_data_is_refused_naming_it(name):
+    """A tensor with a null data pointer — a ZeroTensor (torch._efficientzerotensor, as
+    autograd's forward mode hands out zeros) or one whose storage was freed
+    (untyped_storage().resize_(0), as FSDP frees a parameter) — passed every check, and the
+    kernels read address 0: on an H100 a ZeroTensor dy was an illegal memory access that
+    broke every later CUDA call of the process; under the interpreter a RuntimeError from
+    inside Triton, or a freed dy's garbage read back as dγ of NaN.  Each of the five is now a
+    ValueError naming it; materialised, the same values are accepted and right."""
+    from normbench.harness.inputs import errors, reference
+    made = dict(zip(("x", "dy", "weight", "mean", "rstd"),
+                    make_inputs("layernorm", 4, 8, "fp32", "fp32", seed=0, device="cpu")))
+
+    def freed(t):
+        t = t.clone()
+        t.untyped_storage().resize_(0)
+        return t
+
+    for arg in made:
+        for empty in (lambda t: torch._efficientzerotensor(t.shape), freed):
+            args = {**made, arg: empty(made[arg])}
+            with pytest.raises(ValueError, match=f"^{arg}: holds no data"):
+                strategies.get(name).backward(*args.values(), groups=2)
+    args = {**made, "dy": torch.zeros_like(made["dy"])}
+    got = strategies.get(name).backward(*args.values(), groups=2)
+    assert max(e for e in errors(got, reference(*args.values())) if e is not None) < 1e-5
+
+
 @pytest.mark.parametrize("norm", NORMS)
 @pytest.mark.parametrize("name", IMPLS)
 def test_gradients_hold_no_graph_when_an_input_requires_grad(name, norm):
