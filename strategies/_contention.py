@@ -48,6 +48,12 @@ class Contention:
         if not (self.partial_rows == "groups"
                 or (type(self.partial_rows) is int and self.partial_rows >= 0)):
             raise ValueError(f"partial_rows must be 'groups' or an int >= 0, got {self.partial_rows!r}")
+        # the byte and counter counts too: a text one made every record of a plugin's strategy
+        # a TypeError, a negative one a workspace of fewer than 0 bytes (one line at load, here)
+        for name in ("counters_per_chunk", "bytes_per_group", "fixed_bytes"):
+            value = getattr(self, name)
+            if not (type(value) is int and value >= 0):
+                raise ValueError(f"{name} must be an int >= 0, got {value!r}")
         if type(self.partial_rows_are_fp32_output) is not bool:
             raise ValueError("partial_rows_are_fp32_output must be True or False, got "
                              f"{self.partial_rows_are_fp32_output!r}")

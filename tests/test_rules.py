@@ -226,9 +226,20 @@ def test_an_older_three_argument_auto_rule_still_works(monkeypatch):
 
 @pytest.mark.parametrize("bad", [dict(writers="all"), dict(writers=0), dict(writers=True),
                                  dict(writers=1, partial_rows="rows"),
-                                 dict(writers=1, partial_rows=-1)])
+                                 dict(writers=1, partial_rows=-1),
+                                 dict(writers=1, fixed_bytes="8"), dict(writers=1, fixed_bytes=-8),
+                                 dict(writers=1, fixed_bytes=2.5),
+                                 dict(writers=1, counters_per_chunk=-1),
+                                 dict(writers=1, counters_per_chunk=True),
+                                 dict(writers=1, bytes_per_group=None),
+                                 dict(writers=1, bytes_per_group=32.0)])
 def test_a_contention_model_is_checked_when_declared(bad):
-    with pytest.raises(ValueError):
+    """Every field, the byte and counter counts too: a fixed_bytes of "8" (or -8, or 2.5) was
+    taken, the plugin loaded, and every record of its strategy was an error ("its workspace
+    rule raised TypeError: unsupported operand type(s) for +: 'int' and 'str"), or
+    workspace_bytes() answered -8 bytes — where a partial_rows of -1 was one line at load."""
+    field = list(bad)[-1]           # the one refused: writers, or the field after it
+    with pytest.raises(ValueError, match=f"^{field} must be"):
         strategies.Contention(**bad)
 
 
