@@ -205,6 +205,13 @@ class Entry:
         if groups is not None and type(groups) is not int:    # a numpy integer from records
             groups = _as_groups(groups)
         check_args(x, dy, weight, mean, rstd, groups)
+        dev = elsewhere(x)
+        if dev is not None:             # a client's tensors on another GPU than the current one
+            with torch.cuda.device(dev):
+                return self._call(x, dy, weight, mean, rstd, groups)
+        return self._call(x, dy, weight, mean, rstd, groups)
+
+    def _call(self, x, dy, weight, mean, rstd, groups):
         if not self.uses_groups:
             return self.fn(x, dy, weight, mean, rstd, groups=None)
         # every call asks: a dict hit, nothing more — except while launch parameters are
@@ -216,6 +223,18 @@ class Entry:
             if not _tuning.OVERRIDE:
                 self._groups[key] = g
         return self.fn(x, dy, weight, mean, rstd, groups=g)
+
+
+def elsewhere(x) -> int | None:
+    """The index of x's GPU where it is not the current device, else None.  Triton launches on
+    the current device, and the kept launch plans, scratch and streams are the current
+    device's: tensors on cuda:1 while cuda:0 is current (a client holding several GPUs in one
+    process) were read by a kernel on cuda:0 — an illegal memory access that breaks the
+    process's CUDA context.  Entry.backward runs such a call with x's device current."""
+    if not x.is_cuda:
+        return None
+    i = x.get_device()
+    return None if i == torch.cuda.current_device() else i
 
 
 def rule_raised(e: BaseException) -> str | None:

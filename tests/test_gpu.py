@@ -819,3 +819,21 @@ def test_ab_repeat_records_each_configurations_host_time(tmp_path, capsys):
     _tuning.OVERRIDE.clear()
     _tuning.OVERRIDE.update(saved)
     assert least["{'num_warps': 8}"] < least["{}"] + 8, least
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+@pytest.mark.parametrize("name", NAMES)
+def test_tensors_on_another_gpu_than_the_current_one(name):
+    """A client's tensors on cuda:1 while cuda:0 is current: computed on cuda:1, right against
+    fp64, the current device left as it was (Entry.backward makes x's GPU current)."""
+    torch.cuda.set_device(0)
+    x, dy, w, mean, rstd = make_inputs("layernorm", 2048, 4096, "bf16", "bf16", seed=11,
+                                       device="cuda:1")
+    try:
+        out = strategies.get(name).backward(x, dy, w, mean, rstd)
+    except NotImplementedError as e:
+        pytest.skip(str(e))
+    torch.cuda.synchronize(1)
+    assert torch.cuda.current_device() == 0
+    assert all(o.device == x.device for o in out if o is not None)
+    assert errors_within(errors(out, reference(x, dy, w, mean, rstd)), "bf16", "bf16")

@@ -151,6 +151,53 @@ def test_a_device_the_kernels_cannot_run_on_is_refused_by_name(name):
         strategies.get(name).backward(**meta)
 
 
+def test_a_call_on_another_gpu_than_the_current_one_runs_with_that_gpu_current(monkeypatch):
+    """Triton launches on the current device, and the kept launch plans, scratch and streams
+    are the current device's: a client's tensors on cuda:1 while cuda:0 is current were read
+    by a kernel on cuda:0 (an illegal memory access).  Entry.backward makes x's GPU current
+    for such a call, for every implementation (tests/test_gpu.py runs it on two GPUs); here
+    the GPU side is stood in for: `elsewhere` says which GPU, torch.cuda.device is recorded."""
+    from normbench.strategies import _registry
+
+    class Gpu:                      # what elsewhere() reads of a tensor
+        is_cuda = True
+
+        def __init__(self, i):
+            self.i = i
+
+        def get_device(self):
+            return self.i
+
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    assert _registry.elsewhere(Gpu(0)) is None and _registry.elsewhere(Gpu(1)) == 1
+    assert _registry.elsewhere(torch.zeros(1)) is None              # CPU: the interpreter's
+    entered = []
+
+    class Device:                   # torch.cuda.device(i), recorded
+        def __init__(self, i):
+            self.i = i
+
+        def __enter__(self):
+            entered.append(self.i)
+
+        def __exit__(self, *exc):
+            entered.append(-1)
+
+    monkeypatch.setattr(torch.cuda, "device", Device)
+    a = _args()
+    ref = reference(*a.values())
+    for name in ("disjoint_block", "torch"):
+        monkeypatch.setattr(_registry, "elsewhere", lambda x: 3)
+        entered.clear()
+        out = strategies.get(name).backward(**a)
+        assert entered == [3, -1], name                             # the call ran inside it
+        assert all(rel_error(o, r) < 1e-5 for o, r in zip(out, ref) if r is not None), name
+        monkeypatch.setattr(_registry, "elsewhere", lambda x: None)
+        entered.clear()
+        strategies.get(name).backward(**a)
+        assert entered == [], name                                  # the current GPU's: as it was
+
+
 @pytest.mark.parametrize("name", STRATEGIES)
 def test_a_tensor_that_holds_no_data_is_refused_naming_it(name):
     """A tensor with a null data pointer — a ZeroTensor (torch._efficientzerotensor, as
