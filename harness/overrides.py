@@ -34,7 +34,8 @@ from typing import Iterable, TextIO
 
 
 from normbench.harness.config import (KEYS, MAX_D, MAX_FILE_BYTES, MAX_ROWS, ConfigError, Sweep,
-                                      _load_yaml, _unknown_key, parse_config, read_config_file)
+                                      _field_path, _load_yaml, _unknown_key, parse_config,
+                                      read_config_file)
 from normbench.harness.config_yaml import dump_yaml
 
 STDIN = "-"
@@ -126,6 +127,9 @@ def apply(text: str, file: str, overrides: Iterable[str] = (), shapes: Iterable[
     data.setdefault("name", base.name)
     origin: dict[str, str] = {}                     # top-level key -> what set it
     dropped: dict[str, str] = {}                    # top-level key -> what removed it
+    # a nested key's path (timing.rep_ms) -> what set it: of `timing.rep_ms=0
+    # timing.warmup_ms=5` the first is at fault, not the last to set a key of timing
+    nested: dict[str, str] = {}
     for raw in overrides:
         key, value_text = _split(raw)
         where = f"override {raw!r}"
@@ -144,13 +148,18 @@ def apply(text: str, file: str, overrides: Iterable[str] = (), shapes: Iterable[
         if sub:
             current = data.get(top)
             data[top] = {**(current if isinstance(current, dict) else {}), sub: value}
+            nested[_field_path((top, sub))] = where
         else:
             data[top] = value
+            nested = {k: v for k, v in nested.items() if not k.startswith((top + ".", top + "["))}
         for other in _DROPS.get(top, ()):
             if other not in origin and other in data:    # the base's, not another override's
                 del data[other]
                 dropped[other] = where
-        origin[top] = where
+        if sub:     # a whole mapping set before keeps its name for the keys it gave
+            origin.setdefault(top, where)
+        else:
+            origin[top] = where
     if "d" in origin and "shapes" in data and "shapes" not in origin:
         raise ConfigError(origin["d"], "d", "the config gives shapes (rows and d together); "
                                             "set rows=[...] as well, or use --shape ROWSxD")
@@ -174,6 +183,9 @@ def apply(text: str, file: str, overrides: Iterable[str] = (), shapes: Iterable[
             i = int(m.group(1)) if m else 0
             raise ConfigError(f"--shape {shapes[min(i, len(shapes) - 1)]!r}", e.field,
                               e.problem) from None
+        path = re.match(r"[^.\[]*(?:\.[^.\[]*|\[[^\]]*\])?", e.field).group()   # timing.rep_ms
+        if path in nested:
+            raise ConfigError(nested[path], e.field, e.problem) from None
         if top in origin or top in dropped:
             raise ConfigError(origin.get(top) or dropped[top], e.field, e.problem) from None
         # the config alone was valid: what the command line changed made it invalid

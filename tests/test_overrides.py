@@ -125,6 +125,16 @@ def test_shape_overrides_replace_the_other_ways_of_giving_shapes():
     ([], ["4x8", "4x70000"], "--shape '4x70000'", "shapes[1].d", "at most 65536"),
     ([], ["4x8", "4x8"], "--shape '4x8'", "shapes[1]", "duplicate"),
     (["rows=[2]"], ["4x8"], "--shape '4x8'", "shapes", "not allowed together with override 'rows=[2]'"),
+    # two overrides of one mapping's keys: the fault names the one that set the key at fault,
+    # not the last one of the mapping (which named 'timing.warmup_ms=5' for rep_ms=0)
+    (["timing.rep_ms=0", "timing.warmup_ms=5"], [], "override 'timing.rep_ms=0'",
+     "timing.rep_ms", "greater than 0"),
+    (["timing.rep=1", "timing.warmup_ms=5"], [], "override 'timing.rep=1'", "timing.rep",
+     "unknown key"),
+    (["timing={rep_ms: 0}", "timing.warmup_ms=5"], [], "override 'timing={rep_ms: 0}'",
+     "timing.rep_ms", "greater than 0"),
+    (["timing.rep_ms=5", "timing={rep_ms: 0}"], [], "override 'timing={rep_ms: 0}'",
+     "timing.rep_ms", "greater than 0"),
 ])
 def test_errors_name_the_override(overrides, shapes, where, field, problem):
     e = err(overrides, shapes)
