@@ -218,15 +218,16 @@ def _parse_base(text: str, file: str, known, overrides: list[str],
     """The config `text` validated but for the fields `overrides` (and --shape, `shapes`)
     set or drop: what the file holds there is replaced, and the merged config validates the
     new value.  So a fault in such a field is no fault (`--shape 5x33` runs a file whose
-    `d: [0]` it replaces, as `rows=[5] d=[33]` does); any other still names the file and
-    its field."""
+    `d: [0]` it replaces, as `rows=[5] d=[33]` does), nor is a conflict with one (`d` beside
+    the `shapes` that rows= drops); any other still names the file and its field."""
     try:
         return parse_config(text, file, known, shapes_later=True)
     except ConfigError as e:
         replaced = _set_by(overrides, shapes)
         parts = re.split(r"[.\[]", e.field, maxsplit=2)
-        if not any(top == parts[0] and (not sub or parts[1:2] == [sub]) for top, sub in replaced):
-            raise                   # the text, its YAML, an unknown key, a field kept -- or
+        mine = any(top == parts[0] and (not sub or parts[1:2] == [sub]) for top, sub in replaced)
+        if not replaced or parts[0] not in KEYS:
+            raise                   # the text, its YAML, an unknown key -- or
         data = dict(_load_yaml(text, file))   # the mapping a nested override sets a key of
         for top, sub in replaced:
             if not sub:             # the override replaces the whole value
@@ -235,6 +236,11 @@ def _parse_base(text: str, file: str, known, overrides: list[str],
                 data[top] = {k: v for k, v in data[top].items() if k != sub}
             elif top in data:       # `timing: 5` under timing.rep_ms=2: the file's own fault
                 raise
+        if not mine:    # a field kept: its fault, unless it was a conflict with one replaced
+            try:
+                return parse_config(dump_yaml(data), file, known, shapes_later=True)
+            except ConfigError:
+                raise e from None
     return parse_config(dump_yaml(data), file, known, shapes_later=True)
 
 

@@ -166,6 +166,15 @@ def test_a_fault_in_a_field_the_command_line_drops_is_no_fault():
     assert apply("d: [x]\n", "bad.yaml", shapes=["4x8"]).shapes[0].d == 8
     with pytest.raises(ConfigError, match=r"^config error: bad.yaml: d\[0\]"):
         apply("rows: [5]\nd: [0]\n", "bad.yaml", ["rows=[6]"])     # d kept: the file's
+    # nor is a conflict with a field dropped: rows= drops the shapes that `d` conflicted with
+    # (refused as the file's "d: not allowed together with 'shapes'", where `rows=[5] d=[8]`
+    # ran), seq= the rows that `batch` did
+    s = apply("shapes: [[4, 8]]\nd: [8]\n", "bad.yaml", ["rows=[5]"])
+    assert (s.rows, s.d, s.shapes) == ([5], [8], None)
+    s = apply("rows: [4]\nbatch: [2]\nd: [8]\n", "bad.yaml", ["seq=[3]"])
+    assert (s.rows, s.batch, s.seq) == (None, [2], [3])
+    with pytest.raises(ConfigError, match=r"^config error: bad.yaml: rows: not allowed"):
+        apply("shapes: [[4, 8]]\nrows: [8]\n", "bad.yaml", ["d=[4]"])    # shapes kept
 
 
 def test_a_config_that_leaves_its_shapes_to_the_command_line(tmp_path):
