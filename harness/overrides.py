@@ -160,7 +160,7 @@ def apply(text: str, file: str, overrides: Iterable[str] = (), shapes: Iterable[
             origin.setdefault(top, where)
         else:
             origin[top] = where
-    if "d" in origin and "shapes" in data and "shapes" not in origin:
+    if "d" in origin and "shapes" in data and "shapes" not in origin and not shapes:
         raise ConfigError(origin["d"], "d", "the config gives shapes (rows and d together); "
                                             "set rows=[...] as well, or use --shape ROWSxD")
     if shapes:

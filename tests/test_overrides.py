@@ -144,6 +144,12 @@ def test_errors_name_the_override(overrides, shapes, where, field, problem):
 def test_d_over_a_shapes_config_asks_for_rows():
     with pytest.raises(ConfigError, match="override 'd=8': d: the config gives shapes"):
         apply("shapes: [[4, 8]]\n", "b.yaml", ["d=8"])
+    # with --shape given, d= is refused beside it, as over a config of rows and d (the advice
+    # above, "or use --shape ROWSxD", was given to a command line that did)
+    for text in ("shapes: [[4, 8]]\n", "rows: [4]\nd: [8]\n"):
+        with pytest.raises(ConfigError, match=r"^config error: --shape '5x9': shapes: not "
+                                              r"allowed together with override 'd=8'$"):
+            apply(text, "b.yaml", ["d=8"], ["5x9"])
 
 
 def test_the_config_s_own_faults_name_the_file():
