@@ -37,7 +37,7 @@ implementations names of implementations to run, in this order.  Default (omitte
 timing          ``{warmup_ms: 25, rep_ms: 100}``: the warm-up and measurement budgets per case,
                 milliseconds, numbers > 0 and at most 3600000 (an hour a case).
 determinism     ``{repeats: 10}``: how many calls of each case, the first included, are
-                compared bitwise; an integer >= 2.
+                compared bitwise; an integer from 2 to 1000000.
 peak_tbps       datasheet peak bandwidth in TB/s (0.001-1000), overriding the device table
                 (``harness/model.py``).  Default: null (use the table).
 seed            integer 0 .. 2**63-1 for the random inputs.  Default: 0.
