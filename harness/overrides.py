@@ -276,15 +276,18 @@ def load(config: str | os.PathLike, overrides: Iterable[str] = (), shapes: Itera
         if stream.isatty():
             raise ConfigError("<stdin>", "(file)", "is a terminal; pipe a config into it "
                                                    "(normbench run - < sweep.yaml)")
-        try:        # UTF-8 as a file is read, whatever the locale's encoding of stdin
-            buf = getattr(stream, "buffer", None)
-            text = (buf.read(4 * MAX_FILE_BYTES + 4).decode("utf-8") if buf is not None
-                    else stream.read(MAX_FILE_BYTES + 1))
+        # UTF-8 as a file is read, whatever the locale's encoding of stdin, and its size in
+        # bytes as a file's (a text stream without a buffer: its characters' UTF-8 bytes)
+        buf = getattr(stream, "buffer", None)
+        raw = (buf.read(MAX_FILE_BYTES + 1) if buf is not None
+               else stream.read(MAX_FILE_BYTES + 1).encode("utf-8", "surrogatepass"))
+        if len(raw) > MAX_FILE_BYTES:
+            raise ConfigError("<stdin>", "(file)", "is larger than 1 MiB; not a config?")
+        try:
+            text = raw.decode("utf-8")
         except UnicodeDecodeError as e:
             raise ConfigError("<stdin>", "(file)", f"is not UTF-8 text (bad byte at offset "
                                                    f"{e.start})") from None
-        if len(text) > MAX_FILE_BYTES:
-            raise ConfigError("<stdin>", "(file)", "is larger than 1 MiB; not a config?")
         return apply(text, "<stdin>", overrides, shapes, known_implementations)
     config = os.fsdecode(config)     # a Path: "/" in config below takes a str
     if config == "":        # Path('') is '.': "is a directory" would name a path never given

@@ -221,6 +221,31 @@ def test_config_from_stdin():
         load("-", stdin=io.StringIO(""))
 
 
+def test_stdin_is_limited_in_bytes_as_a_file_is(tmp_path):
+    """A config's 1 MiB is bytes, on stdin as in a file: 0.6 M two-byte characters (1.2 MB)
+    were taken on stdin, counted as characters, and refused as a file; 1.5 M three-byte ones
+    read as 'not UTF-8 text', the read cut mid-character, not as too large."""
+    class Piped(io.TextIOWrapper):          # a pipe: bytes underneath, not a terminal
+        def isatty(self):
+            return False
+
+    for text in ("description: " + "é" * 600_000 + "\nd: 8\nrows: 4\n",
+                 "description: " + "€" * 1_500_000 + "\nd: 8\nrows: 4\n"):
+        f = tmp_path / "big.yaml"
+        f.write_text(text, encoding="utf-8")
+        with pytest.raises(ConfigError, match=r"big.yaml: \(file\): is larger than 1 MiB"):
+            load(str(f))
+        for stream in (Piped(io.BytesIO(text.encode())), io.StringIO(text)):
+            with pytest.raises(ConfigError, match=r"^config error: <stdin>: \(file\): is larger "
+                                                  r"than 1 MiB"):
+                load("-", stdin=stream)
+    ok = "description: " + "é" * 1000 + "\nd: 8\nrows: 4\n"           # well under: taken
+    assert load("-", stdin=Piped(io.BytesIO(ok.encode()))).description.endswith("é")
+    with pytest.raises(ConfigError, match=r"<stdin>: \(file\): is not UTF-8 text \(bad byte "
+                                          r"at offset 3\)"):
+        load("-", stdin=Piped(io.BytesIO(b"d: \xff\n")))
+
+
 # ---------------------------------------------------------------------------- fuzzing
 
 yaml_scalar = st.one_of(st.integers(-5, 70000), st.floats(allow_nan=True), st.booleans(),
