@@ -49,6 +49,8 @@ Lists must not be empty or hold duplicates.  Sizes must be YAML integers: ``"409
 YAML 1.1 (PyYAML's default): an integer is decimal digits without a leading zero, so
 ``0100`` (1.1: octal 64), ``1:30`` (1.1: base 60, 90), ``0x10``, ``0b11`` and ``1_000`` are
 strings, and a size written so is rejected; ``1e3`` is the number 1000.0 (1.1: a string).
+Booleans likewise: ``true`` and ``false`` (or True, TRUE, False, FALSE) only; ``yes``, ``no``, ``on`` and ``off``
+are strings (1.1: booleans).
 The config must be a regular file (a FIFO or device is refused, not read).
 
 Errors

@@ -63,15 +63,19 @@ def _construct_map(loader: _Loader, node: yaml.MappingNode):
 
 _Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
 
-# Numbers as YAML 1.2's core schema has them: PyYAML's 1.1 resolvers read 0100 as octal 64,
-# 1:30 as base-60 90, 1_000 as 1000, and leave 1e3 a string.
+# Numbers and booleans as YAML 1.2's core schema has them: PyYAML's 1.1 resolvers read 0100
+# as octal 64, 1:30 as base-60 90, 1_000 as 1000, leave 1e3 a string, and read yes, no, on
+# and off as booleans (`name: off` was refused as "got boolean false"; 1.2: the string).
 _INT = re.compile(r"^[-+]?(0|[1-9][0-9]*)$")
 _FLOAT = re.compile(r"""^(?:[-+]?(?:(?:0|[1-9][0-9]*)(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?
                         |[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$""", re.X)
+_BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
 _Loader.yaml_implicit_resolvers = {
     first: [(tag, rx) for tag, rx in resolvers
-            if tag not in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")]
+            if tag not in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float",
+                           "tag:yaml.org,2002:bool")]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+_Loader.add_implicit_resolver("tag:yaml.org,2002:bool", _BOOL, list("tTfF"))
 _Loader.add_implicit_resolver("tag:yaml.org,2002:int", _INT, list("-+0123456789"))
 _Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+.0123456789"))
 

@@ -467,6 +467,17 @@ def test_numbers_as_yaml_1_2_writes_them():
         parse_config("rows: [1e3]\nd: [8]")
 
 
+def test_booleans_as_yaml_1_2_writes_them():
+    """YAML 1.1 read yes, no, on and off as booleans: `name: off` was refused as "got boolean
+    false"; in 1.2 they are strings, and true/false the booleans (a size still refuses one)."""
+    s = parse_config("name: off\ndescription: yes\nrows: [4]\nd: [8]\nnorm: [rmsnorm]")
+    assert (s.name, s.description) == ("off", "yes")
+    assert parse_config("name: 'On'\nrows: [4]\nd: [8]").name == "On"
+    for text in ("true", "True", "FALSE"):
+        with pytest.raises(ConfigError, match=r"rows\[0\].*boolean"):
+            parse_config(f"rows: [{text}]\nd: [8]")
+
+
 def test_a_fifo_is_refused_not_read(tmp_path):
     import threading
     fifo = tmp_path / "c.yaml"
