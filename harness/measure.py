@@ -49,6 +49,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from datetime import datetime, timezone
 
 import torch
@@ -116,10 +117,10 @@ def _bytes_needed(case: Case, ws: int, held: bool = False) -> int:
 
 
 def memory_shortfall(case: Case, workspace_bytes: int, free_bytes: int,
-                     held: bool = False) -> str | None:
-    """Why a case cannot fit in `free_bytes` of device memory, or None if it can; `held`: its
-    inputs and fp64 reference are already held (by an earlier implementation of the case), so
-    only the rest is needed.
+                     held: bool = False, where: str = "device") -> str | None:
+    """Why a case cannot fit in `free_bytes` of device memory (`where`: "host" for CPU
+    tensors), or None if it can; `held`: its inputs and fp64 reference are already held (by an
+    earlier implementation of the case), so only the rest is needed.
 
     Decided before launch, so that a case too large becomes a `skipped` record rather than an
     out-of-memory failure halfway through (10 % of the free memory is kept as a margin)."""
@@ -127,8 +128,41 @@ def memory_shortfall(case: Case, workspace_bytes: int, free_bytes: int,
     if need <= 0.9 * free_bytes:
         return None
     more = " more than its inputs and reference, held already" if held else ""
-    return (f"needs about {need / 2**30:.1f} GiB of device memory{more}, "
+    return (f"needs about {need / 2**30:.1f} GiB of {where} memory{more}, "
             f"{free_bytes / 2**30:.1f} GiB free")
+
+
+def host_available() -> int | None:
+    """Bytes of host memory a case may still take, or None where this cannot be read: Linux's
+    MemAvailable (free memory and what the kernel can reclaim), and under a cgroup v2 memory
+    limit (a container's) that limit less the group's use, whichever is less."""
+    avail = []
+    try:
+        with open("/proc/meminfo") as f:
+            avail += [int(line.split()[1]) * 1024 for line in f
+                      if line.startswith("MemAvailable:")]
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        cg = Path("/sys/fs/cgroup")
+        limit = (cg / "memory.max").read_text().strip()
+        if limit != "max":
+            avail.append(max(0, int(limit) - int((cg / "memory.current").read_text())))
+    except (OSError, ValueError):
+        pass
+    return min(avail) if avail else None
+
+
+def _host_shortfall(case: Case, s: Settings, workspace_bytes: int) -> str | None:
+    """memory_shortfall in host memory, for CPU tensors (the interpreter's): a case larger
+    than the memory left was an allocation error at best, and where the kernel overcommits,
+    the process killed by the out-of-memory killer as the tensors were filled — the sweep lost
+    with it.  Another case's inputs and reference are dropped first, as on a GPU."""
+    held = _cache.get("key") == _inputs_key(case, s)
+    if not held:
+        _cache.clear()
+    free = host_available()
+    return None if free is None else memory_shortfall(case, workspace_bytes, free, held, "host")
 
 
 def _device_shortfall(case: Case, s: Settings, workspace_bytes: int) -> str | None:
@@ -353,9 +387,10 @@ def measure(case: Case, s: Settings) -> dict:
         reraise_if_interrupted(e)
         return done("error", _failure(e))
 
-    if device.type == "cuda":
+    if device.type in ("cuda", "cpu"):
         ws = rec["workspace_bytes"]
-        short = _device_shortfall(case, s, 0 if is_missing(ws) else ws)
+        ws = 0 if is_missing(ws) else ws
+        short = (_device_shortfall if device.type == "cuda" else _host_shortfall)(case, s, ws)
         if short:
             return done("skipped", short)
     try:

@@ -1058,3 +1058,22 @@ def test_only_the_last_timed_call_is_checked(monkeypatch):
     calls[0], wrong[0] = 0, range(3, 10**9)
     rec = _measure_impl("test_sometimes", repeats=2)
     assert rec["correct"] is False and rec["deterministic"] is False
+
+
+def test_a_case_larger_than_the_hosts_memory_is_skipped_on_cpu(monkeypatch):
+    """Under the interpreter (CPU tensors) no memory was checked: `--shape 1073741824x65536`
+    was planned and run, an allocation error at best and, where the kernel overcommits, the
+    process killed as the tensors were filled (the sweep with it).  Now a case the host's
+    available memory cannot hold is a `skipped` record, as on a GPU, and one that fits runs."""
+    from normbench.harness import measure as m
+    free = m.host_available()
+    assert free is None or free > 0
+    monkeypatch.setattr(m, "host_available", lambda: 8 * _GiB)
+    s = _rel_settings()
+    rec = m.measure(case(1 << 20, 65536), s)                 # 64 Gi elements
+    assert rec["status"] == "skipped", rec
+    assert "GiB of host memory" in rec["error"] and "8.0 GiB free" in rec["error"]
+    rec = m.measure(case(4, 64), s)
+    assert rec["status"] == "ok", rec["error"]
+    monkeypatch.setattr(m, "host_available", lambda: None)  # unreadable: no check, as before
+    assert m._host_shortfall(case(1 << 20, 65536), s, 0) is None
