@@ -237,6 +237,15 @@ def elsewhere(x) -> int | None:
     return None if i == torch.cuda.current_device() else i
 
 
+def _redefined(old, new) -> bool:
+    """Whether `new` is `old` defined again: another function object of the same module and
+    qualified name, as a module's reload makes (another module's function of the name is a
+    clash, never a redefinition)."""
+    mod = getattr(old, "__module__", None)
+    return (mod is not None and mod == getattr(new, "__module__", None)
+            and getattr(old, "__qualname__", None) == getattr(new, "__qualname__", 0))
+
+
 def rule_raised(e: BaseException) -> str | None:
     """The declared rule of an entry (auto_groups, max_groups, workspace, writers) whose call
     raised `e` (Entry._call_rule marks it); None for an exception raised anywhere else."""
@@ -308,7 +317,8 @@ def register(name: str, *, kind: str, deterministic_by_design: bool, uses_groups
     reduce_kernel: its partial rows are summed by reduce.reduce_partials (the kernel that
     `_tuning.OVERRIDE["reduce"]` tunes).  The same function registered again under its name
     with the same declaration is no change; with any other property, or another function
-    under the name, ValueError."""
+    under the name, ValueError — but the function defined again by its module (same module
+    and qualified name: `importlib.reload`) replaces the entry, its new declaration with it."""
     _check_kind(kind)
     _check_contention(name, uses_groups, contention)
     declared = dict(kind=kind, deterministic_by_design=deterministic_by_design,
@@ -323,6 +333,11 @@ def register(name: str, *, kind: str, deterministic_by_design: bool, uses_groups
     def deco(fn):
         mine = {**declared, "doc": doc or _first_line(fn.__doc__)}
         old = _REGISTRY.get(name)
+        if old is not None and old.fn is not fn and _redefined(old.fn, fn):
+            # its module run again (importlib.reload of a plugin being written, in a notebook):
+            # the new definition replaces the old, as Python's own names are rebound
+            del _REGISTRY[name]
+            old = None
         if old is not None and old.fn is fn and old._declared is not None:
             # the same function declared again — a registering function run twice (an entry
             # point's module:function that its module's import runs too): no change if the

@@ -408,3 +408,35 @@ def test_the_test_plugins_older_workspace_model_still_works():
                          cwd=ROOT, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == [str(7 * 4 * 64 * 2)] * 2
+
+
+def test_a_plugin_module_reloaded_replaces_its_entries(registry, rules, tmp_path, monkeypatch):
+    """A kernel engineer writing a plugin in a notebook edits it and runs importlib.reload:
+    its register() ran again with a new function object and was refused ("registered twice"),
+    so the edit could not be tried without a new process.  The module's new definition now
+    replaces the entry; another module's function of that name is still a clash."""
+    import importlib
+    import sys
+    src = tmp_path / "nb_reloaded.py"
+    body = ("from normbench.strategies import register\n"
+            "@register('nb_reloaded', kind='strategy', deterministic_by_design={det}, "
+            "uses_groups=False)\n"
+            "def backward(x, dy, weight, mean, rstd, *, groups=None):\n"
+            "    return {ret!r}\n")
+    src.write_text(body.format(det=True, ret="first"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "nb_reloaded", raising=False)
+    mod = importlib.import_module("nb_reloaded")
+    assert _registry.get("nb_reloaded").fn(None, None, None, None, None) == "first"
+    src.write_text(body.format(det=False, ret="second"))
+    importlib.invalidate_caches()
+    import os
+    os.utime(src, (os.stat(src).st_atime, os.stat(src).st_mtime + 10))   # a new .pyc
+    importlib.reload(mod)
+    e = _registry.get("nb_reloaded")
+    assert e.fn is mod.backward and e.fn(None, None, None, None, None) == "second"
+    assert e.deterministic_by_design is False
+    with pytest.raises(ValueError, match="'nb_reloaded' registered twice"):
+        _registry.register("nb_reloaded", kind="strategy", deterministic_by_design=True,
+                           uses_groups=False)(_fn)               # another module's: a clash
+    sys.modules.pop("nb_reloaded", None)
