@@ -236,19 +236,25 @@ def why_out(rec) -> str:
     return "no time" if is_true(rec.get("correct")) else "incorrect"
 
 
+def why_none(recs) -> str:
+    """Why an implementation none of whose records `recs` (one shape's, as dicts) competes
+    did not: "skipped" where every one was skipped (not run), else the first other reason of
+    its records (why_out) — what the README table, the report and the terminal all say."""
+    for rec in recs:
+        why = why_out(rec)
+        if why != "skipped":
+            return why
+    return "skipped"
+
+
 def _out(recs: list, competed: set) -> tuple:
     """((implementation, why), ...) for each implementation of `recs` (one shape's records of
-    one role, as dicts) absent from `competed`: "skipped" where every record of it was
-    skipped, else the first other reason of its records."""
-    out = {}
+    one role, as dicts) absent from `competed`: why_none of its records."""
+    mine: dict[str, list] = {}
     for rec in recs:
-        name = rec["implementation"]
-        if name in competed:
-            continue
-        why = why_out(rec)
-        if out.get(name, "skipped") == "skipped":
-            out[name] = why
-    return tuple(out.items())
+        if rec["implementation"] not in competed:
+            mine.setdefault(rec["implementation"], []).append(rec)
+    return tuple((name, why_none(r)) for name, r in mine.items())
 
 
 def peers_out(a: pd.DataFrame) -> str:

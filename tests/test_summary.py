@@ -488,3 +488,25 @@ def test_answer_and_terminal_tables_copy_the_records_as_often_at_any_number_of_s
             print_tables(df, {}, Console(file=io.StringIO(), width=250, color_system=None))
         return _Counting.copies
     assert copies(1) == copies(8)
+
+
+def test_terminal_says_why_a_strategy_did_not_compete_as_the_answer_does():
+    """A strategy none of whose GROUPS competed at a shape: the terminal said the first
+    record's reason, "✗ skipped" where its first GROUPS was skipped and another ran and
+    failed; summary's rule (the README table's and report's) is "skipped" only where every
+    record was, else the first other reason — here the error."""
+    common = dict(norm="layernorm", rows=4096, d=1024)
+    recs = [synthetic.record(implementation="nondet_b", kind="strategy", groups=64,
+                             groups_effective=64, status="skipped",
+                             error="needs more memory than is free", **common),
+            synthetic.record(implementation="nondet_b", kind="strategy", groups=256,
+                             groups_effective=256, status="error", error="RuntimeError",
+                             **common),
+            synthetic.record(implementation="det_a", kind="strategy",
+                             deterministic_by_design=True, time_ms=0.04, **common)]
+    buf = io.StringIO()
+    print_tables(pd.DataFrame(recs), {}, Console(file=buf, width=250, color_system=None))
+    text = buf.getvalue()
+    assert "✗ error" in text and "✗ skipped" not in text
+    assert summary.why_none(recs[:2]) == "error"
+    assert summary.why_none(recs[:1]) == "skipped"

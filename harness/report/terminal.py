@@ -76,14 +76,16 @@ def print_tables(df, meta: dict, console) -> None:
             key = (norm, dtype, wdt, rows, d)
             a = ans.iloc[ans_at[key]] if key in ans_at else None
             fastest = np.nan if a is None or is_missing(a["fastest"]) else a[f"{a['fastest']}_us"]
-            first = _where(shape, ("implementation",))      # each one's first record here
+            mine_at: dict = {}                       # each one's records here, in order
+            for label, n in zip(shape.index, shape["implementation"]):
+                mine_at.setdefault(n, []).append(label)
             cells = []
             for n in impls:
                 rec = best_at.get((*key, n))
-                if rec is None:
-                    mine = first.get((n,))
+                if rec is None:         # none competed: why, as summary's answer says it
+                    mine = mine_at.get(n)
                     cells.append("" if mine is None else
-                                 f"[red]✗ {escape(summary.why_out(recs[mine]))}[/]")
+                                 f"[red]✗ {escape(summary.why_none([recs[i] for i in mine]))}[/]")
                     continue
                 shown = [(rec, "")]
                 if a is not None and n == a["det_impl"]:
