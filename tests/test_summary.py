@@ -510,3 +510,16 @@ def test_terminal_says_why_a_strategy_did_not_compete_as_the_answer_does():
     assert "✗ error" in text and "✗ skipped" not in text
     assert summary.why_none(recs[:2]) == "error"
     assert summary.why_none(recs[:1]) == "skipped"
+
+
+def test_terminal_uses_the_last_record_of_a_case_recorded_twice_as_the_report_does():
+    """A records.csv holding a case twice (a hand-joined file, resumed): the report, compare
+    and export use its last record; the end-of-run table took the faster, earlier one — a
+    1 µs atomic starred and det÷nondet 36528 beside a report saying 0.740."""
+    recs = _shape()
+    early = dict(recs[2], time_ms=0.001, time_p20_ms=0.001, time_p80_ms=0.001)
+    recs = [early] + recs
+    buf = io.StringIO()
+    print_tables(pd.DataFrame(recs), {}, Console(file=buf, width=250, color_system=None))
+    text = buf.getvalue()
+    assert "1.00" not in text and "★ 30.0" in text and "1.33" in text

@@ -15,6 +15,7 @@ from rich.table import Table
 from normbench.harness import hostload, summary
 from normbench.harness.cells import is_missing
 
+from .coverage import last_of_each_key
 from .fmt import finite, fmt_int, fmt_ratio, fmt_us
 
 
@@ -49,7 +50,9 @@ def _text(r: dict, g: float, gpu: bool) -> tuple[str, bool]:
 def print_tables(df, meta: dict, console) -> None:
     if df.empty:
         return
-    df = df.reset_index(drop=True)
+    # a case recorded more than once (a hand-joined records.csv, resumed): its last record,
+    # as the report, compare and export take it
+    df = last_of_each_key(df)[0].reset_index(drop=True)
     ans = summary.answer(df)
     best = summary.best_groups(df)
     # the deterministic role's records: ◆ shows the answer's det record, which need not be its
