@@ -556,3 +556,19 @@ def test_a_report_rewritten_leaves_every_plot_its_pages_link_at_every_step(tmp_p
     # the earlier report's speedup plot, linked by no page now, is gone
     assert sorted(p.name for p in (run_dir / "plots").glob("*.png")) == \
         sorted(k.split("/", 1)[1] for k in written if k.startswith("plots/"))
+
+
+def test_the_widget_shows_no_time_that_is_none_to_judge(tmp_path):
+    """The what-if widget showed any ok record's time_ms, so a broken (hand-edited) record's 0
+    read "0.00 µs" beside the answer, which leaves such a time out ("no positive finite
+    time"); its data now holds no time there, as for a record without one."""
+    from normbench.harness.records_io import load_records
+    from normbench.harness.report.widget import _widget_records
+    run = synthetic.write_run(tmp_path / "run", [
+        synthetic.record(implementation="torch", time_ms=0.02),
+        synthetic.record(implementation="disjoint_block", groups="4", time_ms=0.02)],
+        synthetic.meta())
+    df = load_records(run)
+    df.loc[df["implementation"] == "disjoint_block", "time_ms"] = 0.0
+    got = {r["implementation"]: r["time_ms"] for r in _widget_records(df)}
+    assert got["disjoint_block"] is None and got["torch"] == pytest.approx(0.02, rel=0.2)

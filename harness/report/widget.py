@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from normbench.harness.schema import COLUMNS
+from normbench.harness.stats import is_time
 
 from .document import Report
 from .fmt import _NUMERIC, competing, finite, na
@@ -27,7 +28,9 @@ def _widget_records(df: pd.DataFrame) -> list[dict]:
         rec = {}
         for k in _WIDGET_FIELDS:
             v = r[k]
-            if COLUMNS[k] in _NUMERIC:
+            if k == "time_ms":      # no time where it is none to judge (0 or less: a broken
+                v = float(v) if is_time(v) else None    # record), as the answer has it
+            elif COLUMNS[k] in _NUMERIC:
                 v = (int(v) if COLUMNS[k] == "Int64" else float(v)) if finite(v) else None
             elif na(v):
                 v = None
