@@ -59,12 +59,6 @@ def competing(df: pd.DataFrame) -> pd.DataFrame:
     return df[ok]
 
 
-def _fastest(frame: pd.DataFrame) -> pd.Series | None:
-    if frame.empty:
-        return None
-    return frame.loc[times(frame).idxmin()]
-
-
 def best_groups(df: pd.DataFrame) -> pd.DataFrame:
     """Per shape and implementation, the fastest competing record (over its GROUPS values)."""
     good = competing(df)
@@ -73,30 +67,6 @@ def best_groups(df: pd.DataFrame) -> pd.DataFrame:
     idx = times(good).groupby([good[k] for k in (*SHAPE, "implementation")],
                               dropna=False).idxmin()
     return good.loc[idx.dropna().values]
-
-
-def best_per_shape(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per shape: fastest (implementation, groups, time), fastest deterministic, cost %.
-
-    'Deterministic' means measured so: every repeat gave the same bits."""
-    rows = []
-    good = competing(df)
-    for shape, g in good.groupby(list(SHAPE), sort=True, dropna=False):
-        fast = _fastest(g)
-        row = dict(zip(SHAPE, shape))
-        row.update(fastest=fast["implementation"], fastest_groups=fast["groups"],
-                   fastest_ms=float(fast["time_ms"]))
-        d = _fastest(g[g["deterministic"].map(is_true)])
-        if d is not None:
-            row.update(fastest_deterministic=d["implementation"],
-                       fastest_deterministic_groups=d["groups"],
-                       fastest_deterministic_ms=float(d["time_ms"]),
-                       determinism_cost_pct=100.0 * (float(d["time_ms"]) / row["fastest_ms"] - 1.0))
-        else:
-            row.update(fastest_deterministic=None, fastest_deterministic_groups=None,
-                       fastest_deterministic_ms=None, determinism_cost_pct=None)
-        rows.append(row)
-    return pd.DataFrame(rows)
 
 
 # ---------------------------------------------------------------------------------------------
