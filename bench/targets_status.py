@@ -26,7 +26,9 @@ where none of ours did ("no deterministic strategy of ours ..."): marked so, its
 not met (and without ours its copy target), its missing figures printed as "—".  Where the
 runs recorded GPU time, the speed target must hold by it too: ours against the peer with the
 least GPU time (`vs_peer_gpu`), so a peer's call time inflated by a burst of host time cannot
-meet it for us.  The targets (issue 16):
+meet it for us; in such a run a line where ours (the record shown) or a peer that passed has
+no GPU time (not measured: its note says why) cannot be judged by it — the peer with the least
+GPU time is not known — and is marked so ("no GPU time of ..."), its speed target not met.  The targets (issue 16):
 
 * bf16 and fp16 activations: ≥ 1.10× faster than the fastest peer, and ≥ 88 % of the copy
   ceiling for RMSNorm, ≥ 85 % for LayerNorm;
@@ -101,7 +103,8 @@ def status(run_dirs: list[str]) -> pd.DataFrame:
     all_peers = set().union(*(p for t in tried for p in t.values()))
     for run, recs in loaded:
         ans = summary.answer(recs)
-        peer_gpu = _peer_gpu_us(recs)
+        gpu = summary.has_gpu_time(recs)
+        no_gpu = _no_gpu_time(recs) if gpu else {}
         peers = _peers(recs)
         for _, r in ans.iterrows():
             if (int(r["rows"]), int(r["d"])) not in SHAPES:
@@ -113,7 +116,12 @@ def status(run_dirs: list[str]) -> pd.DataFrame:
             notes = _unjudged(r, missing, bool(all_peers))
             speed, copy = targets(r["norm"], r["dtype"])
             ratio, pct = r["peer_over_det"], r["det_pct_copy"]
-            gpu_ratio = _ratio(peer_gpu.get(key, np.nan), r.get("det_gpu_us", np.nan))
+            # the peers' least GPU time, unknown (NaN) where one that passed has none
+            gpu_ratio = _ratio(r.get("peer_gpu_best_us", np.nan), r.get("det_gpu_us", np.nan))
+            unmeasured = sorted(n for n in no_gpu.get(key, ())
+                                if n == r["det_impl"] or n in peers.get(key, ()))
+            if unmeasured and not notes:
+                notes.append(f"no GPU time of {', '.join(unmeasured)}")
             rows[key] = dict(norm=r["norm"], rows=int(r["rows"]), d=int(r["d"]),
                              dtype=f"{r['dtype']}/{r['weight_dtype']}", ours_us=r["det_us"],
                              ours=r["det_impl"], pct_copy=pct, copy_target=copy,
@@ -189,17 +197,15 @@ def _peers(recs: pd.DataFrame, skipped: bool = False) -> dict:
     return {k: set(v) for k, v in recs.groupby(list(summary.SHAPE))["implementation"]}
 
 
-def _peer_gpu_us(recs: pd.DataFrame) -> dict:
-    """Shape key -> the least GPU time (µs) of a competing peer there (none without GPU time)."""
-    if recs.empty or "gpu_time_ms" not in recs:
-        return {}
+def _no_gpu_time(recs: pd.DataFrame) -> dict:
+    """Shape key -> the implementations with a competing record there that has no usable GPU
+    time (not measured: both GPU timers failed, its gpu_time_note says why)."""
     comp = summary.competing(recs)
     if comp.empty:
         return {}
-    peers = comp[comp.apply(summary.role, axis=1) == "peer"]
-    gpu = pd.to_numeric(peers["gpu_time_ms"], errors="coerce") * 1000
-    peers = peers.assign(_gpu=gpu)[np.isfinite(gpu.to_numpy(dtype=float))]
-    return {k: float(v) for k, v in peers.groupby(list(summary.SHAPE))["_gpu"].min().items()}
+    g = summary.times(comp, "gpu_time_ms").to_numpy()
+    comp = comp[~(np.isfinite(g) & (g > 0))]
+    return {k: set(v) for k, v in comp.groupby(list(summary.SHAPE))["implementation"]}
 
 
 def markdown(df: pd.DataFrame) -> str:

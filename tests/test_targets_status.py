@@ -316,3 +316,40 @@ def test_percent_of_copy_prints_a_decimal_so_a_miss_does_not_read_as_met():
                 speed_met=True, copy_met=False, peers_missing="", notes="", run="r")
     text = targets_status.markdown(pd.DataFrame([line]))
     assert "| 87.9 % (≥ 88) |" in text and "| speed |" in text
+
+
+NARROW_RMS = os.path.join(ROOT, "results", "h200-targets-narrow-rms")
+
+
+@pytest.mark.skipif(not os.path.isdir(NARROW_RMS), reason="results/h200-targets-narrow-rms not here")
+@pytest.mark.parametrize("blank", ["disjoint_strided", "quack"])
+def test_a_line_without_gpu_time_of_ours_or_a_peer_is_not_met_by_call_time(tmp_path, blank):
+    """At RMS 65536 × 1024 fp16/fp32 quack's call time was inflated by host time (149.2 µs, its
+    GPU time 110.9): the fastest peer per call is torch_compile (1.195×), by GPU time quack
+    (1.033×), and the line is not met.  A copy where ours' GPU time, or quack's, was not
+    measured (both GPU timers failed) read 'both' there, judged by call time alone — the very
+    case the GPU-time rule is for.  The GPU-time ratio is unknown, the line says whose GPU time
+    is missing, and its speed target is not met."""
+    import numpy as np
+    from normbench.harness.store import RunStore, load_meta, load_records
+    df = load_records(NARROW_RMS)
+    at = ((df["implementation"] == blank) & (df["rows"] == 65536) & (df["dtype"] == "fp16")
+          & (df["weight_dtype"] == "fp32")).to_numpy()
+    assert at.sum() == 1
+    out = tmp_path / "nogpu"
+    with RunStore(out) as s:
+        s.write_meta(load_meta(NARROW_RMS))
+        for hit, r in zip(at, df.to_dict("records")):
+            if hit:
+                r.update(gpu_time_ms=None, gpu_time_p20_ms=None, gpu_time_p80_ms=None,
+                         host_overhead_ms=None, gpu_time_note="not measured: CUDA graph not "
+                         "used (x); queued calls failed (y)")
+            s.append(r)
+    got = targets_status.status([str(out)])
+    line = got[(got.d == 1024) & (got.dtype == "fp16/fp32")].iloc[0]
+    assert line.peer == "torch_compile" and line.vs_peer >= 1.10
+    assert not np.isfinite(line.vs_peer_gpu) and not line.speed_met and line.copy_met
+    assert line.notes == f"no GPU time of {blank}"
+    others = got.drop(line.name)
+    assert (others.notes == "").all() and np.isfinite(others.vs_peer_gpu).all()
+    assert targets_status.status([NARROW_RMS]).speed_met.sum() == got.speed_met.sum()
