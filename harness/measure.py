@@ -153,26 +153,22 @@ def host_available() -> int | None:
     return min(avail) if avail else None
 
 
-def _host_shortfall(case: Case, s: Settings, workspace_bytes: int) -> str | None:
-    """memory_shortfall in host memory, for CPU tensors (the interpreter's): a case larger
-    than the memory left was an allocation error at best, and where the kernel overcommits,
-    the process killed by the out-of-memory killer as the tensors were filled — the sweep lost
-    with it.  Another case's inputs and reference are dropped first, as on a GPU."""
+def _shortfall(case: Case, s: Settings, workspace_bytes: int, device) -> str | None:
+    """memory_shortfall where the case runs, the same whatever case ran before: another case's
+    inputs and reference are dropped first, and this case's, if held, are not counted again.
+    On the current CUDA device the memory PyTorch caches is returned to the device first, and
+    what it holds cached but unallocated counts as free (its allocator reuses it).  On CPU
+    tensors (the interpreter's) the host's available memory (host_available; no check where
+    it cannot be read): a case larger than that was an allocation error at best, and where
+    the kernel overcommits, the process killed as the tensors were filled — the sweep with it."""
     held = _cache.get("key") == _inputs_key(case, s)
     if not held:
         _cache.clear()
-    free = host_available()
-    return None if free is None else memory_shortfall(case, workspace_bytes, free, held, "host")
-
-
-def _device_shortfall(case: Case, s: Settings, workspace_bytes: int) -> str | None:
-    """memory_shortfall on the current CUDA device, the same whatever case ran before: another
-    case's inputs and reference are dropped first and the memory PyTorch caches is returned
-    to the device; memory PyTorch holds cached but unallocated counts as free (its allocator
-    reuses it), and this case's inputs and reference, if held, are not counted again."""
-    held = _cache.get("key") == _inputs_key(case, s)
+    if device.type == "cpu":
+        free = host_available()
+        return None if free is None else memory_shortfall(case, workspace_bytes, free, held,
+                                                          "host")
     if not held:
-        _cache.clear()
         torch.cuda.empty_cache()
     free = torch.cuda.mem_get_info()[0] + torch.cuda.memory_reserved() \
         - torch.cuda.memory_allocated()
@@ -390,7 +386,7 @@ def measure(case: Case, s: Settings) -> dict:
     if device.type in ("cuda", "cpu"):
         ws = rec["workspace_bytes"]
         ws = 0 if is_missing(ws) else ws
-        short = (_device_shortfall if device.type == "cuda" else _host_shortfall)(case, s, ws)
+        short = _shortfall(case, s, ws, device)
         if short:
             return done("skipped", short)
     try:

@@ -1065,6 +1065,7 @@ def test_a_case_larger_than_the_hosts_memory_is_skipped_on_cpu(monkeypatch):
     was planned and run, an allocation error at best and, where the kernel overcommits, the
     process killed as the tensors were filled (the sweep with it).  Now a case the host's
     available memory cannot hold is a `skipped` record, as on a GPU, and one that fits runs."""
+    import torch
     from normbench.harness import measure as m
     free = m.host_available()
     assert free is None or free > 0
@@ -1076,4 +1077,4 @@ def test_a_case_larger_than_the_hosts_memory_is_skipped_on_cpu(monkeypatch):
     rec = m.measure(case(4, 64), s)
     assert rec["status"] == "ok", rec["error"]
     monkeypatch.setattr(m, "host_available", lambda: None)  # unreadable: no check, as before
-    assert m._host_shortfall(case(1 << 20, 65536), s, 0) is None
+    assert m._shortfall(case(1 << 20, 65536), s, 0, torch.device("cpu")) is None
