@@ -229,8 +229,9 @@ def elsewhere(x) -> int | None:
     """The index of x's GPU where it is not the current device, else None.  Triton launches on
     the current device, and the kept launch plans, scratch and streams are the current
     device's: tensors on cuda:1 while cuda:0 is current (a client holding several GPUs in one
-    process) were read by a kernel on cuda:0 — an illegal memory access that breaks the
-    process's CUDA context.  Entry.backward runs such a call with x's device current."""
+    process) were read by a kernel on cuda:0 — without peer access an illegal memory access
+    that breaks the process's CUDA context (inferred from Triton's launch, not seen on two
+    GPUs).  Entry.backward runs such a call with x's device current."""
     if not x.is_cuda:
         return None
     i = x.get_device()
