@@ -101,12 +101,19 @@ def _key(device: torch.device, *what) -> tuple:
     return (*what, device, _stream(device.index) if device.type == "cuda" else None)
 
 
+def remember(cache: dict, key, value, keep: int):
+    """cache[key] = value, dropping the oldest entry past `keep` first: each per-shape cache
+    of the hot path (workspaces, launch plans, GROUPS) stays bounded where a client's shapes
+    vary from call to call (a training run's token counts), at the cost of a recomputed entry."""
+    if len(cache) >= keep:
+        del cache[next(iter(cache))]
+    cache[key] = value
+    return value
+
+
 def _keep(key: tuple, hit):
     """Keep a new workspace under `key`, dropping the oldest past SCRATCH_KEEP."""
-    if len(_SCRATCH) >= SCRATCH_KEEP:
-        del _SCRATCH[next(iter(_SCRATCH))]
-    _SCRATCH[key] = hit
-    return hit
+    return remember(_SCRATCH, key, hit, SCRATCH_KEEP)
 
 
 def kept(device: torch.device, make, *what):
@@ -156,6 +163,7 @@ def exchange_scratch(slots: int, parts: int, block_r: int, device: torch.device)
 # launch hook (a profiler, say) and a tuning override (bench/tune.py).
 _FAST = os.environ.get("NORMBENCH_FAST_LAUNCH", "1") != "0"
 _PLANS: dict = {}
+PLANS_KEEP = 1024       # (kernel, device, key) plans kept: the oldest goes past this many
 
 
 def _no_hooks() -> bool:
@@ -239,8 +247,9 @@ def launch(kernel, key, tensors: tuple, setup) -> None:
         compiled = kernel[grid](*tensors, *scalars, **meta)     # compiles if needed, launches
         consts = _consts(kernel, meta, len(tensors) + len(scalars))
         g = (*grid, 1, 1)
-        _PLANS[(kernel, dev, key)] = (compiled.run, g[0], g[1], g[2], compiled.function,
-                                      compiled.packed_metadata, (*scalars, *consts))
+        remember(_PLANS, (kernel, dev, key), (compiled.run, g[0], g[1], g[2], compiled.function,
+                                              compiled.packed_metadata, (*scalars, *consts)),
+                 PLANS_KEEP)
         return
     run, g0, g1, g2, function, metadata, tail = plan
     run(g0, g1, g2, _stream(dev), function, metadata, None, None, None, *tensors, *tail)

@@ -32,6 +32,7 @@ import torch
 from . import _device, _tuning
 from ._args import MAX_D, MAX_ROWS, check_args
 from ._contention import Contention
+from ._launch import remember
 
 KINDS = ("strategy", "baseline")
 # how a strategy deals rows to its GROUPS partial rows, which decides the GROUPS that can each
@@ -41,6 +42,7 @@ KINDS = ("strategy", "baseline")
 # "modulo", row r to partial row r mod GROUPS (grouped_atomic, spin_lock)
 PARTITIONS = ("block", "modulo")
 _NO_PARAMS = MappingProxyType({})
+GROUPS_KEEP = 1024      # an entry's cached (rows, d, groups, device) -> GROUPS: the oldest goes past this
 # the weight dtypes a workspace model is asked at, besides None (Entry.workspace_bytes checks)
 _WEIGHT_NAMES = ("fp32", "bf16", "fp16")
 _WEIGHT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
@@ -93,6 +95,7 @@ class Entry:
     launch: _tuning.Rule | None = None
     contention: Contention | None = None
     # (rows, d, groups, device) -> effective GROUPS, cached for the hot path of backward()
+    # (the last GROUPS_KEEP keys)
     _groups: dict = field(default_factory=dict, repr=False, compare=False)
     # register's arguments as given (None for an entry added whole): what a second
     # registration of the same function is compared with
@@ -221,7 +224,7 @@ class Entry:
         if g is None:
             g = self.effective_groups(key[0], key[1], groups, key[3])
             if not _tuning.OVERRIDE:
-                self._groups[key] = g
+                remember(self._groups, key, g, GROUPS_KEEP)
         return self.fn(x, dy, weight, mean, rstd, groups=g)
 
 

@@ -77,3 +77,24 @@ def test_fused_after_an_interrupted_call_stays_right(monkeypatch):
         out = e.backward(x, dy, w, mean, rstd, groups=8)
         assert max(errors(out, reference(x, dy, w, mean, rstd))) < 1e-4, left
         assert not counter.any()
+
+
+def test_per_shape_caches_stay_bounded(monkeypatch):
+    """A client whose token counts vary call to call (a training run) must not grow the
+    hot path's caches without end: an entry's GROUPS per shape keeps the last GROUPS_KEEP
+    (launch plans, PLANS_KEEP, go through the same `remember`), and calls stay right."""
+    from normbench.strategies import _registry
+    e = strategies.get("disjoint_block")
+    monkeypatch.setattr(e, "_groups", {})
+    monkeypatch.setattr(_registry, "GROUPS_KEEP", 3)
+    for rows in range(2, 8):
+        x, dy, w, mean, rstd = make_inputs("layernorm", rows, 16, "fp32", "fp32", seed=rows,
+                                           device="cpu")
+        got = e.backward(x, dy, w, mean, rstd)
+        assert max(v for v in errors(got, reference(x, dy, w, mean, rstd)) if v is not None) < 1e-5
+    assert len(e._groups) == 3
+    assert [k[0] for k in e._groups] == [5, 6, 7]     # the newest stay
+    cache = {}
+    for k in range(5):
+        _launch.remember(cache, k, -k, 2)
+    assert cache == {3: -3, 4: -4}
