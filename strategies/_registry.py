@@ -341,6 +341,7 @@ def register(name: str, *, kind: str, deterministic_by_design: bool, uses_groups
             # its module run again (importlib.reload of a plugin being written, in a notebook):
             # the new definition replaces the old, as Python's own names are rebound
             del _REGISTRY[name]
+            _tuning.forget(name)            # declared again below, if the new one has a rule
             old = None
         if old is not None and old.fn is fn and old._declared is not None:
             # the same function declared again — a registering function run twice (an entry

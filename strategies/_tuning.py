@@ -177,6 +177,13 @@ def declare(name: str, rule: Rule) -> None:
     _OVERRIDDEN.clear()
 
 
+def forget(name: str) -> None:
+    """Drop `name`'s launch rule (its module reloaded: the new declaration may have none)."""
+    if RULES.pop(name, None) is not None:
+        _frozen.cache_clear()
+        _OVERRIDDEN.clear()
+
+
 def rule(name: str) -> Rule:
     """The launch rule `name` registered with (KeyError if it declared none)."""
     return RULES[name]

@@ -410,6 +410,37 @@ def test_the_test_plugins_older_workspace_model_still_works():
     assert out.stdout.split() == [str(7 * 4 * 64 * 2)] * 2
 
 
+def test_a_reloaded_plugin_that_drops_its_launch_rule_leaves_none_behind(registry, rules,
+                                                                          tmp_path, monkeypatch):
+    """Reloaded without `launch=`, a plugin kept its old rule in _tuning.RULES: a tuning
+    override (bench/tune.py, ab_repeat) was checked against the rule of code no longer run."""
+    import importlib
+    import os
+    import sys
+    src = tmp_path / "nb_rule_dropped.py"
+    head = ("from normbench.strategies import register, ROW_LOOP\n"
+            "@register('nb_rule_dropped', kind='strategy', deterministic_by_design=True, "
+            "uses_groups=False{launch})\n"
+            "def backward(x, dy, weight, mean, rstd, *, groups=None):\n"
+            "    return None\n")
+    src.write_text(head.format(launch=", launch=ROW_LOOP"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "nb_rule_dropped", raising=False)
+    mod = importlib.import_module("nb_rule_dropped")
+    assert "nb_rule_dropped" in _tuning.RULES
+    src.write_text(head.format(launch=""))
+    importlib.invalidate_caches()
+    os.utime(src, (os.stat(src).st_atime, os.stat(src).st_mtime + 10))   # a new .pyc
+    importlib.reload(mod)
+    assert _registry.get("nb_rule_dropped").launch is None
+    assert "nb_rule_dropped" not in _tuning.RULES
+    src.write_text(head.format(launch=", launch=ROW_LOOP"))
+    os.utime(src, (os.stat(src).st_atime, os.stat(src).st_mtime + 20))
+    importlib.reload(mod)
+    assert _tuning.RULES["nb_rule_dropped"] is _tuning.ROW_LOOP
+    sys.modules.pop("nb_rule_dropped", None)
+
+
 def test_a_plugin_module_reloaded_replaces_its_entries(registry, rules, tmp_path, monkeypatch):
     """A kernel engineer writing a plugin in a notebook edits it and runs importlib.reload:
     its register() ran again with a new function object and was refused ("registered twice"),
