@@ -318,3 +318,28 @@ def test_a_change_the_gpu_time_confirms_is_no_noise_under_a_widened_threshold(tm
     no_gpu_slow = _run(tmp_path, "e", _cases(torch=dict(time_ms=0.390, gpu_time_ms=None,
                                                         spread=0.3)))
     assert torch(no_gpu_slow, a).verdict == stats.NOISE
+
+
+def test_a_host_bound_case_is_not_gated_tighter_for_being_unsteady(tmp_path):
+    """One baseline run, a host-bound case (host time 67 % of the call): judged at 3x the
+    threshold.  Steady, a change of 10 % in call and GPU time was noise (inside 15 %); the
+    same change in a candidate a little unsteady (p20-p80 about 12 % of its median) regressed:
+    the GPU-time confirmation gated it at the bare 5 % instead of the case's own 15 %, so a
+    disturbed run failed the gate where a steady one passed.  Now the confirmation gates at
+    the threshold the case had before widening."""
+    host = dict(time_ms=0.300, gpu_time_ms=0.100, spread=0.02)
+    a = _run(tmp_path, "a", _cases(torch=host))
+
+    def torch(cand):
+        res = cmp.compare(a, cand)
+        return res, next(c for c in res.cases if c.key["implementation"] == "torch")
+    for name, spread in (("steady", 0.02), ("unsteady", 0.1)):
+        cand = _run(tmp_path, name, _cases(torch=dict(time_ms=0.330, gpu_time_ms=0.110,
+                                                      spread=spread)))
+        res, case = torch(cand)
+        assert case.verdict == stats.NOISE and cmp.exit_code(res) == 0, (name, case.detail)
+    assert case.rule == stats.SINGLE_UNSTEADY
+    # beyond the case's 15 %, the GPU time confirming it: the regression it is
+    far = _run(tmp_path, "far", _cases(torch=dict(time_ms=0.360, gpu_time_ms=0.120, spread=0.15)))
+    res, case = torch(far)
+    assert case.verdict == stats.REGRESSION and "15.0% threshold" in case.detail, case.detail
