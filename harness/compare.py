@@ -391,7 +391,7 @@ def _gate_bool(res: CaseResult, col: schema.Column, bs: list, c: dict) -> None:
     so is none in the candidate's ok record where the baseline has a value (as a missing time
     is).  Where no ok baseline record holds a value (none is ok, or the runs predate the
     column) the candidate's is judged as a new case's; none on both sides says nothing."""
-    bv = [bool(b[col.name]) for b in bs if not isna(b.get(col.name))]
+    bv = [v for b in bs if (v := _bool(b.get(col.name))) is not None]
     if not bv:
         why = _false_by_itself(col, c)
         if why:
@@ -399,12 +399,11 @@ def _gate_bool(res: CaseResult, col: schema.Column, bs: list, c: dict) -> None:
                      f"no {col.name} in any ok baseline record")
             res.regressions.append(f"{why}: {where}, judged as a new case")
         return
-    cv = None if isna(c.get(col.name)) else bool(c[col.name])
+    cv = _bool(c.get(col.name))
     applies = True
     if col.only_if:
-        cond = c.get(col.only_if)
-        cond = bs[-1].get(col.only_if) if isna(cond) else cond
-        applies = not isna(cond) and bool(cond)
+        cond = _bool(c.get(col.only_if))
+        applies = bool(_bool(bs[-1].get(col.only_if)) if cond is None else cond)
     if cv is None:
         text = (f"{col.name}: none in the candidate's ok record (the baseline has "
                 f"{'/'.join(sorted({str(v) for v in bv}))})")
@@ -425,6 +424,16 @@ def _gate_bool(res: CaseResult, col: schema.Column, bs: list, c: dict) -> None:
         res.flags.append(f"{col.name} False on both sides")
     elif any(bv) and not all(bv):
         res.flags.append(f"{col.name} True in {sum(bv)} of {len(bv)} baseline runs -> {cv}")
+
+
+def _bool(v) -> bool | None:
+    """A boolean cell as the boolean it holds or spells (records read as text, as
+    compare_records may be given them: bool("False") is True), None where it holds neither
+    (missing, empty)."""
+    from normbench.harness.summary import is_false, is_true
+    if isinstance(v, str):
+        return True if is_true(v) else False if is_false(v) else None
+    return None if isna(v) else bool(v)
 
 
 def _false_by_itself(col: schema.Column, c: dict) -> str | None:

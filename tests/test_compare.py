@@ -1189,3 +1189,30 @@ def test_a_case_the_candidates_own_config_never_planned_is_a_flag(tmp_path):
     drop(same, ",80,")
     gone = missing(same)
     assert len(gone) == 2 and all(c.regressions and not c.flags for c in gone)
+
+
+def test_compare_records_reads_boolean_cells_loaded_as_text(tmp_path):
+    """compare_records on frames read as text (pd.read_csv(..., dtype=str), or
+    keep_default_na=False): bool("False") is True, so a correctness regression (correct
+    'True' -> 'False') and a deterministic-by-design case that stopped repeating passed the
+    gate, their time left unjudged as no speed ("without a time on a side", exit 0), and a
+    nondeterministic-by-design strategy's change ('False' by design) regressed.  Now a text
+    cell reads as the boolean it spells, as summary and export read it."""
+    import pandas as pd
+    a, b = _runs(tmp_path, cand_over={"torch": dict(correct=False),
+                                      "disjoint_block": dict(deterministic=False,
+                                                             distinct_results=2),
+                                      "atomic": dict(deterministic=False, distinct_results=2)})
+
+    def text(run):
+        return pd.read_csv(run / "records.csv", dtype=str, keep_default_na=False)
+    res = cmp.compare_records(text(a), text(b), synthetic.meta(), synthetic.meta())
+    by_impl = {c.key["implementation"]: c for c in res.cases}
+    assert by_impl["torch"].regressions == [
+        "correct True -> False (max_rel_err 0.5, tolerance 0.01, tolerance_dw -)"]
+    assert by_impl["disjoint_block"].is_regression
+    assert not by_impl["atomic"].is_regression and by_impl["atomic"].flags
+    assert cmp.exit_code(res) == 1
+    loaded = cmp.compare(a, b)             # as the store loads them: the same verdicts
+    assert {c.case_id: (c.regressions, c.flags) for c in loaded.cases} == \
+        {c.case_id: (c.regressions, c.flags) for c in res.cases}
