@@ -390,7 +390,9 @@ def _gate_bool(res: CaseResult, col: schema.Column, bs: list, c: dict) -> None:
     """TRUE_TO_FALSE: True in every baseline run -> False is a regression (where only_if), and
     so is none in the candidate's ok record where the baseline has a value (as a missing time
     is).  Where no ok baseline record holds a value (none is ok, or the runs predate the
-    column) the candidate's is judged as a new case's; none on both sides says nothing."""
+    column) the candidate's is judged as a new case's, and so is a False where only_if holds
+    in the candidate and in no baseline record (a strategy deterministic by design now);
+    none on both sides says nothing."""
     bv = [v for b in bs if (v := _bool(b.get(col.name))) is not None]
     if not bv:
         why = _false_by_itself(col, c)
@@ -404,6 +406,16 @@ def _gate_bool(res: CaseResult, col: schema.Column, bs: list, c: dict) -> None:
     if col.only_if:
         cond = _bool(c.get(col.only_if))
         applies = bool(_bool(bs[-1].get(col.only_if)) if cond is None else cond)
+    if cv is False and col.only_if and applies and not any(
+            _bool(b.get(col.only_if)) for b in bs):
+        # no baseline record held the property where it was gated (deterministic False of
+        # a strategy not deterministic by design then): said nothing of the candidate's
+        # claim, judged as a new case's
+        why = _false_by_itself(col, c)
+        if why:
+            res.regressions.append(f"{why}: no baseline record {col.only_if}, judged as a "
+                                   "new case")
+            return
     if cv is None:
         text = (f"{col.name}: none in the candidate's ok record (the baseline has "
                 f"{'/'.join(sorted({str(v) for v in bv}))})")

@@ -1216,3 +1216,27 @@ def test_compare_records_reads_boolean_cells_loaded_as_text(tmp_path):
     loaded = cmp.compare(a, b)             # as the store loads them: the same verdicts
     assert {c.case_id: (c.regressions, c.flags) for c in loaded.cases} == \
         {c.case_id: (c.regressions, c.flags) for c in res.cases}
+
+
+def test_a_strategy_now_deterministic_by_design_that_does_not_repeat_regresses(tmp_path):
+    """The baseline's strategy was not deterministic by design (its repeats differed, as
+    allowed); the candidate's claims it and does not repeat: its time is no speed (not
+    judged), and the gate read "deterministic False on both sides", a flag, exit 0 -- a case
+    twice as slow with a broken claim passed.  The baseline's False was judged under no claim:
+    the candidate's is judged as a new case's, a regression (as `run --strict` fails it)."""
+    nondet = dict(deterministic=False, distinct_results=2, deterministic_by_design=False)
+    a = _one(tmp_path, "a", disjoint_block=nondet)
+    b = _one(tmp_path, "b", disjoint_block=dict(nondet, deterministic_by_design=True,
+                                                time_ms=0.160))
+    res = cmp.compare(a, b)
+    (reg,) = res.regressions
+    assert reg.key["implementation"] == "disjoint_block" and reg.verdict == stats.NOT_COMPARED
+    assert reg.regressions == ["deterministic False (distinct_results 2, repeats 5) though "
+                               "deterministic_by_design: no baseline record "
+                               "deterministic_by_design, judged as a new case"], reg.regressions
+    assert cmp.exit_code(res) == 1
+    # both claiming it and both not repeating: an unchanged failure, a flag as before
+    c = _one(tmp_path, "c", disjoint_block=dict(nondet, deterministic_by_design=True))
+    res = cmp.compare(c, b)
+    assert not res.regressions and "deterministic False on both sides" in \
+        next(x for x in res.cases if x.key["implementation"] == "disjoint_block").flags
