@@ -424,9 +424,22 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
     except StoreError as e:
         fail(f"run: {e}")
     except WorkerStartError as e:
+        from normbench.harness.run import discard_if_empty, held_keys
         if made:            # nothing recorded: the directory this run made goes, as a cluster's
-            from normbench.harness.run import discard_if_empty
             discard_if_empty(real or out_dir, up_to=top)
+        try:                # a fresh worker after a crash or a timeout, mid-sweep: records kept
+            kept = len(held_keys(out_dir)) if os.path.isdir(out_dir) else 0
+        except StoreError:
+            kept = 0
+        if kept:
+            from normbench.harness.text import count as counted
+            again = _again(config, overrides, shape, only=only, isolate=isolate, shard=shard,
+                           gpus=gpus, scheduler=scheduler,
+                           exclusive_below_us=exclusive_below_us, no_report=no_report,
+                           strict=strict, force_resume=force_resume, out_dir=out_dir)
+            fail(f"run: the isolate worker could not start or get ready, so no more cases can "
+                 f"run: {e}; {counted(kept, 'record')} kept in {out_dir}; once it can, finish "
+                 "with:", 1, command=again)
         fail(f"run: the isolate worker could not start or get ready, so no case can run: {e}", 1)
     except Exception as e:
         from normbench.harness.distributed import ClusterError

@@ -346,3 +346,45 @@ def test_isolate_stops_when_a_plugin_loads_only_in_the_parent(tmp_path):
     assert r.returncode == 0, r.stderr.decode()
     df = load_records(out)
     assert list(df["status"]) == ["ok"] and list(df["implementation"]) == ["torch"]
+
+
+def test_a_worker_that_cannot_start_again_mid_sweep_says_what_was_kept(tmp_path):
+    """A fresh worker after a crash that cannot get ready (its plugin edited mid-run) stops
+    the run, exit 1; its line said "so no case can run" although the records measured were
+    kept, and gave no way on.  Now it says how many are kept and the command that finishes."""
+    import json
+    from normbench.harness.store import load_records
+    marker = tmp_path / "edited"
+    (tmp_path / "nb_edited.py").write_text(textwrap.dedent(f"""\
+        import multiprocessing, os
+        from normbench import strategies
+        from normbench.strategies import register
+        if (multiprocessing.current_process().name != 'MainProcess'
+                and os.path.exists({str(marker)!r})):
+            raise RuntimeError('edited')
+
+        @register("nb_crash_once", kind="strategy", deterministic_by_design=True,
+                  uses_groups=False)
+        def crash_once(x, dy, weight, mean, rstd, *, groups=None):
+            if not os.path.exists({str(marker)!r}):
+                open({str(marker)!r}, "w").close()
+                os._exit(3)
+            return strategies.get("torch").fn(x, dy, weight, mean, rstd)
+        """))
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(json.dumps({
+        "name": "t", "norm": ["layernorm", "rmsnorm"], "rows": [4], "d": [8],
+        "dtype": ["fp32"], "timing": {"warmup_ms": 1, "rep_ms": 1},
+        "determinism": {"repeats": 2}, "implementations": ["torch", "nb_crash_once"]}))
+    env = {**os.environ, "NORMBENCH_PLUGINS": "nb_edited", "NORMBENCH_QUIET": "1",
+           "PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}", "COLUMNS": "200"}
+    out = tmp_path / "o"
+    r = forkcli.run([sys.executable, REPO / "run_bench.py", "run", cfg, "--out", out,
+                     "--no-report", "--isolate"], cwd=tmp_path, env=env, timeout=600)
+    err = [ln for ln in r.stderr.decode().splitlines() if ln.strip()]
+    assert r.returncode == 1, r.stderr.decode()
+    assert not any("Traceback" in ln for ln in err)
+    assert "could not get ready" in err[-1] and "no case can run" not in err[-1], err[-1]
+    assert f"2 records kept in {out}; once it can, finish with:" in err[-1], err[-1]
+    assert err[-1].endswith(f"--isolate --no-report --out {out} --resume"), err[-1]
+    assert len(load_records(out)) == 2
