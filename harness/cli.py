@@ -443,6 +443,16 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
         fail(f"run: the isolate worker could not start or get ready, so no case can run: {e}", 1)
     except Exception as e:
         from normbench.harness.distributed import ClusterError
+        from normbench.harness.run import ContextLost, held_keys
+        if isinstance(e, ContextLost):
+            from normbench.harness.text import count as counted
+            again = _again(config, overrides, shape, only=only, isolate=True, shard=shard,
+                           gpus=gpus, scheduler=scheduler,
+                           exclusive_below_us=exclusive_below_us, no_report=no_report,
+                           strict=strict, force_resume=force_resume, out_dir=out_dir)
+            fail(f"run: {e}; {counted(len(held_keys(out_dir)), 'record')} kept in {out_dir}; "
+                 "finish with --isolate, whose worker is replaced where a case loses it:", 1,
+                 command=again)
         if isinstance(e, ClusterError):
             if made:
                 from normbench.harness.run import discard_if_empty

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from normbench import strategies
 from normbench.harness import env, model, placement, timing
-from normbench.harness.measure import Settings, measure
+from normbench.harness.measure import Settings, measure, worker_record
 from normbench.harness.plan import Case
 
 
@@ -17,7 +17,7 @@ def child(payload):
         return _describe()
     if kind == "measure":
         case, settings = arg
-        return measure(Case(**case), Settings(**settings))
+        return worker_record(measure(Case(**case), Settings(**settings)))
     raise ValueError(f"unknown request {kind!r}")
 
 

@@ -16,6 +16,10 @@ and kills it when a call overruns; the next call starts a fresh one.
     finally:
         w.close()
 
+A target that leaves its process unfit for another call (a CUDA context lost to an illegal
+memory access: every later CUDA call of the process fails) calls `retire(why)` before it
+returns: its result still comes back, then the worker exits and the next call gets a fresh one.
+
 The worker ignores SIGINT (the parent handles Ctrl-C and closes its workers) and dies with its
 parent: it exits when its pipe closes, and on Linux the kernel kills it (PR_SET_PDEATHSIG) if the
 parent dies while it is busy.  NOTE: the kernel's notion of "parent" is the *thread* that started
@@ -103,6 +107,7 @@ class Worker:
         self._finalizer = None
         self._closed = False
         self._mutex = threading.RLock()
+        self.retired: str | None = None     # why the last worker retired itself (`retire`)
 
     # -- public
 
@@ -176,6 +181,9 @@ class Worker:
                 err = WorkerStartError(f"worker for {self.target} could not get ready: {reply[1]}")
                 err.remote_traceback = reply[2]
                 raise err
+            if reply[0] == "ok" and len(reply) > 2:   # the target retired its process
+                self.retired = reply[2]
+                self._discard()
             return _unpack(reply)
 
     def close(self) -> None:
@@ -286,6 +294,18 @@ def _close_all() -> None:
             worker._discard()
         except Exception:
             pass
+
+
+# in the worker: why the target said this process must serve no further call (`retire`)
+_RETIRING: str | None = None
+
+
+def retire(why: str) -> None:
+    """In a worker, from its target: this call's result is the last this process gives (the
+    process is unfit for another: a lost CUDA context).  The reply is sent, the worker exits,
+    the parent's next call starts a fresh one.  Outside a worker, nothing."""
+    global _RETIRING
+    _RETIRING = str(why)
 
 
 _WAIT_CHUNK_S = 3600.0   # poll()/select() take at most ~2**31 ms: longer waits go in pieces
@@ -417,12 +437,16 @@ def _worker_main(conn, target: str, env: dict[str, str], parent_pid: int,
             reply = ("ok", func(payload))
         except BaseException as e:   # SystemExit or another BaseException of the target too
             reply = ("not_ready" if _not_ready(e) else "error", _describe(e), _format_tb())
+        if _RETIRING is not None and reply[0] == "ok":
+            reply = (*reply, _RETIRING)     # the parent discards this worker on reading it
         try:
             conn.send(reply)
         except (EOFError, OSError):
             return
         except Exception as e:  # the result does not pickle; nothing was written yet
             conn.send(("error", f"result of {target} cannot be sent back: {_describe(e)}", _format_tb()))
+        if _RETIRING is not None:
+            return
 
 
 def _resolve(name: str):

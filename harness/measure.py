@@ -55,7 +55,7 @@ from datetime import datetime, timezone
 import torch
 
 from normbench import strategies
-from normbench.harness import model, timing
+from normbench.harness import isolate, model, timing
 from normbench.harness.inputs import errors, make_inputs, output_tolerances, reference
 from normbench.harness.interrupt import reraise_if_interrupted
 from normbench.harness.plan import Case
@@ -560,4 +560,42 @@ def prepare_worker() -> None:
 def measure_payload(payload: tuple[dict, dict]) -> dict:
     """Entry point for an isolate worker: (case fields, settings fields) → record."""
     case, settings = payload
-    return measure(Case(**case), Settings(**settings))
+    return worker_record(measure(Case(**case), Settings(**settings)))
+
+
+def worker_record(rec: dict) -> dict:
+    """`rec` as a measuring worker returns it (isolate's and a cluster's): where the case
+    failed and took the process's CUDA context with it (an illegal memory access is sticky:
+    every later CUDA call of the process fails), the record says so and the worker retires
+    (isolate.retire), so the next case runs in a fresh process instead of failing the same
+    way — each such record kept by --resume as done."""
+    lost = lost_context(rec, "its worker was replaced after it")
+    if lost is not None:
+        isolate.retire(lost)
+    return rec
+
+
+def lost_context(rec: dict, then: str) -> str | None:
+    """Where `rec` is no ok record and this process's CUDA context no longer works: what a
+    CUDA call raises now, the record's notes saying so and `then` (what happens next); None
+    otherwise."""
+    if rec.get("status") == "ok":
+        return None
+    lost = context_lost()
+    if lost is not None:
+        note = f"the CUDA context was lost ({lost[:200]}): {then}"
+        rec["notes"] = note if is_missing(rec.get("notes")) else f"{rec['notes']}; {note}"
+    return lost
+
+
+def context_lost() -> str | None:
+    """What a CUDA call raises in this process now, where its CUDA context no longer works;
+    None where it works, or CUDA was never used here."""
+    if not torch.cuda.is_available() or not torch.cuda.is_initialized():
+        return None
+    try:
+        torch.cuda.synchronize()
+        torch.ones(1, device="cuda").add_(1).item()
+    except Exception as e:
+        return " ".join(describe_exception(e).split())
+    return None

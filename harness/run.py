@@ -30,7 +30,7 @@ from normbench.harness.config import Sweep
 from normbench.harness.interrupt import (Interrupted, held, install, interruption,
                                          raise_if_stopping)
 from normbench.harness.isolate import Worker, WorkerCrashed, WorkerStartError, WorkerTimeout
-from normbench.harness.measure import Settings, failed_record, measure
+from normbench.harness.measure import Settings, failed_record, lost_context, measure
 from normbench.harness.plan import Case
 from normbench.harness.replan import invocation_only, planned_implementations, rebuild
 from normbench.harness.store import (RunStore, StoreError, check_not_in_use, check_out_dir,
@@ -544,9 +544,16 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
                                 unkept = (case, e.record, load, where)
                             raise
                         unkept = (case, rec, load, where)
+                    # in this process, a case that lost its CUDA context fails every later
+                    # one: the run stops (an isolate worker is replaced instead)
+                    lost = None if worker else lost_context(rec, "the run stopped after it")
                     with held():
                         keep(_annotated(unkept), _label(case))
                         unkept = None
+                    if lost is not None:
+                        raise ContextLost(f"the CUDA context of this process was lost measuring "
+                                          f"{_label(case)} ({lost[:200]}), so every later "
+                                          "case would fail in it")
                     raise_if_stopping()
         _ended(store, True, wrote, outcome.measured, earlier)
         outcome.finished = True
@@ -584,6 +591,12 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
         if closed and closed[0] is not None and propagating is None:
             raise closed[0]         # else the first failure (records.csv) is the one told
     return outcome
+
+
+class ContextLost(RuntimeError):
+    """A case measured in the run's own process (no --isolate) lost its CUDA context: every
+    later case would fail there.  Its record is kept; the run stops, to be finished with
+    --isolate, whose worker is replaced where a case loses it."""
 
 
 def _close(worker, executor, store: RunStore, outcome: Outcome, wrote: str | None,

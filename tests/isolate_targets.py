@@ -76,3 +76,11 @@ def ready_slowly():
 
 def ready_fails():
     plugin_error(None)
+
+
+def retire_when_told(payload):
+    """echo, and where the payload says so, retire this process (isolate.retire) after it."""
+    if payload == "retire":
+        from normbench.harness import isolate
+        isolate.retire("told to")
+    return {"payload": payload, "pid": os.getpid()}

@@ -642,3 +642,35 @@ def test_the_report_hint_of_python_m_normbench_says_python_m_normbench(tmp_path)
     done = subprocess.run(words, cwd=tmp_path, env=ENV, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0 and (out / "report.html").is_file(), done.stderr
+
+
+def test_a_case_that_loses_the_cuda_context_stops_the_run_not_every_later_case(tmp_path,
+                                                                              monkeypatch):
+    """Measured in the run's own process, a case that lost the CUDA context (an illegal memory
+    access: every later CUDA call of the process fails) turned every later case into an error
+    record, each kept by --resume as done.  The run now keeps that case's record (its notes say
+    so) and stops, exit 1, with the command that finishes it under --isolate (whose worker is
+    replaced instead: test_isolate)."""
+    import shlex
+    from typer.testing import CliRunner
+    from normbench.harness import cli as c, measure, run as run_mod
+    from normbench.harness.measure import failed_record
+    from normbench.harness.store import load_meta, load_records
+    measured = []
+
+    def broken(case, settings):      # the first case fails and takes the context with it
+        measured.append(case)
+        monkeypatch.setattr(measure, "context_lost", lambda: "CUDA error: an illegal memory access")
+        return failed_record(case, settings, "error", "CUDA error: an illegal memory access", 0.0)
+    monkeypatch.setattr(run_mod, "measure", broken)
+    cfg = config(tmp_path, rows=[4, 6, 8])
+    out = tmp_path / "r"
+    r = CliRunner().invoke(c.app, ["run", str(cfg), "--no-report", "--out", str(out)])
+    assert r.exit_code == 1 and len(measured) == 1, r.output
+    assert "the CUDA context of this process was lost measuring" in r.output, r.output
+    assert "1 record kept in" in r.output
+    command = shlex.split(r.output.split("loses it: ", 1)[1])
+    assert "--isolate" in command and command[-3:] == ["--out", str(out), "--resume"], command
+    df = load_records(out)
+    assert len(df) == 1 and "the CUDA context was lost" in df["notes"].iloc[0]
+    assert load_meta(out)["completed"] is False

@@ -837,3 +837,59 @@ def test_tensors_on_another_gpu_than_the_current_one(name):
     assert torch.cuda.current_device() == 0
     assert all(o.device == x.device for o in out if o is not None)
     assert errors_within(errors(out, reference(x, dy, w, mean, rstd)), "bf16", "bf16")
+
+
+_BAD_ACCESS = '''
+import triton
+import triton.language as tl
+from normbench.strategies import register
+
+
+@triton.jit
+def _far(P):
+    tl.store(P + (1 << 40), 1.0)
+
+
+@register("nb_bad_access", kind="strategy", deterministic_by_design=True, uses_groups=False)
+def backward(x, dy, weight, mean, rstd, *, groups=None):
+    """An illegal memory access: the process's CUDA context is lost."""
+    _far[(1,)](x)
+    x.sum().item()
+'''
+
+
+@pytest.mark.parametrize("isolate", [True, False])
+def test_a_case_that_loses_the_cuda_context(tmp_path, isolate):
+    """A strategy under development makes an illegal memory access.  With --isolate its record
+    says the context was lost and the cases after it run in a fresh worker, right; without, the
+    run keeps its record and stops (exit 1) with the --isolate command that finishes it."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    from normbench.harness.store import load_records
+    root = Path(__file__).resolve().parent.parent
+    (tmp_path / "nb_bad_access.py").write_text(_BAD_ACCESS)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(json.dumps({"name": "lost", "norm": ["layernorm"], "rows": [64, 128],
+                               "d": [256], "dtype": ["bf16"],
+                               "implementations": ["nb_bad_access", "torch"],
+                               "timing": {"warmup_ms": 1, "rep_ms": 2},
+                               "determinism": {"repeats": 2}}))
+    env = {**os.environ, "NORMBENCH_PLUGINS": "nb_bad_access",
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), str(root)])}
+    out = tmp_path / "r"
+    r = subprocess.run([sys.executable, str(root / "run_bench.py"), "run", str(cfg), "--out",
+                        str(out), "--no-report", *(["--isolate"] if isolate else [])],
+                       env=env, capture_output=True, text=True, timeout=600)
+    df = load_records(out)
+    bad = df[df["implementation"] == "nb_bad_access"]
+    assert (bad["status"] == "error").all() and \
+        bad["notes"].str.contains("the CUDA context was lost").all(), bad[["error", "notes"]]
+    if isolate:
+        assert r.returncode == 0, r.stderr
+        assert len(df) == 4 and (df[df["implementation"] == "torch"]["status"] == "ok").all()
+    else:
+        assert r.returncode == 1 and len(bad) == 1 and len(df) < 4, (r.returncode, r.stderr)
+        assert "finish with --isolate" in r.stderr and "--resume" in r.stderr, r.stderr

@@ -388,3 +388,38 @@ def test_a_worker_that_cannot_start_again_mid_sweep_says_what_was_kept(tmp_path)
     assert f"2 records kept in {out}; once it can, finish with:" in err[-1], err[-1]
     assert err[-1].endswith(f"--isolate --no-report --out {out} --resume"), err[-1]
     assert len(load_records(out)) == 2
+
+
+def test_a_target_that_retires_its_process_gets_a_fresh_one_next(worker):
+    """A case that lost the process's CUDA context (an illegal memory access: every later CUDA
+    call of the process fails) left every later case in that worker an error record, kept by
+    --resume as done.  The target retires the process: its result comes back, the next call
+    runs in a fresh worker, and nothing is recorded as a crash."""
+    w = worker("retire_when_told")
+    first = w.call("echo", timeout_s=60)
+    retired = w.call("retire", timeout_s=60)
+    assert retired["pid"] == first["pid"] and w.retired == "told to" and w.pid is None
+    assert not alive(first["pid"])
+    after = w.call("echo", timeout_s=60)
+    assert after["pid"] != first["pid"] and after["pid"] == w.pid
+
+
+def test_a_failed_case_that_lost_the_cuda_context_retires_its_worker(monkeypatch):
+    """measure_payload, the isolate worker's target: a record that is not ok where the
+    process's CUDA context no longer works says so and retires the worker; an ok record, or
+    a failed one with the context intact, leaves it serving."""
+    from dataclasses import asdict
+    from normbench.harness import isolate, measure
+    from normbench.harness.plan import Case
+    import tests.fake_impls  # noqa: F401  (registers test_raises)
+    case = asdict(Case(norm="layernorm", implementation="test_raises", rows=4, d=16,
+                       dtype="fp32", weight_dtype="fp32", groups="-"))
+    settings = asdict(measure.Settings(warmup_ms=1, rep_ms=1, repeats=2, seed=0,
+                                       peak_tbps=None, copy_gbps=None, device_name="cpu"))
+    monkeypatch.setattr(isolate, "_RETIRING", None)
+    rec = measure.measure_payload((case, settings))
+    assert rec["status"] == "error" and isolate._RETIRING is None
+    monkeypatch.setattr(measure, "context_lost", lambda: "CUDA error: an illegal memory access")
+    rec = measure.measure_payload((case, settings))
+    assert rec["status"] == "error" and "the CUDA context was lost" in rec["notes"]
+    assert isolate._RETIRING == "CUDA error: an illegal memory access"
