@@ -153,9 +153,12 @@ def check(dirs: list[Path], metas: list[dict]) -> None:
                              "(give one directory per shard)")
         given[i] = d
     stacks = [(d, {k: m.get(k) for k, _ in SAME} | versions(m)) for d, m in zip(dirs, metas)]
-    keys = sorted({k for _, v in stacks for k in v})
+    # a plugin only a resume loaded is compared too (the shards lack it: None)
+    keys = sorted({k for _, v in stacks for k in v}
+                  | {k for d, m in zip(dirs, metas) for _, v in _resumes(d, m) for k in v})
     stacks = [(d, {k: v.get(k) for k in keys}) for d, v in stacks]
-    stacks += [s for d, m in zip(dirs, metas) for s in _resumes(d, m)]
+    plugins = [k for k in keys if k.startswith("plugins.")]
+    stacks += [s for d, m in zip(dirs, metas) for s in _resumes(d, m, plugins)]
     checks = list(SAME) + [(k, version_name(k) + " version") for k in keys
                            if k not in dict(SAME)]
     for key, what in checks:
@@ -176,13 +179,17 @@ def _measuring(meta: dict) -> list[tuple[int, dict]]:
             and not (type(e.get("measured")) is int and e["measured"] < 1)]
 
 
-def _resumes(d: Path, meta: dict) -> list[tuple[str, dict]]:
+def _resumes(d: Path, meta: dict, plugins=()) -> list[tuple[str, dict]]:
     """What each `--resume` of a shard measured with (its `resumes` entries: config, device,
     commit and versions, where the entry records them — entries written before they did hold
-    only the config and device): compared with the other shards' as the shards' own are."""
+    only the config and device): compared with the other shards' as the shards' own are.
+    plugins: the "plugins.NAME" keys compared — one an entry that records its plugins lacks
+    is None there (resumed without it), as for a shard that lacks it."""
     out = []
     for i, e in _measuring(meta):
         v = {k: e[k] for k, _ in SAME if k in e} | versions(e)
+        if plugin_versions(e) is not None:
+            v = {k: None for k in plugins} | v
         if not e.get("forced"):         # a plain resume matched the config (hash or text)
             v.pop("config_hash", None)
         out.append((f"{d} (its resume {i})", v))

@@ -316,6 +316,37 @@ def test_merge_refuses_shards_measured_with_other_plugin_versions(runs, tmp_path
         merge(tmp_path / "m4", shards)
 
 
+def test_a_shard_resumed_without_a_plugin_or_with_another_is_refused(runs, tmp_path):
+    """A shard lacking a plugin the others loaded is refused; a shard whose resume lacked it
+    (resumed without NORMBENCH_PLUGINS), or loaded a plugin no shard had, was merged without
+    a word, the merged top level saying every record was measured with the shards' plugins.
+    Such a resume is refused as such a shard is; one whose entry does not record its plugins
+    (written before they were kept) is not compared on them."""
+    from normbench.harness.merge import MergeError, merge
+    tmp, _ = runs
+    shards = [tmp_path / f"s{i}" for i in range(3)]
+    meta = json.loads((tmp / "s0" / "meta.json").read_text())
+    ep = {"source": "entry point", "module": "nb_p.impl", "entry_point": "nb_p",
+          "distribution": "nb-p", "version": "0.1"}
+    other = dict(ep, module="nb_q.impl", entry_point="nb_q", distribution="nb-q")
+    for i, d in enumerate(shards):
+        shutil.copytree(tmp / f"s{i}", d)
+        _edit_meta(d, plugins=meta["plugins"] + [ep])
+    resumed = {"at": "2026-12-05T00:00:00+00:00", "forced": False, "differs": [],
+               "device_name": meta["device_name"], "git_commit": meta["git_commit"],
+               "measured": 1}
+    _edit_meta(shards[1], resumes=[dict(resumed, plugins=meta["plugins"])])
+    with pytest.raises(MergeError, match=r"different plugin nb-p version: .*its resume 1"):
+        merge(tmp_path / "m1", shards)
+    _edit_meta(shards[1], resumes=[dict(resumed, plugins=meta["plugins"] + [ep, other])])
+    with pytest.raises(MergeError, match=r"different plugin nb-q version: .*its resume 1"):
+        merge(tmp_path / "m2", shards)
+    _edit_meta(shards[1], resumes=[resumed])        # no `plugins`: an entry from before
+    assert merge(tmp_path / "m3", shards)["plugins"] == meta["plugins"] + [ep]
+    _edit_meta(shards[1], resumes=[dict(resumed, plugins=meta["plugins"] + [ep])])
+    assert merge(tmp_path / "m4", shards)["plugins"] == meta["plugins"] + [ep]
+
+
 def test_shards_that_loaded_the_same_plugins_in_another_order_agree_on_them(runs, tmp_path):
     """Shards that loaded the same plugins in another order (NORMBENCH_PLUGINS=a,b on one
     machine, b,a on another) were compared as lists: the merged meta.json had `plugins` null,
