@@ -225,6 +225,7 @@ class Executor:
         self.devices: list[str] | None = None
         self.standin = False
         self._facts: dict = {}
+        self._stack: dict | None = None      # the run's facts (meta.json), once it started
         self._joined: list[dict] = []
         self._quiet = contextlib.ExitStack()
 
@@ -364,7 +365,9 @@ class Executor:
                                f"{type(e).__name__}: "
                                f"{' '.join(str(e).split())}"[:400]) from None
         self._facts = dict(got)          # worker address -> its facts
-        return summarize_facts(list(got.values()))
+        check_stacks(self._facts)        # before any case: one stack for every record
+        self._stack = summarize_facts(list(got.values()))
+        return self._stack
 
     @contextlib.contextmanager
     def _making(self):
@@ -408,6 +411,9 @@ class Executor:
             return
         w, f = out.get("worker"), out.get("facts")
         if w and f and w not in self._facts:
+            if self._stack is not None:         # not kept: its case is left to --resume
+                _check_stack(w, f, self._stack, "the run's workers",
+                             "the case it measured is not recorded")
             self._facts[w] = f
             self._joined.append(gpu_entry(f))
 
@@ -731,6 +737,46 @@ def gpu_entry(f: dict) -> dict:
     return dict(f["where"], device_name=f["device_name"], copy_ceiling_gbps=f["copy_ceiling_gbps"])
 
 
+def _stack(f: dict) -> dict:
+    """What a worker measures with that every worker of a run must share, as the shards of a
+    merge must (harness/merge.check): its commit, its timer (a GPU's or the interpreter's),
+    every version and plugin."""
+    from normbench.harness.merge import versions
+    return {"git_commit": f.get("git_commit"), "interpreted": bool(f.get("interpreted")),
+            **versions(f)}
+
+
+def _check_stack(worker: str, f: dict, run: dict, against: str,
+                 lost: str = "no case measured") -> None:
+    """ClusterError where the worker's facts `f` differ in _stack from `run` (another
+    worker's facts, or the run's meta.json: `against` names it) — the run's records would say
+    they were measured with what this worker's were not."""
+    from normbench.harness.merge import _full_commits
+    mine, theirs = _stack(f), _stack(run)
+    for key in sorted(mine.keys() | theirs.keys(), key=lambda k: (k != "git_commit", k)):
+        a, b = mine.get(key), theirs.get(key)
+        if key == "git_commit":
+            a, b = _full_commits([a, b])
+        if a != b:
+            host = (f.get("where") or {}).get("hostname")
+            raise ClusterError(
+                f"the worker {worker} on {host} measures with {key}={mine.get(key)!r}, "
+                f"{against} with {theirs.get(key)!r}: every worker of a run needs one "
+                f"commit, the same versions and plugins ({lost}); run again once they have")
+
+
+def check_stacks(facts: dict[str, dict]) -> None:
+    """ClusterError unless every worker ({address: its facts}) measures with one commit, one
+    timer and the same versions and plugins (_stack): meta.json records one worker's, and
+    merge refuses shards that differ so."""
+    if not facts:
+        return
+    (first, ref), *others = sorted(facts.items())
+    for worker, f in others:
+        _check_stack(worker, f, ref, f"the worker {first} on "
+                     f"{(ref.get('where') or {}).get('hostname')}")
+
+
 def summarize_facts(facts: list[dict]) -> dict:
     """meta.json facts from every worker's: one describe(), the GPUs, the median ceiling."""
     if not facts:
@@ -744,5 +790,8 @@ def summarize_facts(facts: list[dict]) -> dict:
     ceilings = [f["copy_ceiling_gbps"] for f in facts if f["copy_ceiling_gbps"]]
     meta["copy_ceiling_gbps"] = statistics.median(ceilings) if ceilings else None
     meta["hostname"] = ", ".join(dict.fromkeys(f["where"]["hostname"] for f in facts))
+    # dirty if any worker's tree is, unknown if any worker's is (merge's rule for shards)
+    dirty = [f.get("git_dirty") for f in facts]
+    meta["git_dirty"] = True if True in dirty else None if None in dirty else False
     meta["workers"] = len(facts)
     return meta

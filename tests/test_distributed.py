@@ -4,6 +4,7 @@ exclusive scheduling with stand-in devices and hosts, and the host-load count
 (harness/hostload.py)."""
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -122,6 +123,47 @@ def test_hostload_counts_overlapping_cases(tmp_path):
         (tmp_path / "busy" / "999999-1").write_text("0.0 999999\n")     # a dead process's
     assert alone.count == 1 and not (tmp_path / "busy" / "999999-1").exists()
     assert list((tmp_path / "busy").iterdir()) == []
+
+
+def test_workers_at_another_commit_or_versions_are_refused_not_recorded_as_one():
+    """meta.json of a --scheduler run took the first worker's commit, versions and plugins:
+    a worker at another commit (or torch, or without a plugin) measured its cases, recorded
+    as measured with the first's.  Every worker must share them: refused before any case
+    (ClusterError: exit 1), and a worker joining mid-run at another commit stops the run, its
+    case not recorded; the dirty flag is any worker's."""
+    from concurrent.futures import Future
+    from normbench.harness.distributed import (ClusterError, Executor, check_stacks,
+                                               summarize_facts)
+
+    def facts(commit="2792e69de66e", dirty=False, **more):
+        return {"device_name": "GPU", "interpreted": False, "git_commit": commit,
+                "git_dirty": dirty, "torch_version": "2.9", "plugins": [],
+                "package_versions": {"numpy": "2.3"}, "copy_ceiling_gbps": 1.0,
+                "where": {"hostname": "n1", "gpu_index": 0, "gpu_uuid": None}, **more}
+    check_stacks({"tcp://a:1": facts(), "tcp://b:1": facts("2792E69", dirty=True)})
+    assert summarize_facts([facts(), facts(dirty=True)])["git_dirty"] is True
+    assert summarize_facts([facts(), facts(dirty=None)])["git_dirty"] is None
+    plugin = {"source": "NORMBENCH_PLUGINS", "module": "nb_p", "entry_point": None,
+              "distribution": None, "version": None}
+    for other, needle in ((facts("aaaaaaa"), "git_commit='aaaaaaa'"),
+                          (facts(torch_version="2.10"), "torch_version='2.10'"),
+                          (facts(plugins=[plugin]), "plugins.nb_p="),
+                          (facts(package_versions={"numpy": "2.4"}),
+                           "package_versions.numpy='2.4'")):
+        with pytest.raises(ClusterError, match="the worker tcp://b:1 on n1 measures with "
+                           + re.escape(needle) + ".*the worker tcp://a:1 on n1"):
+            check_stacks({"tcp://a:1": facts(), "tcp://b:1": other})
+    ex = Executor(None, None, None, None)
+    ex._stack = summarize_facts([facts()])
+    fut = Future()
+    fut.set_result({"worker": "tcp://c:1", "facts": facts("bbbbbbb")})
+    with pytest.raises(ClusterError, match="tcp://c:1 .*'bbbbbbb'.*not recorded"):
+        ex._note_worker(fut)
+    assert ex.joined() == []
+    fut = Future()
+    fut.set_result({"worker": "tcp://d:1", "facts": facts()})
+    ex._note_worker(fut)
+    assert [g["hostname"] for g in ex.joined()] == ["n1"]
 
 
 def test_contention_note():
