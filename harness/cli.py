@@ -549,8 +549,9 @@ def _print_plan(cases, count: str, est, sweep, skip_here: dict[str, str]):
 
 
 @app.command()
-def merge(out_dir: Path = typer.Argument(..., help="the run directory to write (new, or "
-                                         "one a merge that did not finish wrote)"),
+def merge(out_dir: str = typer.Argument(..., metavar="out_dir", help="the run directory to "
+                                        "write (new, or one a merge that did not finish "
+                                        "wrote)"),
           shard_dirs: List[Path] = typer.Argument(..., help="the shard run directories"),
           allow_partial: bool = typer.Option(False, "--allow-partial", help="merge even when "
                                              "cases are missing (meta.json says which)"),
@@ -572,6 +573,9 @@ def merge(out_dir: Path = typer.Argument(..., help="the run directory to write (
     from normbench.harness.merge import MergeError, merge as do_merge
     from normbench.harness.store import StoreError, StoreWriteError
     from normbench.harness.text import shell_join
+    if not out_dir.strip():         # as a Path it is ".": the working directory
+        fail("merge: out_dir: an empty path; give the run directory to write")
+    out_dir = Path(out_dir)
     # a merge that did not finish is finished by the same command: it replaces what the
     # stopped one wrote (merge.unfinished)
     again = shell_join([*command(), "merge", out_dir, *shard_dirs,

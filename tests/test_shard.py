@@ -488,6 +488,20 @@ def test_the_merged_meta_keeps_each_shard_s_machine_and_only_what_all_agree_on(r
     assert "config_text" not in own and "torch_version" not in own and "shard" in own
 
 
+def test_merge_into_an_empty_path_is_refused_not_written_into_the_working_directory(
+        runs, tmp_path):
+    """`merge "$OUT" runs/x-*` with OUT empty merged into the working directory (an empty
+    path is "."), where run --out "" is refused.  One line, exit 2, nothing written."""
+    tmp, _ = runs
+    here = tmp_path / "cwd"
+    here.mkdir()
+    r = forkcli.run([sys.executable, ROOT / "run_bench.py", "merge", "", tmp / "s0",
+                     tmp / "s1", tmp / "s2", "--no-report"], cwd=here, env=ENV, text=True,
+                    timeout=300)
+    _refusal(r, "an empty path")
+    assert list(here.iterdir()) == []
+
+
 def test_merge_refuses_duplicates_missing_cases_and_non_shards(runs, tmp_path):
     tmp, _ = runs
     _refusal(cli("merge", tmp_path / "m", tmp / "s0", tmp / "s1", tmp / "s1", tmp / "s2"),
