@@ -15,7 +15,9 @@ A run directory holds
                       by close()
 
 The lock is a flock on the run directory itself (not on a file a user could delete): the
-kernel releases it when its holder dies, and a finished run leaves nothing behind.  Before every
+kernel releases it when its holder dies, and a finished run leaves nothing behind.  Where the
+filesystem takes no flock of a directory (NFS, Lustre without -o flock) it is a POSIX lock on
+LOCK_FILE in the directory instead, removed as it is released.  Before every
 write the store checks that the directory it locked is still the one at its path.  normbench
 writes only into a directory that is new, empty, or already a run directory; any other
 non-empty directory is refused (`check_out_dir`, `check_run_dir`).
@@ -209,7 +211,7 @@ class RunStore:
             with held():        # a SIGINT/SIGTERM between mkdir and flock: once it is held
                 self._make_dir()
                 self._lock = _lock_dir(self.run_dir)
-            self._identity = _identity(os.fstat(self._lock))
+            self._identity = _identity(os.fstat(self._lock.fd))
             self._claim_lock()
             self._closed = False
             self._remove_temp_files()
@@ -231,6 +233,8 @@ class RunStore:
         its first write, and the winner failed as well, its directory gone)."""
         if made and self._lock is not None:
             try:
+                if self._lock.file is not None:     # the POSIX lock's file (no flock here)
+                    os.unlink(self._lock.path)
                 os.rmdir(self.run_dir)
             except OSError:
                 pass
@@ -448,7 +452,7 @@ class RunStore:
     def _release_lock(self) -> None:
         if self._lock is not None:
             try:
-                os.close(self._lock)      # closing the descriptor releases the flock
+                self._lock.close()        # closing the descriptor releases the flock
             finally:
                 self._lock = None
 
@@ -539,8 +543,42 @@ class RunStore:
 # --------------------------------------------------------------------------- helpers
 
 
-def _lock_dir(run_dir: Path) -> int:
-    """A descriptor of `run_dir` holding its flock; StoreError when another run holds it."""
+# flock's errors where the filesystem does not take it (NFS emulates it as a POSIX lock, which
+# an exclusive one needs a descriptor open for writing for: EBADF on a directory; Lustre
+# mounted without -o flock: ENOSYS; some FUSE filesystems: EOPNOTSUPP, EINVAL)
+_NO_FLOCK = {errno.EBADF, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL, errno.ENOLCK}
+
+
+# the LOCK_FILEs this process holds, by (device, inode): a POSIX lock is the process's, so
+# another descriptor of the file here would take it again, and its close release ours
+_HELD_FILES: set = set()
+
+
+class _Lock:
+    """A run directory's lock: `fd`, a descriptor of the directory, holds its flock — or, on a
+    filesystem that takes no flock of a directory (NFS), `file`'s POSIX lock (LOCK_FILE,
+    removed as the lock is released)."""
+
+    def __init__(self, fd: int, file: int | None = None, path: Path | None = None):
+        self.fd, self.file, self.path = fd, file, path
+        if file is not None:
+            _HELD_FILES.add(_identity(os.fstat(file)))
+
+    def close(self) -> None:
+        try:
+            if self.file is not None:
+                _HELD_FILES.discard(_identity(os.fstat(self.file)))
+                try:
+                    os.unlink(self.path)   # before its lock goes: a later run makes its own
+                except OSError:
+                    pass
+                os.close(self.file)
+        finally:
+            os.close(self.fd)
+
+
+def _lock_dir(run_dir: Path) -> _Lock:
+    """The lock of `run_dir`, held; StoreError when another run holds it."""
     try:
         fd = os.open(run_dir, os.O_RDONLY | os.O_DIRECTORY)
     except OSError as e:
@@ -548,12 +586,72 @@ def _lock_dir(run_dir: Path) -> int:
     try:
         taken = _flock(fd)
     except OSError as e:
+        if e.errno in _NO_FLOCK:
+            return _lock_file(run_dir, fd, e)
         os.close(fd)
         raise StoreError(f"cannot lock output directory {run_dir}: {_reason(e)}") from e
     if not taken:
         os.close(fd)
         raise StoreError(_in_use(run_dir, _read_json(run_dir / LOCK_INFO) or {})) from None
-    return fd
+    return _Lock(fd)
+
+
+def _lock_file(run_dir: Path, fd: int, why: OSError) -> _Lock:
+    """Where the directory takes no flock (`why`): a POSIX lock on LOCK_FILE in it (NFS takes
+    those, through its lock manager).  A file a user could delete while a run holds it (a
+    second run would then lock a new one), so only where a flock cannot be had."""
+    path = run_dir / LOCK_FILE
+    if _held_here(path):
+        os.close(fd)
+        raise StoreError(_in_use(run_dir, _read_json(run_dir / LOCK_INFO) or {}))
+    try:
+        f = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        os.close(fd)
+        raise StoreError(f"cannot lock output directory {run_dir}: {_reason(why)}, and cannot "
+                         f"open {LOCK_FILE} there instead: {_reason(e)}") from e
+    try:
+        fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        os.close(f)
+        os.close(fd)
+        if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise StoreError(_in_use(run_dir, _read_json(run_dir / LOCK_INFO) or {})) from None
+        try:                    # no lock of any kind here: nobody holds it, nothing left
+            os.unlink(path)
+        except OSError:
+            pass
+        raise StoreError(f"cannot lock output directory {run_dir}: its filesystem takes "
+                         f"neither a flock ({_reason(why)}) nor a POSIX lock ({_reason(e)}); "
+                         "write the run to a local disk, or mount this one with locks "
+                         "(Lustre: -o flock)") from e
+    return _Lock(fd, f, path)
+
+
+def _held_here(path: Path) -> bool:
+    """Whether this process holds the POSIX lock of the LOCK_FILE at `path`."""
+    try:
+        return _identity(os.stat(path)) in _HELD_FILES
+    except OSError:
+        return False
+
+
+def _file_locked(path: Path) -> bool:
+    """Whether a live process holds the POSIX lock of the LOCK_FILE at `path` (a look: the
+    lock is taken and let go at once, never where this process holds it)."""
+    if _held_here(path):
+        return True
+    try:
+        f = os.open(path, os.O_RDWR)
+    except OSError:
+        return False
+    try:
+        fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        return e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES)
+    finally:
+        os.close(f)
+    return False
 
 
 def _in_use(run_dir: Path, info: dict) -> str:
@@ -586,7 +684,7 @@ def check_not_in_use(run_dir: str | os.PathLike) -> None:
     """StoreError when a live run holds `run_dir` (a directory that does not exist is free).
     A look only: RunStore takes the lock for itself."""
     if Path(run_dir).is_dir():
-        os.close(_lock_dir(Path(run_dir)))
+        _lock_dir(Path(run_dir)).close()
 
 
 def in_use(run_dir: str | os.PathLike) -> bool:
@@ -602,8 +700,8 @@ def in_use(run_dir: str | os.PathLike) -> bool:
         return False
     try:
         return not _flock(fd)
-    except OSError:
-        return False
+    except OSError as e:          # no flock here (NFS): the run's LOCK_FILE, if any
+        return e.errno in _NO_FLOCK and _file_locked(p / LOCK_FILE)
     finally:
         os.close(fd)              # releases the lock this look took
 

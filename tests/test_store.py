@@ -1098,3 +1098,63 @@ def test_records_are_appended_and_a_record_cut_by_a_dead_run_is_no_record(tmp_pa
         s.append(full_record(9))
     assert not (run / LOCK_INFO).exists()
     assert len(load_records(run)) == 5 and csv_path.read_bytes().startswith(whole)
+
+
+NFS_HOLDER = """
+    import errno, sys, time
+    from normbench.harness import store
+    def no_flock(fd):
+        raise OSError(errno.EBADF, "Bad file descriptor")
+    store._flock = no_flock                      # as NFS answers a directory's flock
+    s = store.RunStore(sys.argv[1], resume=True)
+    print("held", flush=True)
+    time.sleep(120)
+"""
+
+
+def test_a_filesystem_without_a_directory_flock_locks_a_file_instead(tmp_path, monkeypatch):
+    """NFS emulates flock as a POSIX lock, which an exclusive one cannot take on a directory
+    (EBADF), and Lustre without -o flock answers ENOSYS: every run into a directory there was
+    refused ("cannot lock output directory … Bad file descriptor") — a job array's shards on a
+    cluster's shared disk.  There the lock is a POSIX lock on LOCK_FILE: a second run is
+    refused, this process's own second store too, a dead holder's is taken over, a closed run
+    leaves no file; where no POSIX lock can be had either, one line says what to do."""
+    import errno
+    from normbench.harness import store
+    from normbench.harness.store import in_use
+
+    def no_flock(fd):
+        raise OSError(errno.EBADF, "Bad file descriptor")
+    monkeypatch.setattr(store, "_flock", no_flock)
+    run = tmp_path / "run"
+    holder = _python(NFS_HOLDER, str(run))
+    try:
+        assert holder.stdout.readline().strip() == "held", holder.stderr.read()
+        assert (run / store.LOCK_FILE).exists() and in_use(run)
+        with pytest.raises(StoreError, match="in use by another run"):
+            RunStore(run, resume=True)
+        with pytest.raises(StoreError, match="in use by another run"):
+            check_not_in_use(run)
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.communicate()
+    assert not in_use(run)
+    with RunStore(run, resume=True) as s:       # a dead holder's lock: taken over
+        assert s.stale_lock is not None and s.stale_lock["pid"] == holder.pid
+        s.append(full_record(0))
+        with pytest.raises(StoreError, match="in use by this very process"):
+            RunStore(run, resume=True)
+        check = pytest.raises(StoreError, match="in use by this very process")
+        with check:
+            check_not_in_use(run)
+        assert in_use(run)                       # and the looks left our lock in place
+        assert store._file_locked(run / store.LOCK_FILE)
+    assert sorted(p.name for p in run.iterdir()) == ["meta.json", "records.csv", "records.parquet"]
+
+    def no_lockf(fd, how):
+        raise OSError(errno.ENOLCK, "No locks available")
+    monkeypatch.setattr(store.fcntl, "lockf", no_lockf)
+    with pytest.raises(StoreError) as err:
+        RunStore(tmp_path / "lustre")
+    assert "takes neither a flock" in str(err.value) and "\n" not in str(err.value)
+    assert not list((tmp_path / "lustre").iterdir())
