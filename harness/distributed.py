@@ -728,7 +728,8 @@ def _record(fut, case, settings, failed_record, stopping_s=None, apart=False) ->
         raise ClusterError(f"case {case.key}: its measuring child died as the run stopped")
     else:
         status, error = out["failed"]
-        rec = failed_record(case, Settings(**out["settings"]), status, error, out["duration_s"])
+        rec = failed_record(case, Settings(**out["settings"]), status, error, out["duration_s"],
+                            out.get("partial"))
     return hostload.annotate(rec, out["where"], out["concurrent_cases"], apart)
 
 

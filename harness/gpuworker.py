@@ -94,9 +94,10 @@ def measure_task(case: dict, settings: dict, timeout_s: float) -> dict:
             except WorkerStartError:
                 raise
             except WorkerTimeout as e:
-                out = {"failed": ("timeout", str(e))}
+                out = {"failed": ("timeout", str(e)), "partial": getattr(e, "partial", None)}
             except WorkerCrashed as e:      # "crashed": a stopping driver keeps no record
-                out = {"failed": ("error", f"worker crashed: {e}"), "crashed": True}
+                out = {"failed": ("error", f"worker crashed: {e}"), "crashed": True,
+                       "partial": getattr(e, "partial", None)}
             except RuntimeError as e:       # measure() itself raised: a bug, still a record
                 out = {"failed": ("error", " ".join(str(e).split())[:500])}
         out.update(duration_s=time.perf_counter() - t0, where=f["where"],

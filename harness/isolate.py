@@ -108,6 +108,7 @@ class Worker:
         self._closed = False
         self._mutex = threading.RLock()
         self.retired: str | None = None     # why the last worker retired itself (`retire`)
+        self.partial: Any = None            # the last call's last `progress` value
 
     # -- public
 
@@ -131,7 +132,9 @@ class Worker:
         """target(payload) in the worker; timeout_s None waits for ever.
 
         Raises WorkerTimeout, WorkerCrashed (WorkerStartError if the worker cannot start), or
-        RuntimeError("ExcType: message") with `.remote_traceback` when the target raised.
+        RuntimeError("ExcType: message") with `.remote_traceback` when the target raised; a
+        WorkerTimeout or WorkerCrashed of the call carries as `.partial` the last value the
+        target sent with `progress` (None where it sent none).
         Anything else that stops the call (Ctrl-C) kills the worker; where the worker had
         sent its reply already, the exception carries it as `reply`: a function that returns
         what this call would have (or raises its RuntimeError).
@@ -140,26 +143,36 @@ class Worker:
             self.start()
             proc, conn = self._proc, self._conn
             reading = False         # recv() begun: what is left in the pipe is no whole reply
+            self.partial = None
+            deadline = None if timeout_s is None else time.monotonic() + max(0.0, timeout_s)
             try:
                 try:
                     conn.send(("call", payload))
                 except (BrokenPipeError, ConnectionResetError, EOFError):
                     raise self._crashed("died before the call") from None
-                ready = _wait([conn, proc.sentinel], timeout_s)
-                if not ready:
-                    pid = proc.pid
-                    self._discard(kill=True)
-                    raise WorkerTimeout(
-                        f"{self.target} did not return within {timeout_s:g} s; worker pid {pid} killed"
-                    )
-                # The reply may be in the pipe even if the worker exited just after sending it.
-                if not conn.poll():
-                    raise self._crashed("died during the call")
-                reading = True
-                try:
-                    reply = conn.recv()
-                except (EOFError, OSError):
-                    raise self._crashed("died during the call") from None
+                while True:
+                    left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                    ready = _wait([conn, proc.sentinel], left)
+                    if not ready:
+                        pid = proc.pid
+                        self._discard(kill=True)
+                        raise _with_partial(WorkerTimeout(
+                            f"{self.target} did not return within {timeout_s:g} s; worker pid "
+                            f"{pid} killed"), self.partial)
+                    # The reply may be in the pipe even if the worker exited just after
+                    # sending it.
+                    if not conn.poll():
+                        raise _with_partial(self._crashed("died during the call"), self.partial)
+                    reading = True
+                    try:
+                        reply = conn.recv()
+                    except (EOFError, OSError):
+                        raise _with_partial(self._crashed("died during the call"),
+                                            self.partial) from None
+                    reading = False
+                    if not (isinstance(reply, tuple) and reply and reply[0] == "progress"):
+                        break
+                    self.partial = reply[1]     # what the target has so far (`progress`)
             except (WorkerTimeout, WorkerCrashed):
                 raise
             except BaseException as e:
@@ -296,8 +309,29 @@ def _close_all() -> None:
             pass
 
 
-# in the worker: why the target said this process must serve no further call (`retire`)
+def _with_partial(e: BaseException, partial: Any) -> BaseException:
+    """`e` carrying, as `partial`, the last value the target sent with `progress` (None)."""
+    e.partial = partial
+    return e
+
+
+# in the worker: why the target said this process must serve no further call (`retire`), and
+# the pipe to the parent (`progress`)
 _RETIRING: str | None = None
+_CONN = None
+
+
+def progress(value: Any) -> None:
+    """In a worker, from its target: `value` is what the call has so far.  Where the call then
+    times out or the worker dies, the parent's WorkerTimeout / WorkerCrashed carries the last
+    such value as `partial` (a record's fields measured before the case hung or crashed).
+    Outside a worker, nothing; a value that cannot be sent is dropped."""
+    if _CONN is None:
+        return
+    try:
+        _CONN.send(("progress", value))
+    except Exception:
+        pass
 
 
 def retire(why: str) -> None:
@@ -346,9 +380,12 @@ def _sent_reply(conn):
     raising its RuntimeError); None where there is none, it cannot be read, or it says the
     worker could not get ready (no call's result)."""
     try:
-        if not conn.poll(0):
-            return None
-        reply = conn.recv()
+        while True:
+            if not conn.poll(0):
+                return None
+            reply = conn.recv()
+            if not (isinstance(reply, tuple) and reply and reply[0] == "progress"):
+                break
     except Exception:
         return None
     if not (isinstance(reply, tuple) and reply and reply[0] in ("ok", "error")):
@@ -410,6 +447,7 @@ def _sigint_ignored():
 
 def _worker_main(conn, target: str, env: dict[str, str], parent_pid: int,
                  ready: str | None = None) -> None:
+    global _CONN
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent(parent_pid)
     os.environ.update(env)
@@ -426,6 +464,7 @@ def _worker_main(conn, target: str, env: dict[str, str], parent_pid: int,
             conn.send(("not_ready", _describe(e), _format_tb()))
             return
     conn.send(("ready", os.getpid()))
+    _CONN = conn
     while True:
         try:
             kind, payload = conn.recv()

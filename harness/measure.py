@@ -318,11 +318,20 @@ def _judge(rec: dict, out, ref) -> None:
     rec["max_rel_err"] = max(v for v in (rec.get(f"err_{k}") for k in _OUTPUTS) if v is not None)
 
 
-def failed_record(case: Case, s: Settings, status: str, error: str, duration_s: float) -> dict:
-    """A record for a case that never produced one itself (timeout, crashed worker)."""
-    rec = base_record(case, s)
+def failed_record(case: Case, s: Settings, status: str, error: str, duration_s: float,
+                  partial: dict | None = None) -> dict:
+    """A record for a case that never produced one itself (timeout, crashed worker).
+    partial: the record as its measuring worker had it when the case hung or crashed (the
+    last `progress`): what was measured before is kept, as a failure in this process keeps it."""
+    rec = dict(partial) if isinstance(partial, dict) else base_record(case, s)
     rec.update(status=status, error=error, duration_s=duration_s)
     return rec
+
+
+def _so_far(rec: dict) -> None:
+    """In an isolate or cluster worker: send the record measured so far to the parent
+    (isolate.progress), so that a hang or a crash later in the case loses none of it."""
+    isolate.progress(dict(rec))
 
 
 # The least value a contention model can give: every partial row and every dγ slot has a
@@ -442,6 +451,7 @@ def _measure(case, s, entry, groups, rec, device, nbytes, done):
     if wrong := _malformed(first, x, w, mean is not None):
         return done("error", wrong)
     _judge(rec, first, ref)
+    _so_far(rec)
     nonfinite = [f"{k} of the first call" for k in _nonfinite(first)]
     if bad := inputs_changed("in its first call"):
         return bad
@@ -488,6 +498,7 @@ def _measure(case, s, entry, groups, rec, device, nbytes, done):
         del out
     del prev
     distinct.verdict(rec)
+    _so_far(rec)
     if bad := inputs_changed("in its repeated calls"):
         return bad
 
@@ -516,6 +527,7 @@ def _measure(case, s, entry, groups, rec, device, nbytes, done):
     rec["pct_peak"] = model.pct(rec["gbps"], s.peak_tbps * 1e3 if s.peak_tbps else None)
     rec["pct_copy"] = model.pct(rec["gbps"], s.copy_gbps)
     rec["last_call_compared"] = False     # what distinct_results counts: reports word it by this
+    _so_far(rec)
     if last:
         if wrong := _malformed(last[-1], x, w, mean is not None):
             # not the contract's result: neither compared nor judged, so the repeats' verdict

@@ -778,9 +778,11 @@ def _worker_record(case: Case, settings: Settings, t0: float, call) -> dict:
     except WorkerStartError:
         raise
     except WorkerTimeout as e:
-        return failed_record(case, settings, "timeout", str(e), time.perf_counter() - t0)
+        return failed_record(case, settings, "timeout", str(e), time.perf_counter() - t0,
+                             getattr(e, "partial", None))
     except WorkerCrashed as e:
-        return failed_record(case, settings, "error", f"worker crashed: {e}", time.perf_counter() - t0)
+        return failed_record(case, settings, "error", f"worker crashed: {e}",
+                             time.perf_counter() - t0, getattr(e, "partial", None))
     except RuntimeError as e:   # measure() itself raised: a bug, but a record all the same
         return failed_record(case, settings, "error", one_line(e)[:500],
                              time.perf_counter() - t0)

@@ -100,6 +100,19 @@ def inf_later(x, dy, weight, mean, rstd, *, groups=None):
     return dx, dw, db
 
 
+_crash_later = [0]
+
+
+@register("test_crash_later", kind="strategy", deterministic_by_design=True, uses_groups=False)
+def crash_later(x, dy, weight, mean, rstd, *, groups=None):
+    """Right on its first call; its process dies in the second (a repeat), as a kernel's
+    segfault would: what was measured before (its correctness) is kept under --isolate."""
+    _crash_later[0] += 1
+    if _crash_later[0] > 1:
+        os._exit(7)
+    return _torch.fn(x, dy, weight, mean, rstd)
+
+
 _drift = [0]
 
 

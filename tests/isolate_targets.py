@@ -84,3 +84,16 @@ def retire_when_told(payload):
         from normbench.harness import isolate
         isolate.retire("told to")
     return {"payload": payload, "pid": os.getpid()}
+
+
+def progress_then(payload):
+    """Send two progress values, then return, hang or die as the payload says."""
+    from normbench.harness import isolate
+    isolate.progress({"step": 1})
+    isolate.progress({"step": 2, "payload": payload})
+    if payload == "hang":
+        while True:
+            time.sleep(1.0)
+    if payload == "die":
+        os._exit(5)
+    return "done"

@@ -411,11 +411,12 @@ def test_a_failed_case_that_lost_the_cuda_context_retires_its_worker(monkeypatch
     from dataclasses import asdict
     from normbench.harness import isolate, measure
     from normbench.harness.plan import Case
-    import tests.fake_impls  # noqa: F401  (registers test_raises)
-    case = asdict(Case(norm="layernorm", implementation="test_raises", rows=4, d=16,
+    case = asdict(Case(norm="layernorm", implementation="torch", rows=4, d=16,
                        dtype="fp32", weight_dtype="fp32", groups="-"))
     settings = asdict(measure.Settings(warmup_ms=1, rep_ms=1, repeats=2, seed=0,
                                        peak_tbps=None, copy_gbps=None, device_name="cpu"))
+    monkeypatch.setattr(measure, "measure", lambda c, s: measure.failed_record(
+        c, s, "error", "CUDA error: an illegal memory access", 0.0))
     monkeypatch.setattr(isolate, "_RETIRING", None)
     rec = measure.measure_payload((case, settings))
     assert rec["status"] == "error" and isolate._RETIRING is None
@@ -423,3 +424,22 @@ def test_a_failed_case_that_lost_the_cuda_context_retires_its_worker(monkeypatch
     rec = measure.measure_payload((case, settings))
     assert rec["status"] == "error" and "the CUDA context was lost" in rec["notes"]
     assert isolate._RETIRING == "CUDA error: an illegal memory access"
+
+
+def test_a_call_that_hangs_or_dies_carries_the_targets_last_progress(worker):
+    """A case under --isolate that hung or crashed after measuring its correctness lost it
+    (the record held only the case and the failure); the target's `progress` values now come
+    with the failure as `partial`, and a call that returns is not disturbed by them."""
+    w = worker("progress_then")
+    assert w.call("fine", timeout_s=60) == "done" and w.partial == {"step": 2, "payload": "fine"}
+    with pytest.raises(WorkerTimeout) as hung:
+        w.call("hang", timeout_s=3)
+    assert hung.value.partial == {"step": 2, "payload": "hang"}
+    with pytest.raises(WorkerCrashed) as died:
+        w.call("die", timeout_s=60)
+    assert died.value.partial == {"step": 2, "payload": "die"} and "exit code 5" in str(died.value)
+    assert w.call("again", timeout_s=60) == "done"
+    echo = worker("echo")
+    with pytest.raises(WorkerTimeout) as plain:     # a target that sends none: None
+        worker("sleep_forever").call(None, timeout_s=1)
+    assert plain.value.partial is None and echo.call(1, timeout_s=60)["payload"] == 1
