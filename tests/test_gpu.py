@@ -878,7 +878,8 @@ def test_a_case_that_loses_the_cuda_context(tmp_path, isolate):
                                "timing": {"warmup_ms": 1, "rep_ms": 2},
                                "determinism": {"repeats": 2}}))
     env = {**os.environ, "NORMBENCH_PLUGINS": "nb_bad_access",
-           "PYTHONPATH": os.pathsep.join([str(tmp_path), str(root)])}
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), str(root),
+                                          os.environ.get("PYTHONPATH", "")])}
     out = tmp_path / "r"
     r = subprocess.run([sys.executable, str(root / "run_bench.py"), "run", str(cfg), "--out",
                         str(out), "--no-report", *(["--isolate"] if isolate else [])],
