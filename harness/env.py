@@ -57,6 +57,20 @@ def told_commit_problem() -> str:
             "digits): set it to the commit of this tree, e.g. $(git rev-parse HEAD), or unset it")
 
 
+_DIRTY_WORDS = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
+
+
+def told_dirty_problem() -> str:
+    """'' where NORMBENCH_GIT_DIRTY is unset, empty or one of 0/1 (false/true, no/yes), else
+    why not: git_state would ignore it and record the tree's state (or null) instead of it."""
+    flag = os.environ.get("NORMBENCH_GIT_DIRTY", "").strip().lower()
+    if not flag or flag in _DIRTY_WORDS:
+        return ""
+    return (f"environment NORMBENCH_GIT_DIRTY: {os.environ['NORMBENCH_GIT_DIRTY'][:60]!r} is "
+            "not 0 or 1 (false/true, no/yes): set it to 1 if the tree has uncommitted changes, "
+            "0 if not, or unset it")
+
+
 def git_state() -> tuple[str | None, bool | None]:
     """(commit, dirty).  A copy of the tree (a lent GPU machine) can be told its commit with
     NORMBENCH_GIT_COMMIT (such a copy may carry no .git, or a stale one, so the variable
@@ -69,10 +83,8 @@ def git_state() -> tuple[str | None, bool | None]:
         told = head
     commit = told or head
     flag = os.environ.get("NORMBENCH_GIT_DIRTY", "").strip().lower()
-    if flag in ("1", "true", "yes"):
-        return commit, True
-    if flag in ("0", "false", "no"):
-        return commit, False
+    if flag in _DIRTY_WORDS:
+        return commit, _DIRTY_WORDS[flag]
     if head is None or (told is not None and head != told):
         return commit, None                          # this tree's state is not that commit's
     status = _git("status", "--porcelain", "--untracked-files=no")

@@ -137,6 +137,22 @@ def test_a_commit_told_that_is_no_commit_is_refused(tmp_path):
     assert json.loads((tmp_path / "o" / "meta.json").read_text())["git_commit"] == "4389895"
 
 
+def test_a_dirty_flag_told_that_is_no_flag_is_refused(tmp_path):
+    """NORMBENCH_GIT_DIRTY goes into meta.json as git_dirty: a value that is not 0/1 (a typo,
+    'maybe') was ignored — the tree's state, or null, recorded instead of what the user said.
+    It is one line, exit 2, nothing written; 0/1, false/true, no/yes and empty are taken."""
+    cfg = config(tmp_path)
+    for bad in ("maybe", "ture", "2"):
+        one_line(cli("run", str(cfg), "--out", str(tmp_path / "o"),
+                     env={**ENV, "NORMBENCH_GIT_DIRTY": bad}),
+                 "NORMBENCH_GIT_DIRTY", "not 0 or 1")
+    assert not (tmp_path / "o").exists()
+    r = cli("run", str(cfg), "--out", str(tmp_path / "o"), "--no-report",
+            env={**ENV, "NORMBENCH_GIT_DIRTY": "Yes"})
+    assert r.returncode == 0, r.stderr.decode()
+    assert json.loads((tmp_path / "o" / "meta.json").read_text())["git_dirty"] is True
+
+
 def test_only_that_selects_nothing_is_refused(tmp_path):
     cfg = config(tmp_path)
     for only, words in (("", "no implementation"), (",,,", "no implementation"),
