@@ -71,6 +71,22 @@ def told_dirty_problem() -> str:
             "0 if not, or unset it")
 
 
+# on/off switches the strategies read at import: 0 or 1 (unset or empty: the default)
+SWITCHES = {"NORMBENCH_FAST_LAUNCH": "0 launches through kernel[grid](...) on every call",
+            "NORMBENCH_INTERPRET_REPATCH": "1 keeps the Triton interpreter's own set-up"}
+
+
+def told_switch_problem() -> str:
+    """'' where each of SWITCHES is unset, empty, 0 or 1, else why not: strategies/_launch.py
+    turns the fast launch off for "0" alone and _device.py repatches for "1" alone, so
+    NORMBENCH_FAST_LAUNCH=false left it on while meta.json's environment said false."""
+    for name, what in SWITCHES.items():
+        v = os.environ.get(name, "")
+        if v not in ("", "0", "1"):
+            return f"environment {name}: {v[:60]!r} is not 0 or 1 ({what}); set 0 or 1, or unset it"
+    return ""
+
+
 def git_state() -> tuple[str | None, bool | None]:
     """(commit, dirty).  A copy of the tree (a lent GPU machine) can be told its commit with
     NORMBENCH_GIT_COMMIT (such a copy may carry no .git, or a stale one, so the variable

@@ -153,6 +153,19 @@ def test_a_dirty_flag_told_that_is_no_flag_is_refused(tmp_path):
     assert json.loads((tmp_path / "o" / "meta.json").read_text())["git_dirty"] is True
 
 
+@pytest.mark.parametrize("name", ["NORMBENCH_FAST_LAUNCH", "NORMBENCH_INTERPRET_REPATCH"])
+def test_a_switch_that_is_neither_0_nor_1_is_refused(tmp_path, name):
+    """The strategies read these at import and act on "0" (FAST_LAUNCH) or "1" (REPATCH)
+    alone: NORMBENCH_FAST_LAUNCH=false left the fast launch on while meta.json's environment
+    recorded false.  Any value but 0, 1 or empty is one line, exit 2, nothing written."""
+    cfg = config(tmp_path)
+    for bad in ("false", "maybe", "-1"):
+        one_line(cli("run", str(cfg), "--out", str(tmp_path / "o"), "--dry-run",
+                     env={**ENV, name: bad}), name, "not 0 or 1")
+    r = cli("run", str(cfg), "--dry-run", env={**ENV, name: "0"})
+    assert r.returncode == 0, r.stderr.decode()
+
+
 def test_only_that_selects_nothing_is_refused(tmp_path):
     cfg = config(tmp_path)
     for only, words in (("", "no implementation"), (",,,", "no implementation"),
