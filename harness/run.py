@@ -330,12 +330,14 @@ def _stack(facts: dict | None) -> dict:
 
 
 def _ended(store: RunStore, completed: bool, wrote: str | None, measured: int,
-           earlier: bool = True) -> None:
+           earlier: bool = True, foreign: bool = False) -> None:
     """meta.json as the sweep stops: when, and whether its plan is done (with a merge's
     missing cases as they are now, a resume's count of its records).  Nothing where this
     command wrote no meta (`wrote` None: it stopped before, meta.json is as it was).
     earlier: whether the run was complete before this command (a resume: its meta.json's
-    `completed` as it found it; a new run: True), for a plan that cannot be rebuilt."""
+    `completed` as it found it; a new run: True), for a plan that cannot be rebuilt.
+    foreign: this command resumed the run with another config (--force-resume): what it
+    planned is not the run's plan (_plan_done)."""
     if wrote:
         done = store.done_keys()
         merge = _merge_now(store, completed, done)
@@ -344,7 +346,7 @@ def _ended(store: RunStore, completed: bool, wrote: str | None, measured: int,
         whole = _merge_whole(merge.get("merge", store.meta.get("merge")), done)
         # nor is a run whose first invocation stopped early complete when a resume narrowed
         # by --only has measured its own cases: the plan is every invocation's
-        whole = whole and (not completed or _plan_done(store.meta, done, earlier))
+        whole = whole and (not completed or _plan_done(store.meta, done, earlier, foreign))
         store.update_meta(ended_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                           completed=completed and whole, **merge,
                           **_counted(store, wrote, measured))
@@ -384,20 +386,22 @@ def _merge_now(store: RunStore, completed: bool = False, done: set | None = None
     return {"merge": new} if new != merge else {}
 
 
-def _plan_done(meta: dict, done: set, earlier: bool = True) -> bool:
+def _plan_done(meta: dict, done: set, earlier: bool = True, foreign: bool = False) -> bool:
     """Every case of the run's plan is in the directory, where this invocation was narrowed
-    by --only: the plan rebuilt from meta.json as the report counts it (replan.rebuild: the
-    config, narrowed by the union of its invocations' --only -- a resume's --only adds to
-    the plan, it does not replace it); a shard's, its own keys.  True where this invocation
-    ran all it planned (no --only: the cases `execute` was given, a sweep built in Python
-    passes a plan of its own) and for a merge (_merge_whole judges it).  Where the plan
+    by --only or ran another config than meta.json's (`foreign`: a --force-resume, whose plan
+    is its own config's, not the run's): the plan rebuilt from meta.json as the report
+    counts it (replan.rebuild: the config, narrowed by the union of its invocations' --only
+    -- a resume's --only adds to the plan, it does not replace it); a shard's, its own keys.
+    True where this invocation ran all the run planned (no --only, the run's own config: the
+    cases `execute` was given, a sweep built in Python passes a plan of its own) and for a
+    merge (_merge_whole judges it).  Where the plan
     cannot be rebuilt (meta.json cannot say it, or it names an implementation neither
     registered here nor recorded: a plugin not loaded, whose cases --only left out), nothing
     shows the rest of it measured: `earlier`, whether the run was complete before this
     invocation (a new run's --only is all it planned)."""
     calls = meta.get("invocations")
-    if not (isinstance(calls, list) and calls and isinstance(calls[-1], dict)) or \
-            invocation_only(calls[-1]) is None:
+    if not foreign and (not (isinstance(calls, list) and calls and isinstance(calls[-1], dict))
+                        or invocation_only(calls[-1]) is None):
         return True              # this invocation was not narrowed: it measured all it planned
     shard = meta.get("shard")
     if isinstance(shard, dict):
@@ -458,6 +462,9 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
         fresh = not meta.get("device_name")
         # a resume's plan that cannot be rebuilt is done only where it was before (_plan_done)
         earlier = fresh or meta.get("completed") is True
+        # a resume (forced) of another config: all it planned is not the run's plan
+        foreign = not fresh and bool(resume_mismatch(meta, sweep, device=False,
+                                                     held=len(store)))
         if fresh:                            # new, or stopped before its meta was complete
             meta = _new_meta(sweep, console, facts, implementations, only)
             if shard:
@@ -555,7 +562,7 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
                                           f"{_label(case)} ({lost[:200]}), so every later "
                                           "case would fail in it")
                     raise_if_stopping()
-        _ended(store, True, wrote, outcome.measured, earlier)
+        _ended(store, True, wrote, outcome.measured, earlier, foreign)
         outcome.finished = True
     except BaseException as e:       # Interrupted, KeyboardInterrupt, or one wrapping them
         i = interruption(e)

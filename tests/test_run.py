@@ -1431,3 +1431,26 @@ def test_a_resume_narrowed_by_only_leaves_a_stopped_run_incomplete(torch_only_ru
     r = cli("run", cfg, "--out", d, "--resume", "--no-report")
     assert r.returncode == 0, r.stderr
     assert load_meta(d)["completed"] is True and len(load_records(d)) == 2
+
+
+def test_a_resume_forced_onto_another_config_leaves_a_stopped_run_incomplete(torch_only_run,
+                                                                             tmp_path):
+    """A run stopped before its plan was done, then --force-resume'd with another config and
+    no --only: the resume measured all its own config planned and wrote completed: true,
+    though the cases of the config meta.json names (the run's plan) were still missing.  It
+    stays incomplete; a resume with the run's own config measures the rest and completes it."""
+    from normbench.harness.store import load_meta
+    cfg, run = torch_only_run
+    d = tmp_path / "run"
+    shutil.copytree(run, d)
+    meta = load_meta(d)        # as if the first invocation planned both and stopped after torch
+    meta.update(completed=False, invocations=[{**e, "only": None} for e in meta["invocations"]])
+    (d / "meta.json").write_text(json.dumps(meta))
+    for other in (config(tmp_path, "u", implementations=["torch"]),             # same keys
+                  config(tmp_path, "v", implementations=["torch"], norm=["rmsnorm"])):
+        r = cli("run", other, "--out", d, "--force-resume", "--no-report")
+        assert r.returncode == 0, r.stderr
+        assert load_meta(d)["completed"] is False, other
+    r = cli("run", cfg, "--out", d, "--resume", "--no-report")
+    assert r.returncode == 0, r.stderr
+    assert load_meta(d)["completed"] is True and len(load_records(d)) == 3
