@@ -1454,3 +1454,27 @@ def test_a_resume_forced_onto_another_config_leaves_a_stopped_run_incomplete(tor
     r = cli("run", cfg, "--out", d, "--resume", "--no-report")
     assert r.returncode == 0, r.stderr
     assert load_meta(d)["completed"] is True and len(load_records(d)) == 3
+
+
+def test_a_resume_refused_for_another_config_names_the_settings_that_differ(tmp_path):
+    """A resume of another config was refused naming two hashes only ('another config (hash
+    1c785bee…, this one 80ef4bdd…)'): nothing said that the run had --shape 4x64 and this
+    one rows=[4] d=[64].  The line names each setting that differs, both ways, or says the
+    settings are the same and only the config's text differs."""
+    from normbench.harness.overrides import load
+    from normbench.harness.run import resume_mismatch
+    a = load("configs/cpu.yaml", ["timing.rep_ms=1"], ["4x64"])
+    meta = {"device_name": "x", "config_hash": a.config_hash, "config_text": a.config_text,
+            "config_path": a.source_path}
+    b = load("configs/cpu.yaml", ["timing.rep_ms=2", "rows=[4]", "d=[64]"])
+    (why,) = resume_mismatch(meta, b, device=False, held=1)
+    assert a.config_hash in why and b.config_hash in why and "\n" not in why
+    assert ("settings that differ: rows unset in the run, [4] here; shapes [[4,64]] in the "
+            "run, unset here; d unset in the run, [64] here; timing.rep_ms 1 in the run, 2 "
+            "here)") in why, why
+    text = tmp_path / "cpu.yaml"            # the same settings, a comment added
+    text.write_text(Path("configs/cpu.yaml").read_text() + "# a note\n")
+    c, d = load("configs/cpu.yaml"), load(str(text))
+    meta.update(config_hash=c.config_hash, config_text=c.config_text, config_path=c.source_path)
+    (why,) = resume_mismatch(meta, d, device=False, held=1)
+    assert "its settings are this one's: only the config's text differs" in why, why
