@@ -378,7 +378,11 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
             try:
                 repaired = repair_closed(out_dir)
             except StoreWriteError as e:
-                fail(f"run: {e}", 1)
+                _write_failed(e, out_dir, _again(
+                    config, overrides, shape, only=only, isolate=isolate, shard=shard,
+                    gpus=gpus, scheduler=scheduler, exclusive_below_us=exclusive_below_us,
+                    no_report=no_report, strict=strict, force_resume=force_resume,
+                    out_dir=out_dir))
             except StoreError as e:
                 fail(f"run: {e}")
         say(out if dry_run else err, f"nothing left to measure: {out_dir} is complete "
@@ -420,7 +424,10 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
                           implementations=names if sweep.implementations is None else
                           list(sweep.implementations), only=wanted)
     except StoreWriteError as e:    # the machine's fault mid-run, not the input's
-        fail(f"run: {e}", 1)
+        _write_failed(e, out_dir, _again(
+            config, overrides, shape, only=only, isolate=isolate, shard=shard, gpus=gpus,
+            scheduler=scheduler, exclusive_below_us=exclusive_below_us, no_report=no_report,
+            strict=strict, force_resume=force_resume, out_dir=out_dir))
     except StoreError as e:
         fail(f"run: {e}")
     except WorkerStartError as e:
@@ -700,6 +707,25 @@ def _again(config, overrides, shape, *, out_dir, **options) -> str:
         return (shell_join(words) + " < CONFIG.yaml  # the config came on standard input: "
                 "pipe the same one in again")
     return shell_join(words)
+
+
+def _write_failed(e: Exception, out_dir: Path, again: str):
+    """A file of the run that could not be written (a full disk, a directory gone read-only):
+    one line, exit 1, saying what records.csv keeps (each record is fsynced as it is stored;
+    one whose append failed is cut back off) and the --resume that goes on once it can be
+    written — rewriting records.parquet from records.csv, and marking the run complete."""
+    from normbench.harness.run import held_keys, is_complete
+    from normbench.harness.store import RECORDS_CSV, StoreError
+    from normbench.harness.text import count as counted
+    try:
+        kept = len(held_keys(out_dir)) if os.path.isdir(out_dir) else 0
+    except (StoreError, OSError):
+        kept = 0
+    if not kept:
+        fail(f"run: {e}", 1)
+    state = "" if is_complete(out_dir) else " (the run is not marked complete)"
+    fail(f"run: {e}; {counted(kept, 'record')} kept in {Path(out_dir) / RECORDS_CSV}{state}; "
+         "once the directory can be written again, finish with:", 1, command=again)
 
 
 def _after_sweep(signum: int, out_dir: Path, no_report: bool):

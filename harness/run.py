@@ -617,6 +617,9 @@ def execute(sweep: Sweep, cases: list[Case], out_dir: Path, *, resume: bool = Fa
                                           f"{_label(case)} ({lost[:200]}), so every later "
                                           "case would fail in it")
                     raise_if_stopping()
+        # records.parquet written before meta.json says complete: one that cannot be (a full
+        # disk) leaves the run stopped (completed false), which --resume finishes
+        store.flush()
         _ended(store, True, wrote, outcome.measured, earlier, foreign)
         outcome.finished = True
     except BaseException as e:       # Interrupted, KeyboardInterrupt, or one wrapping them

@@ -703,3 +703,40 @@ def test_a_case_that_loses_the_cuda_context_stops_the_run_not_every_later_case(t
     df = load_records(out)
     assert len(df) == 1 and "the CUDA context was lost" in df["notes"].iloc[0]
     assert load_meta(out)["completed"] is False
+
+
+def test_a_full_disk_as_the_run_closes_keeps_meta_honest_and_says_how_to_go_on(tmp_path,
+                                                                              monkeypatch):
+    """records.parquet could not be written as the run closed (a full disk): meta.json
+    already said completed: true, and the line, 'run: cannot write …/records.parquet: No
+    space left on device', said neither that records.csv holds every record nor how to go
+    on.  meta.json no longer says complete; the line says what was kept and ends with the
+    --resume command, which once the disk has room rewrites records.parquet and completes
+    the run."""
+    import errno
+    from typer.testing import CliRunner
+    from normbench.harness import cli as c, store as store_mod
+    real, n = store_mod._atomic_write, [0]
+
+    def write(path, fn):            # the store's opening writes records.parquet, then full
+        if path.name == "records.parquet":
+            n[0] += 1
+            if n[0] > 1:
+                raise OSError(errno.ENOSPC, "No space left on device")
+        return real(path, fn)
+    monkeypatch.setattr(store_mod, "_atomic_write", write)
+    cfg, out = config(tmp_path, norm=["layernorm", "rmsnorm"]), tmp_path / "r"
+    r = CliRunner().invoke(c.app, ["run", str(cfg), "--no-report", "--out", str(out)])
+    assert r.exit_code == 1, r.output
+    (line,) = [ln for ln in r.output.splitlines() if ln.startswith("run: ")]
+    assert line.startswith(f"run: cannot write {out / 'records.parquet'}: No space left on "
+                           f"device; 2 records kept in {out / 'records.csv'}"), line
+    assert line.endswith(f"--out {out} --resume"), line
+    assert load_meta(out)["completed"] is not True
+    assert len(load_records(out, source="csv")) == 2
+    monkeypatch.setattr(store_mod, "_atomic_write", real)
+    r = CliRunner().invoke(c.app, ["run", str(cfg), "--no-report", "--out", str(out),
+                                   "--resume"])
+    assert r.exit_code == 0, r.output
+    assert load_meta(out)["completed"] is True
+    assert len(load_records(out, source="parquet")) == 2
