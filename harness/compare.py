@@ -393,6 +393,7 @@ def _gate_bool(res: CaseResult, col: schema.Column, bs: list, c: dict) -> None:
     column) the candidate's is judged as a new case's, and so is a False where only_if holds
     in the candidate and in no baseline record (a strategy deterministic by design now);
     none on both sides says nothing."""
+    from normbench.harness.summary import as_bool as _bool    # records read as text too
     bv = [v for b in bs if (v := _bool(b.get(col.name))) is not None]
     if not bv:
         why = _false_by_itself(col, c)
@@ -436,16 +437,6 @@ def _gate_bool(res: CaseResult, col: schema.Column, bs: list, c: dict) -> None:
         res.flags.append(f"{col.name} False on both sides")
     elif any(bv) and not all(bv):
         res.flags.append(f"{col.name} True in {sum(bv)} of {len(bv)} baseline runs -> {cv}")
-
-
-def _bool(v) -> bool | None:
-    """A boolean cell as the boolean it holds or spells (records read as text, as
-    compare_records may be given them: bool("False") is True), None where it holds neither
-    (missing, empty)."""
-    from normbench.harness.summary import is_false, is_true
-    if isinstance(v, str):
-        return True if is_true(v) else False if is_false(v) else None
-    return None if isna(v) else bool(v)
 
 
 def _false_by_itself(col: schema.Column, c: dict) -> str | None:

@@ -219,14 +219,26 @@ def _rates(r: dict, col: schema.Column) -> tuple[float | None, float | None]:
         (_num(pct * scale) if pct is not None else None)
 
 
+def _count(v) -> str:
+    """A count cell as a count: 4, not the 4.0 of a column pandas read as float (it holds
+    NaN where a case failed)."""
+    x = _num(v)
+    return str(int(x)) if x is not None and x.is_integer() else str(v)
+
+
 def _determinism(r: dict) -> str:
-    det, n, rep = r.get("deterministic"), r.get("distinct_results"), r.get("repeats")
-    if isna(det):
+    """The record's determinism verdict, its cells read as the booleans they hold or spell
+    (records read as text: bool("False") is True)."""
+    from normbench.harness.summary import as_bool
+    det, n, rep = as_bool(r.get("deterministic")), r.get("distinct_results"), r.get("repeats")
+    if det is None:
         return "not measured"
     how = ("" if isna(n) or isna(rep) else
-           f" ({n} distinct in {schema.compared_calls(rep, r.get('last_call_compared'))})")
-    by_design = "" if isna(r.get("deterministic_by_design")) else (
-        ", deterministic by design" if r["deterministic_by_design"] else ", not by design")
+           f" ({_count(n)} distinct in "
+           f"{schema.compared_calls(_count(rep), r.get('last_call_compared'))})")
+    design = as_bool(r.get("deterministic_by_design"))
+    by_design = "" if design is None else (
+        ", deterministic by design" if design else ", not by design")
     return ("bitwise reproducible" if det else "not reproducible") + how + by_design
 
 

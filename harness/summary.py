@@ -29,6 +29,15 @@ def is_false(v) -> bool:
     return isinstance(v, str) and v.strip().lower() == "false"
 
 
+def as_bool(v) -> bool | None:
+    """A boolean cell as the boolean it holds or spells (records read as text, as a library
+    client may load them: bool("False") is True), None where it holds neither (missing,
+    empty, other text)."""
+    if isinstance(v, str):
+        return True if is_true(v) else False if is_false(v) else None
+    return None if is_missing(v) else bool(v)
+
+
 NOT_REPEATABLE = "not deterministic, though by design"     # what a not_repeatable record is
 
 

@@ -701,3 +701,27 @@ def test_the_job_summary_keeps_under_github_s_limit_with_its_details_closed(tmp_
         assert text.encode()[:shown] == got.encode()[:shown] and shown < size
         assert got.encode()[shown:].startswith(b"</details>\n")          # the count is true
         assert got.endswith(footer)
+
+
+def test_records_read_as_text_say_their_determinism_as_they_spell_it(tmp_path):
+    """A library client's records read with pd.read_csv(..., dtype=str): 'False' is the
+    verdict False (bool('False') is True), so a record whose repeats differed is not
+    'bitwise reproducible', and one not deterministic by design is not 'by design'."""
+    import pandas as pd
+    from normbench.harness.store import records_path
+    recs = [synthetic.record(implementation="atomic", deterministic=False, distinct_results=3,
+                             deterministic_by_design=False),
+            synthetic.record(implementation="torch", deterministic=True,
+                             deterministic_by_design=True)]
+    run = synthetic.write_run(tmp_path / "run", recs, synthetic.meta())
+    text = pd.read_csv(records_path(run), dtype=str)
+    floats = pd.read_csv(records_path(run)).astype({"distinct_results": float})
+    for df in (load_records(run), text, floats):
+        extra = {e["name"].split()[0]: e["extra"].split("\n")
+                 for e in ex.github_action_benchmark(df)[0]}
+        atomic = next(x for x in extra["atomic"] if x.startswith("determinism: "))
+        torch_ = next(x for x in extra["torch"] if x.startswith("determinism: "))
+        assert atomic.startswith("determinism: not reproducible (3 distinct")
+        assert atomic.endswith(", not by design")
+        assert torch_.startswith("determinism: bitwise reproducible (1 distinct")
+        assert torch_.endswith(", deterministic by design")
