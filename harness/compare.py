@@ -23,7 +23,7 @@ from normbench.harness.compare_rules import (BOTH_NOT_OK, CompareError, Run, bas
                                              check_judges_something,
                                              expand_dirs, gpu_change,
                                              host_bound, index, isna, key_label, method_text,
-                                             num, select)
+                                             no_time_hint, num, select, timer_kind)
 
 EXIT_OK = 0
 EXIT_REGRESSION = 1
@@ -296,10 +296,10 @@ def compare_runs(base_runs: list[Run], cand: Run, *, threshold: float = 0.05,
         ok = recs[recs["status"] == "ok"] if "status" in recs.columns else recs
         if len(ok) and (mcol.name not in ok.columns
                         or not any(stats.is_time(v) for v in ok[mcol.name])):
-            hint = "compare with --metric call, or " if metric != "call" else ""
+            hint = (no_time_hint(mcol, metric, timer_kind(run.meta, recs), "compare")
+                    or "re-run on a harness that records it")
             raise CompareError(f"--metric {metric}: {run.dir} has no {mcol.name} > 0 "
-                               f"({mcol.doc or mcol.label}) in any ok record; {hint}"
-                               "re-run on a harness that records it")
+                               f"({mcol.doc or mcol.label}) in any ok record; {hint}")
     bases = base.indexes
     for run, dups in zip(base_runs, base.dup_keys):
         if dups:

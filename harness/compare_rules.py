@@ -89,6 +89,20 @@ def timer_kind(meta: dict, records) -> str | None:
     return _only_value(records, "timer")
 
 
+def no_time_hint(col: schema.Column, metric: str, timer: str | None, verb: str) -> str:
+    """Why a run has none of a metric's times, and what `verb` ("compare", "export") can do
+    instead ("" for `call`): the interpreter's CPU timer never measures GPU time, so no
+    harness records it there; a run on a GPU without it predates the harness that records it
+    (not the hardware)."""
+    if metric == "call":
+        return ""
+    if timer == "cpu_wall":
+        return ("GPU time is measured on a GPU only: this run timed the Triton interpreter; "
+                f"{verb} with --metric call")
+    return (f"the run recorded no {col.name}: {verb} with --metric call, or re-run on a "
+            "harness that records it")
+
+
 def _only_value(records, col: str) -> str | None:
     if col in records.columns:
         values = {str(t) for t in records[col].dropna().unique()}

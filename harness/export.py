@@ -41,7 +41,8 @@ from collections import Counter
 
 from normbench.harness import schema, stats
 from normbench.harness.cells import num as _num
-from normbench.harness.compare_rules import isna, key_label, key_tuple, timer_kind
+from normbench.harness.compare_rules import (isna, key_label, key_tuple, no_time_hint,
+                                             timer_kind)
 
 FORMATS = ("github-action-benchmark", "bencher")
 BENCHER_NAME_MAX = 1024      # characters in a Bencher benchmark name (BMF's reference)
@@ -105,17 +106,6 @@ def _ordered(value: float, lower: float | None, upper: float | None) -> bool:
     return (lower is not None and upper is not None
             and all(math.isfinite(v) for v in (value, lower, upper))
             and 0 < lower <= value <= upper)
-
-
-def _no_time_hint(col: schema.Column, metric: str, timer: str | None) -> str:
-    """Why a run has none of a metric's times: the interpreter's CPU timer never measures GPU
-    time; a run on a GPU without it predates the harness that records it (not the hardware)."""
-    if metric == "call":
-        return ""
-    if timer == "cpu_wall":
-        return " (GPU time is measured on a GPU only: this run timed the Triton interpreter)"
-    return (f" (the run recorded no {col.name}: export with --metric call, or re-run on a "
-            "harness that records it)")
 
 
 INTERPRETED = "CPU wall-clock under the Triton interpreter: not GPU performance"
@@ -193,11 +183,11 @@ def _rows(records, metric: str, meta: dict | None = None,
         key = {k: ("" if isna(r.get(k)) else str(r[k])) for k in schema.KEY}
         out.append((key_label(key), r, col))
     if not out:     # an empty document would pass a tracker's upload and gate nothing
-        no_time = left[f"without a {col.name} > 0"]
+        hint = left[f"without a {col.name} > 0"] and no_time_hint(
+            col, metric, timer_kind(meta or {}, records), "export")
         raise ExportError(f"--metric {metric}: nothing to export — of {len(rows)} record(s), "
-                          f"{LeftOut(left).why() or 'none'}"
-                          + (_no_time_hint(col, metric, timer_kind(meta or {}, records))
-                             if no_time else "") + "".join(f"; {n}" for n in notes))
+                          f"{LeftOut(left).why() or 'none'}" + (f" ({hint})" if hint else "")
+                          + "".join(f"; {n}" for n in notes))
     names = Counter(n for n, _, _ in out)   # two keys, one label: "-" and an empty GROUPS
     if (twice := next((n for n, c in names.items() if c > 1), None)) is not None:
         raise ExportError(f"{source}: two different case keys read as {twice!r}")

@@ -519,6 +519,32 @@ def test_common_compares_two_configs(tmp_path):
     assert "| flag | only in candidate |" not in cmp.render(res, "markdown")
 
 
+def test_metric_gpu_on_interpreter_runs_blames_the_timer_as_export_does(tmp_path):
+    """No harness records GPU time under the Triton interpreter: `re-run on a harness that
+    records it` would send the user after one that does not exist.  The hint is export's:
+    the run timed the interpreter (a GPU run without it still predates the harness)."""
+    from normbench.harness import export as ex
+
+    def run(name, timer):
+        recs = [synthetic.record(implementation=n, timer=timer) for n in ("torch", "atomic")]
+        return synthetic.write_run(tmp_path / name, recs, synthetic.meta(
+            timer=timer, interpreted=timer == "cpu_wall"))
+    a, b = run("a", "cpu_wall"), run("b", "cpu_wall")
+    with pytest.raises(cmp.CompareError) as e:
+        cmp.compare(a, b, metric="gpu")
+    said = str(e.value)
+    assert "re-run on a harness" not in said
+    assert said.endswith("; GPU time is measured on a GPU only: this run timed the Triton "
+                         "interpreter; compare with --metric call")
+    with pytest.raises(ex.ExportError) as e:
+        ex.export(a, "bencher", metric="gpu")
+    assert str(e.value).endswith("(GPU time is measured on a GPU only: this run timed the "
+                                 "Triton interpreter; export with --metric call)")
+    with pytest.raises(cmp.CompareError, match="; the run recorded no gpu_time_ms: compare "
+                       "with --metric call, or re-run on a harness that records it$"):
+        cmp.compare(run("g", "cuda_event"), run("g2", "cuda_event"), metric="gpu")
+
+
 def test_metric_gpu(tmp_path):
     a, a2 = _one(tmp_path, "a"), _one(tmp_path, "a2")
     with pytest.raises(cmp.CompareError, match="--metric gpu: .* has no gpu_time_ms"):

@@ -268,7 +268,7 @@ def test_no_gpu_time_blames_the_timer_only_where_it_was_the_cpu(tmp_path):
                        "no gpu_time_ms: export with --metric call, or re-run on a harness"):
         ex.export(run("gpu", "cuda_event"), "bencher", metric="gpu")
     with pytest.raises(ex.ExportError, match=r"GPU time is measured on a GPU only: this run "
-                       r"timed the Triton interpreter\)$"):
+                       r"timed the Triton interpreter; export with --metric call\)$"):
         ex.export(run("cpu", "cpu_wall"), "github-action-benchmark", metric="gpu")
     with pytest.raises(ex.ExportError, match="of 2 record.s., 2 not ok$"):
         ex.export(run("failed", "cuda_event", status="error", error="boom"), "bencher",
