@@ -218,7 +218,7 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
                                                 help="run on the Dask cluster of this "
                                                 "scheduler (tcp://host:8786 or a scheduler "
                                                 "file); workers need normbench installed"),
-        exclusive_below_us: Optional[float] = typer.Option(
+        exclusive_below_us: Optional[str] = typer.Option(
             None, "--exclusive-below-us", metavar="X", help="with --gpus/--scheduler: cases "
             "whose estimated or measured call time is below X µs, or whose measured call is "
             "host-bound, are measured with none of the run's other cases on their host"),
@@ -253,8 +253,13 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
         fail("run: --resume needs --out DIR (the run directory to finish)")
     if gpus is not None and scheduler is not None:
         fail("run: --gpus and --scheduler exclude each other (--gpus starts a cluster on this host)")
-    if exclusive_below_us is not None and not (exclusive_below_us >= 0):
-        fail(f"run: --exclusive-below-us: expected a number of µs >= 0, got {exclusive_below_us}")
+    if exclusive_below_us is not None:
+        from normbench.harness.text import decimal
+        x = decimal(exclusive_below_us)   # ASCII digits, as a config's: float() read '1_0'
+        if x is None or not 0 <= x < float("inf"):
+            fail(f"run: --exclusive-below-us: expected a number of µs >= 0, got "
+                 f"{exclusive_below_us!r}")
+        exclusive_below_us = x
     if exclusive_below_us is not None and gpus is None and scheduler is None:
         fail("run: --exclusive-below-us needs --gpus or --scheduler (a plain run measures one "
              "case at a time)")

@@ -30,13 +30,13 @@ def visible_gpus(cuda_visible_devices: str | None, device_count: int) -> list[st
 
 def parse_gpus(spec: str) -> str | int:
     """'all' or a positive count."""
+    from normbench.harness.text import count_of
     s = str(spec).strip().lower()
     if s == "all":
         return "all"
-    try:
-        n = int(s)
-    except ValueError:
-        raise PlacementError(f"--gpus: expected 'all' or a number of GPUs, got {spec!r}") from None
+    n = count_of(s)          # ASCII digits, as --shard's: int() also read '２' and '2_0'
+    if n is None:
+        raise PlacementError(f"--gpus: expected 'all' or a number of GPUs, got {spec!r}")
     if n < 1:
         raise PlacementError(f"--gpus: expected at least 1 GPU, got {n}")
     return n

@@ -329,12 +329,12 @@ def parse_threshold(text) -> float:
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         value = float(text)
     else:
+        from normbench.harness.text import decimal
         s = str(text).strip()
         percent = s.endswith("%")
-        try:
-            value = float(s[:-1] if percent else s)
-        except ValueError:
-            raise ValueError(f"threshold must look like 5% or 0.05, got {text!r}") from None
+        value = decimal(s[:-1] if percent else s)      # ASCII digits: float() read '５%'
+        if value is None:
+            raise ValueError(f"threshold must look like 5% or 0.05, got {text!r}")
     if not math.isfinite(value) or value < 0:
         raise ValueError(f"threshold must be a non-negative fraction (0.05) or percentage (5%), "
                          f"got {text!r}")

@@ -1,11 +1,29 @@
 """Small text helpers shared by the harness: one-line messages that never fail themselves,
-and shell commands printed for the user to paste."""
+shell commands printed for the user to paste, and numbers typed on a command line."""
 from __future__ import annotations
 
 import re
 import shlex
 
 _ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r", "\\": "\\\\", "'": "\\'"}
+
+
+_DECIMAL = re.compile(r"[ \t]*[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[ \t]*")
+
+
+def decimal(text: object) -> float | None:
+    """A number as a command-line option's value is written: ASCII digits with an optional
+    sign, point and exponent (blanks around it allowed, as --shard's and --shape's); None
+    for any other text, where float() also reads '２', '1_0' (10), 'inf' and 'nan' -- which
+    a config's numbers are refused as."""
+    return float(text) if isinstance(text, str) and _DECIMAL.fullmatch(text) else None
+
+
+def count_of(text: object) -> int | None:
+    """A count written in ASCII decimal digits (blanks around it allowed), else None (int()
+    also reads '２', '2_0' and '+2')."""
+    m = re.fullmatch(r"[ \t]*([0-9]{1,18})[ \t]*", text) if isinstance(text, str) else None
+    return int(m.group(1)) if m else None
 
 
 def one_line(text: object) -> str:

@@ -196,7 +196,10 @@ def test_parse_threshold():
     assert cmp.parse_threshold("5") == pytest.approx(0.05)
     assert cmp.parse_threshold(0.1) == pytest.approx(0.1)
     assert cmp.parse_threshold("100%") == pytest.approx(1.0)
-    for bad in ("-1%", "abc", "-0.1", "inf", "%"):
+    assert cmp.parse_threshold(" 5 %") == pytest.approx(0.05)
+    assert cmp.parse_threshold("1e-2") == pytest.approx(0.01)
+    # ASCII digits only, as a config's numbers: float() also read '５%' and '1_0%' (10 %)
+    for bad in ("-1%", "abc", "-0.1", "inf", "%", "５%", "1_0%", "nan", "0x1"):
         with pytest.raises(ValueError):
             cmp.parse_threshold(bad)
 

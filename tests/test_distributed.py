@@ -69,8 +69,10 @@ def test_gpu_placement_with_stand_in_devices():
         choose(3, ["2", "3"])
     with pytest.raises(PlacementError, match="no GPU"):
         choose("all", [])
-    assert parse_gpus("all") == "all" and parse_gpus("2") == 2
-    for bad in ("0", "-1", "two"):
+    assert parse_gpus("all") == "all" and parse_gpus("2") == 2 and parse_gpus(" 2 ") == 2
+    # a count in ASCII digits, as --shard's and a config's: int() also read '２', '2_0' (20
+    # workers) and '+2'
+    for bad in ("0", "-1", "two", "２", "2_0", "+2", "٣", ""):
         with pytest.raises(PlacementError):
             parse_gpus(bad)
     assert physical_index("3") == 3 and physical_index("GPU-aa") is None
@@ -681,6 +683,9 @@ def test_bad_cluster_options_are_one_line_and_exit_2(tmp_path):
                          (["--gpus", "99999"], "each stand-in worker is a process"),
                          (["--gpus", "2", "--scheduler", "tcp://x:1"], "exclude each other"),
                          (["--exclusive-below-us", "5"], "needs --gpus"),
+                         (["--gpus", "２"], "expected 'all' or a number of GPUs, got '２'"),
+                         (["--gpus", "2", "--exclusive-below-us", "1_0"],
+                          "--exclusive-below-us: expected a number of µs >= 0, got '1_0'"),
                          (["--shard", "3/3"], "0 <= I < N"),
                          (["--scheduler", "garbage"], "not a scheduler address"),
                          (["--scheduler", "tcp://127.0.0.1:99999"], "port 99999 is outside"),
