@@ -218,14 +218,32 @@ class CompareResult:
         return text + "."
 
 
-# why a baseline run counted has no time of a case (Baselines.without, and "failed")
+# why a baseline run counted has no time of a case (Baselines.without, and _no_time_why)
 _WITHOUT = {"lack": "lack {n} of them (shards, a run stopped early, cases added since)",
-            "failed": "failed or did not time {n}",
+            "failed": "failed {n}",
+            "incorrect": "got a wrong result (correct False) in {n}",
+            "unrepeatable": "did not repeat the bits of {n} though deterministic by design",
+            "untimed": "did not time {n}",
             "own": "hold only the candidate's own measurement of {n} (no baseline)",
             "shared": "hold another run's measurement of {n} (counted once)"}
 
 
-def _one_run_note(cases: list[CaseResult], base: baselines.Baselines) -> str:
+def _no_time_why(b: dict, mcol: schema.Column) -> str | None:
+    """Why a baseline run's record of a case gives no time to judge (a key of _WITHOUT): not
+    ok, a time of no speed (_unsound: wrong, or not repeatable though deterministic by
+    design), no time of the metric; None where it gives one."""
+    from normbench.harness.summary import is_false, not_repeatable
+    if b.get("status") != "ok":
+        return "failed"
+    if is_false(b.get("correct")):
+        return "incorrect"
+    if not_repeatable(b):
+        return "unrepeatable"
+    return None if stats.is_time(b.get(mcol.name)) else "untimed"
+
+
+def _one_run_note(cases: list[CaseResult], base: baselines.Baselines,
+                  mcol: schema.Column) -> str:
     """Of several baseline runs, the gated cases judged against one run's time, and why the
     others gave none, by cause ("" where there are none)."""
     one = [c for c in cases if c.gated and c.rule and c.rule != stats.ENVELOPE]
@@ -234,7 +252,8 @@ def _one_run_note(cases: list[CaseResult], base: baselines.Baselines) -> str:
     why: dict[str, int] = dict.fromkeys(_WITHOUT, 0)
     for c in one:
         key = tuple(c.key[k] for k in schema.KEY)
-        causes = set(base.without(key)) | ({"failed"} if c.base_runs > 1 else set())
+        causes = set(base.without(key)) | {w for b in base.records(key)
+                                           if (w := _no_time_why(b, mcol))}
         for cause in causes:
             why[cause] += 1
     said = ", ".join(_WITHOUT[k].format(n=n) for k, n in why.items() if n)
@@ -338,7 +357,7 @@ def compare_runs(base_runs: list[Run], cand: Run, *, threshold: float = 0.05,
     judged_new = {c.case_id for c in cases if c.base_runs == 0}
     check_gates_something(selection, [c.gated for c in cases], common)
     check_judges_something(cases)
-    if len(base_runs) > 1 and (note := _one_run_note(cases, base)):
+    if len(base_runs) > 1 and (note := _one_run_note(cases, base, mcol)):
         notes.append(note)
     cases.sort(key=lambda c: (not c.is_regression, not c.is_improvement, not c.gated,
                               -(c.ratio or 0) if c.is_regression else (c.ratio or 0)))

@@ -179,8 +179,19 @@ def test_the_one_run_note_and_the_noise_rule_say_why(tmp_path):
     res = cmp.compare([whole, failed], _run(tmp_path, "cand"))
     note = next(n for n in res.notes if "judged against one baseline run's time" in n)
     assert note.startswith("1 gated case(s) are judged against one baseline run's time: the "
-                           "other baseline run(s) failed or did not time 1;")
+                           "other baseline run(s) failed 1;")
     assert "shards" not in note
+    # a record ok but of a wrong result, or not repeatable though deterministic by design,
+    # gives no time either: said as what it is, not as a failure (each once, by cause)
+    wrong = _run(tmp_path, "wrong", _cases(torch=dict(correct=False),
+                                           disjoint_block=dict(deterministic=False,
+                                                               distinct_results=2)))
+    res = cmp.compare([whole, wrong], _run(tmp_path, "cand2"))
+    note = next(n for n in res.notes if "judged against one baseline run's time" in n)
+    assert note.startswith("2 gated case(s) are judged against one baseline run's time: the "
+                           "other baseline run(s) got a wrong result (correct False) in 1, did "
+                           "not repeat the bits of 1 though deterministic by design;")
+    assert "did not time" not in note
     # a merge beside another whole run, compared with one of its shards: the merge's record
     # of the shard's case is the candidate's own
     s0, s1 = _shards(tmp_path)
