@@ -1009,9 +1009,11 @@ def test_a_signal_as_the_isolate_worker_s_record_arrives_loses_nothing(tmp_path,
     wait, waits = isolate._wait, []
 
     def signalled(objects, timeout_s):
-        ready = wait(objects, timeout_s)
+        if len(waits) == 1:     # the first call's first wait (the first: the start's): the
+            _idle(next(iter(isolate._LIVE)).pid)    # worker sends its progress, then the
+        ready = wait(objects, timeout_s)            # record, and waits for the next call
         waits.append(ready)
-        if len(waits) == 2:                     # the first call's (the first: the start's)
+        if len(waits) == 2:
             raise Interrupted(signal.SIGINT)
         return ready
     monkeypatch.setattr(isolate, "_wait", signalled)
@@ -1022,6 +1024,23 @@ def test_a_signal_as_the_isolate_worker_s_record_arrives_loses_nothing(tmp_path,
     assert list(df["case_id"]) == [cases[0].key] and list(df["status"]) == ["ok"]
     assert df["concurrent_cases"].notna().all()
     assert len(pd.read_parquet(tmp_path / "r" / "records.parquet")) == 1
+
+
+def _idle(pid: int, limit_s: float = 120.0) -> None:
+    """Wait until process `pid` sleeps and has used no CPU for a second (an isolate worker
+    blocked reading its next call, every message of the last one sent)."""
+    def now():
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return fields[0], int(fields[11]) + int(fields[12])     # state, utime + stime
+    deadline, last = time.monotonic() + limit_s, now()
+    while time.monotonic() < deadline:
+        time.sleep(1.0)
+        state, cpu = now()
+        if state == "S" and last == (state, cpu):
+            return
+        last = (state, cpu)
+    raise AssertionError(f"worker {pid} still busy after {limit_s:g} s")
 
 
 def test_saving_what_a_stop_left_skips_the_kept_and_goes_past_a_refused_record(tmp_path):
