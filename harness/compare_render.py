@@ -212,8 +212,14 @@ def _key_doc(key: dict) -> dict:
     numbers, not the case key's text, so that a tracker reading the JSON gets the types
     records.csv has (groups stays text: "auto", "-" or a number as asked)."""
     from normbench.harness import schema
-    return {k: int(v) if schema.BY_NAME[k].dtype == "Int64" and str(v).lstrip("-").isdigit()
-            else v for k, v in key.items()}
+    return {k: int(v) if schema.BY_NAME[k].dtype == "Int64" and _integer(str(v)) else v
+            for k, v in key.items()}
+
+
+def _integer(text: str) -> bool:
+    """Whether `text` is an integer in ASCII digits (str.isdigit takes '²', which int refuses)."""
+    digits = text[1:] if text.startswith("-") else text
+    return digits.isascii() and digits.isdecimal()
 
 
 def _case_doc(c) -> dict:

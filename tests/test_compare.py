@@ -1269,3 +1269,12 @@ def test_a_strategy_now_deterministic_by_design_that_does_not_repeat_regresses(t
     res = cmp.compare(c, b)
     assert not res.regressions and "deterministic False on both sides" in \
         next(x for x in res.cases if x.key["implementation"] == "disjoint_block").flags
+
+
+def test_a_key_field_that_is_no_ascii_integer_stays_text_in_json():
+    """rows and d become JSON numbers where they are integers; a hand-made frame's '²' passed
+    str.isdigit and then int() raised ValueError (compare_records with --format json)."""
+    from normbench.harness.compare_render import _key_doc
+    assert _key_doc({"rows": "4096", "d": "-1", "groups": "64"}) == {"rows": 4096, "d": -1,
+                                                                     "groups": "64"}
+    assert _key_doc({"rows": "²", "d": "６４"}) == {"rows": "²", "d": "６４"}
