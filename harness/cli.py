@@ -185,8 +185,8 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
                                                   "config's rows and d (repeatable), e.g. "
                                                   "--shape 16384x5120"),
         out_dir: Optional[str] = typer.Option(None, "--out", help="run directory: new, "
-                                              "empty, or a run directory "
-                                              "[default: runs/NAME-TIMESTAMP]"),
+                                              "empty, or (with --resume) one this config "
+                                              "started [default: runs/NAME-TIMESTAMP]"),
         resume: bool = typer.Option(False, "--resume", help="finish the run in --out: skip "
                                     "records it already holds; the implementations it planned "
                                     "are planned again, those unavailable here recorded as "
