@@ -7,14 +7,16 @@ of a run stopped before its end (harness/report/coverage.py) counts the cases pl
 and names those it did not record.
 
 Pure but for the registry (strategies: whether an implementation uses GROUPS, which multiplies
-its cases); without one, or for a plugin not loaded here, that is read from its records."""
+its cases); without one, or for a plugin not loaded here, that is read from its records.
+`settings_differ` says what differs between the run's config and another (a resume refused)."""
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from normbench.harness import schema
-from normbench.harness.config import ConfigError, parse_config
+from normbench.harness.config import ConfigError, Sweep, parse_config
 from normbench.harness.plan import NO_GROUPS, expand
 
 _IMPL_AT, _GROUPS_AT = schema.KEY.index("implementation"), schema.KEY.index("groups")
@@ -120,3 +122,56 @@ def rebuild(meta: dict, here: Iterable[str], also: Iterable[str] = ()) -> Plan |
                                        groups.get(n, {NO_GROUPS}) != {NO_GROUPS}, names)
                  if c.implementation in names)
     return Plan(keys, whole) if here <= set(keys) else None
+
+
+SHOWN_SETTINGS = 6       # settings named one by one in a refusal; more: "and N more"
+
+
+def settings_differ(meta: dict, sweep: Sweep) -> str:
+    """'; settings that differ: shapes [[4,64]] in the run, unset here; rows unset in the
+    run, [4] here' -- the validated settings of the run's config (meta.json's config_text,
+    read as its path read it) against `sweep`'s, field by field (timing.rep_ms); or that
+    they are the same and only the text differs (a comment: the hash of a config file is
+    its text's).  '' where config_text is absent or no longer validates."""
+    text = meta.get("config_text")
+    if not isinstance(text, str):
+        return ""
+    try:
+        old = parse_config(text, str(meta.get("config_path") or "meta.json config_text"))
+    except (ConfigError, ValueError, TypeError):
+        return ""
+    a, b = _flat_settings(old), _flat_settings(sweep)
+    keys = [k for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k)]
+    if not keys:
+        return "; its settings are this one's: only the config's text differs"
+    shown = [f"{k} {_setting(a.get(k))} in the run, {_setting(b.get(k))} here"
+             for k in keys[:SHOWN_SETTINGS]]
+    more = f"; and {len(keys) - SHOWN_SETTINGS} more" if len(keys) > SHOWN_SETTINGS else ""
+    return "; settings that differ: " + "; ".join(shown) + more
+
+
+def _flat_settings(sweep: Sweep) -> dict:
+    """A sweep's validated settings (config_hash hashes them), nested ones as timing.rep_ms."""
+    out = {}
+    for k, v in sweep.model_dump(exclude={"source_text", "source_path"}, mode="json").items():
+        for kk, vv in (v.items() if isinstance(v, dict) else [(None, v)]):
+            out[k if kk is None else f"{k}.{kk}"] = json.dumps(
+                _as_written(vv), separators=(",", ":"), ensure_ascii=False)
+    return out
+
+
+def _as_written(v):
+    """A setting as a config writes it: a shape [4,64], a whole number 1 (not 1.0)."""
+    if isinstance(v, list):
+        return [_as_written(x) for x in v]
+    if isinstance(v, dict) and set(v) == {"rows", "d"}:
+        return [v["rows"], v["d"]]
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return v
+
+
+def _setting(v: str | None) -> str:
+    if v is None or v == "null":
+        return "unset"
+    return v if len(v) <= 60 else v[:57] + "…"

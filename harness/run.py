@@ -32,7 +32,8 @@ from normbench.harness.interrupt import (Interrupted, held, install, interruptio
 from normbench.harness.isolate import Worker, WorkerCrashed, WorkerStartError, WorkerTimeout
 from normbench.harness.measure import Settings, failed_record, lost_context, measure
 from normbench.harness.plan import Case
-from normbench.harness.replan import invocation_only, planned_implementations, rebuild
+from normbench.harness.replan import (invocation_only, planned_implementations, rebuild,
+                                      settings_differ)
 from normbench.harness.store import (RunStore, StoreError, check_not_in_use, check_out_dir,
                                      is_run_dir, load_meta, load_records, records_a_run,
                                      stored_records, unrecorded_run)
@@ -82,66 +83,11 @@ def resume_mismatch(meta: dict, sweep: Sweep, facts: dict | None = None,
     if meta.get("config_hash") not in (sweep.config_hash, sweep.raw_data_hash,
                                        sweep.text_hash):
         why.append(f"it was started from another config (hash {meta.get('config_hash')}, "
-                   f"this one {sweep.config_hash}{_settings_differ(meta, sweep)})")
+                   f"this one {sweep.config_hash}{settings_differ(meta, sweep)})")
     here, interp = _here(facts)
     if device and (meta.get("device_name") != here or bool(meta.get("interpreted")) != interp):
         why.append(f"it was measured on {meta.get('device_name')}, this is {here}")
     return why
-
-
-SHOWN_SETTINGS = 6       # settings named one by one in a refusal; more: "and N more"
-
-
-def _settings_differ(meta: dict, sweep: Sweep) -> str:
-    """'; settings that differ: shapes [[4,64]] in the run, unset here; rows unset in the
-    run, [4] here' -- the validated settings of the run's config (meta.json's config_text,
-    read as its path read it) against `sweep`'s, field by field (timing.rep_ms); or that
-    they are the same and only the text differs (a comment: the hash of a config file is
-    its text's).  '' where config_text is absent or no longer validates."""
-    from normbench.harness.config import ConfigError, parse_config
-    text = meta.get("config_text")
-    if not isinstance(text, str):
-        return ""
-    try:
-        old = parse_config(text, str(meta.get("config_path") or "meta.json config_text"))
-    except (ConfigError, ValueError, TypeError):
-        return ""
-    a, b = _flat_settings(old), _flat_settings(sweep)
-    keys = [k for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k)]
-    if not keys:
-        return "; its settings are this one's: only the config's text differs"
-    shown = [f"{k} {_setting(a.get(k))} in the run, {_setting(b.get(k))} here"
-             for k in keys[:SHOWN_SETTINGS]]
-    more = f"; and {len(keys) - SHOWN_SETTINGS} more" if len(keys) > SHOWN_SETTINGS else ""
-    return "; settings that differ: " + "; ".join(shown) + more
-
-
-def _flat_settings(sweep: Sweep) -> dict:
-    """A sweep's validated settings (config_hash hashes them), nested ones as timing.rep_ms."""
-    import json
-    out = {}
-    for k, v in sweep.model_dump(exclude={"source_text", "source_path"}, mode="json").items():
-        for kk, vv in (v.items() if isinstance(v, dict) else [(None, v)]):
-            out[k if kk is None else f"{k}.{kk}"] = json.dumps(
-                _as_written(vv), separators=(",", ":"), ensure_ascii=False)
-    return out
-
-
-def _as_written(v):
-    """A setting as a config writes it: a shape [4,64], a whole number 1 (not 1.0)."""
-    if isinstance(v, list):
-        return [_as_written(x) for x in v]
-    if isinstance(v, dict) and set(v) == {"rows", "d"}:
-        return [v["rows"], v["d"]]
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    return v
-
-
-def _setting(v: str | None) -> str:
-    if v is None or v == "null":
-        return "unset"
-    return v if len(v) <= 60 else v[:57] + "…"
 
 
 def _here(facts: dict | None) -> tuple[str, bool]:
