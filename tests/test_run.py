@@ -1431,6 +1431,18 @@ def test_a_resume_whose_only_leaves_out_a_plugin_not_loaded_leaves_a_stopped_run
     assert load_meta(d)["completed"] is False and len(load_records(d)) == 1
 
 
+def _stopped_after_torch(cfg, run, tmp_path):
+    """(cfg, a copy of `run`) whose meta.json says its first invocation planned both
+    implementations and stopped after torch's case."""
+    from normbench.harness.store import load_meta
+    d = tmp_path / "run"
+    shutil.copytree(run, d)
+    meta = load_meta(d)
+    meta.update(completed=False, invocations=[{**e, "only": None} for e in meta["invocations"]])
+    (d / "meta.json").write_text(json.dumps(meta))
+    return cfg, d
+
+
 def test_a_resume_narrowed_by_only_leaves_a_stopped_run_incomplete(torch_only_run, tmp_path):
     """A whole run stopped early, then resumed with --only torch: the resume measured what
     its --only left and wrote completed: true, though disjoint_block's case of the first
@@ -1438,12 +1450,7 @@ def test_a_resume_narrowed_by_only_leaves_a_stopped_run_incomplete(torch_only_ru
     read the run as complete.  The plan is every invocation's: it stays incomplete until a
     resume measures the rest."""
     from normbench.harness.store import load_meta
-    cfg, run = torch_only_run
-    d = tmp_path / "run"
-    shutil.copytree(run, d)
-    meta = load_meta(d)        # as if the first invocation planned both and stopped after torch
-    meta.update(completed=False, invocations=[{**e, "only": None} for e in meta["invocations"]])
-    (d / "meta.json").write_text(json.dumps(meta))
+    cfg, d = _stopped_after_torch(*torch_only_run, tmp_path)
     r = cli("run", cfg, "--out", d, "--resume", "--no-report", "--only", "torch")
     assert r.returncode == 0, r.stderr
     assert load_meta(d)["completed"] is False
@@ -1459,12 +1466,7 @@ def test_a_resume_forced_onto_another_config_leaves_a_stopped_run_incomplete(tor
     though the cases of the config meta.json names (the run's plan) were still missing.  It
     stays incomplete; a resume with the run's own config measures the rest and completes it."""
     from normbench.harness.store import load_meta
-    cfg, run = torch_only_run
-    d = tmp_path / "run"
-    shutil.copytree(run, d)
-    meta = load_meta(d)        # as if the first invocation planned both and stopped after torch
-    meta.update(completed=False, invocations=[{**e, "only": None} for e in meta["invocations"]])
-    (d / "meta.json").write_text(json.dumps(meta))
+    cfg, d = _stopped_after_torch(*torch_only_run, tmp_path)
     for other in (config(tmp_path, "u", implementations=["torch"]),             # same keys
                   config(tmp_path, "v", implementations=["torch"], norm=["rmsnorm"])):
         r = cli("run", other, "--out", d, "--force-resume", "--no-report")
