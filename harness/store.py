@@ -567,9 +567,11 @@ class _Lock:
     def close(self) -> None:
         try:
             if self.file is not None:
-                _HELD_FILES.discard(_identity(os.fstat(self.file)))
-                try:
-                    os.unlink(self.path)   # before its lock goes: a later run makes its own
+                mine = _identity(os.fstat(self.file))
+                _HELD_FILES.discard(mine)
+                try:                # before its lock goes (a later run makes its own), and
+                    if _identity(os.stat(self.path)) == mine:   # only the file it locked
+                        os.unlink(self.path)
                 except OSError:
                     pass
                 os.close(self.file)
