@@ -374,6 +374,14 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
     if skipped:
         count += (f" ({skipped} to be recorded skipped: {', '.join(skip_here)} "
                   f"{'is' if len(skip_here) == 1 else 'are'} unavailable here)")
+    def finish(**changed) -> str:
+        """The command that finishes this run (--resume): its arguments as given, but
+        `changed` (read when called: out_dir and the options as they stand then)."""
+        options = dict(only=only, isolate=isolate, shard=shard, gpus=gpus, scheduler=scheduler,
+                       exclusive_below_us=exclusive_below_us, no_report=no_report,
+                       strict=strict, force_resume=force_resume)
+        return _again(config, overrides, shape, out_dir=out_dir, **{**options, **changed})
+
     if resume and out_dir is not None and not left and is_complete(out_dir):
         # nothing to measure: the directory is left as it is (no copy ceiling measured, no
         # resumes entry, ended_at and the report as they were) but for what a run stopped as
@@ -383,11 +391,7 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
             try:
                 repaired = repair_closed(out_dir)
             except StoreWriteError as e:
-                _write_failed(e, out_dir, _again(
-                    config, overrides, shape, only=only, isolate=isolate, shard=shard,
-                    gpus=gpus, scheduler=scheduler, exclusive_below_us=exclusive_below_us,
-                    no_report=no_report, strict=strict, force_resume=force_resume,
-                    out_dir=out_dir))
+                _write_failed(e, out_dir, finish())
             except StoreError as e:
                 fail(f"run: {e}")
         say(out if dry_run else err, f"nothing left to measure: {out_dir} is complete "
@@ -429,42 +433,28 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
                           implementations=names if sweep.implementations is None else
                           list(sweep.implementations), only=wanted)
     except StoreWriteError as e:    # the machine's fault mid-run, not the input's
-        _write_failed(e, out_dir, _again(
-            config, overrides, shape, only=only, isolate=isolate, shard=shard, gpus=gpus,
-            scheduler=scheduler, exclusive_below_us=exclusive_below_us, no_report=no_report,
-            strict=strict, force_resume=force_resume, out_dir=out_dir))
+        _write_failed(e, out_dir, finish())
     except StoreError as e:
         fail(f"run: {e}")
     except WorkerStartError as e:
-        from normbench.harness.run import discard_if_empty, held_keys
+        from normbench.harness.run import discard_if_empty
         if made:            # nothing recorded: the directory this run made goes, as a cluster's
             discard_if_empty(real or out_dir, up_to=top)
-        try:                # a fresh worker after a crash or a timeout, mid-sweep: records kept
-            kept = len(held_keys(out_dir)) if os.path.isdir(out_dir) else 0
-        except StoreError:
-            kept = 0
+        kept = _kept(out_dir)   # a fresh worker after a crash or a timeout, mid-sweep
         if kept:
             from normbench.harness.text import count as counted
-            again = _again(config, overrides, shape, only=only, isolate=isolate, shard=shard,
-                           gpus=gpus, scheduler=scheduler,
-                           exclusive_below_us=exclusive_below_us, no_report=no_report,
-                           strict=strict, force_resume=force_resume, out_dir=out_dir)
             fail(f"run: the isolate worker could not start or get ready, so no more cases can "
                  f"run: {e}; {counted(kept, 'record')} kept in {out_dir}; once it can, finish "
-                 "with:", 1, command=again)
+                 "with:", 1, command=finish())
         fail(f"run: the isolate worker could not start or get ready, so no case can run: {e}", 1)
     except Exception as e:
         from normbench.harness.distributed import ClusterError
-        from normbench.harness.run import ContextLost, held_keys
+        from normbench.harness.run import ContextLost
         if isinstance(e, ContextLost):
             from normbench.harness.text import count as counted
-            again = _again(config, overrides, shape, only=only, isolate=True, shard=shard,
-                           gpus=gpus, scheduler=scheduler,
-                           exclusive_below_us=exclusive_below_us, no_report=no_report,
-                           strict=strict, force_resume=force_resume, out_dir=out_dir)
-            fail(f"run: {e}; {counted(len(held_keys(out_dir)), 'record')} kept in {out_dir}; "
+            fail(f"run: {e}; {counted(_kept(out_dir), 'record')} kept in {out_dir}; "
                  "finish with --isolate, whose worker is replaced where a case loses it:", 1,
-                 command=again)
+                 command=finish(isolate=True))
         if isinstance(e, ClusterError):
             if made:
                 from normbench.harness.run import discard_if_empty
@@ -483,13 +473,9 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
     if outcome.interrupted and outcome.finished:      # as the run closed
         _after_sweep(outcome.interrupted, out_dir, no_report)
     if outcome.interrupted:
-        again = _again(config, overrides, shape, only=only, isolate=isolate, shard=shard,
-                       gpus=gpus, scheduler=scheduler, exclusive_below_us=exclusive_below_us,
-                       no_report=no_report, strict=strict, force_resume=force_resume,
-                       out_dir=out_dir)
         fail(f"interrupted by {signal.Signals(outcome.interrupted).name}: "
              f"{counted(len(df), 'record')} kept in {out_dir}; finish with:",
-             128 + outcome.interrupted, command=again)
+             128 + outcome.interrupted, command=finish())
     if not no_report:
         paths = _report_after(out_dir)
         say(err, f"report: {paths['report.html']}")
@@ -714,18 +700,26 @@ def _again(config, overrides, shape, *, out_dir, **options) -> str:
     return shell_join(words)
 
 
+def _kept(out_dir) -> int:
+    """How many records the run directory holds: 0 where there is none, or none can be read
+    (a failure being reported must not raise another)."""
+    from normbench.harness.run import held_keys
+    from normbench.harness.store import StoreError
+    try:
+        return len(held_keys(out_dir)) if os.path.isdir(out_dir) else 0
+    except (StoreError, OSError):
+        return 0
+
+
 def _write_failed(e: Exception, out_dir: Path, again: str):
     """A file of the run that could not be written (a full disk, a directory gone read-only):
     one line, exit 1, saying what records.csv keeps (each record is fsynced as it is stored;
     one whose append failed is cut back off) and the --resume that goes on once it can be
     written — rewriting records.parquet from records.csv, and marking the run complete."""
-    from normbench.harness.run import held_keys, is_complete
-    from normbench.harness.store import RECORDS_CSV, StoreError
+    from normbench.harness.run import is_complete
+    from normbench.harness.store import RECORDS_CSV
     from normbench.harness.text import count as counted
-    try:
-        kept = len(held_keys(out_dir)) if os.path.isdir(out_dir) else 0
-    except (StoreError, OSError):
-        kept = 0
+    kept = _kept(out_dir)
     if not kept:
         fail(f"run: {e}", 1)
     state = "" if is_complete(out_dir) else " (the run is not marked complete)"
