@@ -140,10 +140,10 @@ class Worker:
         what this call would have (or raises its RuntimeError).
         """
         with self._mutex:
+            self.partial = None     # before the start: a crash there carries no earlier call's
             self.start()
             proc, conn = self._proc, self._conn
             reading = False         # recv() begun: what is left in the pipe is no whole reply
-            self.partial = None
             deadline = None if timeout_s is None else time.monotonic() + max(0.0, timeout_s)
             try:
                 try:
@@ -156,21 +156,21 @@ class Worker:
                     if not ready:
                         pid = proc.pid
                         self._discard(kill=True)
-                        raise _with_partial(WorkerTimeout(
-                            f"{self.target} did not return within {timeout_s:g} s; worker pid "
-                            f"{pid} killed"), self.partial)
+                        late = WorkerTimeout(f"{self.target} did not return within "
+                                             f"{timeout_s:g} s; worker pid {pid} killed")
+                        late.partial = self.partial
+                        raise late
                     # The reply may be in the pipe even if the worker exited just after
                     # sending it.
                     if not conn.poll():
-                        raise _with_partial(self._crashed("died during the call"), self.partial)
+                        raise self._crashed("died during the call")
                     reading = True
                     try:
                         reply = conn.recv()
                     except (EOFError, OSError):
-                        raise _with_partial(self._crashed("died during the call"),
-                                            self.partial) from None
+                        raise self._crashed("died during the call") from None
                     reading = False
-                    if not (isinstance(reply, tuple) and reply and reply[0] == "progress"):
+                    if not _is_progress(reply):
                         break
                     self.partial = reply[1]     # what the target has so far (`progress`)
             except (WorkerTimeout, WorkerCrashed):
@@ -253,9 +253,13 @@ class Worker:
             raise err
 
     def _crashed(self, what: str, cls: type[WorkerCrashed] = WorkerCrashed) -> WorkerCrashed:
+        """The worker died: reaped, and the exception that says so, carrying the call's last
+        `progress` value as `partial`."""
         pid = self._proc.pid if self._proc is not None else "?"
         code = self._discard(kill=True)
-        return cls(f"worker pid {pid} running {self.target} {what}: {_describe_exit(code)}")
+        err = cls(f"worker pid {pid} running {self.target} {what}: {_describe_exit(code)}")
+        err.partial = self.partial
+        return err
 
     def _discard(self, kill: bool = False) -> int | None:
         """Stop and reap the current worker, if any; its exit code."""
@@ -309,10 +313,9 @@ def _close_all() -> None:
             pass
 
 
-def _with_partial(e: BaseException, partial: Any) -> BaseException:
-    """`e` carrying, as `partial`, the last value the target sent with `progress` (None)."""
-    e.partial = partial
-    return e
+def _is_progress(reply) -> bool:
+    """Whether a message from the worker is a `progress` value, not a call's reply."""
+    return isinstance(reply, tuple) and bool(reply) and reply[0] == "progress"
 
 
 # in the worker: why the target said this process must serve no further call (`retire`), and
@@ -384,7 +387,7 @@ def _sent_reply(conn):
             if not conn.poll(0):
                 return None
             reply = conn.recv()
-            if not (isinstance(reply, tuple) and reply and reply[0] == "progress"):
+            if not _is_progress(reply):
                 break
     except Exception:
         return None

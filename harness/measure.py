@@ -330,8 +330,9 @@ def failed_record(case: Case, s: Settings, status: str, error: str, duration_s: 
 
 def _so_far(rec: dict) -> None:
     """In an isolate or cluster worker: send the record measured so far to the parent
-    (isolate.progress), so that a hang or a crash later in the case loses none of it."""
-    isolate.progress(dict(rec))
+    (isolate.progress, which pickles it as it sends it: no copy is needed), so that a hang
+    or a crash later in the case loses none of it."""
+    isolate.progress(rec)
 
 
 # The least value a contention model can give: every partial row and every dγ slot has a
