@@ -41,6 +41,7 @@ _LATE = ("COLUMNS", "LINES", "PYTEST_CURRENT_TEST")
 _lock = threading.Lock()
 _servers: dict = {}
 _seen: dict = {}
+_evicted: set = set()   # kinds whose server was stopped to make room for another's
 
 
 def _key(env: dict):
@@ -50,16 +51,24 @@ def _key(env: dict):
 
 def _start(env: dict):
     """The server for `env`'s kind of environment, started on its second call (a server costs
-    more than one call saves; a few kinds at once), or None."""
+    more than one call saves), or None.  Four at most: the least recently used is stopped to
+    make room, and its kind gets a server again on its next call (a kind whose server did not
+    start or died gets none)."""
     key = _key(env)
-    srv = _servers.get(key)
+    srv = _servers.pop(key, None)
     if srv is not None and srv.poll() is None:
+        _servers[key] = srv             # the most recently used last: the first makes room
         return srv
-    _seen[key] = _seen.get(key, 0) + 1
-    if _seen[key] != 2:               # the first call, or a server that did not start or died
-        return None
-    if len(_servers) >= 4:
-        _stop(next(iter(_servers)))
+    if key in _evicted:
+        _evicted.discard(key)
+    else:
+        _seen[key] = _seen.get(key, 0) + 1
+        if _seen[key] != 2:           # the first call, or a server that did not start or died
+            return None
+    while len(_servers) >= 4:
+        key_out = next(iter(_servers))
+        _stop(key_out)
+        _evicted.add(key_out)
     srv = _spawn([], env)
     if srv is not None:
         _servers[key] = srv
@@ -77,8 +86,8 @@ def _spawn(args: list, env: dict):
     return None
 
 
-def _stop(key, servers=_servers):
-    srv = servers.pop(key, None)
+def _stop(key, servers=None):
+    srv = (_servers if servers is None else servers).pop(key, None)
     if srv is not None and srv.poll() is None:
         srv.stdin.close()
         try:

@@ -110,12 +110,20 @@ BROKEN = {"nb_missing_dep": "import nosuch_module_xyz\n",
           "nb_exits": "import sys\nsys.exit(3)\n"}
 
 
-@pytest.mark.parametrize("module", ["nb_absent", *BROKEN])
-def test_a_broken_plugin_is_one_line_naming_it(tmp_path, module):
+@pytest.fixture(scope="module")
+def broken_plugins(tmp_path_factory):
+    """One folder of the broken plugins for every case, so that their calls share one
+    environment but for NORMBENCH_PLUGINS (and one fork server: tests/forkcli.py)."""
+    folder = tmp_path_factory.mktemp("plugins")
     for name, text in BROKEN.items():
-        (tmp_path / f"{name}.py").write_text(text)
+        (folder / f"{name}.py").write_text(text)
+    return folder
+
+
+@pytest.mark.parametrize("module", ["nb_absent", *BROKEN])
+def test_a_broken_plugin_is_one_line_naming_it(tmp_path, module, broken_plugins):
     env = {**ENV, "NORMBENCH_PLUGINS": f"tests.fake_impls,{module}",
-           "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
+           "PYTHONPATH": f"{ROOT}{os.pathsep}{broken_plugins}"}
     cfg = config(tmp_path)
     for args in (["list"], ["run", str(cfg), "--dry-run"], []):
         one_line(cli(*args, env=env, cwd=tmp_path), f"plugin {module} ", "cannot be loaded")

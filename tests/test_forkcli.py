@@ -57,6 +57,50 @@ def test_a_forked_call_is_a_fresh_python_s(script, tmp_path, what):
                                "ctrl-c": -signal.SIGINT, "killed": -signal.SIGTERM}[what]
 
 
+def test_a_kind_whose_server_made_room_gets_one_again(monkeypatch):
+    """Four servers at most: a fifth kind of environment stops one.  The first one started was
+    stopped, and its kind never got a server again (counted as a server that died), so in the
+    whole suite every later CLI call of a test file's usual environment was a plain subprocess
+    after a test had used four other kinds (the broken-plugin tests): 3.8 s became 20 s.  Now
+    the least recently used server makes room, and its kind gets one again on its next call."""
+    import io
+
+    class Server:               # what _start and _stop use of a started server
+        def __init__(self):
+            self.stdin, self.alive = io.BytesIO(), True
+
+        def poll(self):
+            return None if self.alive else 0
+
+        def wait(self, timeout=None):
+            self.alive = False
+            return 0
+
+        kill = wait
+
+    started = []
+    monkeypatch.setattr(forkcli, "_spawn", lambda args, env: started.append(env["K"]) or Server())
+    for name, value in (("_servers", {}), ("_seen", {}), ("_evicted", set())):
+        monkeypatch.setattr(forkcli, name, value, raising=False)
+    env = {k: {"K": k} for k in "abcdef"}
+    for k in "abcde":
+        assert forkcli._start(env[k]) is None           # a first call: a plain subprocess
+        assert forkcli._start(env[k]) is not None
+    def kinds():
+        return "".join(key[0][1] for key in forkcli._servers)
+
+    assert started == list("abcde") and kinds() == "bcde"
+    assert forkcli._start(env["a"]) is not None          # its server again, at once
+    assert started[-1] == "a" and kinds() == "cdea"
+    assert forkcli._start(env["c"]) is not None and kinds() == "deac"   # used: kept
+    forkcli._start(env["f"])
+    forkcli._start(env["f"])
+    assert kinds() == "eacf"                             # d: the least recently used
+    # a server that died is not started again
+    forkcli._servers[forkcli._key(env["f"])].alive = False
+    assert forkcli._start(env["f"]) is None and kinds() == "eac"
+
+
 def test_a_call_past_its_timeout_is_killed_as_subprocess_does(script, tmp_path):
     env = dict(os.environ)
     p = tmp_path / "slow.py"
