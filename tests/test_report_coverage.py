@@ -177,6 +177,61 @@ def test_a_run_that_holds_its_lock_is_still_running(tmp_path):
     assert not in_use(d)
 
 
+def test_two_reports_of_one_run_at_once_leave_the_later_ones_report(tmp_path, monkeypatch):
+    """`report RUN` begun while the run measured (it reads: rmsnorm only, still running) and
+    the run's own report at its end (complete) wrote their files at once: the earlier one's
+    "still running" pages landed over the complete ones.  One waits for the other now, then
+    reads the run as it is: the complete report is the one left, every plot it links there."""
+    import re
+    import threading
+    from normbench.harness.report import build, write_report
+    from normbench.harness.store import RunStore
+    recs = [synthetic.record(norm=n, implementation="torch", rows=1024, d=512)
+            for n in ("rmsnorm", "layernorm")]
+    d = synthetic.write_run(tmp_path / "r", recs[:1], synthetic.meta(completed=False))
+    run = RunStore(d, resume=True)                 # the run, still measuring
+    built, other_building, other_done = (threading.Event() for _ in range(3))
+    real = build.build_report
+
+    def slow_build(*a, **k):        # the standalone report: slow to build (its plots)
+        if threading.current_thread().name == "run":
+            other_building.set()
+        rep = real(*a, **k)
+        if threading.current_thread().name == "standalone":
+            built.set()
+            # the run's report goes through meanwhile, where nothing holds it off (1 s
+            # without it building: it waits for this one)
+            if other_building.wait(1):
+                other_done.wait(60)
+        return rep
+    monkeypatch.setattr(build, "build_report", slow_build)
+    errors = []
+
+    def report(name):
+        try:
+            write_report(d)
+        except BaseException as e:      # pragma: no cover - shown by the assert below
+            errors.append(e)
+        if name == "run":
+            other_done.set()
+    standalone = threading.Thread(target=report, args=("standalone",), name="standalone")
+    standalone.start()
+    assert built.wait(60)
+    run.append(recs[1])                 # the run measures its last case, then closes
+    run.write_meta(synthetic.meta(completed=True))
+    run.close()
+    at_end = threading.Thread(target=report, args=("run",), name="run")
+    at_end.start()
+    standalone.join(60)
+    at_end.join(60)
+    assert not errors
+    md = (d / "report.md").read_text()
+    assert "still running" not in md and "Incomplete run" not in md
+    links = set(re.findall(r"plots/([\w.-]+\.png)", md))
+    assert "bandwidth_layernorm.png" in links
+    assert all((d / "plots" / name).is_file() for name in links)
+
+
 def test_a_report_table_written_while_the_run_went_on_is_rewritten_with_its_report(tmp_path):
     """report --markdown-table during a run writes report-table.md; the run's own report at
     its end (run, run --resume, report DIR: write_report) rewrites it, never leaving the

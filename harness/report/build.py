@@ -3,6 +3,10 @@ write report.html, report.md and plots/*.png (and report-table.md: write_table, 
 current by write_report where it exists)."""
 from __future__ import annotations
 
+import errno
+import fcntl
+import os
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -48,11 +52,52 @@ def write_table(run_dir) -> str:
     from normbench.harness import store
     run_dir = Path(run_dir)
     store.check_run_dir(run_dir)     # StoreError, one line: a run's own directory only
-    text = _table_text(store.load_records(run_dir), store.load_meta(run_dir) or {},
-                       live=store.in_use(run_dir))
-    _refuse_directory(run_dir / REPORT_TABLE)
-    store.write_file_atomic(run_dir / REPORT_TABLE, text)
+    plots_dir = run_dir / PLOTS_DIR
+    # after a report being written (which rewrites report-table.md where it is there), not
+    # beside it; no plots/ yet: no report to wait for, and none made for a table
+    with _one_report_at_a_time(plots_dir) if plots_dir.is_dir() else _nothing():
+        text = _table_text(store.load_records(run_dir), store.load_meta(run_dir) or {},
+                           live=store.in_use(run_dir))
+        _refuse_directory(run_dir / REPORT_TABLE)
+        store.write_file_atomic(run_dir / REPORT_TABLE, text)
     return text
+
+
+@contextmanager
+def _nothing():
+    yield
+
+
+@contextmanager
+def _one_report_at_a_time(plots_dir: Path):
+    """Hold the flock of `plots_dir` (an existing directory): one report of a run directory is
+    written at a time, the others wait.  Two at once (`report RUN` begun while the run measured,
+    and the run's own report at its end) interleaved their files: the earlier one's
+    "still running" pages could land last over the complete ones, or its clean-up delete the
+    plots the other's pages link.  Where the file system takes no flock (NFS), none is held."""
+    while True:
+        fd = os.open(plots_dir, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError as e:
+            os.close(fd)
+            if e.errno not in (errno.EBADF, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL,
+                               errno.ENOLCK):
+                raise
+            yield
+            return
+        try:        # the directory locked is still the one at its path (not one removed)
+            st, now = os.fstat(fd), os.stat(plots_dir)
+        except OSError:
+            st = now = None
+        if st is not None and (st.st_dev, st.st_ino) == (now.st_dev, now.st_ino):
+            break
+        os.close(fd)
+        plots_dir.mkdir(exist_ok=True)
+    try:
+        yield
+    finally:
+        os.close(fd)              # releases the lock
 
 
 def _table_text(records: pd.DataFrame, meta: dict, live: bool,
@@ -79,7 +124,9 @@ def _refuse_directory(path: Path) -> None:
 def write_report(run_dir, baseline: str | None = None) -> dict[str, Path]:
     """Write report.html, report.md and plots/*.png into run_dir, and report-table.md where
     one is there already; return {relative name: path} of every file written.  Works on any
-    run: only errors, one implementation, NaNs, no GROUPS, Triton-interpreter timings."""
+    run: only errors, one implementation, NaNs, no GROUPS, Triton-interpreter timings.  One
+    report of a run directory is written at a time (_one_report_at_a_time): another waits,
+    then reads the run as it is then."""
     from normbench.harness import store
 
     run_dir = Path(run_dir)
@@ -89,6 +136,30 @@ def write_report(run_dir, baseline: str | None = None) -> dict[str, Path]:
         store.check_run_dir(run_dir)
     except store.StoreError as e:
         raise ReportError(str(e)) from None
+    plots_dir = run_dir / PLOTS_DIR
+    if plots_dir.exists() and (plots_dir.is_symlink() or not plots_dir.is_dir()):
+        raise ReportError(f"{plots_dir} is not a directory")
+    for name in (REPORT_HTML, REPORT_MD):
+        _refuse_directory(run_dir / name)
+    made = not plots_dir.exists()
+    plots_dir.mkdir(exist_ok=True)
+    # what the report reads is read once no other report of the run is being written: the
+    # last report written is of the records as they are then
+    with _one_report_at_a_time(plots_dir):
+        try:
+            written = _write_report(run_dir, plots_dir, baseline)
+        except BaseException:
+            if made:                  # a report refused (--baseline) leaves no plots/ of its own
+                try:
+                    plots_dir.rmdir()
+                except OSError:
+                    pass
+            raise
+    return written
+
+
+def _write_report(run_dir: Path, plots_dir: Path, baseline: str | None) -> dict[str, Path]:
+    from normbench.harness import store
     try:
         records = store.load_records(run_dir)
     except Exception as e:                       # no records yet, unreadable file: say so
@@ -105,12 +176,6 @@ def write_report(run_dir, baseline: str | None = None) -> dict[str, Path]:
     report = build_report(records, meta, baseline=baseline, run_name=run_dir.name,
                           load_error=load_error, live=live)
 
-    plots_dir = run_dir / PLOTS_DIR
-    if plots_dir.exists() and (plots_dir.is_symlink() or not plots_dir.is_dir()):
-        raise ReportError(f"{plots_dir} is not a directory")
-    for name in (REPORT_HTML, REPORT_MD):
-        _refuse_directory(run_dir / name)
-    plots_dir.mkdir(exist_ok=True)
     # The new plots first, then the pages that link them, and only then the plots of an
     # earlier report that this one no longer has: a signal (or a full disk) at any moment
     # leaves every plot that report.md (old or new) links in place.
