@@ -558,7 +558,7 @@ def merge(out_dir: str = typer.Argument(..., metavar="out_dir", help="the run di
 
     Refused (exit 2, one line) when they come from different configs, GPU models, package
     versions, plugins (or plugin versions) or commits, when one shard (I/N) is given twice,
-    when two hold the same case, or when a case is missing.  A write
+    when a run still holds a shard, when two hold the same case, or when a case is missing.  A write
     that fails midway (a full disk) exits 1, a signal 130/143; until every record is in,
     meta.json says completed: false and merge.finished: false, and the same merge run again
     replaces what the stopped one wrote and finishes it.  meta.json's top level keeps what

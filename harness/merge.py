@@ -2,7 +2,8 @@
 
 Refused (MergeError, one line) when the shards cannot make one honest run: not shards, of
 different plans or shard counts, one shard (I/N) given twice, from different configs (hash),
-GPU models, package versions, plugins (or their versions) or commits, a case held by two
+GPU models, package versions, plugins (or their versions) or commits, a shard a run still
+holds (measuring or resuming it: its records so far are not the shard's), a case held by two
 shards, a record the store would refuse, or cases that no shard holds (named;
 `allow_partial` merges what exists and says so in meta.json); a shard whose records cannot
 be read is StoreError (load_records) — either before the output directory is made.  The
@@ -30,8 +31,8 @@ import statistics
 from pathlib import Path
 
 from normbench.harness.schema import COLUMNS
-from normbench.harness.store import (RunStore, StoreError, check_record, is_run_dir, load_meta,
-                                     load_records)
+from normbench.harness.store import (RunStore, StoreError, check_not_in_use, check_record,
+                                     in_use, is_run_dir, load_meta, load_records)
 
 # meta keys that must agree between shards, besides every "*_version" key
 SAME = (("config_hash", "config"), ("device_name", "GPU model"), ("git_commit", "commit"),
@@ -231,6 +232,14 @@ def merge(out: str | os.PathLike, dirs: list[str | os.PathLike], *,
         if d.resolve() in seen:
             raise MergeError(f"shard {d} is given twice (also as {seen[d.resolve()]})")
         seen[d.resolve()] = d
+    for d in dirs:
+        # a shard a run still measures (or resumes) holds only its records so far: merged,
+        # they made a finished merge that said the shard had stopped before finishing
+        if in_use(d):
+            try:
+                check_not_in_use(d)
+            except StoreError as e:
+                raise MergeError(f"shard {e}: merge once that run has finished") from None
     metas = [load_meta(d) for d in dirs]
     check(dirs, metas)
     frames = [load_records(d) for d in dirs]

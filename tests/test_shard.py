@@ -243,6 +243,25 @@ def test_merge_checks_every_record_before_it_makes_the_output(runs, tmp_path, mo
     assert not (tmp_path / "m").exists()
 
 
+def test_merge_refuses_a_shard_a_run_still_holds(runs, tmp_path):
+    """A shard still being measured (or resumed) was merged as it stood: "merged 3 shard(s)",
+    a finished merge whose report said the shard had stopped before finishing, and which no
+    merge into the same directory could replace once the shard had finished.  Refused, one
+    line naming the shard and its holder, before the output is made."""
+    from normbench.harness.merge import MergeError, merge
+    from normbench.harness.store import RunStore
+    tmp, _ = runs
+    shards = [tmp_path / f"s{i}" for i in range(3)]
+    for i, d in enumerate(shards):
+        shutil.copytree(tmp / f"s{i}", d)
+    with RunStore(shards[1], resume=True):          # its run, still going
+        with pytest.raises(MergeError, match=rf"^shard {re.escape(str(shards[1]))} is in use "
+                           r"by .*: merge once that run has finished$"):
+            merge(tmp_path / "m", shards, allow_partial=True)
+    assert not (tmp_path / "m").exists()
+    assert merge(tmp_path / "m", shards)["completed"]          # once it has finished
+
+
 def test_a_short_commit_id_and_its_full_id_are_one_commit(runs, tmp_path):
     """NORMBENCH_GIT_COMMIT=2792e69 on one machine, the checkout's full HEAD on another: one
     commit, merged under the full id; another commit's short id is still refused."""
