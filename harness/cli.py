@@ -574,6 +574,12 @@ def merge(out_dir: str = typer.Argument(..., metavar="out_dir", help="the run di
     if not out_dir.strip():         # as a Path it is ".": the working directory
         fail("merge: out_dir: an empty path; give the run directory to write")
     out_dir = Path(out_dir)
+    if (run := _own_file_of_a_run(out_dir)) is not None:
+        # a shard's plots/ (none yet: run --no-report): the shard's report then wrote its
+        # plots into the merged run, and the merged run's report its pages into the shard's
+        fail(f"merge: {out_dir}: one of the files of the run directory {run} (records, "
+             "meta.json, lock, report, plots), which report, compare and --resume read or "
+             "write; merge into a new or empty directory")
     # a merge that did not finish is finished by the same command: it replaces what the
     # stopped one wrote (merge.unfinished)
     again = shell_join([*command(), "merge", out_dir, *shard_dirs,

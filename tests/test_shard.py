@@ -262,6 +262,22 @@ def test_merge_refuses_a_shard_a_run_still_holds(runs, tmp_path):
     assert merge(tmp_path / "m", shards)["completed"]          # once it has finished
 
 
+def test_merge_into_a_shard_s_plots_folder_is_refused(runs, tmp_path):
+    """A shard written with --no-report has no plots/ yet: `merge S0/plots S0 ...` made the
+    merged run there, and the shard's report then wrote its plots into the merged run (and
+    the merged run's report its pages into the shard's plots/).  One line, exit 2; a folder
+    of its own inside a shard stays a place to merge into."""
+    tmp, _ = runs
+    shards = [tmp_path / f"s{i}" for i in range(3)]
+    for i, d in enumerate(shards):
+        shutil.copytree(tmp / f"s{i}", d)
+    _refusal(cli("merge", shards[0] / "plots", *shards, "--no-report"),
+             f"{shards[0] / 'plots'}: one of the files of the run directory {shards[0]}")
+    assert not (shards[0] / "plots").exists()
+    r = cli("merge", shards[0] / "merged", *shards, "--no-report")
+    assert r.returncode == 0, r.stderr
+
+
 def test_a_short_commit_id_and_its_full_id_are_one_commit(runs, tmp_path):
     """NORMBENCH_GIT_COMMIT=2792e69 on one machine, the checkout's full HEAD on another: one
     commit, merged under the full id; another commit's short id is still refused."""
