@@ -266,6 +266,12 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
     if out_dir is not None and not out_dir.strip():
         fail("run: --out: an empty path; give the run directory")
     out_dir = Path(out_dir) if out_dir is not None else None
+    if out_dir is not None and (held := _own_file_of_a_run(out_dir)) is not None:
+        # another run's plots/ (none yet: run --no-report): that run's report then wrote its
+        # plots into this run, and this run's report its pages into that run's plots folder
+        fail(f"run: --out {out_dir}: one of the files of the run directory {held} (records, "
+             "meta.json, lock, report, plots), which report, compare and --resume read or "
+             "write; give a new or empty directory")
     # a config naming no implementation runs those available here; a shard, a run on a
     # cluster (--scheduler: its workers measure, not this login node) or a resume of a merge
     # of shards (its plan is theirs) plans every one known, the unavailable recorded as

@@ -72,6 +72,23 @@ def test_foreign_directories_are_refused_and_untouched(tmp_path):
     one_line(cli("run", str(cfg), "--out", "/proc"), "not a normbench run directory")
 
 
+def test_a_run_into_another_run_s_plots_folder_is_refused(tmp_path):
+    """A run written with --no-report has no plots/ yet: `run --out RUN/plots` made a run
+    there, exit 0, and RUN's report then wrote its plots into it (and removed those it no
+    longer drew), this run's report its pages into RUN's plots folder.  One line, exit 2, as
+    merge and export --out refuse a run's own files; a folder of one's own inside a run
+    directory is still a place to run into."""
+    cfg = config(tmp_path)
+    held = tmp_path / "held"
+    assert cli("run", str(cfg), "--out", str(held), "--no-report").returncode == 0
+    one_line(cli("run", str(cfg), "--out", str(held / "plots")), "run: --out",
+             f"one of the files of the run directory {held}")
+    one_line(cli("run", str(cfg), "--out", str(held / "records.csv"), "--resume"), "run: --out")
+    assert not (held / "plots").exists()
+    r = cli("run", str(cfg), "--out", str(held / "mine"), "--no-report")
+    assert r.returncode == 0, r.stderr.decode()
+
+
 def test_resume_refuses_another_config_or_device_unless_forced(tmp_path):
     a, b = config(tmp_path, "a"), config(tmp_path, "b", implementations=["torch", "atomic"])
     out = tmp_path / "run"
