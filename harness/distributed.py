@@ -764,18 +764,50 @@ def _check_stack(worker: str, f: dict, run: dict, against: str,
                 f"the worker {worker} on {host} measures with {key}={mine.get(key)!r}, "
                 f"{against} with {theirs.get(key)!r}: every worker of a run needs one "
                 f"commit, the same versions and plugins ({lost}); run again once they have")
+    _check_env(worker, f, run, against, lost)
+
+
+def _check_env(worker: str, f: dict, run: dict, against: str, lost: str) -> None:
+    """ClusterError where the worker's environment (its facts' TRITON_*/CUDA_*/PYTORCH_*/
+    NORMBENCH_* variables) holds a value the driver refuses in its own (env.told_problem:
+    NORMBENCH_FAST_LAUNCH=maybe ran the fast launch), or differs from `run`'s but in
+    env.PER_WORKER — meta.json records one worker's environment for every record, so a
+    worker with NORMBENCH_FAST_LAUNCH=0 or a TRITON_*/PYTORCH_* setting of its own measured
+    cases recorded as measured without it."""
+    from normbench.harness import env
+    mine, theirs = f.get("environment"), run.get("environment")
+    if not isinstance(mine, dict):
+        return
+    host = (f.get("where") or {}).get("hostname")
+    if why := env.told_problem(mine):
+        raise ClusterError(f"the worker {worker} on {host}: {why} ({lost}); run again once "
+                           "it has")
+    if not isinstance(theirs, dict):
+        return
+
+    def said(v):
+        return "unset" if v is None else repr(v)[:80]
+    for key in sorted((mine.keys() | theirs.keys()) - set(env.PER_WORKER)):
+        if mine.get(key) != theirs.get(key):
+            raise ClusterError(
+                f"the worker {worker} on {host} measures with environment {key} "
+                f"{said(mine.get(key))}, {against} with {said(theirs.get(key))}: every worker "
+                "of a run needs the same TRITON_*/CUDA_*/PYTORCH_*/NORMBENCH_* variables, which "
+                f"meta.json records once ({lost}); run again once they have")
 
 
 def check_stacks(facts: dict[str, dict]) -> None:
     """ClusterError unless every worker ({address: its facts}) measures with one commit, one
-    timer and the same versions and plugins (_stack): meta.json records one worker's, and
-    merge refuses shards that differ so."""
+    timer, the same versions and plugins (_stack) and the same environment (_check_env; each
+    worker's checked for values the driver refuses in its own): meta.json records one
+    worker's (merge refuses shards whose commit, versions or plugins differ so)."""
     if not facts:
         return
     (first, ref), *others = sorted(facts.items())
+    against = f"the worker {first} on {(ref.get('where') or {}).get('hostname')}"
+    _check_env(first, ref, ref, against, "no case measured")
     for worker, f in others:
-        _check_stack(worker, f, ref, f"the worker {first} on "
-                     f"{(ref.get('where') or {}).get('hostname')}")
+        _check_stack(worker, f, ref, against)
 
 
 def summarize_facts(facts: list[dict]) -> dict:

@@ -33,6 +33,13 @@ ENV_PREFIXES = ("TRITON_", "CUDA_", "NORMBENCH_", "PYTORCH_")
 # measurement (it silences a note on stderr).  Recorded, a --gpus or --scheduler shard differed
 # from a plain one in a variable nobody set (merge's environment_differs, the report's warning)
 NOT_RECORDED = ("NORMBENCH_QUIET",)
+# Recorded, and the workers of one cluster run may differ in them (harness.distributed
+# _check_env): set for each worker by the cluster itself (dask-cuda, and harness.distributed
+# without it, put the worker's GPU first), a place on the worker's node (Triton's cache, the
+# host-load folder), or compared as what they stand for (the commit, its dirty flag and the
+# plugins: distributed._stack, summarize_facts)
+PER_WORKER = ("CUDA_VISIBLE_DEVICES", "TRITON_CACHE_DIR", "NORMBENCH_HOSTLOAD_DIR",
+              "NORMBENCH_GIT_COMMIT", "NORMBENCH_GIT_DIRTY", "NORMBENCH_PLUGINS")
 
 
 def _git(*args: str) -> str | None:
@@ -47,10 +54,11 @@ def _git(*args: str) -> str | None:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
-def told_commit_problem() -> str:
+def told_commit_problem(environ=None) -> str:
     """'' where NORMBENCH_GIT_COMMIT is unset or a commit id (7-40 hex digits), else why not:
-    a run would record whatever it says as its commit."""
-    told = os.environ.get("NORMBENCH_GIT_COMMIT") or ""
+    a run would record whatever it says as its commit.  environ: whose variables (a cluster
+    worker's, harness.distributed); this process's by default."""
+    told = (os.environ if environ is None else environ).get("NORMBENCH_GIT_COMMIT") or ""
     if not told or re.fullmatch(r"[0-9a-fA-F]{7,40}", told):
         return ""
     return (f"environment NORMBENCH_GIT_COMMIT: {told[:60]!r} is not a commit id (7-40 hex "
@@ -60,13 +68,14 @@ def told_commit_problem() -> str:
 _DIRTY_WORDS = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
 
 
-def told_dirty_problem() -> str:
+def told_dirty_problem(environ=None) -> str:
     """'' where NORMBENCH_GIT_DIRTY is unset, empty or one of 0/1 (false/true, no/yes), else
     why not: git_state would ignore it and record the tree's state (or null) instead of it."""
-    flag = os.environ.get("NORMBENCH_GIT_DIRTY", "").strip().lower()
+    environ = os.environ if environ is None else environ
+    flag = environ.get("NORMBENCH_GIT_DIRTY", "").strip().lower()
     if not flag or flag in _DIRTY_WORDS:
         return ""
-    return (f"environment NORMBENCH_GIT_DIRTY: {os.environ['NORMBENCH_GIT_DIRTY'][:60]!r} is "
+    return (f"environment NORMBENCH_GIT_DIRTY: {environ['NORMBENCH_GIT_DIRTY'][:60]!r} is "
             "not 0 or 1 (false/true, no/yes): set it to 1 if the tree has uncommitted changes, "
             "0 if not, or unset it")
 
@@ -76,15 +85,21 @@ SWITCHES = {"NORMBENCH_FAST_LAUNCH": "0 launches through kernel[grid](...) on ev
             "NORMBENCH_INTERPRET_REPATCH": "1 keeps the Triton interpreter's own set-up"}
 
 
-def told_switch_problem() -> str:
+def told_switch_problem(environ=None) -> str:
     """'' where each of SWITCHES is unset, empty, 0 or 1, else why not: strategies/_launch.py
     turns the fast launch off for "0" alone and _device.py repatches for "1" alone, so
     NORMBENCH_FAST_LAUNCH=false left it on while meta.json's environment said false."""
     for name, what in SWITCHES.items():
-        v = os.environ.get(name, "")
+        v = (os.environ if environ is None else environ).get(name, "")
         if v not in ("", "0", "1"):
             return f"environment {name}: {v[:60]!r} is not 0 or 1 ({what}); set 0 or 1, or unset it"
     return ""
+
+
+def told_problem(environ=None) -> str:
+    """The first of the told_*_problem()s of `environ` (this process's by default), or ''."""
+    return (told_commit_problem(environ) or told_dirty_problem(environ)
+            or told_switch_problem(environ))
 
 
 def git_state() -> tuple[str | None, bool | None]:

@@ -168,6 +168,50 @@ def test_workers_at_another_commit_or_versions_are_refused_not_recorded_as_one()
     assert [g["hostname"] for g in ex.joined()] == ["n1"]
 
 
+def test_workers_whose_environment_differs_or_is_refused_are_refused_not_recorded_as_one():
+    """meta.json of a --scheduler run recorded the first worker's environment for every
+    record: a worker started with NORMBENCH_FAST_LAUNCH=0 (or a TRITON_*/PYTORCH_* setting of
+    its own, or NORMBENCH_FAST_LAUNCH=maybe, which the driver refuses in its own) measured
+    cases recorded as measured without it, nothing said.  Refused as check_stacks refuses
+    other versions, naming the worker, the variable and both values; the variables a worker
+    legitimately has of its own (CUDA_VISIBLE_DEVICES, set per GPU by dask-cuda) are not."""
+    from concurrent.futures import Future
+    from normbench.harness.distributed import (ClusterError, Executor, check_stacks,
+                                               summarize_facts)
+
+    def facts(**environment):
+        return {"device_name": "GPU", "interpreted": False, "git_commit": "2792e69de66e",
+                "git_dirty": False, "torch_version": "2.9", "plugins": [],
+                "package_versions": {}, "copy_ceiling_gbps": 1.0,
+                "environment": {"TRITON_INTERPRET": "0", **environment},
+                "where": {"hostname": "n1", "gpu_index": 0, "gpu_uuid": None}}
+    check_stacks({"tcp://a:1": facts(CUDA_VISIBLE_DEVICES="0,1"),
+                  "tcp://b:1": facts(CUDA_VISIBLE_DEVICES="1,0")})
+    for other, needle in ((facts(NORMBENCH_FAST_LAUNCH="0"),
+                           "environment NORMBENCH_FAST_LAUNCH '0', the worker tcp://a:1 on n1 "
+                           "with unset"),
+                          (facts(TRITON_INTERPRET="1"),
+                           "environment TRITON_INTERPRET '1', .* with '0'"),
+                          (facts(PYTORCH_NO_CUDA_MEMORY_CACHING="1"),
+                           "environment PYTORCH_NO_CUDA_MEMORY_CACHING '1'")):
+        with pytest.raises(ClusterError, match="^the worker tcp://b:1 on n1 measures with "
+                           + needle):
+            check_stacks({"tcp://a:1": facts(), "tcp://b:1": other})
+    for bad in ({"tcp://a:1": facts(NORMBENCH_FAST_LAUNCH="maybe")},
+                {"tcp://a:1": facts(NORMBENCH_FAST_LAUNCH="maybe"),
+                 "tcp://b:1": facts(NORMBENCH_FAST_LAUNCH="maybe")}):
+        with pytest.raises(ClusterError, match="^the worker tcp://a:1 on n1: environment "
+                           "NORMBENCH_FAST_LAUNCH: 'maybe' is not 0 or 1"):
+            check_stacks(bad)
+    ex = Executor(None, None, None, None)
+    ex._stack = summarize_facts([facts()])
+    fut = Future()
+    fut.set_result({"worker": "tcp://c:1", "facts": facts(TRITON_DEBUG="1")})
+    with pytest.raises(ClusterError, match="tcp://c:1 .*TRITON_DEBUG '1'.*not recorded"):
+        ex._note_worker(fut)
+    assert ex.joined() == []
+
+
 def test_contention_note():
     rec = {"status": "ok", "concurrent_cases": 2, "time_ms": 0.05, "hostname": "h"}
     assert "2 cases ran on h" in hostload.contention_note(rec)
