@@ -376,10 +376,13 @@ def _plugins_in_order(plugins):
 
 
 def environment_differs(metas: list[dict]) -> list[str]:
-    """The TRITON_*/CUDA_*/PYTORCH_*/NORMBENCH_* variables (meta's `environment`) that are not
-    set alike in every shard — set differently, or set in some shards only."""
+    """The TRITON_*/CUDA_*/PYTORCH_*/NORMBENCH_* variables (meta's `environment`, and that of
+    each `--resume` of a shard that measured records: its `resumes` entry's) that are not set
+    alike in every shard — set differently, or set in some shards only."""
     envs = [m.get("environment") if isinstance(m.get("environment"), dict) else {}
             for m in metas]
+    envs += [e["environment"] for m in metas for _, e in _measuring(m)
+             if isinstance(e.get("environment"), dict)]
     names = {k for e in envs for k in e}
     return sorted(k for k in names if len({repr(e.get(k)) for e in envs}) > 1)
 

@@ -322,12 +322,14 @@ def _resumed(store: RunStore, sweep: Sweep, meta: dict, force: bool, console: Co
 def _stack(facts: dict | None) -> dict:
     """What a resume's records are measured with, for its entry in `resumes`: the commit, its
     dirty flag, every version meta.json's top level records and the plugins loaded
-    (env.describe(); a cluster's: its workers') — a run resumed at another commit, with
-    another torch or another version of a plugin says so."""
+    (env.describe(); a cluster's: its workers') and the environment (meta's `environment`
+    is the run's start's) — a run resumed at another commit, with another torch, another
+    version of a plugin or NORMBENCH_FAST_LAUNCH=0 says so."""
     got = facts if facts else env.describe()
     versions = {k: v for k, v in got.items() if k.endswith("_version") and k != "format_version"}
     return {"git_commit": got.get("git_commit"), "git_dirty": got.get("git_dirty"), **versions,
-            "package_versions": got.get("package_versions"), "plugins": got.get("plugins")}
+            "package_versions": got.get("package_versions"), "plugins": got.get("plugins"),
+            "environment": got.get("environment")}
 
 
 def _ended(store: RunStore, completed: bool, wrote: str | None, measured: int,

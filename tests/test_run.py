@@ -755,12 +755,13 @@ def test_a_resume_is_incomplete_while_it_measures_and_records_its_stack(tmp_path
     """A resume killed hard (kill -9: no ended_at written) left the earlier run's
     "completed: true" and ended_at, older than the records it added: meta says neither
     while the resume measures.  Its entry in `resumes` names the commit, dirty flag,
-    versions and plugins it measured with (a run resumed at another commit said nothing of
-    it)."""
+    versions, plugins and environment it measured with (a run resumed at another commit, or
+    with NORMBENCH_FAST_LAUNCH=0, said nothing of it: meta's environment is the start's)."""
     from rich.console import Console
     from normbench.harness import env, run
     from normbench.harness.measure import failed_record
     from normbench.harness.store import load_meta
+    monkeypatch.delenv("NORMBENCH_FAST_LAUNCH", raising=False)
     sweep, cases = _sweep_and_cases()
     seen = []
 
@@ -772,6 +773,7 @@ def test_a_resume_is_incomplete_while_it_measures_and_records_its_stack(tmp_path
     run.execute(sweep, cases[:1], tmp_path, console=quiet)
     assert load_meta(tmp_path)["completed"]
     seen.clear()
+    monkeypatch.setenv("NORMBENCH_FAST_LAUNCH", "0")
     run.execute(sweep, cases, tmp_path, resume=True, console=quiet)
     assert seen and {(m["completed"], m["ended_at"]) for m in seen} == {(False, None)}
     meta = load_meta(tmp_path)
@@ -782,6 +784,8 @@ def test_a_resume_is_incomplete_while_it_measures_and_records_its_stack(tmp_path
     assert entry["package_versions"] == env.package_versions()
     assert entry["plugins"] == env.strategies.plugins()      # which plugin code, as meta's
     assert entry["torch_version"] == meta["torch_version"] and "format_version" not in entry
+    assert entry["environment"]["NORMBENCH_FAST_LAUNCH"] == "0"
+    assert "NORMBENCH_FAST_LAUNCH" not in meta["environment"]
 
 
 def test_a_resumed_partial_merge_no_longer_lists_what_it_measured_as_missing(tmp_path,

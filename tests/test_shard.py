@@ -523,6 +523,21 @@ def test_the_merged_meta_keeps_each_shard_s_machine_and_only_what_all_agree_on(r
     assert "config_text" not in own and "torch_version" not in own and "shard" in own
 
 
+def test_a_shard_resumed_in_another_environment_is_named_in_environment_differs():
+    """A shard resumed with NORMBENCH_FAST_LAUNCH=0 measured its resume's records so, which
+    its meta's `environment` (the start's) does not say: its `resumes` entry records the
+    resume's, and merge names the variable as it does for shards set differently (a resume
+    that measured nothing is left out)."""
+    from normbench.harness.merge import environment_differs
+    base = {"TRITON_INTERPRET": "1"}
+    plain = {"environment": base}
+    resumed = {"environment": base, "resumes": [
+        {"environment": {**base, "NORMBENCH_FAST_LAUNCH": "0"}, "measured": 2},
+        {"environment": {**base, "TRITON_DEBUG": "1"}, "measured": 0}]}
+    assert environment_differs([plain, resumed]) == ["NORMBENCH_FAST_LAUNCH"]
+    assert environment_differs([plain, {"environment": base, "resumes": [{"measured": 1}]}]) == []
+
+
 def test_merge_into_an_empty_path_is_refused_not_written_into_the_working_directory(
         runs, tmp_path):
     """`merge "$OUT" runs/x-*` with OUT empty merged into the working directory (an empty
