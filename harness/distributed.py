@@ -811,7 +811,8 @@ def check_stacks(facts: dict[str, dict]) -> None:
 
 
 def summarize_facts(facts: list[dict]) -> dict:
-    """meta.json facts from every worker's: one describe(), the GPUs, the median ceiling."""
+    """meta.json facts from every worker's: one describe(), the GPUs, the median ceiling; a fact
+    they differ in is null, each worker's own in its `gpus` entry (`workers_differ`)."""
     if not facts:
         raise ClusterError("no Dask worker reported its GPU")
     facts = sorted(facts, key=lambda f: (f["where"]["hostname"], f["where"]["gpu_index"] or 0))
@@ -827,4 +828,18 @@ def summarize_facts(facts: list[dict]) -> dict:
     dirty = [f.get("git_dirty") for f in facts]
     meta["git_dirty"] = True if True in dirty else None if None in dirty else False
     meta["workers"] = len(facts)
+    # a fact the workers do not share (a node's CPU, a GPU's clocks, power limit or UUID) is
+    # null at the top, each worker's own in its `gpus` entry, and named in `workers_differ`
+    # (as merge does for its shards); the stack and environment are checked alike already
+    # (check_stacks), the rest above are the workers' together
+    own = ("device_name", "gpus", "copy_ceiling_gbps", "hostname", "git_dirty", "workers",
+           "environment")
+    differ = sorted(k for k in meta if k not in own
+                    and any(f.get(k) != meta[k] for f in facts[1:]))
+    for k in differ:
+        meta[k] = None
+        for entry, f in zip(meta["gpus"], facts):
+            entry[k] = f.get(k)
+    if differ:
+        meta["workers_differ"] = differ
     return meta

@@ -219,11 +219,12 @@ META_TYPES = {"completed": bool, "shard": dict, "shard.spec": str, "shard.plan_k
               "merge.missing_keys": list, "merge.finished": bool, "merged_from": list,
               "resumes": list, "plan_implementations": list, "copy_ceiling_gbps": NUMBER,
               "peak_tbps": NUMBER, "invocations": list, "argv": list, "gpus": list,
-              "workers": int, "merge.differs": list, "merge.environment_differs": list,
+              "workers": int, "workers_differ": list, "merge.differs": list, "merge.environment_differs": list,
               "plugins": list, "config_name": str, "started_at": str, "ended_at": str,
               "hostname": str}
 # the lists of META_TYPES whose items a reader uses as such, by the items' type
 META_ITEMS = {"plan_implementations": str, "invocations": dict, "argv": str, "gpus": dict,
+              "workers_differ": str,
               "merge.differs": str, "merge.environment_differs": str, "plugins": dict}
 # the fields of those items that a reader uses (compare, merge: a plugin's version; the
 # plan a stopped run's report rebuilds, harness/replan.py: an invocation's argv and only)

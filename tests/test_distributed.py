@@ -762,6 +762,34 @@ def test_bad_cluster_options_are_one_line_and_exit_2(tmp_path):
     assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "z").exists()
 
 
+def test_facts_the_workers_differ_in_are_each_worker_s_not_the_first_s():
+    """meta.json of a cluster run took the first worker's CPU, clocks, power limit and GPU
+    UUID for the run's: a node with another CPU or a GPU clocked otherwise was recorded as
+    the first.  A fact the workers differ in is null at the top, each worker's own in its
+    `gpus` entry, named in `workers_differ` and in the report's Environment section."""
+    from normbench.harness.distributed import summarize_facts
+    from normbench.harness.report.document import Report
+    from normbench.harness.report.sections import environment_section
+
+    def facts(host, **more):
+        return {"device_name": "GPU", "git_commit": "2792e69", "git_dirty": False,
+                "cpu_model": "A", "sm_clock_max_mhz": 1980, "copy_ceiling_gbps": 1.0,
+                "environment": {"TRITON_X": "1"},
+                "where": {"hostname": host, "gpu_index": 0, "gpu_uuid": None}, **more}
+    same = summarize_facts([facts("n1"), facts("n2")])
+    assert "workers_differ" not in same and same["cpu_model"] == "A"
+    assert all("cpu_model" not in g for g in same["gpus"])
+    meta = summarize_facts([facts("n2", cpu_model="B", sm_clock_max_mhz=1755), facts("n1")])
+    assert meta["workers_differ"] == ["cpu_model", "sm_clock_max_mhz"]
+    assert meta["cpu_model"] is None and meta["sm_clock_max_mhz"] is None
+    assert [(g["hostname"], g["cpu_model"], g["sm_clock_max_mhz"]) for g in meta["gpus"]] == \
+        [("n1", "A", 1980), ("n2", "B", 1755)]
+    assert meta["git_commit"] == "2792e69" and meta["environment"] == {"TRITON_X": "1"}
+    rep = Report("t")
+    environment_section(rep, meta, interp=False)
+    assert "The workers' facts differ in `cpu_model`, `sm_clock_max_mhz`" in rep.markdown()
+
+
 @needs_dask
 def test_a_scheduler_address_that_does_not_answer_as_one_is_refused_in_time():
     """A port that accepts and never answers as Dask does (the dashboard's, an HTTP

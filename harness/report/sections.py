@@ -131,6 +131,10 @@ def environment_section(rep: Report, meta: dict, interp: bool) -> None:
             for k in keys]
     rep.table(pd.DataFrame(rows), cls="env")
     _merge_differs(rep, meta.get("merge") if isinstance(meta.get("merge"), dict) else {})
+    workers = meta.get("workers_differ")
+    if isinstance(workers, list) and workers:
+        rep.p(f"The workers' facts differ in {', '.join(f'`{k}`' for k in map(str, workers))}: "
+              "those are empty above; each worker's own is in `gpus`.")
     if meta.get("config_text"):
         rep.pre(str(meta["config_text"]),
                 f"Config `{meta.get('config_name') or ''}` as run (verbatim)")
