@@ -244,8 +244,8 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
         sweep = load_sweep(config, overrides or (), shape or (), known_implementations=s.known())
     except ConfigError as e:
         fail(str(e))
-    from normbench.harness.env import told_commit_problem, told_dirty_problem, told_switch_problem
-    problem = told_commit_problem() or told_dirty_problem() or told_switch_problem()
+    from normbench.harness.env import told_problem
+    problem = told_problem()
     if problem:
         fail(f"run: {problem}")
     resume = resume or force_resume

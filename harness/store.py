@@ -546,7 +546,7 @@ class RunStore:
 # flock's errors where the filesystem does not take it (NFS emulates it as a POSIX lock, which
 # an exclusive one needs a descriptor open for writing for: EBADF on a directory; Lustre
 # mounted without -o flock: ENOSYS; some FUSE filesystems: EOPNOTSUPP, EINVAL)
-_NO_FLOCK = {errno.EBADF, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL, errno.ENOLCK}
+NO_FLOCK = {errno.EBADF, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL, errno.ENOLCK}
 
 
 # the LOCK_FILEs this process holds, by (device, inode): a POSIX lock is the process's, so
@@ -588,7 +588,7 @@ def _lock_dir(run_dir: Path) -> _Lock:
     try:
         taken = _flock(fd)
     except OSError as e:
-        if e.errno in _NO_FLOCK:
+        if e.errno in NO_FLOCK:
             return _lock_file(run_dir, fd, e)
         os.close(fd)
         raise StoreError(f"cannot lock output directory {run_dir}: {_reason(e)}") from e
@@ -703,7 +703,7 @@ def in_use(run_dir: str | os.PathLike) -> bool:
     try:
         return not _flock(fd)
     except OSError as e:          # no flock here (NFS): the run's LOCK_FILE, if any
-        return e.errno in _NO_FLOCK and _file_locked(p / LOCK_FILE)
+        return e.errno in NO_FLOCK and _file_locked(p / LOCK_FILE)
     finally:
         os.close(fd)              # releases the lock this look took
 

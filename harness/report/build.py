@@ -3,10 +3,9 @@ write report.html, report.md and plots/*.png (and report-table.md: write_table, 
 current by write_report where it exists)."""
 from __future__ import annotations
 
-import errno
 import fcntl
 import os
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import pandas as pd
@@ -55,17 +54,12 @@ def write_table(run_dir) -> str:
     plots_dir = run_dir / PLOTS_DIR
     # after a report being written (which rewrites report-table.md where it is there), not
     # beside it; no plots/ yet: no report to wait for, and none made for a table
-    with _one_report_at_a_time(plots_dir) if plots_dir.is_dir() else _nothing():
+    with _one_report_at_a_time(plots_dir) if plots_dir.is_dir() else nullcontext():
         text = _table_text(store.load_records(run_dir), store.load_meta(run_dir) or {},
                            live=store.in_use(run_dir))
         _refuse_directory(run_dir / REPORT_TABLE)
         store.write_file_atomic(run_dir / REPORT_TABLE, text)
     return text
-
-
-@contextmanager
-def _nothing():
-    yield
 
 
 @contextmanager
@@ -75,14 +69,14 @@ def _one_report_at_a_time(plots_dir: Path):
     and the run's own report at its end) interleaved their files: the earlier one's
     "still running" pages could land last over the complete ones, or its clean-up delete the
     plots the other's pages link.  Where the file system takes no flock (NFS), none is held."""
+    from normbench.harness import store
     while True:
         fd = os.open(plots_dir, os.O_RDONLY | os.O_DIRECTORY)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
         except OSError as e:
             os.close(fd)
-            if e.errno not in (errno.EBADF, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL,
-                               errno.ENOLCK):
+            if e.errno not in store.NO_FLOCK:
                 raise
             yield
             return
