@@ -7,7 +7,9 @@
 # every dtype mix, every peer in the same run — against the code before it, per norm: the code
 # before (HEAD_C), then the candidate (CAND_C), each its own run directory.  Then, with CAND's
 # code back in place, the CI gate's baseline (bench/device_quick_baseline.sh: two plain runs of
-# configs/quick.yaml, whose one shape is 16384 × 4096).  Exits 3 on another card than an H200.
+# configs/quick.yaml, whose one shape is 16384 × 4096) — unless QUICK=0 (a call of its own then:
+# `bash bench/device_quick_baseline.sh` on the same warm machine, the candidate in the tree).
+# Exits 3 on another card than an H200.
 # NORMS (default "rmsnorm layernorm"), SHAPE_C, C_ARGS, C_S (seconds a run) for the CPU test.
 # Runs in $OUT/round51c.tgz and $OUT/quick.tgz.
 . bench/device_start.sh
@@ -30,4 +32,4 @@ for norm in ${NORMS:-rmsnorm layernorm}; do
 done
 use cand; rm -rf $CANDT
 tar -czf $OUT/round51c.tgz -C $T . && rm -rf $T
-NORMBENCH_GIT_COMMIT=$CAND_C Q_ARGS=--no-report bash bench/device_quick_baseline.sh
+[ "${QUICK:-1}" = 0 ] || NORMBENCH_GIT_COMMIT=$CAND_C Q_ARGS=--no-report bash bench/device_quick_baseline.sh
