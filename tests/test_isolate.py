@@ -313,14 +313,25 @@ def test_a_plugin_the_worker_cannot_load_is_no_payloads_error(worker):
     assert w.pid is None
 
 
-def test_isolate_stops_when_a_plugin_loads_only_in_the_parent(tmp_path):
+@pytest.fixture(scope="module")
+def plugin_path(tmp_path_factory):
+    """(folder for a test's plugin module, PYTHONPATH naming it): one for the module's CLI
+    tests, so that their environments are one for tests/forkcli.py (NORMBENCH_* aside) and
+    its server forks every call but the first, where a folder of each test's made each
+    test's first call a plain `python run_bench.py` (torch and pandas imported afresh)."""
+    folder = tmp_path_factory.mktemp("plugins")
+    return folder, f"{REPO}{os.pathsep}{folder}"
+
+
+def test_isolate_stops_when_a_plugin_loads_only_in_the_parent(tmp_path, plugin_path):
     """--isolate with a plugin that fails in the worker only: every case, the built-ins' too,
     was an error record (exit 0), and --resume kept them.  Now one line, nothing recorded and
     no directory the run made left (an empty run was: the same command without --isolate was
     then refused, "already holds a run ... use --resume"); that command measures the case."""
     import json
     from normbench.harness.store import load_records
-    (tmp_path / "nb_parent_only.py").write_text(
+    plugins, pythonpath = plugin_path
+    (plugins / "nb_parent_only.py").write_text(
         "import multiprocessing\n"
         "if multiprocessing.current_process().name != 'MainProcess':\n"
         "    raise RuntimeError('not in a worker')\n")
@@ -330,7 +341,7 @@ def test_isolate_stops_when_a_plugin_loads_only_in_the_parent(tmp_path):
         "timing": {"warmup_ms": 1, "rep_ms": 1}, "determinism": {"repeats": 2},
         "implementations": ["torch"]}))
     env = {**os.environ, "NORMBENCH_PLUGINS": "nb_parent_only", "NORMBENCH_QUIET": "1",
-           "PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}", "COLUMNS": "200"}
+           "PYTHONPATH": pythonpath, "COLUMNS": "200"}
     out = tmp_path / "new" / "o"
 
     def run(*extra):
@@ -348,14 +359,15 @@ def test_isolate_stops_when_a_plugin_loads_only_in_the_parent(tmp_path):
     assert list(df["status"]) == ["ok"] and list(df["implementation"]) == ["torch"]
 
 
-def test_a_worker_that_cannot_start_again_mid_sweep_says_what_was_kept(tmp_path):
+def test_a_worker_that_cannot_start_again_mid_sweep_says_what_was_kept(tmp_path, plugin_path):
     """A fresh worker after a crash that cannot get ready (its plugin edited mid-run) stops
     the run, exit 1; its line said "so no case can run" although the records measured were
     kept, and gave no way on.  Now it says how many are kept and the command that finishes."""
     import json
     from normbench.harness.store import load_records
     marker = tmp_path / "edited"
-    (tmp_path / "nb_edited.py").write_text(textwrap.dedent(f"""\
+    plugins, pythonpath = plugin_path
+    (plugins / "nb_edited.py").write_text(textwrap.dedent(f"""\
         import multiprocessing, os
         from normbench import strategies
         from normbench.strategies import register
@@ -377,7 +389,7 @@ def test_a_worker_that_cannot_start_again_mid_sweep_says_what_was_kept(tmp_path)
         "dtype": ["fp32"], "timing": {"warmup_ms": 1, "rep_ms": 1},
         "determinism": {"repeats": 2}, "implementations": ["torch", "nb_crash_once"]}))
     env = {**os.environ, "NORMBENCH_PLUGINS": "nb_edited", "NORMBENCH_QUIET": "1",
-           "PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}", "COLUMNS": "200"}
+           "PYTHONPATH": pythonpath, "COLUMNS": "200"}
     out = tmp_path / "o"
     r = forkcli.run([sys.executable, REPO / "run_bench.py", "run", cfg, "--out", out,
                      "--no-report", "--isolate"], cwd=tmp_path, env=env, timeout=600)
