@@ -606,18 +606,29 @@ def test_a_ctrl_c_while_the_cluster_starts_prints_nothing_of_dask():
     assert p.returncode == 0
 
 
+@pytest.fixture(scope="module")
+def plugin_path(tmp_path_factory):
+    """(folder for a test's plugin module, PYTHONPATH naming it): one for the module's plugin
+    tests, so that their environments are one for tests/forkcli.py (NORMBENCH_* aside) and
+    its server forks every call but the first, where a folder of each test's made each
+    test's first call a plain `python run_bench.py` (torch and pandas imported afresh)."""
+    folder = tmp_path_factory.mktemp("plugins")
+    return folder, f"{ROOT}{os.pathsep}{folder}"
+
+
 @needs_dask
-def test_workers_that_cannot_load_a_plugin_stop_the_run_not_each_case(tmp_path):
+def test_workers_that_cannot_load_a_plugin_stop_the_run_not_each_case(tmp_path, plugin_path):
     """NORMBENCH_PLUGINS naming a module a node lacks: the run stops at the start, one line,
     exit 1; before, every case (built-ins too) was an error record and the run exited 0."""
-    (tmp_path / "nb_driver_only.py").write_text(
+    plugins, pythonpath = plugin_path
+    (plugins / "nb_driver_only.py").write_text(
         "import os\n"
         "os.environ.setdefault('NB_DRIVER_PID', str(os.getpid()))\n"
         "if os.environ['NB_DRIVER_PID'] != str(os.getpid()):\n"
         "    raise ImportError('not installed on this node')\n")
     cfg = write_config(tmp_path / "c.yaml")
     env = {**ENV, "NORMBENCH_PLUGINS": ENV["NORMBENCH_PLUGINS"] + ",nb_driver_only",
-           "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
+           "PYTHONPATH": pythonpath}
     # one stand-in worker: the plugin fails in each worker alike (the claim is not about how
     # many), and each worker's measuring child imports torch before it fails
     r = cli("run", cfg, "--gpus", "1", "--out", tmp_path / "r", "--no-report", env=env)
@@ -636,13 +647,14 @@ def test_workers_that_cannot_load_a_plugin_stop_the_run_not_each_case(tmp_path):
 
 @needs_dask
 def test_workers_without_an_implementation_of_the_plan_stop_the_run_and_record_nothing(
-        tmp_path):
+        tmp_path, plugin_path):
     """NORMBENCH_PLUGINS registering an implementation on the driver only: each of its cases
     was an `error` record ("unknown implementation ..."), never measured, and --resume
     skipped them as done.  The workers' known implementations are checked against the plan
     before any case (a worker joining later fails its first such task: UnknownImplementation,
     a cluster failure, nothing recorded)."""
-    (tmp_path / "nb_driver_impl.py").write_text(
+    plugins, pythonpath = plugin_path
+    (plugins / "nb_driver_impl.py").write_text(
         "import os\n"
         "from normbench import strategies\n"
         "os.environ.setdefault('NB_DRIVER_PID', str(os.getpid()))\n"
@@ -652,7 +664,7 @@ def test_workers_without_an_implementation_of_the_plan_stop_the_run_and_record_n
         "deterministic_by_design=True, uses_groups=False)(t.fn)\n")
     cfg = write_config(tmp_path / "c.yaml", implementations=["torch", "test_driver_only"])
     env = {**ENV, "NORMBENCH_PLUGINS": ENV["NORMBENCH_PLUGINS"] + ",nb_driver_impl",
-           "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
+           "PYTHONPATH": pythonpath}
     # one stand-in worker: the check is each reporting worker's (the claim is not about how
     # many), and each worker's measuring child imports torch for its facts
     r = cli("run", cfg, "--gpus", "1", "--out", tmp_path / "r", "--no-report", env=env)
