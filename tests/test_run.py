@@ -125,10 +125,10 @@ def test_unavailable_implementation_is_skipped_with_the_reason(tmp_path):
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
 def test_interrupted_runs_resume_with_nothing_lost_or_duplicated(tmp_path, sig):
-    cfg = config(tmp_path, rows=[3, 5, 7, 9], d=[8, 24], norm=["layernorm", "rmsnorm"],
+    cfg = config(tmp_path, rows=[3, 9], d=[8, 24], norm=["layernorm", "rmsnorm"],
                  implementations=["disjoint_block", "torch"], determinism={"repeats": 2})
     out = tmp_path / "run"
-    expected = 4 * 2 * 2 * 2
+    expected = 2 * 2 * 2 * 2
     rng = random.Random()
     kills, latest = 0, 9.0
     for attempt in range(8):
@@ -137,7 +137,10 @@ def test_interrupted_runs_resume_with_nothing_lost_or_duplicated(tmp_path, sig):
         p = subprocess.Popen([sys.executable, str(ROOT / "run_bench.py"), *map(str, args)],
                              cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
-        time.sleep(rng.uniform(1.0, latest))   # start-up included
+        try:                                   # start-up included
+            p.wait(timeout=rng.uniform(1.0, latest))
+        except subprocess.TimeoutExpired:
+            pass
         if p.poll() is None:
             p.send_signal(sig)
             kills += 1
