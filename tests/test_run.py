@@ -188,9 +188,11 @@ def _on_a_terminal(args, stop_at=None, timeout=60):
     import pty
     import threading
     master, slave = pty.openpty()
-    p = subprocess.Popen([sys.executable, str(ROOT / "run_bench.py"), *map(str, args)],
-                         cwd=ROOT, env={**ENV, "TERM": "xterm"}, stdin=subprocess.DEVNULL,
-                         stdout=subprocess.PIPE, stderr=slave)
+    # `python3` forked from tests/forkcli's server (the torch import paid once), on this
+    # terminal: SIGINT sent to it is forwarded to the run
+    p = subprocess.Popen(["python3", str(ROOT / "run_bench.py"), *map(str, args)],
+                         cwd=ROOT, env=forkcli.script_env({**ENV, "TERM": "xterm"}),
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave)
     os.close(slave)
     shown, seen = [], threading.Event()
 
@@ -246,9 +248,9 @@ def test_a_log_gets_one_line_a_case_whatever_forces_colour(tmp_path):
     no `[i/N]` line.  Whether the bar is live is decided from the stream itself."""
     cfg = config(tmp_path, norm=["layernorm", "rmsnorm"], implementations=["torch"])
     with open(tmp_path / "err.log", "w") as log:
-        r = subprocess.run([sys.executable, str(ROOT / "run_bench.py"), "run", str(cfg), "--out",
+        r = subprocess.run(["python3", str(ROOT / "run_bench.py"), "run", str(cfg), "--out",
                             str(tmp_path / "a"), "--no-report"], cwd=ROOT, timeout=120,
-                           env={**ENV, "FORCE_COLOR": "1", "TERM": "xterm"},
+                           env=forkcli.script_env({**ENV, "FORCE_COLOR": "1", "TERM": "xterm"}),
                            stdout=subprocess.DEVNULL, stderr=log)
     text = (tmp_path / "err.log").read_text()
     assert r.returncode == 0, text
@@ -318,8 +320,9 @@ def test_a_directory_held_by_a_live_run_is_refused(tmp_path):
 
 def test_two_runs_into_different_directories_do_not_interfere(tmp_path):
     cfg = config(tmp_path, rows=[3, 5], implementations=["disjoint_block", "torch"])
-    ps = [subprocess.Popen([sys.executable, str(ROOT / "run_bench.py"), "run", str(cfg), "--out",
-                            str(tmp_path / f"run{i}"), "--no-report"], cwd=ROOT, env=ENV,
+    env = forkcli.script_env(ENV)       # two `python3` runs forked from one server, at once
+    ps = [subprocess.Popen(["python3", str(ROOT / "run_bench.py"), "run", str(cfg), "--out",
+                            str(tmp_path / f"run{i}"), "--no-report"], cwd=ROOT, env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE) for i in range(2)]
     for p in ps:
         assert p.wait(timeout=300) == 0
