@@ -554,9 +554,8 @@ def test_a_resume_of_a_complete_run_it_cannot_open_does_not_say_it_is_complete(t
 
 def test_no_arguments_runs_the_cpu_config_without_a_gpu(tmp_path):
     """`python run_bench.py` alone: configs/cpu.yaml under the interpreter, with its report."""
-    r = subprocess.run([sys.executable, str(ROOT / "run_bench.py")], cwd=tmp_path,
-                       env={**ENV, "NORMBENCH_PLUGINS": ""}, capture_output=True, text=True,
-                       timeout=600)
+    r = forkcli.run([sys.executable, ROOT / "run_bench.py"], cwd=tmp_path,
+                    env={**ENV, "NORMBENCH_PLUGINS": ""}, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     assert "configs/cpu.yaml" in r.stderr and "no GPU" in r.stderr
     (run,) = (tmp_path / "runs").iterdir()
@@ -910,12 +909,14 @@ def test_a_signal_after_the_sweep_is_told_as_such_and_a_resume_repairs_what_it_c
             "        sent.append(os.kill(os.getpid(), signal.SIGTERM))\n"
             "        time.sleep(0.5)\n"
             "    close(self)\n"
-            "isolate.Worker.close = closing\n"
-            f"sys.argv = ['normbench', 'run', {str(cfg)!r}, '--out', {str(out)!r}, '--isolate']\n"
-            "from normbench.harness.cli import main\n"
-            "main()\n")
-    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=ENV, capture_output=True,
-                       text=True, timeout=300)
+            "if __name__ == '__main__':     # not in the --isolate worker, which spawn starts from it\n"
+            "    isolate.Worker.close = closing\n"
+            f"    sys.argv = ['normbench', 'run', {str(cfg)!r}, '--out', {str(out)!r}, '--isolate']\n"
+            "    from normbench.harness.cli import main\n"
+            "    main()\n")
+    script = tmp_path / "closing_signalled.py"       # a script: forked from forkcli's server
+    script.write_text(code)
+    p = forkcli.run([sys.executable, script], cwd=ROOT, env=ENV, text=True, timeout=300)
     assert p.returncode == 128 + signal.SIGTERM, p.stderr
     assert p.stderr.strip().splitlines()[-1] == (
         f"interrupted by SIGTERM after the sweep finished: 2 records complete in {out}; "
