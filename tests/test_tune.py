@@ -23,13 +23,28 @@ def round9(monkeypatch):
     monkeypatch.setattr(tune, "ONLY_ROUND", 9)
 
 
+def _served(env):
+    """The environments the device scripts' `python3` calls run in, each served by a fork
+    server (forkcli.script_env): device_start.sh's PYTHONPATH, and peers_env.sh's after it."""
+    return [{**env, "PYTHONUNBUFFERED": "1", "PYTHONPATH": p} for p in (f"{ROOT}:{ROOT}", ROOT)]
+
+
+def _tune_py(*args):
+    """`python3 bench/tune.py ARGS` from the repository root (PYTHONPATH the checkout), forked
+    from the server that serves the device scripts' calls in that environment (peers_env.sh's:
+    unbuffered, which changes nothing the tests read): its CompletedProcess, text."""
+    env = {**os.environ, "PYTHONPATH": ROOT, "PYTHONUNBUFFERED": "1"}
+    return subprocess.run(["python3", os.path.join(ROOT, "bench", "tune.py"), *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600,
+                          env=forkcli.script_env(env, *_served(env)))
+
+
 def _device_script(tmp_path, script, **env):
     """Run bench/`script` on CPU, tiny (DEVICE=cpu, one warm job, 1 ms a timing, its $OUT in
     tmp_path) with `env` added (its shapes and names); it must exit 0."""
     env = {**os.environ, "OUT": str(tmp_path), "DEVICE": "cpu", "J": "1", "REP": "1",
            "PYTHONPATH": ROOT, **env}
-    # device_start.sh's PYTHONPATH, and peers_env.sh's after it
-    served = [{**env, "PYTHONUNBUFFERED": "1", "PYTHONPATH": p} for p in (f"{ROOT}:{ROOT}", ROOT)]
+    served = _served(env)
     r = subprocess.run(["bash", os.path.join(ROOT, "bench", script)], cwd=ROOT,
                        env=forkcli.script_env(env, *served), capture_output=True, text=True,
                        timeout=900)
@@ -341,11 +356,9 @@ def test_device_round22b_ab_step_on_cpu(tmp_path):
 def test_passes_time_every_configuration_again_in_a_rotated_order(tmp_path):
     """--passes 2: each configuration (the strategy's and torch's) twice, its correctness
     judged once, the second pass starting one configuration later; the summary prints."""
-    r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "tune.py"), "--device", "cpu",
-                        "--names", "disjoint_strided", "--norms", "rmsnorm", "--shapes", "3x40",
-                        "--round22", "--rep", "1", "--passes", "2", "--out", str(tmp_path)],
-                       cwd=ROOT, capture_output=True, text=True, timeout=600,
-                       env={**os.environ, "PYTHONPATH": ROOT})
+    r = _tune_py("--device", "cpu", "--names", "disjoint_strided", "--norms", "rmsnorm",
+                 "--shapes", "3x40", "--round22", "--rep", "1", "--passes", "2", "--out",
+                 str(tmp_path))
     assert r.returncode == 0, r.stderr[-2000:]
     rows = list(csv.DictReader(open(tmp_path / "tune.csv")))
     assert all(x["status"] == "ok" for x in rows) and len(rows) == 10
@@ -360,11 +373,8 @@ def test_tune_csv_says_what_launched(tmp_path):
     two timings share one id, a GROUPS that comes to the auto's (8 at 200 rows) has the
     default's id too (and the summary names it as the rule timed again), a real change (12)
     has another; `launched` holds the kernel's constexprs as launched."""
-    r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "tune.py"), "--device", "cpu",
-                        "--names", "disjoint_strided", "--norms", "rmsnorm", "--shapes", "200x96",
-                        "--new-only", "--rep", "1", "--out", str(tmp_path)],
-                       cwd=ROOT, capture_output=True, text=True, timeout=600,
-                       env={**os.environ, "PYTHONPATH": ROOT})
+    r = _tune_py("--device", "cpu", "--names", "disjoint_strided", "--norms", "rmsnorm",
+                 "--shapes", "200x96", "--new-only", "--rep", "1", "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr[-2000:]
     rows = [x for x in csv.DictReader(open(tmp_path / "tune.csv"))
             if x["name"] == "disjoint_strided"]
