@@ -262,7 +262,7 @@ def test_many_signals_at_once_keep_the_resume_hint(tmp_path):
     hint = shlex.split(err.split("finish with: ", 1)[1].strip().splitlines()[0])
     assert hint[:3] == [_this_python(), str(ROOT / "run_bench.py"), "run"], hint
     assert "--only" in hint and "--no-report" in hint
-    done = subprocess.run(hint, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+    done = _as_printed(hint, text=True)
     assert done.returncode == 0, done.stderr
     assert len(load_records(out)) == 16
 
@@ -452,11 +452,19 @@ def test_the_resume_hint_of_a_config_from_stdin_pipes_it_in_again(tmp_path):
     words = shlex.split(command)
     assert words[:5] == [_this_python(), str(ROOT / "run_bench.py"), "run", "-", "seed=1"] \
         and words[-1] == "--resume", hint
-    with open(cfg, "rb") as stdin:
-        done = subprocess.run(words, cwd=ROOT, env=ENV, stdin=stdin, capture_output=True,
-                              text=True, timeout=300)
+    done = _as_printed(words, input=cfg.read_bytes(), text=True)
     assert done.returncode == 0, done.stderr
     assert len(load_records(out)) == 12
+
+
+def _as_printed(words: list, input=None, text=False):
+    """A printed `PYTHON run_bench.py ...` command run as pasted, from the repository root:
+    PYTHON is this interpreter (_this_python: its name where PATH finds this very
+    interpreter), so the call is `python run_bench.py ...` served by the fork server
+    (tests/forkcli.py) — a new process that runs the script, without torch's import."""
+    assert words[0] == _this_python() and words[1] == str(ROOT / "run_bench.py"), words
+    return forkcli.run([sys.executable, *words[1:]], cwd=ROOT, env=ENV, input=input, text=text,
+                       timeout=300)
 
 
 def _this_python() -> str:
