@@ -457,6 +457,16 @@ def test_the_resume_hint_of_a_config_from_stdin_pipes_it_in_again(tmp_path):
     assert len(load_records(out)) == 12
 
 
+def _python_code(code: str, tmp_path, cwd):
+    """`python -c CODE` for the tests whose CODE patches the CLI and runs it: CODE as a script
+    of its own (tmp_path/code/call.py) served by the fork server (tests/forkcli.py), a new
+    process in a new __main__ with normbench imported afresh, without torch's import; text."""
+    script = tmp_path / "code" / "call.py"
+    script.parent.mkdir()
+    script.write_text(code)
+    return forkcli.run([sys.executable, script], cwd=cwd, env=ENV, text=True, timeout=300)
+
+
 def _as_printed(words: list, input=None, text=False):
     """A printed `PYTHON run_bench.py ...` command run as pasted, from the repository root:
     PYTHON is this interpreter (_this_python: its name where PATH finds this very
@@ -487,8 +497,7 @@ def test_a_signal_while_the_report_is_written_costs_the_report_only(tmp_path):
             "cli._write_report = stop\n"
             f"sys.argv = ['normbench', 'run', {str(config(tmp_path))!r}, '--out', {str(out)!r}]\n"
             "cli.main()\n")
-    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=ENV, capture_output=True,
-                       text=True, timeout=300)
+    r = _python_code(code, tmp_path, ROOT)
     assert r.returncode == 130, r.stderr
     last = r.stderr.strip().splitlines()[-1]
     assert "while writing the report" in last and "records" in last, last
@@ -519,8 +528,7 @@ def test_a_signal_while_report_writes_the_report_leaves_its_plots_and_says_so(tm
             "store.write_file_atomic = once\n"
             f"sys.argv = ['normbench', 'report', {str(run)!r}, '--baseline', 'atomic']\n"
             "cli.main()\n")
-    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=ENV, capture_output=True,
-                       text=True, timeout=300)
+    r = _python_code(code, tmp_path, ROOT)
     assert r.returncode == 130, r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
@@ -696,8 +704,7 @@ def test_the_report_hint_of_python_m_normbench_says_python_m_normbench(tmp_path)
             "cli._write_report = stop\n"
             f"sys.argv = ['normbench', 'run', {str(config(tmp_path))!r}, '--out', {str(out)!r}]\n"
             "runpy.run_module('normbench', run_name='__main__', alter_sys=True)\n")
-    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=ENV,
-                       capture_output=True, text=True, timeout=300)
+    r = _python_code(code, tmp_path, tmp_path)
     assert r.returncode == 130, r.stderr
     words = shlex.split(r.stderr.strip().splitlines()[-1].split("write it with: ", 1)[1])
     assert words == [_this_python(), "-m", "normbench", "report", str(out)], words
