@@ -98,19 +98,36 @@ def _evaluate(entry, grid) -> dict:
             at = f", GROUPS={g}" if entry.uses_groups else ""
             raise ValueError(f"{e} (at rows={r}, d={d}{at})") from None
 
+    # Entry.writers_per_slot and workspace_bytes (no weight dtype: none is checked) are their
+    # models at the effective GROUPS, which each works out again: worked out once a point here
+    # (the grid is some 3,000 points an entry, and the checks cost more than the models)
+    effective: dict = {}
+
+    def groups_at(r, d, g):
+        key = (r, d, g)
+        if key not in effective:        # what it raises is raised at each call, as before
+            effective[key] = entry.effective_groups(r, d, g)
+        return effective[key]
+
+    def writers(r, d, g):
+        return entry.writers_at(r, groups_at(r, d, g))
+
+    def workspace(r, d, g, has_bias):
+        return entry.workspace_at(r, d, groups_at(r, d, g), has_bias)
+
     try:
         w, ln, rms, geff = [], [], [], []
         for r in grid["rows"]:
             w.append([]), ln.append([]), rms.append([]), geff.append([])
             for d in grid["d"]:
-                w[-1].append([value("writers_per_slot", "writers", r, d, g,
-                                    entry.writers_per_slot) for g in groups])
-                ln[-1].append([value("workspace_bytes", "workspace", r, d, g,
-                                     entry.workspace_bytes, True) for g in groups])
-                rms[-1].append([value("workspace_bytes", "workspace", r, d, g,
-                                      entry.workspace_bytes, False) for g in groups])
+                w[-1].append([value("writers_per_slot", "writers", r, d, g, writers)
+                              for g in groups])
+                ln[-1].append([value("workspace_bytes", "workspace", r, d, g, workspace, True)
+                               for g in groups])
+                rms[-1].append([value("workspace_bytes", "workspace", r, d, g, workspace, False)
+                                for g in groups])
                 geff[-1].append([value("groups_effective", "effective_groups", r, d, g,
-                                       entry.effective_groups) for g in groups])
+                                       groups_at) for g in groups])
         out.update(writers=w, workspace_ln=ln, workspace_rms=rms, groups_effective=geff)
     except Exception as e:                  # a model that needs a GPU, say: shown as such
         out["error"] = f"model not evaluable here: {type(e).__name__}: {e}"
