@@ -207,6 +207,12 @@ def compile_kernel(name: str, d: int, norm: str, dtype: str, weight_dtype: str =
     return k, p
 
 
+# each SASS line's opcode (after its address comment and predicate): the line's whitespace
+# matched once — `^\s*(?:/\*…\*/)?\s+`, the same matches, tried every split of each run of
+# spaces between its \s* and \s+ (half a second a kernel, most of a call's own time)
+_OPCODE = re.compile(r"^(?:\s*/\*[0-9a-f]+\*/\s+|\s+)(?:@!?U?P[0-9T] )?([A-Z][A-Z0-9_]*)[.\s]", re.M)
+
+
 def _cuobjdump(cubin: bytes, flag: str) -> str:
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(cubin)
@@ -243,8 +249,7 @@ def resources(d: int, norm: str, dtype: str, override: dict | None = None,
     # instructions, all of them and two kinds (bf16_pairs leaves no PRMT to widen bf16,
     # xhat_fma leaves LayerNorm's x̂ without its FADD); `shfl`: warp shuffles (full_sectors'
     # trade within each warp); `sectors`: the Launch's (0, 1 by shuffles, 2 through shared memory)
-    ops = re.findall(r"^\s*(?:/\*[0-9a-f]+\*/)?\s+(?:@!?U?P[0-9T] )?([A-Z][A-Z0-9_]*)[.\s]",
-                     sass, re.M)
+    ops = _OPCODE.findall(sass)
     return dict(name=name, regs=int(m[1]), stack=int(m[2]), shared=int(m[3]), local=int(m[4]),
                 dynamic=k.metadata.shared, ldg=len(re.findall(r"\bLDG\.", sass)),
                 ldgsts=len(re.findall(r"\bLDGSTS\b", sass)), stl=len(re.findall(r"\bSTL\b", sass)),
