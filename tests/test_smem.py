@@ -2,6 +2,7 @@
 the registry where it cannot run, and its Gluon kernel compiled for sm_90 (bench/regs.py).
 Its numbers are checked on the GPU (tests/test_gpu.py: against fp64, bits over repeats, the
 staged and the fallback paths): Gluon has no interpreter."""
+import functools
 import itertools
 import json
 import os
@@ -325,6 +326,13 @@ def test_the_split_kernel_compiles_without_spilling():
 
 
 def regs(*args):
+    """bench/regs.py --name disjoint_smem ARGS' JSON: a copy of the first call's with the same
+    ARGS (the same compile and SASS: several tests read the same configuration)."""
+    return dict(_regs(*args))
+
+
+@functools.cache
+def _regs(*args):
     out = forkcli.run([sys.executable, os.path.join(ROOT, "bench", "regs.py"), "--name",
                        "disjoint_smem", *args], text=True, env=forkcli.without_interpreter())
     out.check_returncode()
@@ -432,20 +440,30 @@ print(c.asm["ptx"].count("%globaltimer"), c.asm["ptx"].count("%smid"), c.metadat
 '''
 
 
-def test_the_staged_timeline_compiles_its_clock_reads_around_the_kernel():
+def _timeline_compile(tmp_path, *args):
+    """`python -c _TIMELINE_COMPILE ROOT ARGS`, checked: the code as a script of its own
+    (tmp_path/timeline_compile.py) served by the fork server of bench/regs.py's calls
+    (tests/forkcli.py: a new process, normbench and Triton's compile afresh, without torch's
+    import), which drops TRITON_INTERPRET before anything imports Triton, as the code does."""
+    script = tmp_path / "timeline_compile.py"
+    script.write_text(_TIMELINE_COMPILE)
+    out = forkcli.run([sys.executable, script, ROOT, *args], text=True,
+                      env=forkcli.without_interpreter())
+    out.check_returncode()
+    return out
+
+
+def test_the_staged_timeline_compiles_its_clock_reads_around_the_kernel(tmp_path):
     """bench/timeline_staged.py's wrapper (the staged kernel between two reads of the GPU's
     clock, and its SM) compiles for sm_90 at LayerNorm 16384's three stages, with every
     constexpr disjoint_smem.kernel_args launches the staged kernel with; on a machine without
     a GPU the script says it needs one."""
-    out = subprocess.run([sys.executable, "-c", _TIMELINE_COMPILE, ROOT], capture_output=True,
-                         text=True, check=True)
+    out = _timeline_compile(tmp_path)
     clocks, sms, shared = map(int, out.stdout.split()[-3:])
     assert clocks == 2 and sms == 1 and 3 * 65536 + 32768 <= shared <= 227 * 1024, out.stdout
-    out = subprocess.run([sys.executable, "-c", _TIMELINE_COMPILE, ROOT, "rows"],
-                         capture_output=True, text=True, check=True)
+    out = _timeline_compile(tmp_path, "rows")
     assert list(map(int, out.stdout.split()[-3:]))[:2] == [3, 1], out.stdout   # one a row too
-    out = subprocess.run([sys.executable, "-c", _TIMELINE_COMPILE, ROOT, "phases"],
-                         capture_output=True, text=True, check=True)
+    out = _timeline_compile(tmp_path, "phases")
     assert list(map(int, out.stdout.split()[-3:]))[:2] == [6, 1], out.stdout   # four a row
     if not torch.cuda.is_available():
         r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "timeline_staged.py")],
