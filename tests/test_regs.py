@@ -5,7 +5,6 @@ it costs device time."""
 import functools
 import json
 import os
-import subprocess
 import sys
 
 from tests import forkcli
@@ -82,7 +81,7 @@ def test_pdl_lets_the_reduce_in_early_and_changes_nothing_else():
             assert pdl[k] == plain[k], (name, k, plain, pdl)
 
 
-def test_the_reduce_waits_for_the_kernel_before_it_only_with_pdl():
+def test_the_reduce_waits_for_the_kernel_before_it_only_with_pdl(tmp_path):
     """The reduce launched with pdl waits (griddepcontrol.wait: ACQBULK) before its first
     read; without it there is no wait and no programmatic launch."""
     code = (
@@ -107,8 +106,12 @@ def test_the_reduce_waits_for_the_kernel_before_it_only_with_pdl():
         "        sass = subprocess.run([os.path.join(tools, 'cuobjdump'), '-sass', f.name],\n"
         "                              capture_output=True, text=True, check=True).stdout\n"
         "    print(pdl, bool(b.metadata.launch_pdl), 'ACQBULK' in sass)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "NORMBENCH_QUIET": "1"})
+    # CODE as a script of its own, forked from the server of regs.py's calls (tests/forkcli.py:
+    # a new process, Triton's compile afresh; without TRITON_INTERPRET, which CODE drops first)
+    script = tmp_path / "reduce_pdl.py"
+    script.write_text(code)
+    out = forkcli.run([sys.executable, script], text=True, env=forkcli.without_interpreter())
+    out.check_returncode()
     assert out.stdout.split() == ["False", "False", "False", "True", "True", "True"], out.stdout
 
 
