@@ -186,7 +186,19 @@ def test_target_3_compares_with_the_nearest_power_of_two():
     assert "met at 2 of 4." in targets_status.markdown_pow2(targets_status.pow2_gaps(df))
 
 
-def test_the_readme_states_what_its_runs_give(capsys):
+@pytest.fixture(scope="module")
+def readme_check():
+    """`targets_status.py --readme README.md` run once for the two tests that read its output
+    (6 s of loading and judging the README's runs each): (exit code, stdout)."""
+    import contextlib
+    import io
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = targets_status.main(["--readme", os.path.join(ROOT, "README.md")])
+    return code, out.getvalue()
+
+
+def test_the_readme_states_what_its_runs_give(request):
     """--readme runs the check on the directories the README's "Issue 16's targets" paragraph
     names, and the counts that paragraph states in bold are the ones they give (both, speed,
     copy; target 3) — a README claim follows its committed runs."""
@@ -196,8 +208,8 @@ def test_the_readme_states_what_its_runs_give(capsys):
     if not all(os.path.isdir(targets_status.split_run(r)[0]) for r in runs):
         pytest.skip("a run the README names is not in this checkout")
     assert len(runs) >= 20 and len(set(runs)) == len(runs)
-    assert targets_status.main(["--readme", readme]) == 0
-    out = capsys.readouterr().out
+    code, out = request.getfixturevalue("readme_check")
+    assert code == 0
     both, total, speed, copy = re.search(r"Both targets met at (\d+) of (\d+); the speed target at "
                                          r"(\d+), the copy-ceiling target at (\d+)", out).groups()
     t3, t3_of = re.search(r"Target 3 \(not a power of two\) met at (\d+) of (\d+)", out).groups()
@@ -208,15 +220,15 @@ def test_the_readme_states_what_its_runs_give(capsys):
     assert f"**met at {t3} of {t3_of} lines**" in para
 
 
-def test_docs_targets_is_the_commands_output(capsys):
+def test_docs_targets_is_the_commands_output(request):
     """docs/TARGETS.md, the README's table of issue 16's lines, is `targets_status.py
     --readme`'s output after its header: regenerated, never edited by hand."""
     readme = os.path.join(ROOT, "README.md")
     if not all(os.path.isdir(targets_status.split_run(r)[0])
                for r in targets_status.readme_runs(readme)):
         pytest.skip("a run the README names is not in this checkout")
-    assert targets_status.main(["--readme", readme]) == 0
-    out = capsys.readouterr().out
+    code, out = request.getfixturevalue("readme_check")
+    assert code == 0
     doc = open(os.path.join(ROOT, "docs", "TARGETS.md"), encoding="utf-8").read()
     assert doc.endswith(out) and doc[:-len(out)].count("\n|") == 0
 
