@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Round 51c (session 63; from the repo root on the warm H200 after the calls that carried .pk1/
 # and .pk2/, carrying .pk3/ and .head/ — `git archive HEAD_C strategies harness configs
-# run_bench.py`, the code before the candidate): the candidate rule that stands in this tree
+# run_bench.py`, the code before the candidate): the candidate rule that stands in this tree —
+# after `git revert b01fbc5`, which took it back out until it is counted —
 # (disjoint_strided's row loop at 8 warps for 16-bit rows of one whole 4096 tile, both norms;
 # round 51's A/B) counted as the table counts it — configs/targets-narrow.yaml at 16384 × 4096,
 # every dtype mix, every peer in the same run — against the code before it, per norm: the code
