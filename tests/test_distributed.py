@@ -907,7 +907,9 @@ def test_a_result_whose_fetch_broke_is_the_lost_scheduler_where_it_no_longer_ans
 @pytest.fixture
 def scheduler_and_worker(tmp_path):
     """A Dask scheduler and one worker (no nanny: its pid is the worker's) started as a
-    cluster is by hand, (address, scheduler process, worker process); both stopped after."""
+    cluster is by hand, (address, scheduler process, worker process), given once the worker
+    has joined the scheduler (a run started sooner is refused, one line: nothing listens on the
+    port yet); both stopped after."""
     import socket
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -923,6 +925,9 @@ def scheduler_and_worker(tmp_path):
                                "--no-dashboard"], env=env, stdout=logs[1],
                               stderr=subprocess.STDOUT)
     try:
+        from distributed import Client
+        with Client(address, timeout="120s") as c:     # connects once the scheduler listens
+            c.wait_for_workers(1, timeout=120)
         yield address, sched, worker
     finally:
         for p in (worker, sched):
