@@ -3,7 +3,8 @@ import sys
 
 # Kernels must see TRITON_INTERPRET before they are defined: strategies decides it on import.
 os.environ.setdefault("NORMBENCH_QUIET", "1")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, _ROOT)
 
 # Where the environment sets PYTHONDONTWRITEBYTECODE (this machine's does), every CLI
 # call the tests make — a fresh interpreter, or a fork of tests/forkcli.py's server, which has
@@ -14,7 +15,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 if os.environ.get("PYTHONDONTWRITEBYTECODE"):
     import compileall
     for _sub in ("harness", "strategies", "normbench", "bench", "tests"):
-        compileall.compile_dir(os.path.join(sys.path[0], _sub), quiet=1)
+        compileall.compile_dir(os.path.join(_ROOT, _sub), quiet=1)
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
@@ -52,3 +53,14 @@ def poisoned(monkeypatch):
     monkeypatch.setattr(torch, "empty", lambda *a, **k: poison(real_empty(*a, **k)))
     monkeypatch.setattr(torch, "empty_like", lambda *a, **k: poison(real_like(*a, **k)))
     yield
+
+
+@pytest.fixture(scope="module")
+def plugin_path(tmp_path_factory):
+    """(folder for a test's plugin module, PYTHONPATH naming it and the checkout): one for a
+    test module's plugin tests, so that their environments are one for tests/forkcli.py
+    (NORMBENCH_* aside) and its server forks every call but the first, where a folder of each
+    test's made each test's first call a plain `python run_bench.py` (torch and pandas
+    imported afresh)."""
+    folder = tmp_path_factory.mktemp("plugins")
+    return folder, f"{_ROOT}{os.pathsep}{folder}"

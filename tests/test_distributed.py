@@ -606,16 +606,6 @@ def test_a_ctrl_c_while_the_cluster_starts_prints_nothing_of_dask():
     assert p.returncode == 0
 
 
-@pytest.fixture(scope="module")
-def plugin_path(tmp_path_factory):
-    """(folder for a test's plugin module, PYTHONPATH naming it): one for the module's plugin
-    tests, so that their environments are one for tests/forkcli.py (NORMBENCH_* aside) and
-    its server forks every call but the first, where a folder of each test's made each
-    test's first call a plain `python run_bench.py` (torch and pandas imported afresh)."""
-    folder = tmp_path_factory.mktemp("plugins")
-    return folder, f"{ROOT}{os.pathsep}{folder}"
-
-
 @needs_dask
 def test_workers_that_cannot_load_a_plugin_stop_the_run_not_each_case(tmp_path, plugin_path):
     """NORMBENCH_PLUGINS naming a module a node lacks: the run stops at the start, one line,

@@ -313,16 +313,6 @@ def test_a_plugin_the_worker_cannot_load_is_no_payloads_error(worker):
     assert w.pid is None
 
 
-@pytest.fixture(scope="module")
-def plugin_path(tmp_path_factory):
-    """(folder for a test's plugin module, PYTHONPATH naming it): one for the module's CLI
-    tests, so that their environments are one for tests/forkcli.py (NORMBENCH_* aside) and
-    its server forks every call but the first, where a folder of each test's made each
-    test's first call a plain `python run_bench.py` (torch and pandas imported afresh)."""
-    folder = tmp_path_factory.mktemp("plugins")
-    return folder, f"{REPO}{os.pathsep}{folder}"
-
-
 def test_isolate_stops_when_a_plugin_loads_only_in_the_parent(tmp_path, plugin_path):
     """--isolate with a plugin that fails in the worker only: every case, the built-ins' too,
     was an error record (exit 0), and --resume kept them.  Now one line, nothing recorded and
