@@ -2,17 +2,12 @@
 in the registry where it cannot run, and its Gluon kernel compiled for sm_90 as one CTA of a
 2-CTA cluster (bench/regs.py).  Its numbers are checked on the GPU (tests/test_gpu.py): Gluon
 has no interpreter."""
-import json
-import os
-import sys
-
 import pytest
 
 from normbench import strategies
 from normbench.strategies import disjoint_cluster as dc
-from tests import forkcli
+from tests.test_regs import regs as regs_py
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 H200 = 227 * 1024
 
 
@@ -48,10 +43,8 @@ def test_auto_groups_are_one_cluster_for_every_two_sms():
 
 
 def regs(*args):
-    out = forkcli.run([sys.executable, os.path.join(ROOT, "bench", "regs.py"), "--name",
-                       "disjoint_cluster", *args], text=True, env=forkcli.without_interpreter())
-    out.check_returncode()
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    """bench/regs.py --name disjoint_cluster ARGS' JSON (tests/test_regs.regs)."""
+    return regs_py("--name", "disjoint_cluster", *args)
 
 
 @pytest.mark.parametrize("norm,dtype,weight", [("layernorm", "bf16", "bf16"),

@@ -2,9 +2,7 @@
 the registry where it cannot run, and its Gluon kernel compiled for sm_90 (bench/regs.py).
 Its numbers are checked on the GPU (tests/test_gpu.py: against fp64, bits over repeats, the
 staged and the fallback paths): Gluon has no interpreter."""
-import functools
 import itertools
-import json
 import os
 import subprocess
 import sys
@@ -15,6 +13,7 @@ import torch
 from normbench import strategies
 from normbench.strategies import disjoint_smem as smem
 from tests import forkcli
+from tests.test_regs import regs as regs_py
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 H200 = 227 * 1024
@@ -326,17 +325,9 @@ def test_the_split_kernel_compiles_without_spilling():
 
 
 def regs(*args):
-    """bench/regs.py --name disjoint_smem ARGS' JSON: a copy of the first call's with the same
-    ARGS (the same compile and SASS: several tests read the same configuration)."""
-    return dict(_regs(*args))
-
-
-@functools.cache
-def _regs(*args):
-    out = forkcli.run([sys.executable, os.path.join(ROOT, "bench", "regs.py"), "--name",
-                       "disjoint_smem", *args], text=True, env=forkcli.without_interpreter())
-    out.check_returncode()
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    """bench/regs.py --name disjoint_smem ARGS' JSON (tests/test_regs.regs: a copy of the
+    first call's with the same ARGS)."""
+    return regs_py("--name", "disjoint_smem", *args)
 
 
 def test_the_staged_kernel_reads_shared_memory_twice_without_spilling():
