@@ -266,12 +266,10 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
     if out_dir is not None and not out_dir.strip():
         fail("run: --out: an empty path; give the run directory")
     out_dir = Path(out_dir) if out_dir is not None else None
-    if out_dir is not None and (held := _own_file_of_a_run(out_dir)) is not None:
+    if out_dir is not None:
         # another run's plots/ (none yet: run --no-report): that run's report then wrote its
         # plots into this run, and this run's report its pages into that run's plots folder
-        fail(f"run: --out {out_dir}: one of the files of the run directory {held} (records, "
-             "meta.json, lock, report, plots), which report, compare and --resume read or "
-             "write; give a new or empty directory")
+        _refuse_a_runs_file(out_dir, f"run: --out {out_dir}", "give a new or empty directory")
     # a config naming no implementation runs those available here; a shard, a run on a
     # cluster (--scheduler: its workers measure, not this login node) or a resume of a merge
     # of shards (its plan is theirs) plans every one known, the unavailable recorded as
@@ -580,12 +578,9 @@ def merge(out_dir: str = typer.Argument(..., metavar="out_dir", help="the run di
     if not out_dir.strip():         # as a Path it is ".": the working directory
         fail("merge: out_dir: an empty path; give the run directory to write")
     out_dir = Path(out_dir)
-    if (run := _own_file_of_a_run(out_dir)) is not None:
-        # a shard's plots/ (none yet: run --no-report): the shard's report then wrote its
-        # plots into the merged run, and the merged run's report its pages into the shard's
-        fail(f"merge: {out_dir}: one of the files of the run directory {run} (records, "
-             "meta.json, lock, report, plots), which report, compare and --resume read or "
-             "write; merge into a new or empty directory")
+    # a shard's plots/ (none yet: run --no-report): the shard's report then wrote its plots
+    # into the merged run, and the merged run's report its pages into the shard's
+    _refuse_a_runs_file(out_dir, f"merge: {out_dir}", "merge into a new or empty directory")
     # a merge that did not finish is finished by the same command: it replaces what the
     # stopped one wrote (merge.unfinished)
     again = shell_join([*command(), "merge", out_dir, *shard_dirs,
@@ -944,16 +939,21 @@ def export(run_dir: Path = typer.Argument(..., help="a run directory"),
         try:
             if out_file.is_dir():           # '' is Path('.'): a directory too
                 fail(f"export: --out {out!r}: give a file path, not a directory")
-            if (run := _own_file_of_a_run(out_file)) is not None:
-                fail(f"export: --out {out}: one of the files of the run directory "
-                     f"{run} (records, meta.json, lock, report, plots), which report, "
-                     "compare and --resume read or write; write the export elsewhere")
+            _refuse_a_runs_file(out_file, f"export: --out {out}", "write the export elsewhere")
             write_file_atomic(out_file, text + "\n")
         except OSError as e:
             fail(f"export: --out {out}: cannot write it: {e.strerror or e}")
     from normbench.harness.text import one_line
     for line in skipped.notes + ((skipped.note(),) if skipped else ()):
         say(err, one_line(f"export: {line}"))
+
+
+def _refuse_a_runs_file(path: Path, named: str, instead: str) -> None:
+    """fail(), one line, where `path` (what `named` gives: "run: --out X") is one of a run
+    directory's own files (_own_file_of_a_run); `instead` says what to give."""
+    if (run := _own_file_of_a_run(path)) is not None:
+        fail(f"{named}: one of the files of the run directory {run} (records, meta.json, lock, "
+             f"report, plots), which report, compare and --resume read or write; {instead}")
 
 
 def _own_file_of_a_run(path: Path) -> Optional[Path]:
