@@ -637,13 +637,14 @@ def test_bad_overrides_and_choices_are_one_line(args, msg):
                "uses_groups=False)\ndef f(*a, **k): pass\n", "'torch' registered twice"),
     ("nb_nosuch_module", None, "No module named 'nb_nosuch_module'"),
 ])
-def test_a_broken_plugin_is_one_line_naming_it_and_exit_2(tmp_path, plugin, text, fault):
+def test_a_broken_plugin_is_one_line_naming_it_and_exit_2(plugin_path, plugin, text, fault):
+    # one plugin folder for every case (conftest's plugin_path), so that their calls share one
+    # environment but for NORMBENCH_PLUGINS and are forked from one server (tests/forkcli.py)
+    folder, pythonpath = plugin_path
     if text is not None:
-        (tmp_path / f"{plugin}.py").write_text(text)
-    r = subprocess.run([sys.executable, str(ROOT / "run_bench.py"), "list"], cwd=ROOT,
-                       env={**ENV, "NORMBENCH_PLUGINS": plugin,
-                            "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"},
-                       capture_output=True, text=True, timeout=120)
+        (folder / f"{plugin}.py").write_text(text)
+    r = cli("list", env={**ENV, "NORMBENCH_PLUGINS": plugin, "PYTHONPATH": pythonpath},
+            timeout=120)
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     (line,) = [ln for ln in r.stderr.splitlines() if not ln.startswith("normbench:")]
     assert line.startswith(f"plugin {plugin} (NORMBENCH_PLUGINS) cannot be loaded: ")
