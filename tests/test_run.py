@@ -98,13 +98,13 @@ def test_isolate_turns_a_hang_into_a_timeout_record(tmp_path):
     """And a crash into an error record that keeps what the case measured before it (the
     worker's last progress: test_crash_later's correctness, judged on its first call)."""
     cfg = config(tmp_path, implementations=["test_hang", "test_crash_later", "disjoint_block"],
-                 timeout_s=8)
+                 timeout_s=3)
     t0 = time.time()
     r = cli("run", cfg, "--out", tmp_path / "run", "--no-report", "--isolate", timeout=240)
     assert r.returncode == 0, r.stderr
     df = load_records(tmp_path / "run").set_index("implementation")
     assert df.loc["test_hang", "status"] == "timeout"
-    assert "did not return within 8 s" in df.loc["test_hang", "error"]
+    assert "did not return within 3 s" in df.loc["test_hang", "error"]
     crash = df.loc["test_crash_later"]
     assert crash["status"] == "error" and "worker crashed" in crash["error"]
     assert "exit code 7" in crash["error"] and crash["correct"] == True      # noqa: E712
