@@ -203,8 +203,9 @@ def test_a_sweep_with_no_ok_record_and_odd_paths(tmp_path):
     bad = bytes(tmp_path) + b"/c\xff.yaml"
     Path(os.fsdecode(bad)).write_text(config(tmp_path, implementations=["test_raises"]).read_text())
     out = bytes(tmp_path) + b"/out\xff"
-    r = subprocess.run([sys.executable, str(ROOT / "run_bench.py"), "run", bad, "--out", out,
-                        "--no-report"], cwd=ROOT, env=ENV, capture_output=True, timeout=300)
+    # forked from forkcli's server: the paths as argv strings, as Python decodes argv bytes
+    # (os.fsdecode, surrogateescape), carried through its JSON request unchanged
+    r = cli("run", os.fsdecode(bad), "--out", os.fsdecode(out), "--no-report")
     assert r.returncode == 0 and b"Traceback" not in r.stderr, r.stderr
     run = Path(os.fsdecode(out))
     assert load_meta(run)["config_path"] == os.fsdecode(bad)
