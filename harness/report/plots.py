@@ -101,7 +101,11 @@ def _heatmap(fig, ax, values: pd.DataFrame, annot, cmap, norm, fontsize: int = 8
             else:
                 r, g, b, _ = cm(norm(v))
                 color = "white" if 0.299 * r + 0.587 * g + 0.114 * b < 0.5 else "black"
-            ax.text(j, i, t, ha="center", va="center", fontsize=fontsize, color=color)
+            # out of the layout: a cell text left in lies inside its cell (heatmap.fit drops
+            # every one where any does not), and constrained layout measured each of
+            # thousands of them in every draw
+            ax.text(j, i, t, ha="center", va="center", fontsize=fontsize, color=color,
+                    in_layout=False)
     return im
 
 
