@@ -2,10 +2,14 @@
 reading each row twice (rowgrad_reload) must spill less than keeping x̂ and g in registers,
 and not at all for RMSNorm.  A kernel change that brings the spills back fails here, before
 it costs device time."""
+import atexit
 import functools
 import json
 import os
+import subprocess
 import sys
+import tempfile
+import threading
 
 from tests import forkcli
 
@@ -20,10 +24,55 @@ def regs(*args):
 
 @functools.cache
 def _regs(*args):
-    out = forkcli.run([sys.executable, os.path.join(ROOT, "bench", "regs.py"), *args], text=True,
-                      env=forkcli.without_interpreter())
+    out = run_regs(*args)
     out.check_returncode()
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+_server: list = []      # the tests/_regsserver.py of this process, once started
+
+
+def run_regs(*args) -> subprocess.CompletedProcess:
+    """`python bench/regs.py ARGS` (its stdout and stderr as text, its exit code), forked from
+    tests/_regsserver.py, which has imported regs.py (Triton and normbench with the GPU
+    pretended) and hashed Triton's files once: ~0.9 s of CPU a call less.  One server a test
+    process, started by its first call; where it cannot start, forkcli.run as before
+    (NORMBENCH_TEST_FORK=0 too)."""
+    argv = [sys.executable, os.path.join(ROOT, "bench", "regs.py"), *args]
+    env = forkcli.without_interpreter()
+    if os.environ.get("NORMBENCH_TEST_FORK") == "0":
+        return forkcli.run(argv, text=True, env=env)
+    with _lock, tempfile.TemporaryDirectory(prefix="regs-") as tmp:
+        if not _server or _server[0].poll() is not None:
+            _server[:] = [subprocess.Popen([sys.executable, os.path.join(ROOT, "tests",
+                                                                         "_regsserver.py")],
+                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                           env=env, cwd=ROOT)]
+            if _server[0].stdout.readline().strip() != b"ready":
+                _server[0].kill()
+                _server[0].wait()
+        srv = _server[0]
+        if srv.poll() is not None:
+            return forkcli.run(argv, text=True, env=env)
+        files = {k: os.path.join(tmp, k) for k in ("stdout", "stderr")}
+        srv.stdin.write(json.dumps({"args": list(args), **files}).encode() + b"\n")
+        srv.stdin.flush()
+        reply = json.loads(srv.stdout.readline() or b'{"lost": true}')
+        if reply.get("lost"):
+            raise RuntimeError("tests/_regsserver.py died")
+        out, err = (open(files[k], encoding="utf-8", errors="replace").read()
+                    for k in ("stdout", "stderr"))
+        return subprocess.CompletedProcess(argv, reply["returncode"], out, err)
+
+
+def _stop_server():
+    if _server and _server[0].poll() is None:
+        _server[0].stdin.close()
+        _server[0].wait(timeout=30)
+
+
+atexit.register(_stop_server)
+_lock = threading.Lock()
 
 
 def test_reload_spills_less_at_16384():
@@ -219,8 +268,7 @@ def test_a_bad_override_is_refused_as_the_tuning_path_refuses_it():
     for ov, said in (('{"num_warp": 8}', "unknown tuning option 'num_warp'"),
                      ('{"num_warps": "8"}', "expected an int or a bool"),
                      ("xx", "not JSON"), ("[1]", "not a JSON object")):
-        r = forkcli.run([sys.executable, os.path.join(ROOT, "bench", "regs.py"), "--d", "4096",
-                         "--override", ov], text=True, env=forkcli.without_interpreter())
+        r = run_regs("--d", "4096", "--override", ov)
         err = [ln for ln in r.stderr.splitlines() if "regs.py: error:" in ln]
         assert r.returncode == 2 and len(err) == 1 and said in err[0], r.stderr
         assert "Traceback" not in r.stderr and not r.stdout
