@@ -20,6 +20,17 @@ Triton's own `_patch_lang` as before.  Nothing here runs on a GPU, and it instal
 where the interpreter's internals are not as expected (another Triton version): then every
 call patches, as Triton does.  NORMBENCH_INTERPRET_REPATCH=1 (read at import) leaves Triton's
 way in place.
+
+The same `install()` skips the interpreter's integer-overflow check where it can do nothing.
+Every `+`, `-` and `*` of int32 values in a kernel (offsets, row numbers) asks
+`TritonSemantic.binary_op_sanitize_overflow_impl`, which redoes the operation in int64,
+compares it with both bounds and hands the result to `device_assert` — which returns without
+reading it unless the builder's `options.debug` is set, and the interpreter's builder never
+sets it (`InterpreterOptions()`, debug False): the check's four extra operations a call were
+computed and dropped, about 40 % of the interpreter's time in the reduce kernel at d = 65536
+(cProfile of tests/test_strategies.py::test_widest_supported_row).  So under the interpreter's
+builder with debug off it returns after the same type assertions, as the check's result was
+dropped; with debug on (or any other builder: a compile for a GPU) Triton's own check runs.
 """
 from __future__ import annotations
 
@@ -90,4 +101,33 @@ def install() -> bool:
     patch_lang._normbench = True
     it._patch_lang = patch_lang
     grid.__call__ = launch
+    _skip_dropped_overflow_check(it)
     return True
+
+
+def _skip_dropped_overflow_check(it) -> None:
+    """The overflow check returns at once under the interpreter's builder while its debug is off
+    (device_assert would drop its result); elsewhere, or with debug on, Triton's own."""
+    try:
+        from triton.language.semantic import TritonSemantic
+    except Exception:
+        return
+    real = getattr(TritonSemantic, "binary_op_sanitize_overflow_impl", None)
+    builder = getattr(it, "interpreter_builder", None)
+    if real is None or builder is None or getattr(real, "_normbench", False) \
+            or not hasattr(getattr(builder, "options", None), "debug"):
+        return
+
+    def sanitize(self, lhs, rhs, binary_op):
+        if self.builder is not builder or self.builder.options.debug:
+            return real(self, lhs, rhs, binary_op)
+        # Triton's own first lines; what follows them only builds device_assert's condition
+        if lhs.type.scalar.int_bitwidth >= 64 or not self.builder.options.sanitize_overflow:
+            return
+        lhs_sca_ty, rhs_sca_ty = lhs.type.scalar, rhs.type.scalar
+        assert lhs_sca_ty == rhs_sca_ty, \
+            f"expected matching operand types, got {lhs_sca_ty} and {rhs_sca_ty}"
+        assert lhs_sca_ty.is_int(), f"expected integer type, got {lhs_sca_ty}"
+
+    sanitize._normbench = True
+    TritonSemantic.binary_op_sanitize_overflow_impl = sanitize

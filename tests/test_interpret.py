@@ -111,3 +111,29 @@ def test_a_device_function_whose_module_has_no_triton_language_fails_as_in_trito
         assert r.returncode == 0, r.stderr[-2000:]
         out[mode] = r.stdout.strip()
     assert out["0"] == out["1"] == "error InterpreterError True", out
+
+
+def test_the_overflow_check_is_skipped_only_where_its_result_is_dropped(monkeypatch):
+    """_interpret.py skips the interpreter's int32 overflow check while the builder's debug is
+    off, where device_assert drops its result: a kernel whose int32 product overflows runs
+    (wrapping, as Triton's own way gives it); with debug on, Triton's check runs and stops it."""
+    import dataclasses
+
+    import triton
+    import triton.language as tl
+    from triton.language.semantic import TritonSemantic
+
+    assert getattr(TritonSemantic.binary_op_sanitize_overflow_impl, "_normbench", False)
+
+    @triton.jit
+    def times(X, Y, s):
+        tl.store(Y, tl.load(X) * s)
+
+    x, y = torch.tensor([2**20], dtype=torch.int32), torch.zeros(1, dtype=torch.int32)
+    times[(1,)](x, y, 2**12)
+    assert y.item() == (2**32) - 2**32 == 0          # 2^32 wrapped to int32: no check ran
+    b = interpreter.interpreter_builder
+    monkeypatch.setattr(b, "options", dataclasses.replace(b.options, debug=True))
+    with pytest.raises(Exception, match="int32 overflow detected for operation mul"):
+        times[(1,)](x, y, 2**12)
+    times[(1,)](x, torch.zeros(1, dtype=torch.int32), 2**10)      # in range: no error
