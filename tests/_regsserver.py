@@ -10,10 +10,14 @@ Triton, normbench), computes that key once, and for each request (a JSON line on
 args, and files for the child's stdout and stderr) forks a child that runs regs.py's main()
 with those args, as `python bench/regs.py ARGS` runs it: the compile, cuobjdump and the
 JSON line are the child's own, each call starts from the same state (nothing compiled), and
-its exit code (argparse's 2 included) is answered on stdout as a JSON line.
+its exit code (argparse's 2 included) is answered on stdout as a JSON line.  A request that
+names a script runs it instead (`python SCRIPT ARGS` in the child): the tests' compile
+scripts that begin with regs.py's own set-up (no TRITON_INTERPRET, a GPU pretended) and
+name their target.
 """
 import json
 import os
+import runpy
 import sys
 import traceback
 
@@ -32,9 +36,14 @@ def _child(req) -> int:
         fd = os.open(req[name], os.O_WRONLY | os.O_TRUNC | os.O_CREAT, 0o600)
         os.dup2(fd, target)
         os.close(fd)
-    sys.argv = [regs.__file__, *req["args"]]
+    script = req.get("script")
+    sys.argv = [script or regs.__file__, *req["args"]]
     try:
-        regs.main()
+        if script:                           # `python SCRIPT ARGS`, over regs.py's set-up
+            sys.path[0] = os.path.dirname(os.path.realpath(script))
+            runpy.run_path(script, run_name="__main__")
+        else:
+            regs.main()
         code = 0
     except SystemExit as e:                  # argparse's exit 2, regs.py's SystemExit(text)
         if e.code is None or isinstance(e.code, int):

@@ -32,13 +32,14 @@ def _regs(*args):
 _server: list = []      # the tests/_regsserver.py of this process, once started
 
 
-def run_regs(*args) -> subprocess.CompletedProcess:
+def run_regs(*args, script=None) -> subprocess.CompletedProcess:
     """`python bench/regs.py ARGS` (its stdout and stderr as text, its exit code), forked from
     tests/_regsserver.py, which has imported regs.py (Triton and normbench with the GPU
     pretended) and hashed Triton's files once: ~0.9 s of CPU a call less.  One server a test
     process, started by its first call; where it cannot start, forkcli.run as before
-    (NORMBENCH_TEST_FORK=0 too)."""
-    argv = [sys.executable, os.path.join(ROOT, "bench", "regs.py"), *args]
+    (NORMBENCH_TEST_FORK=0 too).  script: `python SCRIPT ARGS` instead, forked from the same
+    server — a compile script that does regs.py's set-up first and names its target."""
+    argv = [sys.executable, str(script or os.path.join(ROOT, "bench", "regs.py")), *args]
     env = forkcli.without_interpreter()
     if os.environ.get("NORMBENCH_TEST_FORK") == "0":
         return forkcli.run(argv, text=True, env=env)
@@ -55,7 +56,8 @@ def run_regs(*args) -> subprocess.CompletedProcess:
         if srv.poll() is not None:
             return forkcli.run(argv, text=True, env=env)
         files = {k: os.path.join(tmp, k) for k in ("stdout", "stderr")}
-        srv.stdin.write(json.dumps({"args": list(args), **files}).encode() + b"\n")
+        req = {"args": [str(a) for a in args], **files, **({"script": str(script)} if script else {})}
+        srv.stdin.write(json.dumps(req).encode() + b"\n")
         srv.stdin.flush()
         reply = json.loads(srv.stdout.readline() or b'{"lost": true}')
         if reply.get("lost"):
@@ -155,11 +157,12 @@ def test_the_reduce_waits_for_the_kernel_before_it_only_with_pdl(tmp_path):
         "        sass = subprocess.run([os.path.join(tools, 'cuobjdump'), '-sass', f.name],\n"
         "                              capture_output=True, text=True, check=True).stdout\n"
         "    print(pdl, bool(b.metadata.launch_pdl), 'ACQBULK' in sass)\n")
-    # CODE as a script of its own, forked from the server of regs.py's calls (tests/forkcli.py:
-    # a new process, Triton's compile afresh; without TRITON_INTERPRET, which CODE drops first)
+    # CODE as a script of its own, forked from the server of regs.py's calls (tests/_regsserver:
+    # a new process, Triton's compile afresh; without TRITON_INTERPRET, which CODE drops first,
+    # and a GPU pretended, as CODE does; its compile names its target)
     script = tmp_path / "reduce_pdl.py"
     script.write_text(code)
-    out = forkcli.run([sys.executable, script], text=True, env=forkcli.without_interpreter())
+    out = run_regs(script=script)
     out.check_returncode()
     assert out.stdout.split() == ["False", "False", "False", "True", "True", "True"], out.stdout
 

@@ -12,8 +12,8 @@ import torch
 
 from normbench import strategies
 from normbench.strategies import disjoint_smem as smem
-from tests import forkcli
 from tests.test_regs import regs as regs_py
+from tests.test_regs import run_regs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 H200 = 227 * 1024
@@ -392,9 +392,7 @@ def test_w_regs_compiles_without_spilling():
 
 
 def test_regs_says_where_the_kernel_does_not_stage():
-    out = forkcli.run([sys.executable, os.path.join(ROOT, "bench", "regs.py"), "--name",
-                       "disjoint_smem", "--d", "20000"], text=True,
-                      env=forkcli.without_interpreter())
+    out = run_regs("--name", "disjoint_smem", "--d", "20000")
     assert out.returncode != 0 and "disjoint_block's kernel" in out.stderr
 
 
@@ -433,13 +431,13 @@ print(c.asm["ptx"].count("%globaltimer"), c.asm["ptx"].count("%smid"), c.metadat
 
 def _timeline_compile(tmp_path, *args):
     """`python -c _TIMELINE_COMPILE ROOT ARGS`, checked: the code as a script of its own
-    (tmp_path/timeline_compile.py) served by the fork server of bench/regs.py's calls
-    (tests/forkcli.py: a new process, normbench and Triton's compile afresh, without torch's
-    import), which drops TRITON_INTERPRET before anything imports Triton, as the code does."""
+    (tmp_path/timeline_compile.py) forked from the server of bench/regs.py's calls
+    (tests/_regsserver.py: a new process, Triton's compile afresh, without torch's import),
+    which has done regs.py's set-up — no TRITON_INTERPRET, an sm_90 GPU pretended — as the
+    code does first."""
     script = tmp_path / "timeline_compile.py"
     script.write_text(_TIMELINE_COMPILE)
-    out = forkcli.run([sys.executable, script, ROOT, *args], text=True,
-                      env=forkcli.without_interpreter())
+    out = run_regs(ROOT, *args, script=script)
     out.check_returncode()
     return out
 
