@@ -35,16 +35,17 @@ _server: list = []      # the tests/_regsserver.py of this process, once started
 def run_regs(*args, script=None) -> subprocess.CompletedProcess:
     """`python bench/regs.py ARGS` (its stdout and stderr as text, its exit code), forked from
     tests/_regsserver.py, which has imported regs.py (Triton and normbench with the GPU
-    pretended) and hashed Triton's files once: ~0.9 s of CPU a call less.  One server a test
-    process, started by its first call; where it cannot start, forkcli.run as before
-    (NORMBENCH_TEST_FORK=0 too).  script: `python SCRIPT ARGS` instead, forked from the same
-    server — a compile script that does regs.py's set-up first and names its target."""
+    pretended) and hashed Triton's files once: about 2 s of CPU a call less here.  One server
+    a test process, started by its first call (once: one that did not start or died leaves
+    the rest of the process's calls to forkcli.run, as before; NORMBENCH_TEST_FORK=0 too).
+    script: `python SCRIPT ARGS` instead, forked from the same server — a compile script
+    that does regs.py's set-up first and names its target."""
     argv = [sys.executable, str(script or os.path.join(ROOT, "bench", "regs.py")), *args]
     env = forkcli.without_interpreter()
     if os.environ.get("NORMBENCH_TEST_FORK") == "0":
         return forkcli.run(argv, text=True, env=env)
     with _lock, tempfile.TemporaryDirectory(prefix="regs-") as tmp:
-        if not _server or _server[0].poll() is not None:
+        if not _server:
             _server[:] = [subprocess.Popen([sys.executable, os.path.join(ROOT, "tests",
                                                                          "_regsserver.py")],
                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -56,7 +57,9 @@ def run_regs(*args, script=None) -> subprocess.CompletedProcess:
         if srv.poll() is not None:
             return forkcli.run(argv, text=True, env=env)
         files = {k: os.path.join(tmp, k) for k in ("stdout", "stderr")}
-        req = {"args": [str(a) for a in args], **files, **({"script": str(script)} if script else {})}
+        req = {"args": [str(a) for a in args], **files}
+        if script:
+            req["script"] = str(script)
         srv.stdin.write(json.dumps(req).encode() + b"\n")
         srv.stdin.flush()
         reply = json.loads(srv.stdout.readline() or b'{"lost": true}')
