@@ -611,6 +611,9 @@ def test_overrides_shape_stdin_strict_progress_lines_and_history(tmp_path):
     assert meta["completed"] is True
     assert [i["argv"][-1] for i in meta["invocations"]] == ["determinism.repeats=2"] * 2
     assert "--resume" in meta["invocations"][1]["argv"] and "--strict" in meta["argv"]
+    # each invocation names the config file it read (the shipped cpu.yaml, found by name)
+    assert meta["config_path"].endswith("cpu.yaml")
+    assert [e["config_path"] for e in meta["resumes"]] == [meta["config_path"]]
     stdin = cli("run", "-", "--dry-run", "d=[8]",
                 input="name: piped\nrows: [4]\nd: [16]\nimplementations: [torch]\n")
     assert stdin.returncode == 0 and "plan: piped" in stdin.stdout and "│ 8 " in stdin.stdout
