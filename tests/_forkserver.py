@@ -1,8 +1,9 @@
 """The server behind tests/forkcli.py: import the heavy third-party modules once, then for each
 request fork a child that runs the request's script as `python SCRIPT` would, and answer its
 exit code.  Two ways in:
-- `_forkserver.py`: requests on stdin (a JSON line naming files for the child's streams), the
-  exit code on stdout (a JSON line), one at a time: forkcli.run's;
+- `_forkserver.py [--preload SCRIPT]`: requests on stdin (a JSON line naming files for the
+  child's streams), the exit code on stdout (a JSON line), one at a time: forkcli.run's
+  (`--preload`: SCRIPT's module-level set-up done once, `preload`);
 - `_forkserver.py --socket PATH`: requests on a Unix socket (a JSON packet with the caller's
   three standard streams passed along), answered with the child's pid, then its exit code;
   any number at once: forkcli's `python3` stand-in for shell scripts (forkcli.SHIM).
@@ -11,6 +12,7 @@ sys.stdin/stdout/stderr as a fresh interpreter has them, over the request's stre
 import atexit
 import json
 import os
+import importlib
 import importlib.machinery
 import select
 import selectors
@@ -38,6 +40,24 @@ if os.environ.get("TRITON_INTERPRET") == "1":
     import torch._dynamo  # noqa: F401
     import torch._inductor.compile_fx  # noqa: F401
     import triton.language  # noqa: F401
+
+
+def preload(path):
+    """Import the script at `path` as a module of its name, its folder on sys.path only for
+    that import: the module-level set-up every call of that script does first (bench/regs.py's:
+    Triton and normbench with an sm_90 GPU pretended), done once for the children to inherit —
+    each still runs the script as its `__main__`, the set-up again cheap (its imports done).
+    Where that left Triton imported for compiling, not the interpreter's, its cache key too
+    (`triton_key`: Triton's own files hashed, some 0.9 s of every call's first compile)."""
+    folder = os.path.dirname(os.path.realpath(path))
+    sys.path.insert(0, folder)
+    try:
+        importlib.import_module(os.path.splitext(os.path.basename(path))[0])
+    finally:
+        sys.path.remove(folder)
+    if "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") != "1":
+        from triton.runtime.cache import triton_key
+        triton_key()                  # lru_cached
 
 
 def _requests():
@@ -199,4 +219,6 @@ def run_and_exit(script):
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--socket"]:
         run_and_exit(become(*serve_socket(sys.argv[2])))
+    if sys.argv[1:2] == ["--preload"]:
+        preload(sys.argv[2])
     run_and_exit(become(serve()))

@@ -44,17 +44,18 @@ _seen: dict = {}
 _evicted: set = set()   # kinds whose server was stopped to make room for another's
 
 
-def _key(env: dict):
-    return tuple(sorted((k, v) for k, v in env.items()
-                        if not k.startswith("NORMBENCH_") and k not in _LATE))
+def _key(env: dict, preload: str | None = None):
+    key = tuple(sorted((k, v) for k, v in env.items()
+                       if not k.startswith("NORMBENCH_") and k not in _LATE))
+    return key + (("--preload", preload),) if preload else key   # a server of its own
 
 
-def _start(env: dict):
+def _start(env: dict, preload: str | None = None):
     """The server for `env`'s kind of environment, started on its second call (a server costs
     more than one call saves), or None.  Four at most: the least recently used is stopped to
     make room, and its kind gets a server again on its next call (a kind whose server did not
     start or died gets none)."""
-    key = _key(env)
+    key = _key(env, preload)
     srv = _servers.pop(key, None)
     if srv is not None and srv.poll() is None:
         _servers[key] = srv             # the most recently used last: the first makes room
@@ -69,7 +70,7 @@ def _start(env: dict):
         key_out = next(iter(_servers))
         _stop(key_out)
         _evicted.add(key_out)
-    srv = _spawn([], env)
+    srv = _spawn(["--preload", preload] if preload else [], env)
     if srv is not None:
         _servers[key] = srv
     return srv
@@ -111,17 +112,21 @@ def _stop_all():
 atexit.register(_stop_all)
 
 
-def run(argv, *, env=None, cwd=None, timeout=None, input=None, text=False):
-    """subprocess.run(argv, capture_output=True, ...) for argv = [sys.executable, SCRIPT, ...]."""
+def run(argv, *, env=None, cwd=None, timeout=None, input=None, text=False, preload=None):
+    """subprocess.run(argv, capture_output=True, ...) for argv = [sys.executable, SCRIPT, ...].
+    preload: a script whose module-level set-up the server does once (_forkserver.preload:
+    bench/regs.py's for its calls and the compile scripts that begin as it does), a server of
+    its own."""
     argv = [str(a) for a in argv]
     env = dict(os.environ if env is None else env)
     cwd = str(cwd or os.getcwd())
+    preload = str(preload) if preload else None
     if os.environ.get("NORMBENCH_TEST_FORK") == "0" or argv[0] != sys.executable \
             or len(argv) < 2 or argv[1].startswith("-"):
         return subprocess.run(argv, env=env, cwd=cwd, timeout=timeout, input=input, text=text,
                               capture_output=True)
     with _lock, tempfile.TemporaryDirectory(prefix="forkcli-") as tmp:
-        srv = _start(env)
+        srv = _start(env, preload)
         if srv is None:               # a first call of its kind, or a server that did not start
             return subprocess.run(argv, env=env, cwd=cwd, timeout=timeout, input=input,
                                   text=text, capture_output=True)
@@ -133,7 +138,7 @@ def run(argv, *, env=None, cwd=None, timeout=None, input=None, text=False):
         srv.stdin.flush()
         reply = json.loads(srv.stdout.readline() or b'{"lost": true}')
         if reply.get("lost"):
-            _stop(_key(env))
+            _stop(_key(env, preload))
             raise RuntimeError("the test fork server died")
         out, err = (Path(files[k]).read_bytes() for k in ("stdout", "stderr"))
         if text:                          # as subprocess.run(text=True) decodes

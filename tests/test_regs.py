@@ -2,18 +2,17 @@
 reading each row twice (rowgrad_reload) must spill less than keeping x̂ and g in registers,
 and not at all for RMSNorm.  A kernel change that brings the spills back fails here, before
 it costs device time."""
-import atexit
 import functools
 import json
 import os
 import subprocess
 import sys
 import tempfile
-import threading
 
 from tests import forkcli
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REGS = os.path.join(ROOT, "bench", "regs.py")
 
 
 def regs(*args):
@@ -29,55 +28,15 @@ def _regs(*args):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-_server: list = []      # the tests/_regsserver.py of this process, once started
-
-
 def run_regs(*args, script=None) -> subprocess.CompletedProcess:
-    """`python bench/regs.py ARGS` (its stdout and stderr as text, its exit code), forked from
-    tests/_regsserver.py, which has imported regs.py (Triton and normbench with the GPU
-    pretended) and hashed Triton's files once: about 2 s of CPU a call less here.  One server
-    a test process, started by its first call (once: one that did not start or died leaves
-    the rest of the process's calls to forkcli.run, as before; NORMBENCH_TEST_FORK=0 too).
-    script: `python SCRIPT ARGS` instead, forked from the same server — a compile script
-    that does regs.py's set-up first and names its target."""
-    argv = [sys.executable, str(script or os.path.join(ROOT, "bench", "regs.py")), *args]
-    env = forkcli.without_interpreter()
-    if os.environ.get("NORMBENCH_TEST_FORK") == "0":
-        return forkcli.run(argv, text=True, env=env)
-    with _lock, tempfile.TemporaryDirectory(prefix="regs-") as tmp:
-        if not _server:
-            _server[:] = [subprocess.Popen([sys.executable, os.path.join(ROOT, "tests",
-                                                                         "_regsserver.py")],
-                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                           env=env, cwd=ROOT)]
-            if _server[0].stdout.readline().strip() != b"ready":
-                _server[0].kill()
-                _server[0].wait()
-        srv = _server[0]
-        if srv.poll() is not None:
-            return forkcli.run(argv, text=True, env=env)
-        files = {k: os.path.join(tmp, k) for k in ("stdout", "stderr")}
-        req = {"args": [str(a) for a in args], **files}
-        if script:
-            req["script"] = str(script)
-        srv.stdin.write(json.dumps(req).encode() + b"\n")
-        srv.stdin.flush()
-        reply = json.loads(srv.stdout.readline() or b'{"lost": true}')
-        if reply.get("lost"):
-            raise RuntimeError("tests/_regsserver.py died")
-        out, err = (open(files[k], encoding="utf-8", errors="replace").read()
-                    for k in ("stdout", "stderr"))
-        return subprocess.CompletedProcess(argv, reply["returncode"], out, err)
-
-
-def _stop_server():
-    if _server and _server[0].poll() is None:
-        _server[0].stdin.close()
-        _server[0].wait(timeout=30)
-
-
-atexit.register(_stop_server)
-_lock = threading.Lock()
+    """`python bench/regs.py ARGS` (its stdout and stderr as text, its exit code) through
+    tests/forkcli.py, whose server for these calls has done regs.py's module-level set-up
+    (Triton and normbench with the GPU pretended) and hashed Triton's files once
+    (_forkserver.preload): about 2 s of CPU a call less.  script: `python SCRIPT ARGS`
+    instead, from the same server — a compile script that does regs.py's set-up first and
+    names its target."""
+    return forkcli.run([sys.executable, script or REGS, *args], text=True,
+                       env=forkcli.without_interpreter(), preload=REGS)
 
 
 def test_reload_spills_less_at_16384():
@@ -160,7 +119,7 @@ def test_the_reduce_waits_for_the_kernel_before_it_only_with_pdl(tmp_path):
         "        sass = subprocess.run([os.path.join(tools, 'cuobjdump'), '-sass', f.name],\n"
         "                              capture_output=True, text=True, check=True).stdout\n"
         "    print(pdl, bool(b.metadata.launch_pdl), 'ACQBULK' in sass)\n")
-    # CODE as a script of its own, forked from the server of regs.py's calls (tests/_regsserver:
+    # CODE as a script of its own, forked from the server of regs.py's calls (run_regs:
     # a new process, Triton's compile afresh; without TRITON_INTERPRET, which CODE drops first,
     # and a GPU pretended, as CODE does; its compile names its target)
     script = tmp_path / "reduce_pdl.py"

@@ -432,7 +432,7 @@ print(c.asm["ptx"].count("%globaltimer"), c.asm["ptx"].count("%smid"), c.metadat
 def _timeline_compile(tmp_path, *args):
     """`python -c _TIMELINE_COMPILE ROOT ARGS`, checked: the code as a script of its own
     (tmp_path/timeline_compile.py) forked from the server of bench/regs.py's calls
-    (tests/_regsserver.py: a new process, Triton's compile afresh, without torch's import),
+    (run_regs: a new process, Triton's compile afresh, without torch's import),
     which has done regs.py's set-up — no TRITON_INTERPRET, an sm_90 GPU pretended — as the
     code does first."""
     script = tmp_path / "timeline_compile.py"
