@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,8 @@ def popen(*args, env=ENV, **kw):
 
 
 def wait_for_records(out, n, p, limit_s=240):
+    """True once `out` holds n records; False past limit_s or once p (a Popen, or anything whose
+    poll() is None while the run goes on) has ended."""
     deadline = time.time() + limit_s
     while time.time() < deadline and p.poll() is None:
         try:
@@ -962,16 +965,10 @@ def test_a_scheduler_run_stops_its_workers_children_and_a_lost_scheduler_is_one_
     done, killed = threading.Event(), []
 
     def kill_the_scheduler_at_the_first_record():
-        deadline = time.time() + 240
-        while not done.is_set() and time.time() < deadline:
-            try:
-                if len(load_records(out)) >= 1:
-                    sched.kill()
-                    killed.append(True)
-                    return
-            except Exception:
-                pass
-            time.sleep(0.3)
+        running = types.SimpleNamespace(poll=lambda: True if done.is_set() else None)
+        if wait_for_records(out, 1, running):
+            sched.kill()
+            killed.append(True)
     killer = threading.Thread(target=kill_the_scheduler_at_the_first_record, daemon=True)
     killer.start()
     try:
