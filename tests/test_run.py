@@ -611,7 +611,7 @@ def test_overrides_shape_stdin_strict_progress_lines_and_history(tmp_path):
     assert meta["completed"] is True
     assert [i["argv"][-1] for i in meta["invocations"]] == ["determinism.repeats=2"] * 2
     assert "--resume" in meta["invocations"][1]["argv"] and "--strict" in meta["argv"]
-    # each invocation names the config file it read (the shipped cpu.yaml, found by name)
+    # the run and its resume name the config file they read (the shipped cpu.yaml, by name)
     assert meta["config_path"].endswith("cpu.yaml")
     assert [e["config_path"] for e in meta["resumes"]] == [meta["config_path"]]
     stdin = cli("run", "-", "--dry-run", "d=[8]",
