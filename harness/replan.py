@@ -63,11 +63,25 @@ def narrowed_only(meta: dict) -> set[str] | None:
     return _narrowed(meta)[1]
 
 
+def _invocations(meta: dict) -> list[dict]:
+    """meta's invocations (a run written before they were kept: its first argv)."""
+    return [e for e in meta.get("invocations") or
+            ([{"argv": meta["argv"]}] if meta.get("argv") else []) if isinstance(e, dict)]
+
+
 def _narrowed(meta: dict) -> tuple[bool, set[str] | None]:
     """(whether meta.json records its invocations, the union of their --only: None where one
-    ran the whole plan)."""
-    entries = [e for e in meta.get("invocations") or
-               ([{"argv": meta["argv"]}] if meta.get("argv") else []) if isinstance(e, dict)]
+    ran the whole plan).  A merge's are its shards' (each one's in `merged_from`: the top
+    level keeps only what every shard agrees on, and their command lines differ) and those of
+    the resumes of the merged directory since."""
+    entries = _invocations(meta)
+    shards = meta.get("merged_from") if isinstance(meta.get("merge"), dict) else None
+    if isinstance(shards, list):
+        each_shard = [_invocations(s) if isinstance(s, dict) else [] for s in shards]
+        if not each_shard or not all(each_shard):      # a shard's --only unknown
+            return False, None
+        entries = [e for s in each_shard for e in s] + \
+                  [e for e in entries if not any(e in s for s in each_shard)]
     each = [invocation_only(e) for e in entries]
     if not entries or any(s is None for s in each):
         return bool(entries), None

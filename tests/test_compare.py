@@ -1278,3 +1278,38 @@ def test_a_key_field_that_is_no_ascii_integer_stays_text_in_json():
     assert _key_doc({"rows": "4096", "d": "-1", "groups": "64"}) == {"rows": 4096, "d": -1,
                                                                      "groups": "64"}
     assert _key_doc({"rows": "²", "d": "６４"}) == {"rows": "²", "d": "６４"}
+
+
+def test_a_merged_candidate_of_shards_narrowed_by_only_never_planned_what_only_left_out(tmp_path):
+    """Shards run with `--only torch,disjoint_block` merge into a complete run whose top-level
+    `invocations` are null (the shards' command lines differ; each one's is in merged_from):
+    compare read that as "no --only" and judged the baseline's atomic cases, which the
+    shards' plan never held, as regressions ("missing from the candidate run"), where the
+    same run made without --shard gets flags.  A merge's --only is its shards'."""
+    config = ("name: seed-worked-example\nnorm: [rmsnorm]\nrows: [8192]\nd: [4096]\n"
+              "dtype: [bf16]\nweight_dtype: fp32\ngroups: [64]\n"
+              "implementations: [torch, disjoint_block, atomic]\n")
+    shared = dict(config_text=config, config_hash="c0ffee", completed=True)
+    base = _one(tmp_path, "base", meta=dict(shared, invocations=[{"argv": [], "only": None}]))
+
+    def shard(i, only):
+        return {"dir": f"s{i}", "shard": f"{i}/2", "argv": ["run", "--shard", f"{i}/2"],
+                "invocations": [{"argv": ["run", "--shard", f"{i}/2"], "only": only}]}
+
+    def merged(name, only, missing_atomic=True):
+        recs = [r for r in _cases() if not (missing_atomic and r["implementation"] == "atomic")]
+        merge = {"shards": 2, "count": 2, "plan_size": len(recs), "partial": False,
+                 "missing": 0, "missing_keys": [], "finished": True}
+        return synthetic.write_run(tmp_path / name, recs, synthetic.meta(
+            **shared, invocations=None, argv=None, merge=merge,
+            merged_from=[shard(0, only), shard(1, only)]))
+
+    gone = [c for c in cmp.compare(base, merged("narrowed", ["torch", "disjoint_block"])).cases
+            if c.cand_status == cmp.MISSING]
+    assert [c.key["implementation"] for c in gone] == ["atomic"]
+    assert not gone[0].regressions and gone[0].flags[0].startswith(
+        "missing from the candidate run: not in its plan"), gone[0].flags
+    # shards that ran the whole plan: a case their merge lacks is a regression, as before
+    (c,) = [c for c in cmp.compare(base, merged("whole", None)).cases
+            if c.cand_status == cmp.MISSING]
+    assert c.regressions and not c.flags
