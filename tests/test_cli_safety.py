@@ -349,15 +349,20 @@ def test_a_stream_that_cannot_be_written_never_stops_a_sweep_or_changes_a_verdic
     an ASCII or closed stdout is no traceback; a UTF-8 config on stdin reads as a file does."""
     cfg = config(tmp_path, rows=[4, 5, 6, 7])
     py, rb = sys.executable, ROOT / "run_bench.py"
-    r = _sh(f"'{py}' '{rb}' run '{cfg}' --out '{tmp_path}/r' --no-report 2>&1 >/dev/null "
-            "| head -1; exit ${PIPESTATUS[0]}")
+    # `python3` where all three streams are open (the pipe that closes, /dev/null): forked
+    # from tests/forkcli's server (script_env), which hands the child this process's very
+    # descriptors; a command with a stream closed, or another PYTHONIOENCODING, is `py`, a
+    # fresh interpreter (the stand-in would take a closed descriptor for its own socket)
+    served = forkcli.script_env(ENV)
+    r = _sh(f"python3 '{rb}' run '{cfg}' --out '{tmp_path}/r' --no-report 2>&1 >/dev/null "
+            "| head -1; exit ${PIPESTATUS[0]}", env=served)
     assert r.returncode == 0, r.stderr
     assert len(load_records(tmp_path / "r")) == 4
     base = ROOT / "results" / "h200-quick-runs"
-    r = _sh(f"set -o pipefail; '{py}' '{rb}' compare '{base}' '{ROOT}/results/h200-quick' "
-            "--only kind:strategy --format json | head -1")
-    ok = _sh(f"'{py}' '{rb}' compare '{base}' '{ROOT}/results/h200-quick' --only kind:strategy "
-             "--format json >/dev/null")
+    r = _sh(f"set -o pipefail; python3 '{rb}' compare '{base}' '{ROOT}/results/h200-quick' "
+            "--only kind:strategy --format json | head -1", env=served)
+    ok = _sh(f"python3 '{rb}' compare '{base}' '{ROOT}/results/h200-quick' --only kind:strategy "
+             "--format json >/dev/null", env=served)
     assert r.returncode == ok.returncode and "Traceback" not in r.stderr
     for cmd in ("list", f"export '{base}/run-1' --format github-action-benchmark"):
         r = _sh(f"PYTHONIOENCODING=ascii '{py}' '{rb}' {cmd}")
@@ -410,16 +415,19 @@ def test_report_markdown_table_that_cannot_be_written_to_stdout_is_an_error(tmp_
     reader that closed its pipe (`| head`) took what it wanted, quiet and exit 0."""
     import synthetic
     run = synthetic.write_run(tmp_path / "run", synthetic.sweep_records(), synthetic.meta())
-    args = [sys.executable, str(ROOT / "run_bench.py"), "report", str(run), "--markdown-table"]
+    # `python3` forked from tests/forkcli's server (script_env), the child's stdout this
+    # process's very descriptor (/dev/full, the pipe whose reader is gone)
+    args = ["python3", str(ROOT / "run_bench.py"), "report", str(run), "--markdown-table"]
+    env = forkcli.script_env(ENV)
     if os.path.exists("/dev/full"):
         with open("/dev/full", "w") as f:
-            r = subprocess.run(args, stdout=f, stderr=subprocess.PIPE, env=ENV, timeout=300)
+            r = subprocess.run(args, stdout=f, stderr=subprocess.PIPE, env=env, timeout=300)
         assert r.returncode == 2, r.stderr
         assert r.stderr == b"report: cannot write to stdout: No space left on device\n"
     rfd, wfd = os.pipe()
     os.close(rfd)
     try:
-        r = subprocess.run(args, stdout=wfd, stderr=subprocess.PIPE, env=ENV, timeout=300)
+        r = subprocess.run(args, stdout=wfd, stderr=subprocess.PIPE, env=env, timeout=300)
     finally:
         os.close(wfd)
     assert r.returncode == 0 and not r.stderr.strip(), r.stderr
