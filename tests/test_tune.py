@@ -24,9 +24,12 @@ def round9(monkeypatch):
 
 
 def _served(env):
-    """The environments the device scripts' `python3` calls run in, each served by a fork
-    server (forkcli.script_env): device_start.sh's PYTHONPATH, and peers_env.sh's after it."""
-    return [{**env, "PYTHONUNBUFFERED": "1", "PYTHONPATH": p} for p in (f"{ROOT}:{ROOT}", ROOT)]
+    """The environment the device scripts' `python3` calls run in, served by a fork server
+    (forkcli.script_env): device_start.sh's PYTHONPATH, which is peers_env.sh's too (the
+    checkout alone) where the script is started without one (_device_script) — one server
+    for both, where a PYTHONPATH given to the script (`ROOT:ROOT` after device_start.sh)
+    needed a second (some 10 s of CPU a test process: torch, Dynamo, Inductor imported)."""
+    return [{**env, "PYTHONUNBUFFERED": "1", "PYTHONPATH": ROOT}]
 
 
 def _tune_py(*args):
@@ -43,7 +46,7 @@ def _device_script(tmp_path, script, **env):
     """Run bench/`script` on CPU, tiny (DEVICE=cpu, one warm job, 1 ms a timing, its $OUT in
     tmp_path) with `env` added (its shapes and names); it must exit 0."""
     env = {**os.environ, "OUT": str(tmp_path), "DEVICE": "cpu", "J": "1", "REP": "1",
-           "PYTHONPATH": ROOT, **env}
+           "PYTHONPATH": "", **env}         # device_start.sh puts the checkout on it
     served = _served(env)
     r = subprocess.run(["bash", os.path.join(ROOT, "bench", script)], cwd=ROOT,
                        env=forkcli.script_env(env, *served), capture_output=True, text=True,
