@@ -1150,9 +1150,11 @@ def test_peers_env_unpacks_each_wheel_once(tmp_path):
 def test_device_harness_check_script_on_cpu(tmp_path):
     """Session 58's CUDA check, tiny: SIGINT at random moments of a resumed quick run ends with
     the run complete and no record twice (bench/sigint_loop.py), and `run --isolate` with a
-    plugin measures the plugin's strategy beside a built-in one, --strict passing."""
+    plugin measures the plugin's strategy beside a built-in one, --strict passing.  One norm
+    (RMSNorm): the loop's resume measures 8 cases, not 16, the isolate run 2, not 4 — what is
+    checked (the stop, the resume, the worker loading a plugin) is the same for either norm."""
     r = _device_script(tmp_path, "device_harness_check.sh", ATTEMPTS="1", T_MIN="1", T_MAX="4",
-                       SHAPE_ARGS="--shape 3x40")
+                       SHAPE_ARGS="--shape 3x40 norm=rmsnorm")
     assert "== sigint loop (rc 0)" in r.stdout and "== isolate with a plugin (rc 0)" in r.stdout, \
         r.stdout
     with tarfile.open(tmp_path / "harness.tgz") as tar:
