@@ -27,7 +27,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import sys
+import time
 from importlib import resources
 from pathlib import Path
 from typing import Iterable, TextIO
@@ -262,6 +264,31 @@ def _still_missing(base: Sweep, merged: str, e: ConfigError, known) -> bool:
     return True
 
 
+def _read_to_end(buf, limit: int) -> bytes:
+    """At most `limit` bytes of the binary stream `buf`, read to its end.  A non-blocking
+    descriptor (a pipe its parent set so) is waited on: read as it was, a read before the
+    writer's first bytes gave None (a TypeError traceback), and one between two of its writes
+    took the first part for the whole config (`rows: [4]` alone: 'd: required field is
+    missing', or a valid prefix run as the sweep)."""
+    chunks, got = [], 0
+    while got < limit:
+        try:
+            part = buf.read(limit - got)
+        except BlockingIOError:
+            part = None
+        if part is None:                # nothing yet: wait until the writer gives more
+            try:
+                select.select([buf.fileno()], [], [], 1.0)
+            except (OSError, ValueError, AttributeError):
+                time.sleep(0.01)
+            continue
+        if not part:
+            break
+        chunks.append(part)
+        got += len(part)
+    return b"".join(chunks)
+
+
 def load(config: str | os.PathLike, overrides: Iterable[str] = (), shapes: Iterable[str] = (),
          known_implementations: Iterable[str] | None = None,
          stdin: TextIO | None = None) -> Sweep:
@@ -279,7 +306,7 @@ def load(config: str | os.PathLike, overrides: Iterable[str] = (), shapes: Itera
         # UTF-8 as a file is read, whatever the locale's encoding of stdin, and its size in
         # bytes as a file's (a text stream without a buffer: its characters' UTF-8 bytes)
         buf = getattr(stream, "buffer", None)
-        raw = (buf.read(MAX_FILE_BYTES + 1) if buf is not None
+        raw = (_read_to_end(buf, MAX_FILE_BYTES + 1) if buf is not None
                else stream.read(MAX_FILE_BYTES + 1).encode("utf-8", "surrogatepass"))
         if len(raw) > MAX_FILE_BYTES:
             raise ConfigError("<stdin>", "(file)", "is larger than 1 MiB; not a config?")

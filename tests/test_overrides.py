@@ -246,6 +246,34 @@ def test_stdin_is_limited_in_bytes_as_a_file_is(tmp_path):
         load("-", stdin=Piped(io.BytesIO(b"d: \xff\n")))
 
 
+
+def test_a_non_blocking_stdin_is_read_to_its_end():
+    """A pipe its parent set non-blocking (`run - ` under a parent that shares such a pipe):
+    the read before the writer's first bytes gave None (TypeError: object of type 'NoneType'
+    has no len(), a traceback), and one between two of its writes took the first part for
+    the whole config ('<stdin>: rows: required field is missing').  Both wait for the end."""
+    import os
+    import threading
+    import time
+    for first in (b"", b"d: 8\n"):
+        r, w = os.pipe()
+        os.set_blocking(r, False)
+        os.write(w, first)
+
+        def rest(w=w, first=first):
+            time.sleep(0.3)
+            os.write(w, (b"" if first else b"d: 8\n") + b"rows: 4\nimplementations: [torch]\n")
+            os.close(w)
+        writer = threading.Thread(target=rest)
+        writer.start()
+        try:
+            with open(r, "r", encoding="utf-8") as stream:
+                s = load("-", stdin=stream, known_implementations=IMPLS)
+        finally:
+            writer.join()
+        assert (s.rows, s.d, s.implementations) == ([4], [8], ["torch"])
+
+
 # ---------------------------------------------------------------------------- fuzzing
 
 yaml_scalar = st.one_of(st.integers(-5, 70000), st.floats(allow_nan=True), st.booleans(),
