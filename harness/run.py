@@ -60,7 +60,13 @@ def default_out_dir(sweep: Sweep, parent: Path = Path("runs")) -> Path:
         try:
             path.mkdir(parents=True)
         except FileExistsError:
-            continue
+            if os.path.lexists(path):
+                continue
+            # a part on its way is in the way (`runs`, a link to a scratch folder gone): it was
+            # 999 names tried and "cannot find a free directory name"; check_out_dir says what
+            check_out_dir(path)
+            raise StoreError(f"cannot create output directory {path}: a part of its path "
+                             "exists and is not a directory") from None
         except OSError as e:
             raise StoreError(f"cannot create output directory {path}: {e.strerror or e}") from e
         return path

@@ -236,6 +236,18 @@ def test_default_directories_never_collide(tmp_path):
     assert len(set(dirs)) == 3 and all(d.is_dir() for d in dirs)
 
 
+def test_a_default_parent_that_leads_nowhere_is_named(tmp_path):
+    """`runs` a symbolic link to a folder gone (a scratch area purged): every name's mkdir
+    said "File exists", and 999 names later the run said 'cannot find a free directory name
+    for runs/NAME-TIME'; the link is named instead."""
+    from normbench.harness.config import parse_config
+    from normbench.harness.run import default_out_dir
+    from normbench.harness.store import StoreError
+    (tmp_path / "runs").symlink_to(tmp_path / "gone")
+    with pytest.raises(StoreError, match=r"runs is a symbolic link that leads nowhere \(to "):
+        default_out_dir(parse_config("name: same\nrows: [4]\nd: [8]"), tmp_path / "runs")
+
+
 def test_many_signals_at_once_keep_the_resume_hint(tmp_path):
     cfg = config(tmp_path, rows=[3, 4, 5, 6, 7, 8, 9, 10], implementations=["torch", "atomic"],
                  timing={"warmup_ms": 20, "rep_ms": 40})
