@@ -600,11 +600,19 @@ def _plugin_sources() -> list[tuple[str, str, Callable[[], object], dict]]:
         dist = getattr(ep, "dist", None)
         where = f"entry point {ep.name!r} of {dist.name if dist else 'an installed package'}"
 
-        def load(ep=ep):
+        # a value that is no `module` or `module:attr` (`my_norm = "pkg.mod extra"`): its
+        # module could not be read here (AttributeError outside the load, which named
+        # "NORMBENCH_PLUGINS=" as the plugin); its load says what is wrong, naming it
+        valid = ep.pattern.match(ep.value) is not None      # as ep.module and ep.load read it
+
+        def load(ep=ep, valid=valid):
+            if not valid:
+                raise ValueError(f"{ep.value!r} is not a module or module:attribute")
             obj = ep.load()            # imports the module: its @register calls run
             if ep.attr and callable(obj):
                 obj()                  # module:function names a function that registers
-        out.append((ep.value, where, load, _provenance("entry point", ep.module, ep.name, dist)))
+        out.append((ep.value, where, load, _provenance(
+            "entry point", ep.module if valid else ep.value, ep.name, dist)))
     return out
 
 

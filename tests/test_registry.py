@@ -471,3 +471,27 @@ def test_a_plugin_module_reloaded_replaces_its_entries(registry, rules, tmp_path
         _registry.register("nb_reloaded", kind="strategy", deterministic_by_design=True,
                            uses_groups=False)(_fn)               # another module's: a clash
     sys.modules.pop("nb_reloaded", None)
+
+
+def test_an_entry_point_whose_value_is_no_module_is_named(monkeypatch):
+    """An installed package's entry point `bad = "not a valid:value"`: reading its module
+    for the provenance raised AttributeError outside any plugin's load, which the command
+    line worded 'plugin NORMBENCH_PLUGINS= cannot be loaded: AttributeError: 'NoneType' object
+    has no attribute 'group'' -- a variable never set, the entry point unnamed.  Its load
+    now says what is wrong, naming the entry point and its distribution."""
+    import importlib.metadata as md
+
+    class Dist:
+        name, version = "fakeplug", "1.0"
+    ep = md.EntryPoint("bad", "not a valid:value", _registry.PLUGIN_GROUP)
+    ep = ep._for(Dist()) if hasattr(ep, "_for") else ep
+    monkeypatch.setenv("NORMBENCH_PLUGINS", "")
+    monkeypatch.setattr(md, "entry_points", lambda group=None: [ep] if group else [])
+    monkeypatch.setattr(_registry, "_plugins_loaded", False)
+    monkeypatch.setattr(_registry, "_plugin_error", None)
+    monkeypatch.setattr(_registry, "_PLUGINS", [])
+    with pytest.raises(_registry.PluginError, match=r"^plugin not a valid:value \(entry point "
+                                                    r"'bad' of fakeplug\) cannot be loaded: "
+                                                    r"ValueError: 'not a valid:value' is not a "
+                                                    r"module or module:attribute$"):
+        _registry.names()
