@@ -111,9 +111,21 @@ def _emit(text: str, end: str = "\n", product: str = "") -> None:
             fail(f"{product}: cannot write to stdout: {getattr(e, 'strerror', None) or e}")
 
 
+def _width() -> int | None:
+    """The console width to give rich: None (it reads COLUMNS, else the terminal's) but where
+    COLUMNS is 0 (a script's `COLUMNS=$(tput cols)` without a terminal, a container's 0 x 0
+    pty), which rich took as a width of 0 and printed nothing: every line on stderr lost, a
+    config error's too (exit 2, no word why).  Then the terminal's width, else 80."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) == 0:
+        import shutil
+        return shutil.get_terminal_size().columns      # COLUMNS <= 0 is passed over there
+    return None
+
+
 _stdout = _Lossless("stdout")
-out = Console(file=_stdout, width=None if _stdout.isatty() else 160)
-err = Console(file=_Lossless("stderr"))
+out = Console(file=_stdout, width=_width() if _stdout.isatty() else 160)
+err = Console(file=_Lossless("stderr"), width=_width())
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -801,3 +801,12 @@ def test_a_full_disk_as_the_run_closes_keeps_meta_honest_and_says_how_to_go_on(t
     assert r.exit_code == 0, r.output
     assert load_meta(out)["completed"] is True
     assert len(load_records(out, source="parquet")) == 2
+
+
+def test_columns_zero_loses_no_error_line(tmp_path):
+    """COLUMNS=0 in the environment (`COLUMNS=$(tput cols)` without a terminal): rich took it
+    as a console 0 columns wide and printed nothing, so a config error was exit 2 and an
+    empty stderr; the line is there, whole."""
+    cfg = config(tmp_path)
+    one_line(cli("run", str(cfg), "--shape", "0x8", env={**ENV, "COLUMNS": "0"}),
+             "config error: --shape '0x8': shapes[0].rows: must be at least 1, got 0")
