@@ -13,7 +13,7 @@ config always gives the same plan.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from normbench.harness.config import Sweep
 from normbench.harness.model import bytes_moved
@@ -38,8 +38,10 @@ class Case:
 
     @property
     def key(self) -> str:
-        """The record key (harness.schema.case_id): unique within a plan."""
-        return case_id(asdict(self))
+        """The record key (harness.schema.case_id): unique within a plan.  Read from the
+        fields as they are (vars): asdict's deep copy made it ~50 µs, three a case, and a
+        plan of 131072 cases took 13 s to expand."""
+        return case_id(vars(self))
 
     @property
     def groups_arg(self) -> int | str | None:
