@@ -31,6 +31,16 @@ computed and dropped, about 40 % of the interpreter's time in the reduce kernel 
 (cProfile of tests/test_strategies.py::test_widest_supported_row).  So under the interpreter's
 builder with debug off it returns after the same type assertions, as the check's result was
 dropped; with debug on (or any other builder: a compile for a GPU) Triton's own check runs.
+
+And it drops three repeated costs of every op (`_fast_paths`): `_get_np_dtype` built its table
+of 19 types at every call (a splat, a load, a cast); `broadcast_impl_value` broadcast two
+blocks of one shape to that shape (it compares a tuple with a list, never equal: a view of
+the same values in a new tensor); and each `tl.block_type` and `tl.tensor` unwrapped,
+checked and tupled its shape and formatted its name again, where the shape alone decides
+them.  The same values and attributes, every result the same bits (tests/test_interpret.py
+compares every strategy with NORMBENCH_INTERPRET_REPATCH=1, which leaves all of this out);
+40 % less CPU time in the CPU run's kernels (190 cases of disjoint_block and spin_lock:
+28.3 -> 16.3 s), test_widest_supported_row's reduce of 2048 programs alike.
 """
 from __future__ import annotations
 
@@ -102,6 +112,7 @@ def install() -> bool:
     it._patch_lang = patch_lang
     grid.__call__ = launch
     _skip_dropped_overflow_check(it)
+    _fast_paths(it, tl)
     return True
 
 
@@ -131,3 +142,120 @@ def _skip_dropped_overflow_check(it) -> None:
 
     sanitize._normbench = True
     TritonSemantic.binary_op_sanitize_overflow_impl = sanitize
+
+
+def _fast_paths(it, tl) -> None:
+    """The interpreter's per-op bookkeeping without its repeated work, every result the same."""
+    try:
+        from triton.language.semantic import TritonSemantic
+    except Exception:
+        return
+    real_np_dtype = getattr(it, "_get_np_dtype", None)
+    if real_np_dtype is not None and not getattr(real_np_dtype, "_normbench", False):
+        np_types = {}           # a scalar type's name -> its numpy dtype, as Triton's table has it
+
+        def get_np_dtype(tt_dtype):
+            # Triton's builds its table of 19 types at every call (a splat, a load, a cast)
+            t = type(tt_dtype)
+            el = tt_dtype.element_ty if t is tl.block_type else tt_dtype
+            if t is not tl.block_type and t is not tl.dtype or type(el) is not tl.dtype:
+                return real_np_dtype(tt_dtype)      # a pointer, or a block of them: its own way
+            got = np_types.get(el.name)
+            if got is None:
+                got = np_types[el.name] = real_np_dtype(el)
+            return got
+        get_np_dtype._normbench = True
+        it._get_np_dtype = get_np_dtype
+
+    real_bcast = getattr(TritonSemantic, "broadcast_impl_value", None)
+    if real_bcast is not None and not getattr(real_bcast, "_normbench", False):
+        def broadcast_impl_value(self, lhs, rhs):
+            # two blocks of one shape: Triton's own compares the shape (a tuple) with the one it
+            # built (a list), never equal, and broadcasts each to the shape it has — a copy of
+            # the tensor around a view of the same values
+            lt, rt = lhs.type, rhs.type
+            if (self.builder is it.interpreter_builder and lt.is_block() and rt.is_block()
+                    and lt.shape.values == rt.shape.values):
+                return lhs, rhs
+            return real_bcast(self, lhs, rhs)
+        broadcast_impl_value._normbench = True
+        TritonSemantic.broadcast_impl_value = broadcast_impl_value
+
+    _fast_type_inits(tl)
+
+
+def _fast_type_inits(tl) -> None:
+    """tl.block_type and tl.tensor built as Triton builds them, their shape's parts reused.
+
+    Every op the interpreter runs builds a block type or two and a tensor, and each unwraps
+    its shape again, checks it, builds a `tl.tuple` of it (and its tuple type, one
+    constexpr type a dimension) and formats the type's name.  All of that follows from the
+    shape (and the element type's name) alone, so it is done once a shape: a new object gets
+    the same attributes, with a `tl.tuple` of its own over the same values and type."""
+    import builtins
+
+    bt, tensor, ttuple, constexpr = tl.block_type, tl.tensor, tl.tuple, tl.constexpr
+    real_bt, real_tensor = bt.__init__, tensor.__init__
+    if getattr(real_bt, "_normbench", False):
+        return
+    types: dict = {}            # (str(element type), shape) -> (shape values, tuple type, numel, name)
+    tensors: dict = {}          # a tensor's block type's name (or () for a scalar) -> (dims, ...)
+
+    def dims(shape):
+        """shape as a builtins.tuple of ints where it is a list or tl.tuple (what block_type
+        takes) of ints or constexprs of ints; else None."""
+        t = type(shape)
+        vals = shape if t is list else shape.values if t is ttuple else None
+        if vals is None:
+            return None
+        out = []
+        for s in vals:
+            t = type(s)
+            if t is int:
+                out.append(s)
+            elif t is constexpr and type(s.value) is int:
+                out.append(s.value)
+            else:
+                return None
+        return builtins.tuple(out)
+
+    def block_type_init(self, element_ty, shape):
+        key = None
+        if self.__class__ is bt:
+            key = dims(shape)
+        if key is None:
+            return real_bt(self, element_ty, shape)
+        key = (str(element_ty), key)
+        got = types.get(key)
+        if got is None:
+            real_bt(self, element_ty, shape)
+            if len(types) < 4096:
+                types[key] = (builtins.tuple(self.shape.values), self.shape.type, self.numel,
+                              self.name)
+            return
+        self.element_ty = element_ty
+        self.shape = ttuple(list(got[0]), got[1])
+        self.numel = got[2]
+        self.name = got[3]
+
+    def tensor_init(self, handle, type):
+        if self.__class__ is not tensor or type.__class__ not in (bt, tl.dtype, tl.pointer_type):
+            return real_tensor(self, handle, type)
+        key = type.name if type.__class__ is bt else ()   # the name spells the shape
+        got = tensors.get(key)
+        if got is None:
+            real_tensor(self, handle, type)
+            if len(tensors) < 4096:
+                tensors[key] = (builtins.tuple(self.shape.values), self.shape.type, self.numel)
+            return
+        self.handle = handle
+        self.shape = None
+        self.numel = got[2]
+        self.type = type
+        self.dtype = type.scalar
+        self.shape = ttuple(list(got[0]), got[1])
+
+    block_type_init._normbench = tensor_init._normbench = True
+    block_type_init._real, tensor_init._real = real_bt, real_tensor
+    bt.__init__ = block_type_init
+    tensor.__init__ = tensor_init

@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 from triton.runtime import interpreter
@@ -137,3 +138,44 @@ def test_the_overflow_check_is_skipped_only_where_its_result_is_dropped(monkeypa
     with pytest.raises(Exception, match="int32 overflow detected for operation mul"):
         times[(1,)](x, y, 2**12)
     times[(1,)](x, torch.zeros(1, dtype=torch.int32), 2**10)      # in range: no error
+
+
+def test_block_types_and_tensors_are_built_as_triton_builds_them():
+    """_interpret's fast paths are in place, and a block type or tensor built through them
+    (a shape's first time, then again from what that one kept) has the attributes Triton's own
+    __init__ gives it, its shape a tuple of its own; a shape Triton refuses is refused alike."""
+    import triton.language as tl
+    from triton.language.semantic import TritonSemantic
+    for f in (tl.block_type.__init__, tl.tensor.__init__, TritonSemantic.broadcast_impl_value,
+              interpreter._get_np_dtype):
+        assert getattr(f, "_normbench", False), f
+
+    def own(cls, *args):
+        obj = object.__new__(cls)
+        cls.__init__._real(obj, *args)
+        return obj
+
+    def attrs(obj):
+        return {k: (v.values, v.type) if isinstance(v, tl.tuple) else v
+                for k, v in vars(obj).items()}
+
+    for elem in (tl.float32, tl.int1, tl.pointer_type(tl.bfloat16)):
+        for shape in ([4, 8], [tl.constexpr(4), 8], tl.tuple([2, 1, 16]), [64]):
+            for _ in range(2):
+                got, want = tl.block_type(elem, shape), own(tl.block_type, elem, shape)
+                assert attrs(got) == attrs(want) and got.element_ty is elem
+                assert list(vars(got)) == list(vars(want))
+                t, u = tl.tensor("h", got), own(tl.tensor, "h", want)
+                assert attrs(t) == attrs(u) and list(vars(t)) == list(vars(u))
+                assert t.shape is not tl.tensor("h", got).shape and got.shape is not \
+                    tl.block_type(elem, shape).shape
+        assert attrs(tl.tensor("s", elem)) == attrs(own(tl.tensor, "s", elem))
+    for bad in ([3], [0], (4, 8), [2.0]):
+        for _ in range(2):
+            with pytest.raises(Exception) as got:
+                tl.block_type(tl.float32, bad)
+            with pytest.raises(Exception) as want:
+                own(tl.block_type, tl.float32, bad)
+            assert (type(got.value), str(got.value)) == (type(want.value), str(want.value))
+    assert interpreter._get_np_dtype(tl.block_type(tl.bfloat16, [4])) == np.uint16
+    assert interpreter._get_np_dtype(tl.pointer_type(tl.float32)) == np.uint64
