@@ -1,6 +1,7 @@
 """strategies/_interpret.py: the interpreter's language patch once a launch, not once a
 device-function call, with every result as Triton's own way gives it."""
 import os
+import runpy
 import subprocess
 import sys
 
@@ -42,21 +43,36 @@ _SCRIPT = r"""
 import sys, torch
 from normbench import strategies
 from normbench.harness.inputs import make_inputs
-out = {}
-for name in sys.argv[2].split(","):
-    for norm in ("layernorm", "rmsnorm"):
-        x, dy, w, mean, rstd = make_inputs(norm, 7, 45, "bf16", "fp32", seed=3, device="cpu")
-        res = strategies.get(name).backward(x, dy, w, mean, rstd, groups=3)
-        out[name, norm] = [t.clone() if t is not None else None for t in res]
-torch.save(out, sys.argv[1])
+
+
+def outputs(names):
+    out = {}
+    for name in names:
+        for norm in ("layernorm", "rmsnorm"):
+            x, dy, w, mean, rstd = make_inputs(norm, 7, 45, "bf16", "fp32", seed=3, device="cpu")
+            res = strategies.get(name).backward(x, dy, w, mean, rstd, groups=3)
+            out[name, norm] = [t.clone() if t is not None else None for t in res]
+    return out
+
+
+if __name__ == "__main__":
+    torch.save(outputs(sys.argv[2].split(",")), sys.argv[1])
 """
 
 
 def test_every_strategy_gives_the_bits_triton_s_own_way_gives(tmp_path):
     """The same results, bit for bit, with the skip and with Triton patching at every call
-    (NORMBENCH_INTERPRET_REPATCH=1), for every strategy the interpreter runs."""
+    (NORMBENCH_INTERPRET_REPATCH=1), for every strategy the interpreter runs.  Where this
+    process runs with the skip (its NORMBENCH_INTERPRET_REPATCH unset), its results are this
+    process's own; Triton's way is always a fresh process's."""
     got = {}
+    if getattr(interpreter._patch_lang, "_normbench", False):    # the skip is on here: "0"
+        ns = {"__name__": "bits"}
+        exec(_SCRIPT, ns)
+        got["0"] = ns["outputs"](NAMES)
     for mode in ("0", "1"):
+        if mode in got:
+            continue
         f = tmp_path / f"out{mode}.pt"
         env = {**os.environ, "NORMBENCH_INTERPRET_REPATCH": mode, "PYTHONPATH": ROOT,
                "NORMBENCH_PLUGINS": ""}
@@ -97,14 +113,29 @@ except Exception as e:
 """
 
 
-def test_a_device_function_whose_module_has_no_triton_language_fails_as_in_triton(tmp_path):
+def test_a_device_function_whose_module_has_no_triton_language_fails_as_in_triton(
+        tmp_path, monkeypatch, capsys):
     """Triton's interpreter refuses a device function whose module does not see
     triton.language ("must be visible"); the skip ran it instead, so a plugin's record was ok
-    one way and an error the other.  Both ways now give Triton's error."""
+    one way and an error the other.  Both ways now give Triton's error.  Where this process
+    runs with the skip, the script runs here for it (its own module, sys.path and argv, put
+    back after); Triton's way is always a fresh process's."""
     (tmp_path / "helper_without_tl.py").write_text(
         "import triton\n\n\n@triton.jit\ndef scaled(x, s):\n    return x * s\n")
     out = {}
+    if getattr(interpreter._patch_lang, "_normbench", False):    # the skip is on here: "0"
+        script = tmp_path / "no_lang.py"
+        script.write_text(_NO_LANG)
+        monkeypatch.setattr(sys, "argv", [str(script), str(tmp_path)])
+        monkeypatch.setattr(sys, "path", list(sys.path))
+        try:
+            runpy.run_path(str(script), run_name="__main__")
+        finally:
+            sys.modules.pop("helper_without_tl", None)
+        out["0"] = capsys.readouterr().out.strip()
     for mode in ("0", "1"):
+        if mode in out:
+            continue
         env = {**os.environ, "NORMBENCH_INTERPRET_REPATCH": mode, "PYTHONPATH": ROOT,
                "NORMBENCH_PLUGINS": ""}
         r = subprocess.run([sys.executable, "-c", _NO_LANG, str(tmp_path)], env=env,
