@@ -31,13 +31,12 @@ EXCHANGE_SPIN = 4
 OVERRIDE: dict[str, dict] = {}
 
 # The option keys the kernels read beyond a rule's own parameters (p["..."] / p.get("...") in
-# strategies/): disjoint_fused's tail, disjoint_strided's staged, stage_from, ln_warps and
-# rms_warps, and
+# strategies/): disjoint_fused's tail, disjoint_strided's staged, stage_from and ln_warps, and
 # disjoint_smem's keys, which disjoint_strided's staged path takes from its override.
 KERNEL_OPTIONS = frozenset({
     "block_d", "one_chunk", "block_r", "num_warps", "num_stages", "prefetch", "reload",
     "w_tile", "col_split", "exchange", "spin", "l2_ahead", "pdl", "interleave", "balance",
-    "fp32_stages", "tail", "staged", "stage_from", "ln_warps", "rms_warps", "wide_weight_warps",
+    "fp32_stages", "tail", "staged", "stage_from", "ln_warps", "wide_weight_warps",
     "ln_split_warps", "inflight", "split_inflight", "ln_inflight", "split", "half_rows",
     "w_regs", "rms_split_w_regs", "one_stage_halves", "bf16_pairs", "xhat_fma", "full_sectors",
     "sectors_off", "pairs_off", "ln_l2_ahead", "l2_off"})
@@ -275,9 +274,8 @@ def overridden(p, ov: dict, d: int) -> dict:
         p = {**split_params(d, parts), **ov}
     else:
         p = {**p, **ov}
-        for k in ("ln_warps", "rms_warps"):
-            if "num_warps" in ov and k not in ov and p.get(k):
-                p[k] = 0                # the warps asked for, in either norm
+        if "num_warps" in ov and "ln_warps" not in ov and p.get("ln_warps"):
+            p["ln_warps"] = 0           # the warps asked for, in either norm
         if "num_stages" in ov and "fp32_stages" not in ov and p.get("fp32_stages"):
             p["fp32_stages"] = 0        # the stages asked for, at every activation width
         for k in ("split_inflight", "ln_inflight"):
@@ -292,11 +290,11 @@ def overridden(p, ov: dict, d: int) -> dict:
 
 
 def row_loop_warps(p, has_mean: bool, elem: int) -> int:
-    """The warps of a row-loop launch at parameters p: `num_warps`, or where a rule sets them
-    (disjoint_strided's) `ln_warps` for a LayerNorm call (`has_mean`) and `rms_warps` for an
-    RMSNorm one, with 16-bit activations (`elem` bytes)."""
-    w = p.get("ln_warps" if has_mean else "rms_warps", 0)
-    return w if w and elem == 2 else p["num_warps"]
+    """The warps of a row-loop launch at parameters p: `num_warps`, or `ln_warps` where a rule
+    sets it (disjoint_strided's) for a LayerNorm call (`has_mean`) with 16-bit activations
+    (`elem` bytes)."""
+    lw = p.get("ln_warps", 0)
+    return lw if lw and has_mean and elem == 2 else p["num_warps"]
 
 
 def row_loop_stages(p, elem: int) -> int:

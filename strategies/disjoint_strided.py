@@ -70,18 +70,10 @@ def _loop_rule(d: int) -> dict:
     22's first call.)  Not in RMSNorm (level at 3072 in the timings that were not slow; not
     timed in turn) nor with fp32 activations (level); 2048 < d < 4096 was timed at 2560 and
     3072 only.  With torch and torch_compile (results/h200-targets-narrow-ln-3072): LN 32768 ×
-    3072 at 91-93 % of copy in the four 16-bit mixes, 82-86 % before.
-
-    And 8 warps at the whole tile (d = 4096) in both norms with 16-bit activations (`ln_warps`,
-    `rms_warps`): tuning round 51 (H200, docs/perf/tune-51/h200-s62/; six rounds in turn on
-    fresh inputs, GPU time): RMS 16384 × 4096 0.6-1.0 % faster in each 16-bit mix and every
-    round, LN bf16 2.3 %; fp32 0.5 % (kept at 16).  A candidate until round 51c counts it with
-    every peer (bench/device_round51c.sh)."""
+    3072 at 91-93 % of copy in the four 16-bit mixes, 82-86 % before."""
     p = _tuning.ROW_LOOP.params(d)
-    tile = p["one_chunk"] and p["block_d"] == 4096     # 2048 < d ≤ 4096
-    whole = tile and d == 4096
-    return {**p, "interleave": True, "staged": False, "pdl": True,
-            "ln_warps": 8 if tile else 0, "rms_warps": 8 if whole else 0}
+    masked = p["one_chunk"] and p["block_d"] == 4096 and d != 4096
+    return {**p, "interleave": True, "staged": False, "pdl": True, "ln_warps": 8 if masked else 0}
 
 
 # Bytes of x and dy in flight for a row the staged kernel holds in two parts (12288 = 8192 +
@@ -303,8 +295,7 @@ def _notes(x, dy, weight, mean, rstd) -> str:
             return (disjoint_smem.notes(x, dy, weight, rs, mean is not None, m)
                     + ", rows dealt round-robin")
     w = _tuning.row_loop_warps(p, mean is not None, x.element_size())
-    norm = "LayerNorm" if mean is not None else "RMSNorm"
-    own = f", {norm}'s {w} warps" if w != p["num_warps"] else ""
+    own = ", LayerNorm's 8 warps" if w != p["num_warps"] else ""
     return "the row loop, tiles dealt round-robin" + own
 
 
