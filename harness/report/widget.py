@@ -89,19 +89,33 @@ def _evaluate(entry, grid) -> dict:
         return out
     from normbench.harness.measure import model_value
 
+    # A value's check depends on the column and the value alone: an int or None passed once
+    # is not checked again (the grid gives the same few counts and sizes thousands of times);
+    # a value that fails is checked, and raises, at every point that gives it, as before
+    checked: dict = {}
+
     def value(col, source, r, d, g, f, *args):
         """One value of the model, checked as a record's is (an int a record can hold, inf
         and -5 bytes not), named with the point of the grid that gave it."""
         try:
-            return model_value(col, source, f(r, d, g, *args))
+            v = f(r, d, g, *args)
+            key = (col, v) if v is None or type(v) is int else None
+            if key is not None and key in checked:
+                return checked[key]
+            out = model_value(col, source, v)
         except ValueError as e:
             at = f", GROUPS={g}" if entry.uses_groups else ""
             raise ValueError(f"{e} (at rows={r}, d={d}{at})") from None
+        if key is not None:
+            checked[key] = out
+        return out
 
     # Entry.writers_per_slot and workspace_bytes (no weight dtype: none is checked) are their
     # models at the effective GROUPS, which each works out again: worked out once a point here
-    # (the grid is some 3,000 points an entry, and the checks cost more than the models)
+    # (the grid is some 3,000 points an entry, and the checks cost more than the models); the
+    # writers model takes rows and the effective GROUPS only (no d): worked out once a pair
     effective: dict = {}
+    per_pair: dict = {}
 
     def groups_at(r, d, g):
         key = (r, d, g)
@@ -110,7 +124,15 @@ def _evaluate(entry, grid) -> dict:
         return effective[key]
 
     def writers(r, d, g):
-        return entry.writers_at(r, groups_at(r, d, g))
+        ge = groups_at(r, d, g)
+        try:
+            key = (r, type(ge), ge)
+            return per_pair[key]
+        except KeyError:
+            per_pair[key] = out = entry.writers_at(r, ge)    # raises at each call, as before
+            return out
+        except TypeError:               # an effective GROUPS that is no key: asked each time
+            return entry.writers_at(r, ge)
 
     def workspace(r, d, g, has_bias):
         return entry.workspace_at(r, d, groups_at(r, d, g), has_bias)
