@@ -229,7 +229,8 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", help="sweep config: 
         scheduler: Optional[str] = typer.Option(None, "--scheduler", metavar="ADDRESS",
                                                 help="run on the Dask cluster of this "
                                                 "scheduler (tcp://host:8786 or a scheduler "
-                                                "file); workers need normbench installed"),
+                                                "file, waited for up to 30 s); workers need "
+                                                "normbench installed"),
         exclusive_below_us: Optional[str] = typer.Option(
             None, "--exclusive-below-us", metavar="X", help="with --gpus/--scheduler: cases "
             "whose estimated or measured call time is below X µs, or whose measured call is "

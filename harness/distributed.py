@@ -145,21 +145,38 @@ class Queue:
 
 
 def _check_scheduler(target: str) -> str:
-    """The scheduler's address.  --scheduler names a scheduler file (JSON with its "address")
-    or an address with a port of 1-65535 (tcp://host:8786, host:8786) whose scheme the
+    """The scheduler's address, or None for a scheduler file not written yet (in a folder
+    that exists: reach() waits for it).  --scheduler names a scheduler file (JSON with its
+    "address") or an address with a port of 1-65535 (tcp://host:8786, host:8786) whose scheme the
     client can use (_scheme_problem); anything else is refused before a run starts (a port
     out of range waited 30 s to fail to connect, tls:// without certificates ended in
     Dask's traceback)."""
     from distributed.comm import get_address_host_port, parse_address
     address = target
     if Path(target).is_file():
-        try:
-            address = json.loads(Path(target).read_text(encoding="utf-8"))["address"]
-        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
-            raise ClusterError(f"--scheduler {target}: not a Dask scheduler file (JSON with an "
-                               "\"address\")") from None
+        for attempt in range(21):    # one just being written (dask's own Client retries too)
+            try:
+                address = json.loads(Path(target).read_text(encoding="utf-8"))["address"]
+                break
+            except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
+                if attempt == 20:
+                    raise ClusterError(f"--scheduler {target}: not a Dask scheduler file (JSON "
+                                       "with an \"address\")") from None
+                time.sleep(0.05)
         if not isinstance(address, str):
             raise ClusterError(f"--scheduler {target}: its \"address\" is not a string")
+    elif _names_a_file(target):
+        # a scheduler file not written yet (under SLURM the scheduler writes it a moment
+        # later): reach() waits for it, as dask's Client(scheduler_file=) does; a folder that
+        # is not there will never hold it
+        folder = Path(target).parent
+        if os.path.lexists(target):
+            raise ClusterError(f"--scheduler {target}: not a file (give a scheduler file or "
+                               "tcp://HOST:PORT)")
+        if not folder.is_dir():
+            raise ClusterError(f"--scheduler {target}: no such scheduler file, and its folder "
+                               f"{folder} does not exist")
+        return None
     try:
         scheme = parse_address(address, strict=False)[0]
         if (why := _scheme_problem(scheme)) is not None:
@@ -171,6 +188,13 @@ def _check_scheduler(target: str) -> str:
         raise ClusterError(f"--scheduler {target!r}: not a scheduler address ({e}); give "
                            "tcp://HOST:PORT or a scheduler file") from None
     return address
+
+
+def _names_a_file(target: str) -> bool:
+    """--scheduler's value is a path (a scheduler file), not an address: no scheme, and a
+    folder in it or a .json name (HOST:PORT has neither)."""
+    return "://" not in target and ("/" in target or os.sep in target
+                                    or target.lower().endswith(".json"))
 
 
 SCHEMES = ("tcp", "tls")        # the comms --scheduler takes (HOST:PORT is tcp)
@@ -255,8 +279,17 @@ class Executor:
         timeout_s (_ask: a host that does not resolve or a port that refuses fails at once);
         the CLI asks before it makes the run directory, and exits 2: the address is the
         input's fault.  Nothing to ask for --gpus (start() makes the cluster)."""
-        if self.address is None:
+        if self.scheduler is None:
             return
+        if self.address is None:        # a scheduler file not there yet: wait for it
+            deadline = time.monotonic() + timeout_s
+            while not Path(self.scheduler).exists():
+                if time.monotonic() >= deadline:
+                    raise ClusterError(f"--scheduler {self.scheduler}: no such scheduler file "
+                                       f"(waited {timeout_s:g} s for the scheduler to write it)")
+                time.sleep(0.1)
+            self.address = _check_scheduler(self.scheduler)
+            timeout_s = max(deadline - time.monotonic(), 1.0)
         got: list = []
 
         def ask() -> None:

@@ -744,6 +744,8 @@ def test_bad_cluster_options_are_one_line_and_exit_2(tmp_path):
                           "--exclusive-below-us: expected a number of µs >= 0, got '1_0'"),
                          (["--shard", "3/3"], "0 <= I < N"),
                          (["--scheduler", "garbage"], "not a scheduler address"),
+                         (["--scheduler", str(tmp_path / "no" / "s.json")],
+                          "no such scheduler file, and its folder"),
                          (["--scheduler", "tcp://127.0.0.1:99999"], "port 99999 is outside"),
                          (["--scheduler", "127.0.0.1:0"], "port 0 is outside"),
                          (["--scheduler", str(cfg)], "not a Dask scheduler file"),
@@ -819,6 +821,31 @@ def test_a_scheduler_address_that_does_not_answer_as_one_is_refused_in_time():
         with pytest.raises(ClusterError, match="does not answer as a Dask scheduler within 2 s"):
             ex.reach(timeout_s=2)
         assert time.monotonic() - start < 10
+
+
+@needs_dask
+def test_a_scheduler_file_not_written_yet_is_waited_for(tmp_path):
+    """Under SLURM the scheduler writes its file a moment after the job starts: `--scheduler
+    DIR/sched.json` naming none yet said "not a scheduler address (missing port number ...)".
+    reach() waits for it within its timeout, as dask's Client(scheduler_file=) does, then
+    reads it; a file that never comes is named as such, a folder that is not there at once."""
+    from normbench.harness.distributed import ClusterError, make_executor
+    path = tmp_path / "sched.json"
+    ex = make_executor(gpus=None, scheduler=str(path), sweep=None, exclusive_below_us=None)
+    writer = threading.Timer(0.5, path.write_text, ('{"address": "tcp://127.0.0.1:1"}',))
+    writer.start()
+    with pytest.raises(ClusterError, match="cannot connect to 127.0.0.1:1"):   # its address
+        ex.reach(timeout_s=5)
+    writer.join()
+    ex = make_executor(gpus=None, scheduler=str(tmp_path / "never.json"), sweep=None,
+                       exclusive_below_us=None)
+    start = time.monotonic()
+    with pytest.raises(ClusterError, match=r"never.json: no such scheduler file \(waited 1 s"):
+        ex.reach(timeout_s=1)
+    assert time.monotonic() - start < 5
+    for bad, needle in ((tmp_path / "no" / "s.json", "its folder"), (tmp_path, "not a file")):
+        with pytest.raises(ClusterError, match=needle):
+            make_executor(gpus=None, scheduler=str(bad), sweep=None, exclusive_below_us=None)
 
 
 class _FailedTask:
