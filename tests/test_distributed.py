@@ -1050,3 +1050,38 @@ def test_each_run_on_a_long_lived_cluster_records_its_own_facts(scheduler_and_wo
             "--no-report")
     assert r.returncode == 0, r.stderr
     assert recorded(tmp_path / "e") == ("ccccccc", True, "ccccccc")
+
+
+@needs_dask
+def test_the_slurm_recipe_starts_the_run_once_a_worker_has_joined(monkeypatch):
+    """configs/cluster/slurm_dask.py started the run as soon as it had asked SLURM for the
+    jobs: a queue that held them past the run's wait for a first worker (START_TIMEOUT_S)
+    ended the run with "no Dask worker joined".  It waits for one first (no time limit)."""
+    import runpy
+    calls = []
+
+    class SLURMCluster:
+        scheduler_address = "tcp://head:8786"
+
+        def __init__(self, **kw):
+            calls.append("make")
+
+        def scale(self, jobs):
+            calls.append(f"scale {jobs}")
+
+        def wait_for_workers(self, n, timeout=None):
+            calls.append(f"wait {n} {timeout}")
+
+        def close(self):
+            calls.append("close")
+
+    import dask
+    monkeypatch.setattr(dask.config, "set", lambda *a, **kw: calls.append("config"))  # not ours
+    monkeypatch.setitem(sys.modules, "dask_jobqueue", types.SimpleNamespace(SLURMCluster=SLURMCluster))
+    monkeypatch.setattr(subprocess, "run",
+                        lambda argv, **kw: calls.append(argv[-1]) or types.SimpleNamespace(returncode=0))
+    monkeypatch.setattr(sys, "argv", ["slurm_dask.py", "cpu", "runs/x", "2"])
+    with pytest.raises(SystemExit) as e:
+        runpy.run_path(str(ROOT / "configs" / "cluster" / "slurm_dask.py"), run_name="__main__")
+    assert e.value.code == 0
+    assert calls == ["config", "make", "scale 2", "wait 1 None", "tcp://head:8786", "close"], calls

@@ -27,6 +27,9 @@ cluster = SLURMCluster(
 )
 cluster.scale(jobs=jobs)
 try:
+    # SLURM may queue the jobs for longer than the run waits for its first worker (300 s):
+    # the run starts once one has joined (the others join as their jobs start)
+    cluster.wait_for_workers(1)
     rc = subprocess.run([sys.executable, "-m", "normbench", "run", config, "--out", out,
                          "--scheduler", cluster.scheduler_address]).returncode
 finally:
