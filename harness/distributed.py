@@ -192,9 +192,10 @@ def _check_scheduler(target: str) -> str:
 
 def _names_a_file(target: str) -> bool:
     """--scheduler's value is a path (a scheduler file), not an address: no scheme, and a
-    folder in it or a .json name (HOST:PORT has neither)."""
-    return "://" not in target and ("/" in target or os.sep in target
-                                    or target.lower().endswith(".json"))
+    folder in it or a .json name (HOST:PORT has neither), and not a folder's (HOST:PORT/ is
+    a mistyped address, not a file to wait for)."""
+    return "://" not in target and not target.endswith(("/", os.sep)) and (
+        "/" in target or os.sep in target or target.lower().endswith(".json"))
 
 
 SCHEMES = ("tcp", "tls")        # the comms --scheduler takes (HOST:PORT is tcp)

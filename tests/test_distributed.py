@@ -843,7 +843,8 @@ def test_a_scheduler_file_not_written_yet_is_waited_for(tmp_path):
     with pytest.raises(ClusterError, match=r"never.json: no such scheduler file \(waited 1 s"):
         ex.reach(timeout_s=1)
     assert time.monotonic() - start < 5
-    for bad, needle in ((tmp_path / "no" / "s.json", "its folder"), (tmp_path, "not a file")):
+    for bad, needle in ((tmp_path / "no" / "s.json", "its folder"), (tmp_path, "not a file"),
+                        ("head:8786/", "not a scheduler address")):   # not waited for
         with pytest.raises(ClusterError, match=needle):
             make_executor(gpus=None, scheduler=str(bad), sweep=None, exclusive_below_us=None)
 
