@@ -263,21 +263,28 @@ def markdown_table(df: pd.DataFrame) -> str:
     short = _short_names(a["det_impl"])
     many = df[["dtype", "weight_dtype"]].drop_duplicates().shape[0] > 1
     rows, marked = [], 0             # marked: the cells that carry CONTENDED_MARK
+    # best's shapes, each peer's records and the times, read once, not once a shape: selecting
+    # best's rows of a shape, then a peer's, copied every column of them (a take per column),
+    # 9 s for a run of 50 shapes and three peers; a peer's cell is its first such record's
+    keys = [tuple(x) for x in best[list(summary.SHAPE)].itertuples(index=False)] \
+        if len(best) else []
+    of_peer = {p: (best["implementation"] == p).to_numpy(dtype=bool, na_value=False)
+               for p in peers} if len(best) else {}
+    t_ms, p20, p80 = (summary.times(best, c).to_numpy()
+                      for c in ("time_ms", "time_p20_ms", "time_p80_ms"))
     for _, r in a.iterrows():
         key = tuple(r[k] for k in summary.SHAPE)
-        # (a boolean list as long as the rows: `best[[]]` of an empty frame would pick columns)
-        mine = best[np.array([tuple(x) == key for x in
-                              best[list(summary.SHAPE)].itertuples(index=False)], dtype=bool)] \
-            if len(best) else best
+        at_shape = np.array([k == key for k in keys], dtype=bool)
         peer_t, out = {}, dict(r["peer_out"])
         for p in peers:
-            hit = mine[mine["implementation"] == p]
+            hit = np.flatnonzero(at_shape & of_peer[p]) if len(best) else ()
             if len(hit):
-                t = summary.times(hit).iloc[0] * 1000
-                lo, hi = summary.times(hit, "time_p20_ms").iloc[0], summary.times(hit, "time_p80_ms").iloc[0]
+                i = hit[0]
+                t = t_ms[i] * 1000
+                lo, hi = p20[i], p80[i]
                 # ‡ as summary.answer marks report.md's cells: hostload.contention_note
                 peer_t[p] = (t, hi / lo if finite(lo) and lo > 0 else np.nan,
-                             hostload.contention_note(hit.iloc[0]) is not None)
+                             hostload.contention_note(best.iloc[i]) is not None)
         fastest = min([r["det_us"]] + [v[0] for v in peer_t.values()],
                       key=lambda v: v if finite(v) else np.inf)
         row = {"norm": NORM_SHORT.get(r["norm"], r["norm"]),
