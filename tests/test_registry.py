@@ -4,11 +4,12 @@ import functools
 import os
 import re
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests import forkcli
 
 from normbench import strategies
 from normbench.harness.measure import Settings, measure
@@ -50,33 +51,36 @@ def test_an_entry_added_whole_is_checked_too(registry):
     assert e.doc == ""
 
 
-def _list_with_plugin(tmp_path, name: str, flag: str, signature: str) -> list[str]:
+def _list_with_plugin(plugin_path, name: str, flag: str, signature: str) -> list[str]:
     """`run_bench.py list` with plugin module `name` registering one strategy (its
     deterministic_by_design `flag`, its function `signature`): it must fail with exit 2 and
     one line of stderr, which is returned."""
-    return _list_with_source(tmp_path, name, (
+    return _list_with_source(plugin_path, name, (
         "from normbench.strategies import register\n"
         f"@register('{name}', kind='strategy', {flag}, uses_groups=False)\n"
         f"{signature}\n    pass\n"))
 
 
-def _list_with_source(tmp_path, name: str, source: str) -> list[str]:
-    """`run_bench.py list` with plugin module `name` of `source`: it must fail with exit 2 and
+def _list_with_source(plugin_path, name: str, source: str) -> list[str]:
+    """`run_bench.py list` with plugin module `name` of `source` (written into conftest's
+    plugin_path folder, one for this module: the calls share one environment, so
+    tests/forkcli.py's server forks every call but the first): it must fail with exit 2 and
     one line of stderr, which is returned."""
-    (tmp_path / f"{name}.py").write_text(source)
+    folder, pythonpath = plugin_path
+    (folder / f"{name}.py").write_text(source)
     env = {**os.environ, "NORMBENCH_PLUGINS": name, "NORMBENCH_QUIET": "1",
-           "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
-    r = subprocess.run([sys.executable, str(ROOT / "run_bench.py"), "list"], cwd=tmp_path,
-                       env=env, capture_output=True, timeout=300)
+           "PYTHONPATH": pythonpath}
+    r = forkcli.run([sys.executable, str(ROOT / "run_bench.py"), "list"], cwd=folder,
+                    env=env, timeout=300)
     err = [ln for ln in r.stderr.decode().splitlines() if ln.strip()]
     assert r.returncode == 2 and len(err) == 1, r.stderr.decode()
     return err
 
 
-def test_a_plugin_with_a_flag_of_1_is_one_line_when_it_loads(tmp_path):
+def test_a_plugin_with_a_flag_of_1_is_one_line_when_it_loads(plugin_path):
     """deterministic_by_design=1 passed `list`, then its first record stopped the sweep with a
     traceback (the boolean column refuses 1)."""
-    err = _list_with_plugin(tmp_path, "nb_flag", "deterministic_by_design=1",
+    err = _list_with_plugin(plugin_path, "nb_flag", "deterministic_by_design=1",
                             "def f(x, dy, weight, mean, rstd, *, groups=None):")
     assert "plugin nb_flag " in err[0] and "deterministic_by_design must be True or False" in err[0]
 
@@ -207,8 +211,8 @@ def test_every_shipped_implementation_registers_with_its_signature_checked():
             _registry._check_signature(e.name, e.fn)
 
 
-def test_a_plugin_with_a_wrong_signature_is_one_line_when_it_loads(tmp_path):
-    err = _list_with_plugin(tmp_path, "nb_sig", "deterministic_by_design=True",
+def test_a_plugin_with_a_wrong_signature_is_one_line_when_it_loads(plugin_path):
+    err = _list_with_plugin(plugin_path, "nb_sig", "deterministic_by_design=True",
                             "def f(x, dy, weight, mean, rstd):")
     assert err[0].startswith("plugin nb_sig (NORMBENCH_PLUGINS) cannot be loaded: TypeError: "
                              "implementation 'nb_sig': its function f(x, dy, weight, mean, rstd) "
@@ -255,8 +259,8 @@ def test_rules_that_can_take_their_calls_are_registered(registry, rules):
         assert e.effective_groups(8, 16, None, "cpu") == 2
 
 
-def test_a_plugin_with_a_rule_of_the_wrong_signature_is_one_line_when_it_loads(tmp_path):
-    err = _list_with_plugin(tmp_path, "nb_rule", "deterministic_by_design=True, "
+def test_a_plugin_with_a_rule_of_the_wrong_signature_is_one_line_when_it_loads(plugin_path):
+    err = _list_with_plugin(plugin_path, "nb_rule", "deterministic_by_design=True, "
                             "writers=lambda rows: rows",
                             "def f(x, dy, weight, mean, rstd, *, groups=None):")
     assert err[0].startswith("plugin nb_rule (NORMBENCH_PLUGINS) cannot be loaded: TypeError: "
@@ -317,10 +321,10 @@ def test_the_same_function_declared_otherwise_is_refused(registry, rules, change
     assert _registry.get("x_other") is first and first.deterministic_by_design is True
 
 
-def test_a_plugin_declaring_a_function_twice_otherwise_is_one_line_when_it_loads(tmp_path):
+def test_a_plugin_declaring_a_function_twice_otherwise_is_one_line_when_it_loads(plugin_path):
     """The same declaration twice loads; then the function again, nondeterministic: one line
     naming the plugin, the implementation and the property, exit 2."""
-    err = _list_with_source(tmp_path, "nb_twice", (
+    err = _list_with_source(plugin_path, "nb_twice", (
         "from normbench.strategies import register\n"
         "def f(x, dy, weight, mean, rstd, *, groups=None):\n    pass\n"
         "for det in (True, True, False):\n"
@@ -398,14 +402,18 @@ def test_a_workspace_model_gets_the_weight_dtype_where_it_takes_it(registry, mod
     assert e.workspace_bytes(100, 64, 4, True) == bf16        # no weight dtype given
 
 
-def test_the_test_plugins_older_workspace_model_still_works():
+def test_the_test_plugins_older_workspace_model_still_works(plugin_path):
     """tests/plugin_strategy.py registers workspace=lambda rows, d, g, has_bias: ... (no weight
-    dtype): given one, it is called as it was."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "NORMBENCH_PLUGINS": "tests.plugin_strategy"}
-    code = ("from normbench import strategies; e = strategies.get('test_plugin_rows'); "
-            "print(e.workspace_bytes(100, 64, 4, True, 'fp32'), e.workspace_bytes(100, 64, 4))")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         cwd=ROOT, timeout=120)
+    dtype): given one, it is called as it was.  A process of its own (the plugin loads as
+    normbench is first imported), a script in the module's plugin folder, so that it forks
+    from the server of the plugin tests' `list` calls (tests/forkcli.py)."""
+    folder, pythonpath = plugin_path
+    env = {**os.environ, "PYTHONPATH": pythonpath, "NORMBENCH_PLUGINS": "tests.plugin_strategy"}
+    script = folder / "older_workspace_model.py"
+    script.write_text(
+        "from normbench import strategies; e = strategies.get('test_plugin_rows'); "
+        "print(e.workspace_bytes(100, 64, 4, True, 'fp32'), e.workspace_bytes(100, 64, 4))\n")
+    out = forkcli.run([sys.executable, script], env=env, text=True, cwd=ROOT, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == [str(7 * 4 * 64 * 2)] * 2
 
