@@ -928,19 +928,18 @@ def test_a_result_whose_fetch_broke_is_the_lost_scheduler_where_it_no_longer_ans
     assert dist.Executor._scheduler_gone(ex)
 
 
-@pytest.fixture
-def scheduler_and_worker(tmp_path):
+def _start_by_hand(folder):
     """A Dask scheduler and one worker (no nanny: its pid is the worker's) started as a
-    cluster is by hand, (address, scheduler process, worker process), given once the worker
-    has joined the scheduler (a run started sooner is refused, one line: nothing listens on the
-    port yet); both stopped after."""
+    cluster is by hand, their logs in `folder`: (address, scheduler process, worker process,
+    log files), returned once the worker has joined the scheduler (a run started sooner is
+    refused, one line: nothing listens on the port yet)."""
     import socket
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     address = f"tcp://127.0.0.1:{port}"
     env = {**ENV, "DASK_DISTRIBUTED__WORKER__DAEMON": "False"}
-    logs = [open(tmp_path / f"{n}.log", "w") for n in ("scheduler", "worker")]
+    logs = [open(folder / f"{n}.log", "w") for n in ("scheduler", "worker")]
     sched = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--port",
                               str(port), "--no-dashboard"], env=env, stdout=logs[0],
                              stderr=subprocess.STDOUT)
@@ -948,17 +947,54 @@ def scheduler_and_worker(tmp_path):
                                "--nthreads", "1", "--resources", "GPU=1", "--no-nanny",
                                "--no-dashboard"], env=env, stdout=logs[1],
                               stderr=subprocess.STDOUT)
+    held = (address, sched, worker, logs)
     try:
         from distributed import Client
         with Client(address, timeout="120s") as c:     # connects once the scheduler listens
             c.wait_for_workers(1, timeout=120)
+    except BaseException:
+        _stop_by_hand(held)
+        raise
+    return held
+
+
+def _stop_by_hand(held):
+    _, sched, worker, logs = held
+    for p in (worker, sched):
+        p.kill()
+        p.wait()
+    for f in logs:
+        f.close()
+
+
+@pytest.fixture(scope="module")
+def _cluster_by_hand(tmp_path_factory):
+    """The module's hand-started cluster (_start_by_hand), started by the first test that
+    asks for it and stopped at the module's end: a list holding it, or nothing."""
+    held: list = []
+    yield held
+    if held:
+        _stop_by_hand(held.pop())
+
+
+@pytest.fixture
+def scheduler_and_worker(_cluster_by_hand, tmp_path_factory):
+    """A Dask scheduler and one worker started as a cluster is by hand, (address, scheduler
+    process, worker process), given once the worker has joined.  One for the module's tests
+    (a worker of a --scheduler cluster outlives its runs, which is what they test): a test
+    that leaves both standing leaves them to the next, one that killed either (the lost
+    scheduler's) has them stopped at its end, and the next test gets a fresh pair."""
+    held = _cluster_by_hand
+    if held and any(p.poll() is not None for p in held[0][1:3]):
+        _stop_by_hand(held.pop())
+    if not held:
+        held.append(_start_by_hand(tmp_path_factory.mktemp("by_hand")))
+    address, sched, worker, _ = held[0]
+    try:
         yield address, sched, worker
     finally:
-        for p in (worker, sched):
-            p.kill()
-            p.wait()
-        for f in logs:
-            f.close()
+        if any(p.poll() is not None for p in (sched, worker)):
+            _stop_by_hand(held.pop())
 
 
 def _measuring_children(pid):
@@ -969,6 +1005,57 @@ def _measuring_children(pid):
         return [k for k in kids if "resource_tracker" not in " ".join(k.cmdline())]
     except psutil.Error:
         return []
+
+
+@needs_dask
+def test_each_run_on_a_long_lived_cluster_records_its_own_facts(scheduler_and_worker, tmp_path):
+    """A --scheduler cluster's worker kept the facts of the first run it measured for its
+    whole life (git commit, dirty flag, versions, copy ceiling), and every later run recorded
+    them in meta.json.  Each run's start now measures them again in a fresh child: after a run
+    that ended (close()) and after one whose driver was killed with kill -9 (no close())."""
+    from distributed import Client
+    address, sched, worker = scheduler_and_worker
+
+    def tell(commit):                   # the worker's tree now says it is at `commit`
+        with Client(address, timeout="30s") as c:
+            c.run(lambda: os.environ.update(NORMBENCH_GIT_COMMIT=commit, NORMBENCH_GIT_DIRTY="1"))
+
+    def untell():                       # the worker as it was, for the module's next test
+        with Client(address, timeout="30s") as c:
+            c.run(lambda: [os.environ.pop(k, None)
+                           for k in ("NORMBENCH_GIT_COMMIT", "NORMBENCH_GIT_DIRTY")])
+
+    def recorded(out):
+        m = json.loads((out / "meta.json").read_text())
+        return m["git_commit"], m["git_dirty"], m["environment"].get("NORMBENCH_GIT_COMMIT")
+    cfg = write_config(tmp_path / "c.yaml", norm=["rmsnorm"], rows=[5],
+                       implementations=["torch"])
+    first = cli("run", cfg, "--scheduler", address, "--out", tmp_path / "a", "--no-report")
+    assert first.returncode == 0, first.stderr
+    try:
+        tell("aaaaaaa")
+        r = cli("run", cfg, "--scheduler", address, "--out", tmp_path / "b", "--no-report")
+        assert r.returncode == 0, r.stderr
+        assert recorded(tmp_path / "b") == ("aaaaaaa", True, "aaaaaaa")
+        tell("bbbbbbb")                     # a run killed with kill -9 after its first record
+        cfg = write_config(tmp_path / "d.yaml", rows=[5, 9, 17, 33],
+                           implementations=["torch", "disjoint_block"])
+        p = popen("run", cfg, "--scheduler", address, "--out", tmp_path / "c", "--no-report")
+        try:
+            assert wait_for_records(tmp_path / "c", 1, p), p.communicate()[1] if p.poll() else ""
+        finally:
+            p.kill()
+            p.communicate()
+        assert recorded(tmp_path / "c") == ("bbbbbbb", True, "bbbbbbb")
+        assert _measuring_children(worker.pid), "the killed run's child is gone: nothing tested"
+        tell("ccccccc")
+        r = cli("run", cfg, "rows=[5]", "--scheduler", address, "--out", tmp_path / "e",
+                "--no-report")
+        assert r.returncode == 0, r.stderr
+        assert recorded(tmp_path / "e") == ("ccccccc", True, "ccccccc")
+    finally:
+        if sched.poll() is None and worker.poll() is None:
+            untell()
 
 
 @needs_dask
@@ -1009,48 +1096,6 @@ def test_a_scheduler_run_stops_its_workers_children_and_a_lost_scheduler_is_one_
     assert r.returncode == 1, err
     assert "Traceback" not in err and "distributed." not in err, err
     assert err.strip().splitlines()[-1].startswith("run: lost the Dask scheduler"), err
-
-
-@needs_dask
-def test_each_run_on_a_long_lived_cluster_records_its_own_facts(scheduler_and_worker, tmp_path):
-    """A --scheduler cluster's worker kept the facts of the first run it measured for its
-    whole life (git commit, dirty flag, versions, copy ceiling), and every later run recorded
-    them in meta.json.  Each run's start now measures them again in a fresh child: after a run
-    that ended (close()) and after one whose driver was killed with kill -9 (no close())."""
-    from distributed import Client
-    address, sched, worker = scheduler_and_worker
-
-    def tell(commit):                   # the worker's tree now says it is at `commit`
-        with Client(address, timeout="30s") as c:
-            c.run(lambda: os.environ.update(NORMBENCH_GIT_COMMIT=commit, NORMBENCH_GIT_DIRTY="1"))
-
-    def recorded(out):
-        m = json.loads((out / "meta.json").read_text())
-        return m["git_commit"], m["git_dirty"], m["environment"].get("NORMBENCH_GIT_COMMIT")
-    cfg = write_config(tmp_path / "c.yaml", norm=["rmsnorm"], rows=[5],
-                       implementations=["torch"])
-    first = cli("run", cfg, "--scheduler", address, "--out", tmp_path / "a", "--no-report")
-    assert first.returncode == 0, first.stderr
-    tell("aaaaaaa")
-    r = cli("run", cfg, "--scheduler", address, "--out", tmp_path / "b", "--no-report")
-    assert r.returncode == 0, r.stderr
-    assert recorded(tmp_path / "b") == ("aaaaaaa", True, "aaaaaaa")
-    tell("bbbbbbb")                     # a run killed with kill -9 after its first record
-    cfg = write_config(tmp_path / "d.yaml", rows=[5, 9, 17, 33],
-                       implementations=["torch", "disjoint_block"])
-    p = popen("run", cfg, "--scheduler", address, "--out", tmp_path / "c", "--no-report")
-    try:
-        assert wait_for_records(tmp_path / "c", 1, p), p.communicate()[1] if p.poll() else ""
-    finally:
-        p.kill()
-        p.communicate()
-    assert recorded(tmp_path / "c") == ("bbbbbbb", True, "bbbbbbb")
-    assert _measuring_children(worker.pid), "the killed run's child is gone: nothing tested"
-    tell("ccccccc")
-    r = cli("run", cfg, "rows=[5]", "--scheduler", address, "--out", tmp_path / "e",
-            "--no-report")
-    assert r.returncode == 0, r.stderr
-    assert recorded(tmp_path / "e") == ("ccccccc", True, "ccccccc")
 
 
 @needs_dask
