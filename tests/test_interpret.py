@@ -210,3 +210,27 @@ def test_block_types_and_tensors_are_built_as_triton_builds_them():
             assert (type(got.value), str(got.value)) == (type(want.value), str(want.value))
     assert interpreter._get_np_dtype(tl.block_type(tl.bfloat16, [4])) == np.uint16
     assert interpreter._get_np_dtype(tl.pointer_type(tl.float32)) == np.uint64
+
+
+def test_bf16_casts_give_the_bits_triton_s_conversion_gives():
+    """_interpret's bf16 <-> fp32 cast (a shift where Triton's _convert_float gives the same
+    bits) against Triton's own conversion: every bf16, every fp32 upper half with 32 lower
+    halves, in one array with no subnormal (the shift) and in one with one (Triton's own)."""
+    import triton.language as tl
+    b = interpreter.interpreter_builder
+    assert getattr(type(b).cast_impl, "_normbench", False)
+    rng = np.random.default_rng(0)
+    lows = np.concatenate([[0, 1, 0x7FFF, 0x8000, 0x8001, 0xFFFF],
+                           rng.integers(0, 1 << 16, 26)]).astype(np.uint32)
+    f32 = ((np.arange(1 << 16, dtype=np.uint32) << 16)[:, None] | lows).ravel()
+    bf16 = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+    for bits, src, dst, mant in ((bf16, tl.bfloat16, tl.float32, 0x7F),
+                                 (f32.view(np.float32), tl.float32, tl.bfloat16, 0x7FFFFF)):
+        raw = bits.view(np.uint16 if src is tl.bfloat16 else np.uint32)
+        sub = ((raw & (mant + 1) * 0xFF) == 0) & ((raw & mant) != 0)
+        for part in (bits[~sub].reshape(2, -1), bits):        # without a subnormal; with
+            got = b.cast_impl(interpreter.TensorHandle(part, src), dst)
+            want = interpreter._convert_float(part, src, dst, None)
+            assert got.dtype == dst and got.data.shape == part.shape
+            assert got.data.dtype == interpreter._get_np_dtype(dst)
+            assert np.array_equal(got.data.view(want.dtype), want)
